@@ -1,0 +1,292 @@
+//! The resolved scenario: plain data with integer units, deserialized from JSON.
+//!
+//! Field names end in their unit: `_ps` (picoseconds), `_bps` (bit/s), `_bytes`.
+//! Unknown fields are rejected. Semantic checks (names, ranges, connectivity)
+//! happen when the simulation is built and report the field path.
+
+use crate::error::ConfigError;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub seed: u64,
+    pub duration_ps: u64,
+    #[serde(default = "default_true")]
+    pub drain: bool,
+    #[serde(default = "default_drain_limit")]
+    pub drain_limit_ps: u64,
+    #[serde(default)]
+    pub network: NetworkConfig,
+    pub topology: TopologyConfig,
+    #[serde(default)]
+    pub traffic: Vec<TrafficConfig>,
+    #[serde(default)]
+    pub stats: StatsConfig,
+}
+
+fn default_true() -> bool {
+    true
+}
+fn default_drain_limit() -> u64 {
+    crate::units::PS_PER_SEC
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkConfig {
+    #[serde(default = "default_overhead")]
+    pub ethernet_overhead_bytes: u32,
+    #[serde(default = "default_classes")]
+    pub classes: u8,
+    #[serde(default)]
+    pub switch: SwitchConfig,
+    #[serde(default)]
+    pub host: HostConfig,
+    #[serde(default)]
+    pub switch_overrides: BTreeMap<String, SwitchConfig>,
+}
+
+fn default_overhead() -> u32 {
+    20
+}
+fn default_classes() -> u8 {
+    8
+}
+
+impl Default for NetworkConfig {
+    fn default() -> Self {
+        NetworkConfig {
+            ethernet_overhead_bytes: default_overhead(),
+            classes: default_classes(),
+            switch: SwitchConfig::default(),
+            host: HostConfig::default(),
+            switch_overrides: BTreeMap::new(),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Forwarding {
+    #[default]
+    StoreAndForward,
+    CutThrough,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SwitchConfig {
+    #[serde(default)]
+    pub forwarding: Forwarding,
+    #[serde(default = "default_switch_latency")]
+    pub latency_ps: u64,
+    #[serde(default)]
+    pub buffer: BufferConfig,
+}
+
+fn default_switch_latency() -> u64 {
+    500_000
+}
+
+impl Default for SwitchConfig {
+    fn default() -> Self {
+        SwitchConfig {
+            forwarding: Forwarding::default(),
+            latency_ps: default_switch_latency(),
+            buffer: BufferConfig::default(),
+        }
+    }
+}
+
+/// Buffer (MMU) model of a device, chosen by `model`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(tag = "model", rename_all = "snake_case", deny_unknown_fields)]
+pub enum BufferConfig {
+    /// Static per-port drop-tail buffer, optionally with a per-queue cap.
+    Static {
+        port_bytes: u64,
+        #[serde(default)]
+        queue_bytes: Option<u64>,
+    },
+}
+
+impl Default for BufferConfig {
+    fn default() -> Self {
+        BufferConfig::Static { port_bytes: 1_000_000, queue_bytes: None }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostConfig {
+    #[serde(default)]
+    pub latency_ps: u64,
+    #[serde(default = "default_nic_buffer")]
+    pub nic_buffer_bytes: u64,
+}
+
+fn default_nic_buffer() -> u64 {
+    1_000_000_000
+}
+
+impl Default for HostConfig {
+    fn default() -> Self {
+        HostConfig { latency_ps: 0, nic_buffer_bytes: default_nic_buffer() }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkConfig {
+    pub rate_bps: u64,
+    pub delay_ps: u64,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub enum HostsPerLeaf {
+    Same(u32),
+    Each(Vec<u32>),
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExplicitNode {
+    pub name: String,
+    pub kind: NodeKindConfig,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum NodeKindConfig {
+    Host,
+    Switch,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExplicitLink {
+    pub a: String,
+    pub b: String,
+    pub rate_bps: u64,
+    pub delay_ps: u64,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum TopologyConfig {
+    Star {
+        hosts: u32,
+        link: LinkConfig,
+    },
+    Dumbbell {
+        left: u32,
+        right: u32,
+        edge_link: LinkConfig,
+        bottleneck_link: LinkConfig,
+    },
+    LeafSpine {
+        leaves: u32,
+        spines: u32,
+        hosts_per_leaf: HostsPerLeaf,
+        host_link: LinkConfig,
+        fabric_link: LinkConfig,
+        #[serde(default = "default_one")]
+        links_per_spine: u32,
+    },
+    FatTree {
+        k: u32,
+        link: LinkConfig,
+    },
+    Explicit {
+        nodes: Vec<ExplicitNode>,
+        links: Vec<ExplicitLink>,
+    },
+}
+
+fn default_one() -> u32 {
+    1
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum TrafficConfig {
+    UdpCbr(UdpConfig),
+    UdpPoisson(UdpConfig),
+    Burst(BurstConfig),
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UdpConfig {
+    #[serde(default)]
+    pub name: String,
+    pub src: Vec<String>,
+    pub dst: String,
+    #[serde(default)]
+    pub rate_bps: Option<u64>,
+    #[serde(default)]
+    pub load: Option<f64>,
+    #[serde(default = "default_frame")]
+    pub frame_bytes: u32,
+    #[serde(default)]
+    pub start_ps: u64,
+    #[serde(default)]
+    pub stop_ps: Option<u64>,
+    #[serde(default)]
+    pub max_frames: Option<u64>,
+    #[serde(default)]
+    pub class: u8,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BurstConfig {
+    #[serde(default)]
+    pub name: String,
+    pub src: Vec<String>,
+    pub dst: String,
+    pub frames: u64,
+    #[serde(default = "default_frame")]
+    pub frame_bytes: u32,
+    #[serde(default)]
+    pub start_ps: u64,
+    #[serde(default)]
+    pub class: u8,
+}
+
+fn default_frame() -> u32 {
+    1500
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StatsConfig {
+    #[serde(default = "default_sample_interval")]
+    pub queue_sample_interval_ps: u64,
+    #[serde(default)]
+    pub sample_hosts: bool,
+}
+
+fn default_sample_interval() -> u64 {
+    10_000_000
+}
+
+impl Default for StatsConfig {
+    fn default() -> Self {
+        StatsConfig { queue_sample_interval_ps: default_sample_interval(), sample_hosts: false }
+    }
+}
+
+impl Scenario {
+    /// Parses a resolved scenario from JSON text. Serde's message names the
+    /// offending field and, for enums, the allowed variants.
+    pub fn from_json(text: &str) -> Result<Scenario, ConfigError> {
+        serde_json::from_str(text).map_err(|e| ConfigError::new("", format!("invalid scenario: {e}")))
+    }
+}

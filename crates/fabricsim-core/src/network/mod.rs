@@ -1,0 +1,57 @@
+//! The network: nodes (hosts and switches), their egress ports, and the wires
+//! (channels) between them.
+//!
+//! A full-duplex link is two [`Channel`]s, one per direction. Each channel is fed
+//! by exactly one egress [`Port`] and keeps the packets on the wire in a FIFO of
+//! `(arrival time, packet)`: since the propagation delay is constant, arrivals
+//! leave the FIFO in order and the channel needs only one pending wake-up.
+
+pub mod port;
+pub mod routing;
+pub mod topology;
+
+use crate::buffer::BufferModel;
+use crate::config::Forwarding;
+use crate::ids::{NodeId, PacketId, PortId};
+use crate::units::{Rate, SimTime};
+pub use port::Port;
+use std::collections::VecDeque;
+pub use topology::NodeKind;
+
+/// A host or a switch.
+#[derive(Debug)]
+pub struct Node {
+    pub name: String,
+    pub kind: NodeKind,
+    /// Fixed forwarding latency (switch pipeline or host stack), added to every
+    /// packet this node receives.
+    pub latency: SimTime,
+    pub forwarding: Forwarding,
+    /// This node's egress ports are `first_port .. first_port + num_ports`.
+    pub first_port: u32,
+    pub num_ports: u16,
+    pub buffer: BufferModel,
+}
+
+impl Node {
+    #[inline]
+    pub fn port(&self, local: u16) -> PortId {
+        PortId(self.first_port + local as u32)
+    }
+}
+
+/// One direction of a link.
+#[derive(Debug)]
+pub struct Channel {
+    pub link: u32,
+    pub from_node: NodeId,
+    pub from_port: PortId,
+    pub to_node: NodeId,
+    /// Local index, at `to_node`, of the port on the same link (the ingress port).
+    pub to_port_local: u16,
+    pub rate: Rate,
+    pub delay: SimTime,
+    /// Propagation delay plus the receiving node's latency.
+    pub arrival_delay: SimTime,
+    pub in_flight: VecDeque<(SimTime, PacketId)>,
+}

@@ -1,0 +1,91 @@
+//! Packets and the packet pool.
+//!
+//! Packets live in a slab with a free list; events and queues carry
+//! [`PacketId`]s. A freed slot is reused by the next allocation, so the pool's
+//! size is the peak number of packets alive at once, not the number created.
+
+use crate::ids::{FlowId, NodeId, PacketId};
+use crate::units::SimTime;
+
+/// What a packet is, for the models that care.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum PacketKind {
+    Data = 0,
+}
+
+/// A packet in flight. Sizes are whole Ethernet frames in bytes (header and FCS
+/// included; preamble and inter-frame gap are added on the wire).
+#[derive(Clone, Copy, Debug)]
+pub struct Packet {
+    pub flow: FlowId,
+    pub src: NodeId,
+    pub dst: NodeId,
+    /// Frame size in bytes.
+    pub size: u32,
+    pub kind: PacketKind,
+    /// Traffic class (egress queue index).
+    pub class: u8,
+    /// Flow hash of the 5-tuple, used by ECMP.
+    pub hash: u64,
+    /// Sequence number within the flow.
+    pub seq: u64,
+    /// When the source created the packet.
+    pub created: SimTime,
+    /// When its first bit reached the current node (for cut-through).
+    pub first_bit: SimTime,
+    /// When it entered its current egress queue.
+    pub enqueued: SimTime,
+}
+
+/// Slab of packets with a free list.
+#[derive(Debug, Default)]
+pub struct PacketPool {
+    slots: Vec<Packet>,
+    free: Vec<u32>,
+    live: usize,
+}
+
+impl PacketPool {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    #[inline]
+    pub fn alloc(&mut self, p: Packet) -> PacketId {
+        self.live += 1;
+        if let Some(i) = self.free.pop() {
+            self.slots[i as usize] = p;
+            PacketId(i)
+        } else {
+            self.slots.push(p);
+            PacketId((self.slots.len() - 1) as u32)
+        }
+    }
+
+    #[inline]
+    pub fn free(&mut self, id: PacketId) {
+        self.live -= 1;
+        self.free.push(id.0);
+    }
+
+    #[inline]
+    pub fn get(&self, id: PacketId) -> &Packet {
+        &self.slots[id.idx()]
+    }
+
+    #[inline]
+    pub fn get_mut(&mut self, id: PacketId) -> &mut Packet {
+        &mut self.slots[id.idx()]
+    }
+
+    /// Packets currently allocated.
+    pub fn live(&self) -> usize {
+        self.live
+    }
+
+    /// Peak number of packets alive at once.
+    pub fn capacity_used(&self) -> usize {
+        self.slots.len()
+    }
+}

@@ -1,0 +1,757 @@
+//! The simulation: builds the world from a resolved [`Scenario`] and runs the
+//! event loop.
+//!
+//! # Event loop
+//!
+//! Four kinds of events exist, each owned by one component that keeps at most
+//! one of them pending:
+//!
+//! | event            | owner   | pending at most                        |
+//! |------------------|---------|----------------------------------------|
+//! | `TxDone(port)`   | port    | one, while it transmits                |
+//! | `Arrive(channel)`| channel | one, for the head of its in-flight FIFO |
+//! | `Send(source)`   | source  | one, its next frame                    |
+//! | `Sample`         | stats   | one                                    |
+//!
+//! A packet's life: a source creates it at a host and routes it to an egress
+//! port; the device's buffer model admits or drops it; the port transmits it
+//! (strict priority between classes, FIFO within one); at the end of
+//! transmission it enters the channel's FIFO and arrives at the far node after the
+//! propagation delay plus that node's fixed latency; a switch routes it on, a host
+//! delivers it.
+
+use crate::buffer::{AdmitRequest, BufferModel, Verdict};
+use crate::config::{BufferConfig, Forwarding, Scenario, TrafficConfig};
+use crate::error::ConfigError;
+use crate::event_queue::EventQueue;
+use crate::ids::{ChannelId, FlowId, NodeId, PacketId, PortId, SourceId};
+use crate::network::routing::RoutingTable;
+use crate::network::topology::{Graph, NodeKind};
+use crate::network::{Channel, Node, Port};
+use crate::packet::{Packet, PacketKind, PacketPool};
+use crate::rng::{mix64, RandomStream};
+use crate::stats::{Column, DropCounters, DropReason, FlowStats, QueueSamples, RunOutput, Table, Value};
+use crate::traffic::Source;
+use crate::units::{Rate, SimTime};
+use std::collections::{BTreeMap, VecDeque};
+
+#[derive(Clone, Copy, Debug)]
+enum Event {
+    TxDone(PortId),
+    Arrive(ChannelId),
+    Send(SourceId),
+    Sample,
+}
+
+const FLOW_KINDS: [&str; 3] = ["udp_cbr", "udp_poisson", "burst"];
+
+/// A running simulation.
+pub struct Simulation {
+    name: String,
+    seed: u64,
+    now: SimTime,
+    duration: SimTime,
+    end_cap: SimTime,
+    overhead: u64,
+    classes: usize,
+    queue: EventQueue<Event>,
+    nodes: Vec<Node>,
+    ports: Vec<Port>,
+    channels: Vec<Channel>,
+    routing: RoutingTable,
+    pool: PacketPool,
+    sources: Vec<Source>,
+    flows: Vec<FlowStats>,
+    flow_names: Vec<String>,
+    drops: DropCounters,
+    samples: QueueSamples,
+    sample_interval: SimTime,
+    sampled_ports: Vec<PortId>,
+    events: u64,
+    created_packets: u64,
+    created_bytes: u64,
+    delivered_packets: u64,
+    delivered_bytes: u64,
+    finished: bool,
+}
+
+impl Simulation {
+    /// Builds the world. Every problem in the scenario is reported with its field path.
+    pub fn new(sc: &Scenario) -> Result<Simulation, ConfigError> {
+        if sc.duration_ps == 0 {
+            return Err(ConfigError::new("duration", "must be > 0"));
+        }
+        let net = &sc.network;
+        if !(1..=8).contains(&net.classes) {
+            return Err(ConfigError::new("network.classes", format!("must be between 1 and 8 (got {})", net.classes)));
+        }
+        let classes = net.classes as usize;
+        let graph = Graph::build(&sc.topology, "topology")?;
+        let n = graph.names.len();
+
+        // Local port numbering: each node numbers its links in link order.
+        let mut adj: Vec<Vec<(usize, u16)>> = vec![Vec::new(); n];
+        let mut link_ports = Vec::with_capacity(graph.links.len());
+        for &(a, b, _) in &graph.links {
+            let pa = adj[a].len();
+            let pb = adj[b].len();
+            if pa >= u16::MAX as usize || pb >= u16::MAX as usize {
+                return Err(ConfigError::new("topology", "a node has too many ports (max 65534)"));
+            }
+            adj[a].push((b, pa as u16));
+            adj[b].push((a, pb as u16));
+            link_ports.push((pa as u16, pb as u16));
+        }
+
+        for name in net.switch_overrides.keys() {
+            match graph.names.iter().position(|x| x == name) {
+                Some(i) if graph.kinds[i] == NodeKind::Switch => {}
+                _ => {
+                    return Err(ConfigError::new(
+                        format!("network.switch_overrides.{name}"),
+                        format!("no switch named '{name}' (switches: {})", list_names(&graph, NodeKind::Switch)),
+                    ))
+                }
+            }
+        }
+
+        let mut nodes = Vec::with_capacity(n);
+        let mut first_port = 0u32;
+        for i in 0..n {
+            let kind = graph.kinds[i];
+            let num_ports = adj[i].len();
+            let (latency, forwarding, buffer) = match kind {
+                NodeKind::Switch => {
+                    let name = &graph.names[i];
+                    let (cfg, path) = match net.switch_overrides.get(name) {
+                        Some(c) => (c, format!("network.switch_overrides.{name}.buffer")),
+                        None => (&net.switch, "network.switch.buffer".to_string()),
+                    };
+                    let b = BufferModel::build(&cfg.buffer, num_ports, classes, &path)?;
+                    (SimTime(cfg.latency_ps), cfg.forwarding, b)
+                }
+                NodeKind::Host => {
+                    let b = BufferModel::build(
+                        &BufferConfig::Static { port_bytes: net.host.nic_buffer_bytes, queue_bytes: None },
+                        num_ports,
+                        classes,
+                        "network.host.nic_buffer",
+                    )?;
+                    (SimTime(net.host.latency_ps), Forwarding::StoreAndForward, b)
+                }
+            };
+            nodes.push(Node {
+                name: graph.names[i].clone(),
+                kind,
+                latency,
+                forwarding,
+                first_port,
+                num_ports: num_ports as u16,
+                buffer,
+            });
+            first_port += num_ports as u32;
+        }
+
+        // Ports and channels. Channel 2l goes a -> b, 2l+1 goes b -> a.
+        let mut port_slots: Vec<Option<Port>> = (0..first_port).map(|_| None).collect();
+        let mut channels = Vec::with_capacity(graph.links.len() * 2);
+        for (l, &(a, b, cfg)) in graph.links.iter().enumerate() {
+            let (pa, pb) = link_ports[l];
+            let rate = Rate(cfg.rate_bps);
+            let delay = SimTime(cfg.delay_ps);
+            for (dir, (from, fp, to, tp)) in [(a, pa, b, pb), (b, pb, a, pa)].into_iter().enumerate() {
+                let ch = ChannelId((2 * l + dir) as u32);
+                let pid = nodes[from].port(fp);
+                port_slots[pid.idx()] = Some(Port::new(NodeId(from as u32), fp, ch, rate, classes));
+                channels.push(Channel {
+                    link: l as u32,
+                    from_node: NodeId(from as u32),
+                    from_port: pid,
+                    to_node: NodeId(to as u32),
+                    to_port_local: tp,
+                    rate,
+                    delay,
+                    arrival_delay: delay + nodes[to].latency,
+                    in_flight: VecDeque::new(),
+                });
+            }
+        }
+        let ports: Vec<Port> = port_slots.into_iter().map(|p| p.expect("every port belongs to a link")).collect();
+        let routing = RoutingTable::build(&graph.kinds, &adj, sc.seed);
+
+        let mut sim = Simulation {
+            name: sc.name.clone(),
+            seed: sc.seed,
+            now: SimTime::ZERO,
+            duration: SimTime(sc.duration_ps),
+            end_cap: if sc.drain { SimTime(sc.duration_ps.saturating_add(sc.drain_limit_ps)) } else { SimTime(sc.duration_ps) },
+            overhead: net.ethernet_overhead_bytes as u64,
+            classes,
+            queue: EventQueue::new(),
+            nodes,
+            ports,
+            channels,
+            routing,
+            pool: PacketPool::new(),
+            sources: Vec::new(),
+            flows: Vec::new(),
+            flow_names: Vec::new(),
+            drops: DropCounters::default(),
+            samples: QueueSamples::default(),
+            sample_interval: SimTime(sc.stats.queue_sample_interval_ps),
+            sampled_ports: Vec::new(),
+            events: 0,
+            created_packets: 0,
+            created_bytes: 0,
+            delivered_packets: 0,
+            delivered_bytes: 0,
+            finished: false,
+        };
+        sim.sampled_ports = (0..sim.ports.len() as u32)
+            .map(PortId)
+            .filter(|p| sc.stats.sample_hosts || sim.nodes[sim.ports[p.idx()].node.idx()].kind == NodeKind::Switch)
+            .collect();
+        let index: BTreeMap<&str, usize> = graph.names.iter().enumerate().map(|(i, s)| (s.as_str(), i)).collect();
+        for (i, t) in sc.traffic.iter().enumerate() {
+            sim.add_traffic(i, t, &index, &graph)?;
+        }
+        if sim.sample_interval.0 > 0 {
+            sim.queue.push(SimTime::ZERO, Event::Sample);
+        }
+        Ok(sim)
+    }
+
+    fn add_traffic(
+        &mut self,
+        i: usize,
+        t: &TrafficConfig,
+        index: &BTreeMap<&str, usize>,
+        graph: &Graph,
+    ) -> Result<(), ConfigError> {
+        let path = format!("traffic[{i}]");
+        let host = |name: &str, field: &str| -> Result<NodeId, ConfigError> {
+            match index.get(name) {
+                Some(&n) if graph.kinds[n] == NodeKind::Host => Ok(NodeId(n as u32)),
+                Some(_) => Err(ConfigError::new(format!("{path}.{field}"), format!("'{name}' is a switch, not a host"))),
+                None => Err(ConfigError::new(
+                    format!("{path}.{field}"),
+                    format!("unknown host '{name}' (hosts: {})", list_names(graph, NodeKind::Host)),
+                )),
+            }
+        };
+        let (kind, name, srcs, dst, class, frame) = match t {
+            TrafficConfig::UdpCbr(u) => (0u32, &u.name, &u.src, &u.dst, u.class, u.frame_bytes),
+            TrafficConfig::UdpPoisson(u) => (1, &u.name, &u.src, &u.dst, u.class, u.frame_bytes),
+            TrafficConfig::Burst(b) => (2, &b.name, &b.src, &b.dst, b.class, b.frame_bytes),
+        };
+        if srcs.is_empty() {
+            return Err(ConfigError::new(format!("{path}.src"), "must name at least one host"));
+        }
+        if class as usize >= self.classes {
+            return Err(ConfigError::new(
+                format!("{path}.class"),
+                format!("must be between 0 and {} (network.classes = {})", self.classes - 1, self.classes),
+            ));
+        }
+        if frame == 0 || frame > 65_535 {
+            return Err(ConfigError::new(format!("{path}.frame_size"), format!("must be 1..65535 bytes (got {frame})")));
+        }
+        let dst = host(dst, "dst")?;
+        let name_idx = self.flow_names.len() as u32;
+        self.flow_names.push(if name.is_empty() { format!("{}{}", FLOW_KINDS[kind as usize], i) } else { name.clone() });
+        let wire = frame as u64 + self.overhead;
+        for (j, s) in srcs.iter().enumerate() {
+            let src = host(s, &format!("src[{j}]"))?;
+            if src == dst {
+                return Err(ConfigError::new(format!("{path}.src[{j}]"), format!("source '{s}' is also the destination")));
+            }
+            let nic_rate = self.ports[self.nodes[src.idx()].port(0).idx()].rate.bps();
+            let flow = FlowId(self.flows.len() as u32);
+            let sid = SourceId(self.sources.len() as u32);
+            let (pattern, start, stop, max_frames) = match t {
+                TrafficConfig::UdpCbr(u) | TrafficConfig::UdpPoisson(u) => {
+                    let rate = match (u.rate_bps, u.load) {
+                        (Some(r), None) if r > 0 => r,
+                        (None, Some(l)) if l > 0.0 && l.is_finite() => {
+                            let r = (nic_rate as f64 * l).round() as u64;
+                            r.max(1)
+                        }
+                        (Some(_), Some(_)) => {
+                            return Err(ConfigError::new(format!("{path}.rate"), "give either an absolute rate or a load, not both"))
+                        }
+                        _ => return Err(ConfigError::new(format!("{path}.rate"), "must be a positive rate or load")),
+                    };
+                    let pattern = if kind == 0 {
+                        Source::constant(wire, rate)
+                    } else {
+                        Source::poisson(wire, rate, RandomStream::new(self.seed, "source", sid.0 as u64))
+                    };
+                    (pattern, u.start_ps, u.stop_ps.unwrap_or(u64::MAX), u.max_frames.unwrap_or(u64::MAX))
+                }
+                TrafficConfig::Burst(b) => {
+                    if b.frames == 0 {
+                        return Err(ConfigError::new(format!("{path}.frames"), "must be >= 1"));
+                    }
+                    (Source::constant(wire, nic_rate), b.start_ps, u64::MAX, b.frames)
+                }
+            };
+            let stop = SimTime(stop.min(self.duration.0));
+            let hash = mix64(mix64(src.0 as u64) ^ mix64((dst.0 as u64) << 20) ^ mix64(0x11_0000 + flow.0 as u64));
+            let mut source = Source {
+                flow,
+                src,
+                dst,
+                class,
+                frame_bytes: frame,
+                start: SimTime(start),
+                stop,
+                max_frames,
+                sent: 0,
+                pattern,
+                next: SimTime::ZERO,
+                hash,
+            };
+            let first = source.first_time();
+            let done = first >= stop || max_frames == 0;
+            source.next = first;
+            self.flows.push(FlowStats {
+                name: name_idx,
+                kind,
+                src: src.0,
+                dst: dst.0,
+                class,
+                start_ps: start,
+                source_done: done,
+                latency_min_ps: u64::MAX,
+                ..Default::default()
+            });
+            self.sources.push(source);
+            if !done {
+                self.queue.push(first, Event::Send(sid));
+            }
+        }
+        Ok(())
+    }
+
+    // ----------------------------------------------------------------- running
+
+    /// Current simulated time.
+    pub fn now(&self) -> SimTime {
+        self.now
+    }
+
+    /// The scenario's duration (sources and sampling stop there).
+    pub fn duration(&self) -> SimTime {
+        self.duration
+    }
+
+    /// Events processed so far.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// Whether the run is over (no events left, or the time cap reached).
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    /// Processes every event at or before `limit` (and before the time cap).
+    /// Returns `true` once the run is over.
+    pub fn run_until(&mut self, limit: SimTime) -> bool {
+        if self.finished {
+            return true;
+        }
+        let limit = limit.min(self.end_cap);
+        while let Some(t) = self.queue.peek_time() {
+            if t > limit {
+                self.now = self.now.max(limit);
+                if limit >= self.end_cap {
+                    self.finished = true;
+                }
+                return self.finished;
+            }
+            let (t, ev) = self.queue.pop().expect("peeked");
+            self.now = t;
+            self.events += 1;
+            match ev {
+                Event::TxDone(p) => self.on_tx_done(p),
+                Event::Arrive(c) => self.on_arrive(c),
+                Event::Send(s) => self.on_send(s),
+                Event::Sample => self.on_sample(),
+            }
+        }
+        self.finished = true;
+        true
+    }
+
+    /// Runs to the end.
+    pub fn run(&mut self) {
+        self.run_until(SimTime::MAX);
+    }
+
+    fn on_send(&mut self, sid: SourceId) {
+        let now = self.now;
+        let s = &self.sources[sid.idx()];
+        let pkt = Packet {
+            flow: s.flow,
+            src: s.src,
+            dst: s.dst,
+            size: s.frame_bytes,
+            kind: PacketKind::Data,
+            class: s.class,
+            hash: s.hash,
+            seq: s.sent,
+            created: now,
+            first_bit: now,
+            enqueued: now,
+        };
+        let f = &mut self.flows[s.flow.idx()];
+        f.packets_sent += 1;
+        f.bytes_sent += pkt.size as u64;
+        self.created_packets += 1;
+        self.created_bytes += pkt.size as u64;
+        let node = s.src;
+        let id = self.pool.alloc(pkt);
+        match self.routing.route(node.idx(), pkt.dst.idx(), pkt.hash) {
+            Some(out) => self.enqueue(node, out, id, None, None),
+            None => self.drop_packet(node, 0, id, DropReason::NoRoute),
+        }
+        let s = &mut self.sources[sid.idx()];
+        match s.advance(now) {
+            Some(t) => {
+                s.next = t;
+                self.queue.push(t, Event::Send(sid));
+            }
+            None => {
+                let flow = s.flow;
+                self.flows[flow.idx()].source_done = true;
+            }
+        }
+    }
+
+    /// Offers a packet to egress port `out` of `node`. `ingress` is the local
+    /// port it came in on and `ingress_rate` that link's rate (for cut-through).
+    fn enqueue(&mut self, node: NodeId, out: u16, id: PacketId, ingress: Option<u16>, ingress_rate: Option<Rate>) {
+        let pkt = *self.pool.get(id);
+        let req = AdmitRequest { in_port: ingress, out_port: out, class: pkt.class, bytes: pkt.size };
+        let n = &mut self.nodes[node.idx()];
+        if let Verdict::Drop(reason) = n.buffer.admit(&req) {
+            self.ports[n.port(out).idx()].dropped_packets += 1;
+            self.drop_packet(node, out as u32, id, reason);
+            return;
+        }
+        let pid = n.port(out);
+        let port = &mut self.ports[pid.idx()];
+        let idle = port.is_idle() && port.is_empty();
+        self.pool.get_mut(id).enqueued = self.now;
+        port.push(pkt.class, id, pkt.size);
+        if idle {
+            let mut start = self.now;
+            if n.forwarding == Forwarding::CutThrough {
+                if let Some(r) = ingress_rate {
+                    if r >= port.rate {
+                        // The port could have started once the header was in and
+                        // the pipeline latency had passed (RFC 1242 bit forwarding).
+                        let eligible = pkt.first_bit + n.latency;
+                        start = eligible.max(port.free_at).min(self.now);
+                        self.pool.get_mut(id).enqueued = start;
+                    }
+                }
+            }
+            self.start_next(pid, start);
+        }
+    }
+
+    /// Starts transmitting the next queued packet of `pid` at time `at`.
+    fn start_next(&mut self, pid: PortId, at: SimTime) {
+        let port = &mut self.ports[pid.idx()];
+        let Some((class, id)) = port.pop() else { return };
+        let pkt = self.pool.get_mut(id);
+        port.dequeued(class, pkt.size);
+        port.queue_delay_sum_ps += (at - pkt.enqueued).0 as u128;
+        port.in_tx = Some(id);
+        let ch = &self.channels[port.channel.idx()];
+        pkt.first_bit = at + ch.delay;
+        let end = at + port.rate.serialization_time(pkt.size as u64 + self.overhead);
+        let req = AdmitRequest { in_port: None, out_port: port.local, class, bytes: pkt.size };
+        self.nodes[port.node.idx()].buffer.release(&req);
+        self.queue.push(end, Event::TxDone(pid));
+    }
+
+    fn on_tx_done(&mut self, pid: PortId) {
+        let now = self.now;
+        let port = &mut self.ports[pid.idx()];
+        let id = port.in_tx.take().expect("TxDone without a packet in transmission");
+        let size = self.pool.get(id).size as u64;
+        port.tx_packets += 1;
+        port.tx_bytes += size;
+        port.free_at = now;
+        let ch_id = port.channel;
+        let more = !port.is_empty();
+        let ch = &mut self.channels[ch_id.idx()];
+        let arrival = now + ch.arrival_delay;
+        ch.in_flight.push_back((arrival, id));
+        if ch.in_flight.len() == 1 {
+            self.queue.push(arrival, Event::Arrive(ch_id));
+        }
+        if more {
+            self.start_next(pid, now);
+        }
+    }
+
+    fn on_arrive(&mut self, cid: ChannelId) {
+        let ch = &mut self.channels[cid.idx()];
+        let (_, id) = ch.in_flight.pop_front().expect("Arrive on an empty channel");
+        if let Some(&(next, _)) = ch.in_flight.front() {
+            self.queue.push(next, Event::Arrive(cid));
+        }
+        let (node, ingress, rate) = (ch.to_node, ch.to_port_local, ch.rate);
+        let pkt = *self.pool.get(id);
+        match self.nodes[node.idx()].kind {
+            NodeKind::Host => {
+                if pkt.dst == node {
+                    self.deliver(id);
+                } else {
+                    self.drop_packet(node, ingress as u32, id, DropReason::NoRoute);
+                }
+            }
+            NodeKind::Switch => match self.routing.route(node.idx(), pkt.dst.idx(), pkt.hash) {
+                Some(out) => self.enqueue(node, out, id, Some(ingress), Some(rate)),
+                None => self.drop_packet(node, ingress as u32, id, DropReason::NoRoute),
+            },
+        }
+    }
+
+    fn deliver(&mut self, id: PacketId) {
+        let now = self.now.0;
+        let pkt = *self.pool.get(id);
+        let f = &mut self.flows[pkt.flow.idx()];
+        let lat = now - pkt.created.0;
+        f.packets_delivered += 1;
+        f.bytes_delivered += pkt.size as u64;
+        f.first_delivery_ps.get_or_insert(now);
+        f.last_delivery_ps = now;
+        f.latency_sum_ps += lat as u128;
+        f.latency_min_ps = f.latency_min_ps.min(lat);
+        f.latency_max_ps = f.latency_max_ps.max(lat);
+        self.delivered_packets += 1;
+        self.delivered_bytes += pkt.size as u64;
+        self.pool.free(id);
+    }
+
+    /// The one place where packets are dropped.
+    fn drop_packet(&mut self, node: NodeId, port: u32, id: PacketId, reason: DropReason) {
+        let pkt = *self.pool.get(id);
+        self.drops.record(node.0, port, pkt.class, reason, pkt.size as u64);
+        let f = &mut self.flows[pkt.flow.idx()];
+        f.packets_dropped += 1;
+        f.bytes_dropped += pkt.size as u64;
+        self.pool.free(id);
+    }
+
+    fn on_sample(&mut self) {
+        let t = self.now.0;
+        for &pid in &self.sampled_ports {
+            let port = &mut self.ports[pid.idx()];
+            if port.nonempty == 0 && port.sampled_nonzero == 0 {
+                continue;
+            }
+            for c in 0..self.classes {
+                let bit = 1u8 << c;
+                let bytes = port.queued_bytes[c];
+                if bytes > 0 || port.sampled_nonzero & bit != 0 {
+                    self.samples.push(t, port.node.0, port.local as u32, c as u8, bytes, port.queues[c].len() as u64);
+                }
+                if bytes > 0 {
+                    port.sampled_nonzero |= bit;
+                } else {
+                    port.sampled_nonzero &= !bit;
+                }
+            }
+        }
+        let next = self.now + self.sample_interval;
+        if next <= self.duration {
+            self.queue.push(next, Event::Sample);
+        }
+    }
+
+    // ----------------------------------------------------------------- results
+
+    /// Packets in queues, in transmission or on wires right now.
+    pub fn packets_in_network(&self) -> u64 {
+        let queued: usize = self.ports.iter().map(|p| p.queued_packets() + p.in_tx.is_some() as usize).sum();
+        let wires: usize = self.channels.iter().map(|c| c.in_flight.len()).sum();
+        (queued + wires) as u64
+    }
+
+    /// Runs to the end (if needed) and returns every table and the summary.
+    pub fn finish(&mut self) -> RunOutput {
+        self.run();
+        let in_network = self.packets_in_network();
+        let dropped = self.drops.packets;
+        let flows_sent: u64 = self.flows.iter().map(|f| f.packets_sent).sum();
+        let ports_ok = self.ports.iter().all(|p| {
+            p.enqueued_packets == p.tx_packets + p.queued_packets() as u64 + p.in_tx.is_some() as u64
+        });
+        let conservation_ok = self.created_packets == self.delivered_packets + dropped + in_network
+            && self.pool.live() as u64 == in_network
+            && flows_sent == self.created_packets
+            && ports_ok;
+        let mut buffer_in_use = 0u64;
+        let mut buffer_ok = true;
+        for n in &self.nodes {
+            let queued: u64 = (0..n.num_ports).map(|l| self.ports[n.port(l).idx()].total_queued_bytes).sum();
+            buffer_in_use += n.buffer.used_bytes();
+            buffer_ok &= n.buffer.used_bytes() == queued;
+        }
+        let completed = self.flows.iter().filter(|f| f.completed()).count();
+
+        let mut s = BTreeMap::new();
+        let int = |v: u64| Value::Int(v as i64);
+        s.insert("scenario".into(), Value::Str(self.name.clone()));
+        s.insert("seed".into(), int(self.seed));
+        s.insert("sim_time_ps".into(), int(self.now.0));
+        s.insert("sim_time_s".into(), Value::Float(self.now.as_secs_f64()));
+        s.insert("duration_s".into(), Value::Float(self.duration.as_secs_f64()));
+        s.insert("events".into(), int(self.events));
+        s.insert("packets_created".into(), int(self.created_packets));
+        s.insert("packets_delivered".into(), int(self.delivered_packets));
+        s.insert("packets_dropped".into(), int(dropped));
+        s.insert("packets_in_network".into(), int(in_network));
+        s.insert("bytes_created".into(), int(self.created_bytes));
+        s.insert("bytes_delivered".into(), int(self.delivered_bytes));
+        s.insert("bytes_dropped".into(), int(self.drops.bytes));
+        s.insert("conservation_ok".into(), Value::Bool(conservation_ok));
+        s.insert("buffer_accounting_ok".into(), Value::Bool(buffer_ok));
+        s.insert("buffer_bytes_in_use".into(), int(buffer_in_use));
+        s.insert("drained".into(), Value::Bool(in_network == 0));
+        s.insert("flows_total".into(), int(self.flows.len() as u64));
+        s.insert("flows_completed".into(), int(completed as u64));
+        s.insert("peak_packets_alive".into(), int(self.pool.capacity_used() as u64));
+        s.insert("nodes".into(), int(self.nodes.len() as u64));
+        s.insert("links".into(), int(self.channels.len() as u64 / 2));
+
+        let mut tables = BTreeMap::new();
+        tables.insert("nodes".to_string(), self.nodes_table());
+        tables.insert("flows".to_string(), self.flows_table());
+        tables.insert("queues".to_string(), std::mem::take(&mut self.samples).into_table());
+        tables.insert("drops".to_string(), self.drops.to_table());
+        tables.insert("links".to_string(), self.links_table());
+        RunOutput { summary: s, node_names: self.nodes.iter().map(|n| n.name.clone()).collect(), tables }
+    }
+
+    fn nodes_table(&self) -> Table {
+        let mut t = Table::default();
+        let n = self.nodes.len() as u32;
+        t.push("id", Column::U32((0..n).collect()));
+        t.push("name", Column::Cat { codes: (0..n).collect(), labels: self.nodes.iter().map(|x| x.name.clone()).collect() });
+        t.push(
+            "kind",
+            Column::Cat {
+                codes: self.nodes.iter().map(|x| (x.kind == NodeKind::Switch) as u32).collect(),
+                labels: vec!["host".into(), "switch".into()],
+            },
+        );
+        t.push("ports", Column::U32(self.nodes.iter().map(|x| x.num_ports as u32).collect()));
+        t.push("latency_ps", Column::U64(self.nodes.iter().map(|x| x.latency.0).collect()));
+        t
+    }
+
+    fn flows_table(&self) -> Table {
+        let f = &self.flows;
+        let mut t = Table::default();
+        let opt = |c: bool, v: u64| if c { v as i64 } else { -1 };
+        t.push("flow_id", Column::U32((0..f.len() as u32).collect()));
+        t.push("name", Column::Cat { codes: f.iter().map(|x| x.name).collect(), labels: self.flow_names.clone() });
+        t.push(
+            "kind",
+            Column::Cat { codes: f.iter().map(|x| x.kind).collect(), labels: FLOW_KINDS.iter().map(|s| s.to_string()).collect() },
+        );
+        t.push("src", Column::U32(f.iter().map(|x| x.src).collect()));
+        t.push("dst", Column::U32(f.iter().map(|x| x.dst).collect()));
+        t.push("class", Column::U8(f.iter().map(|x| x.class).collect()));
+        t.push("start_ps", Column::U64(f.iter().map(|x| x.start_ps).collect()));
+        t.push(
+            "end_ps",
+            Column::I64(f.iter().map(|x| opt(x.packets_delivered > 0, x.last_delivery_ps)).collect()),
+        );
+        t.push("packets_sent", Column::U64(f.iter().map(|x| x.packets_sent).collect()));
+        t.push("bytes_sent", Column::U64(f.iter().map(|x| x.bytes_sent).collect()));
+        t.push("packets_delivered", Column::U64(f.iter().map(|x| x.packets_delivered).collect()));
+        t.push("bytes_delivered", Column::U64(f.iter().map(|x| x.bytes_delivered).collect()));
+        t.push("packets_dropped", Column::U64(f.iter().map(|x| x.packets_dropped).collect()));
+        t.push("bytes_dropped", Column::U64(f.iter().map(|x| x.bytes_dropped).collect()));
+        t.push("completed", Column::Bool(f.iter().map(|x| x.completed()).collect()));
+        t.push(
+            "fct_ps",
+            Column::I64(
+                f.iter()
+                    .map(|x| opt(x.completed() && x.packets_delivered > 0, x.last_delivery_ps.saturating_sub(x.start_ps)))
+                    .collect(),
+            ),
+        );
+        t.push(
+            "latency_mean_ps",
+            Column::F64(
+                f.iter()
+                    .map(|x| if x.packets_delivered > 0 { x.latency_sum_ps as f64 / x.packets_delivered as f64 } else { f64::NAN })
+                    .collect(),
+            ),
+        );
+        t.push("latency_min_ps", Column::I64(f.iter().map(|x| opt(x.packets_delivered > 0, x.latency_min_ps)).collect()));
+        t.push("latency_max_ps", Column::I64(f.iter().map(|x| opt(x.packets_delivered > 0, x.latency_max_ps)).collect()));
+        t
+    }
+
+    fn links_table(&self) -> Table {
+        let c = &self.channels;
+        let p = |ch: &Channel| &self.ports[ch.from_port.idx()];
+        let span = self.now.0.max(1) as f64;
+        let mut t = Table::default();
+        t.push("link", Column::U32(c.iter().map(|x| x.link).collect()));
+        t.push("src", Column::U32(c.iter().map(|x| x.from_node.0).collect()));
+        t.push("src_port", Column::U32(c.iter().map(|x| p(x).local as u32).collect()));
+        t.push("dst", Column::U32(c.iter().map(|x| x.to_node.0).collect()));
+        t.push("dst_port", Column::U32(c.iter().map(|x| x.to_port_local as u32).collect()));
+        t.push("rate_bps", Column::U64(c.iter().map(|x| x.rate.0).collect()));
+        t.push("delay_ps", Column::U64(c.iter().map(|x| x.delay.0).collect()));
+        t.push("packets", Column::U64(c.iter().map(|x| p(x).tx_packets).collect()));
+        t.push("bytes", Column::U64(c.iter().map(|x| p(x).tx_bytes).collect()));
+        t.push(
+            "utilization",
+            Column::F64(
+                c.iter()
+                    .map(|x| {
+                        let port = p(x);
+                        let busy = x.rate.serialization_time(port.tx_bytes + port.tx_packets * self.overhead).0 as f64;
+                        busy / span
+                    })
+                    .collect(),
+            ),
+        );
+        t.push(
+            "queue_delay_mean_ps",
+            Column::F64(
+                c.iter()
+                    .map(|x| {
+                        let port = p(x);
+                        let started = port.tx_packets + port.in_tx.is_some() as u64;
+                        if started > 0 { port.queue_delay_sum_ps as f64 / started as f64 } else { 0.0 }
+                    })
+                    .collect(),
+            ),
+        );
+        t.push("queue_high_water_bytes", Column::U64(c.iter().map(|x| p(x).high_water_bytes).collect()));
+        t.push("dropped_packets", Column::U64(c.iter().map(|x| p(x).dropped_packets).collect()));
+        t
+    }
+}
+
+fn list_names(g: &Graph, kind: NodeKind) -> String {
+    let names: Vec<&str> = (0..g.names.len()).filter(|&i| g.kinds[i] == kind).map(|i| g.names[i].as_str()).collect();
+    match names.len() {
+        0 => "none".to_string(),
+        1..=8 => names.join(", "),
+        n => format!("{}, ... {} ({} in all)", names[..4].join(", "), names[n - 1], n),
+    }
+}

@@ -1,0 +1,197 @@
+//! Statistics: drop reasons, per-flow records, columnar output tables and the
+//! run summary.
+
+use std::collections::BTreeMap;
+
+/// Why a packet was dropped. Every drop in the core goes through one call that
+/// takes one of these.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(u8)]
+pub enum DropReason {
+    /// The egress port's static buffer was full (tail drop).
+    PortBufferFull = 0,
+    /// The egress queue's own cap was reached (tail drop).
+    QueueLimit = 1,
+    /// The node has no route to the destination.
+    NoRoute = 2,
+}
+
+impl DropReason {
+    pub const ALL: [DropReason; 3] = [DropReason::PortBufferFull, DropReason::QueueLimit, DropReason::NoRoute];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DropReason::PortBufferFull => "port_buffer_full",
+            DropReason::QueueLimit => "queue_limit",
+            DropReason::NoRoute => "no_route",
+        }
+    }
+}
+
+/// Per-flow counters kept while the simulation runs.
+#[derive(Clone, Debug, Default)]
+pub struct FlowStats {
+    pub name: u32,
+    pub kind: u32,
+    pub src: u32,
+    pub dst: u32,
+    pub class: u8,
+    pub start_ps: u64,
+    pub packets_sent: u64,
+    pub bytes_sent: u64,
+    pub packets_delivered: u64,
+    pub bytes_delivered: u64,
+    pub packets_dropped: u64,
+    pub bytes_dropped: u64,
+    pub first_delivery_ps: Option<u64>,
+    pub last_delivery_ps: u64,
+    pub latency_sum_ps: u128,
+    pub latency_min_ps: u64,
+    pub latency_max_ps: u64,
+    pub source_done: bool,
+}
+
+impl FlowStats {
+    pub fn in_network(&self) -> u64 {
+        self.packets_sent - self.packets_delivered - self.packets_dropped
+    }
+
+    /// A flow is complete once its source has stopped and none of its packets
+    /// remains in the network.
+    pub fn completed(&self) -> bool {
+        self.source_done && self.in_network() == 0
+    }
+}
+
+/// One output column.
+#[derive(Clone, Debug)]
+pub enum Column {
+    U8(Vec<u8>),
+    U32(Vec<u32>),
+    U64(Vec<u64>),
+    I64(Vec<i64>),
+    F64(Vec<f64>),
+    Bool(Vec<bool>),
+    /// Categorical strings: codes into `labels`.
+    Cat { codes: Vec<u32>, labels: Vec<String> },
+}
+
+impl Column {
+    pub fn len(&self) -> usize {
+        match self {
+            Column::U8(v) => v.len(),
+            Column::U32(v) => v.len(),
+            Column::U64(v) => v.len(),
+            Column::I64(v) => v.len(),
+            Column::F64(v) => v.len(),
+            Column::Bool(v) => v.len(),
+            Column::Cat { codes, .. } => codes.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A named table of equal-length columns.
+#[derive(Clone, Debug, Default)]
+pub struct Table {
+    pub columns: Vec<(String, Column)>,
+}
+
+impl Table {
+    pub fn push(&mut self, name: &str, col: Column) {
+        debug_assert!(self.columns.first().map_or(true, |(_, c)| c.len() == col.len()));
+        self.columns.push((name.to_string(), col));
+    }
+
+    pub fn rows(&self) -> usize {
+        self.columns.first().map_or(0, |(_, c)| c.len())
+    }
+
+    pub fn column(&self, name: &str) -> Option<&Column> {
+        self.columns.iter().find(|(n, _)| n == name).map(|(_, c)| c)
+    }
+}
+
+/// A scalar in the run summary.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    Str(String),
+}
+
+/// Everything a run produces.
+#[derive(Clone, Debug, Default)]
+pub struct RunOutput {
+    pub summary: BTreeMap<String, Value>,
+    pub node_names: Vec<String>,
+    /// `nodes`, `flows`, `queues`, `drops`, `links`.
+    pub tables: BTreeMap<String, Table>,
+}
+
+/// Sampled queue occupancy, stored column-wise while the run goes on.
+#[derive(Clone, Debug, Default)]
+pub struct QueueSamples {
+    pub time_ps: Vec<u64>,
+    pub node: Vec<u32>,
+    pub port: Vec<u32>,
+    pub class: Vec<u8>,
+    pub bytes: Vec<u64>,
+    pub packets: Vec<u64>,
+}
+
+impl QueueSamples {
+    pub fn push(&mut self, t: u64, node: u32, port: u32, class: u8, bytes: u64, packets: u64) {
+        self.time_ps.push(t);
+        self.node.push(node);
+        self.port.push(port);
+        self.class.push(class);
+        self.bytes.push(bytes);
+        self.packets.push(packets);
+    }
+
+    pub fn into_table(self) -> Table {
+        let mut t = Table::default();
+        t.push("time_ps", Column::U64(self.time_ps));
+        t.push("node", Column::U32(self.node));
+        t.push("port", Column::U32(self.port));
+        t.push("class", Column::U8(self.class));
+        t.push("bytes", Column::U64(self.bytes));
+        t.push("packets", Column::U64(self.packets));
+        t
+    }
+}
+
+/// Drop counters keyed by (node, local port, class, reason), in key order.
+#[derive(Clone, Debug, Default)]
+pub struct DropCounters {
+    map: BTreeMap<(u32, u32, u8, DropReason), (u64, u64)>,
+    pub packets: u64,
+    pub bytes: u64,
+}
+
+impl DropCounters {
+    pub fn record(&mut self, node: u32, port: u32, class: u8, reason: DropReason, bytes: u64) {
+        let e = self.map.entry((node, port, class, reason)).or_insert((0, 0));
+        e.0 += 1;
+        e.1 += bytes;
+        self.packets += 1;
+        self.bytes += bytes;
+    }
+
+    pub fn to_table(&self) -> Table {
+        let mut t = Table::default();
+        let labels: Vec<String> = DropReason::ALL.iter().map(|r| r.as_str().to_string()).collect();
+        t.push("node", Column::U32(self.map.keys().map(|k| k.0).collect()));
+        t.push("port", Column::U32(self.map.keys().map(|k| k.1).collect()));
+        t.push("class", Column::U8(self.map.keys().map(|k| k.2).collect()));
+        t.push("reason", Column::Cat { codes: self.map.keys().map(|k| k.3 as u32).collect(), labels });
+        t.push("packets", Column::U64(self.map.values().map(|v| v.0).collect()));
+        t.push("bytes", Column::U64(self.map.values().map(|v| v.1).collect()));
+        t
+    }
+}
