@@ -1,0 +1,36 @@
+//! End-to-end behaviour of the core, one module per topic.
+
+mod conservation;
+mod determinism;
+mod timing;
+
+use fabricsim_core::stats::{Column, RunOutput, Value};
+use fabricsim_core::{Scenario, Simulation};
+
+/// Builds and runs a scenario given as JSON.
+pub fn run_json(json: &str) -> RunOutput {
+    let sc = Scenario::from_json(json).expect("valid scenario JSON");
+    Simulation::new(&sc).expect("valid scenario").finish()
+}
+
+pub fn int(out: &RunOutput, key: &str) -> i64 {
+    match out.summary.get(key) {
+        Some(Value::Int(v)) => *v,
+        other => panic!("summary.{key} is {other:?}"),
+    }
+}
+
+pub fn flag(out: &RunOutput, key: &str) -> bool {
+    match out.summary.get(key) {
+        Some(Value::Bool(v)) => *v,
+        other => panic!("summary.{key} is {other:?}"),
+    }
+}
+
+pub fn i64_col(out: &RunOutput, table: &str, col: &str) -> Vec<i64> {
+    match out.tables[table].column(col) {
+        Some(Column::I64(v)) => v.clone(),
+        Some(Column::U64(v)) => v.iter().map(|&x| x as i64).collect(),
+        other => panic!("{table}.{col} is {other:?}"),
+    }
+}
