@@ -1,0 +1,163 @@
+"""``fabricsim bench``: speed of the core on fixed scenarios.
+
+Each scenario runs in its own Python process so that its peak memory is its own.
+The scenarios are fixed (same seed, same sizes) so numbers are comparable over
+time; they are resolved scenarios handed straight to the core, so the timing is
+the core's event loop plus result conversion, not YAML parsing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import resource
+import subprocess
+import sys
+import time
+from typing import Any, Callable, Dict, List
+
+G = 1_000_000_000
+US = 1_000_000
+MS = 1_000_000_000
+
+
+def _leafspine_udp(quick: bool) -> Dict[str, Any]:
+    """4 leaves x 16 hosts at 100G, 4 spines at 400G; every host sends Poisson
+    UDP at 50% load to its partner on the next leaf (a permutation)."""
+    leaves, per_leaf = 4, 16
+    hosts = leaves * per_leaf
+    traffic = []
+    for h in range(hosts):
+        dst = (h + per_leaf) % hosts
+        traffic.append({"kind": "udp_poisson", "name": f"p{h}", "src": [f"h{h}"], "dst": f"h{dst}",
+                        "load": 0.5, "frame_bytes": 1500})
+    return {
+        "name": "leafspine-udp", "seed": 1, "duration_ps": (2 if quick else 10) * MS, "drain": True,
+        "network": {"switch": {"latency_ps": 500_000, "buffer": {"model": "static", "port_bytes": 2_000_000}}},
+        "topology": {"kind": "leaf_spine", "leaves": leaves, "spines": 4, "hosts_per_leaf": per_leaf,
+                     "host_link": {"rate_bps": 100 * G, "delay_ps": 1 * US},
+                     "fabric_link": {"rate_bps": 400 * G, "delay_ps": 1 * US}},
+        "traffic": traffic,
+        "stats": {"queue_sample_interval_ps": 10 * US},
+    }
+
+
+def _fattree_incast(quick: bool) -> Dict[str, Any]:
+    """k=8 fat-tree (128 hosts, 10G); 127 hosts send CBR UDP at 2% load to h0
+    (an oversubscribed last hop that drops), with a static 500 KB buffer per port."""
+    srcs = [f"h{i}" for i in range(1, 128)]
+    return {
+        "name": "fattree-incast", "seed": 1, "duration_ps": (5 if quick else 50) * MS, "drain": True,
+        "network": {"switch": {"latency_ps": 500_000, "buffer": {"model": "static", "port_bytes": 500_000}}},
+        "topology": {"kind": "fat_tree", "k": 8, "link": {"rate_bps": 10 * G, "delay_ps": 1 * US}},
+        "traffic": [{"kind": "udp_cbr", "src": srcs, "dst": "h0", "load": 0.02, "frame_bytes": 1000},
+                    {"kind": "udp_poisson", "src": [f"h{i}" for i in range(64, 128)], "dst": "h1",
+                     "load": 0.01, "frame_bytes": 1000}],
+        "stats": {"queue_sample_interval_ps": 10 * US},
+    }
+
+
+def _single_port_mm1(quick: bool) -> Dict[str, Any]:
+    """One 10G output port fed by Poisson arrivals at 80% load (the M/D/1 check)."""
+    return {
+        "name": "single-port-md1", "seed": 1, "duration_ps": (100 if quick else 500) * MS, "drain": True,
+        "network": {"switch": {"latency_ps": 0, "buffer": {"model": "static", "port_bytes": 100_000_000}}},
+        "topology": {"kind": "star", "hosts": 2, "link": {"rate_bps": 10 * G, "delay_ps": 1 * US}},
+        "traffic": [{"kind": "udp_poisson", "src": ["h0"], "dst": "h1", "load": 0.8, "frame_bytes": 1000}],
+        "stats": {"queue_sample_interval_ps": 0},
+    }
+
+
+SCENARIOS: Dict[str, Callable[[bool], Dict[str, Any]]] = {
+    "leafspine-udp": _leafspine_udp,
+    "fattree-incast": _fattree_incast,
+    "single-port-md1": _single_port_mm1,
+}
+
+
+def run_one(name: str, quick: bool) -> Dict[str, Any]:
+    """Runs one bench scenario in this process and returns its measurements."""
+    from fabricsim import _core
+
+    scenario = SCENARIOS[name](quick)
+    t0 = time.perf_counter()
+    sim = _core.Simulation(json.dumps(scenario))
+    t1 = time.perf_counter()
+    sim.run_until(2**63)
+    t2 = time.perf_counter()
+    out = sim.finish()
+    t3 = time.perf_counter()
+    s = out["summary"]
+    loop = t2 - t1
+    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {
+        "scenario": name,
+        "sim_time_s": s["sim_time_s"],
+        "events": s["events"],
+        "packets": s["packets_created"],
+        "build_s": round(t1 - t0, 4),
+        "loop_s": round(loop, 4),
+        "wall_s": round(t3 - t0, 4),
+        "events_per_sec": round(s["events"] / loop) if loop > 0 else None,
+        "packets_per_sec": round(s["packets_created"] / loop) if loop > 0 else None,
+        "peak_memory_mb": round(peak_kib / 1024, 1),
+        "conservation_ok": s["conservation_ok"],
+    }
+
+
+def _run_isolated(name: str, quick: bool) -> Dict[str, Any]:
+    args = [sys.executable, "-m", "fabricsim.bench", "--one", name] + (["--quick"] if quick else [])
+    proc = subprocess.run(args, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"bench scenario {name} failed: {proc.stderr.strip()[-500:]}")
+    return json.loads(proc.stdout)
+
+
+def main(args: argparse.Namespace) -> int:
+    """Entry point of ``fabricsim bench``."""
+    names: List[str] = list(args.scenario) if getattr(args, "scenario", None) else list(SCENARIOS)
+    unknown = [n for n in names if n not in SCENARIOS]
+    if unknown:
+        from fabricsim.errors import FabricsimError
+
+        raise FabricsimError(f"unknown bench scenario {unknown[0]!r}; allowed: {', '.join(SCENARIOS)}")
+    results = [_run_isolated(n, bool(getattr(args, "quick", False))) for n in names]
+    if getattr(args, "json", False):
+        print(json.dumps({"machine": _machine(), "results": results}, indent=2))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"fabricsim bench ({_machine()['cpu']})")
+    for col in ("scenario", "sim time", "events", "packets", "wall s", "Mevents/s", "Mpackets/s", "peak MB", "conserved"):
+        table.add_column(col, justify="left" if col == "scenario" else "right")
+    for r in results:
+        table.add_row(
+            r["scenario"], f"{r['sim_time_s'] * 1e3:.1f} ms", f"{r['events']:,}", f"{r['packets']:,}",
+            f"{r['wall_s']:.2f}", f"{r['events_per_sec'] / 1e6:.1f}", f"{r['packets_per_sec'] / 1e6:.2f}",
+            f"{r['peak_memory_mb']:.0f}", "yes" if r["conservation_ok"] else "NO",
+        )
+    Console().print(table)
+    return 0
+
+
+def _machine() -> Dict[str, str]:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return {"cpu": cpu, "python": platform.python_version(), "platform": platform.platform()}
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser(prog="python -m fabricsim.bench")
+    p.add_argument("--one", required=True, choices=list(SCENARIOS))
+    p.add_argument("--quick", action="store_true")
+    a = p.parse_args()
+    print(json.dumps(run_one(a.one, a.quick)))

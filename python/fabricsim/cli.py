@@ -1,0 +1,139 @@
+"""The ``fabricsim`` command: ``run``, ``validate`` and ``bench``.
+
+Exit status: 0 on success, 2 for problems the user can fix (invalid scenario,
+missing file, unwritable output; reported as ``error: ...``), 1 for internal
+errors (``internal error: ...``; set ``FABRICSIM_DEBUG=1`` for a traceback),
+130 when interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import traceback
+from typing import Any, Sequence
+
+from fabricsim import __version__, load, run
+from fabricsim.errors import FabricsimError, OutputError
+
+__all__ = ["main"]
+
+
+def _summary_rows(summary: dict[str, Any], prefix: str = "") -> list[tuple[str, str]]:
+    """Flatten the summary into sorted (dotted key, formatted value) rows."""
+    rows = []
+    for key in sorted(summary):
+        value = summary[key]
+        if isinstance(value, dict):
+            rows.extend(_summary_rows(value, f"{prefix}{key}."))
+        elif isinstance(value, float):
+            rows.append((f"{prefix}{key}", f"{value:.6g}"))
+        elif isinstance(value, int) and not isinstance(value, bool):
+            rows.append((f"{prefix}{key}", f"{value:,}"))
+        else:
+            rows.append((f"{prefix}{key}", str(value)))
+    return rows
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    scenario = load(args.scenario, args.overrides)
+    show_progress = sys.stderr.isatty() if args.progress is None else args.progress
+    result = run(scenario, seed=args.seed, progress=show_progress)
+    failure = None
+    try:
+        written = result.write(args.out)
+    except OutputError as exc:
+        written, failure = exc.written, exc
+
+    console = Console(highlight=False)
+    table = Table(title=Text(f"{scenario.name}: summary"), title_justify="left")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for key, value in _summary_rows(result.summary):
+        table.add_row(Text(key), Text(value))
+    console.print(table)
+    for path in written:
+        console.print(f"wrote {path}", markup=False, soft_wrap=True)
+    if failure is not None:
+        raise failure
+    return 0
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    scenario = load(args.scenario, args.overrides)
+    sys.stdout.write(json.dumps(scenario.to_resolved(), indent=2) + "\n")
+    return 0
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from fabricsim import bench
+
+    return int(bench.main(args) or 0)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="fabricsim", description="Deterministic packet-level simulator of data-center switch fabrics."
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def scenario_arguments(command: argparse.ArgumentParser) -> None:
+        command.add_argument("scenario", metavar="SCENARIO", help="scenario YAML file")
+        command.add_argument(
+            "--set",
+            dest="overrides",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="override a scenario setting, e.g. --set traffic.0.rate=5Gbps (repeatable)",
+        )
+
+    run_command = commands.add_parser("run", help="simulate a scenario and write its results")
+    scenario_arguments(run_command)
+    run_command.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    run_command.add_argument("--seed", type=int, metavar="N", help="random seed, replacing the scenario's")
+    progress = run_command.add_mutually_exclusive_group()
+    progress.add_argument(
+        "--progress", action="store_true", help="show the progress bar even when stderr is not a terminal"
+    )
+    progress.add_argument("--no-progress", dest="progress", action="store_false", help="never show a progress bar")
+    run_command.set_defaults(handler=_cmd_run, progress=None)
+
+    validate_command = commands.add_parser("validate", help="check a scenario and print its resolved JSON")
+    scenario_arguments(validate_command)
+    validate_command.set_defaults(handler=_cmd_validate)
+
+    bench_command = commands.add_parser("bench", help="run the performance benchmarks")
+    bench_command.add_argument("--json", action="store_true", help="print results as JSON")
+    bench_command.add_argument("--quick", action="store_true", help="run a short version")
+    bench_command.add_argument(
+        "--scenario", action="append", metavar="NAME", help="run only this bench scenario (repeatable)"
+    )
+    bench_command.set_defaults(handler=_cmd_bench)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``fabricsim`` command; returns the exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except FabricsimError as exc:
+        for line in str(exc).splitlines() or [type(exc).__name__]:
+            print(f"error: {line}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if os.environ.get("FABRICSIM_DEBUG") == "1":
+            traceback.print_exc()
+        print(f"internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1

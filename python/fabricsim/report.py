@@ -1,0 +1,165 @@
+"""A self-contained HTML report of one run: summary, conservation, plots and tables.
+
+Plots are rendered with matplotlib to inline SVG, so the page has no external
+files and opens offline in any browser.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+import polars as pl
+
+if TYPE_CHECKING:
+    from fabricsim.results import Result
+
+__all__ = ["render_html", "write_report"]
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1100px;color:#222}
+h1{margin-bottom:.2rem} h2{margin-top:2rem;border-bottom:1px solid #ddd;padding-bottom:.2rem}
+table{border-collapse:collapse;font-size:.85rem;margin:.5rem 0}
+th,td{border:1px solid #ddd;padding:.25rem .5rem;text-align:right} th{background:#f4f4f4}
+td:first-child,th:first-child{text-align:left}
+.ok{color:#127a1f;font-weight:600} .bad{color:#b00020;font-weight:600} .muted{color:#666}
+.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(220px,1fr));gap:.5rem}
+.card{border:1px solid #ddd;border-radius:6px;padding:.6rem} .card b{font-size:1.3rem;display:block}
+"""
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        if value != value:  # NaN
+            return "–"
+        return f"{value:,.4g}" if abs(value) < 1e6 else f"{value:,.0f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return html.escape(str(value))
+
+
+def _table(frame: pl.DataFrame, limit: int = 50) -> str:
+    if frame.height == 0:
+        return '<p class="muted">none</p>'
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in frame.columns)
+    rows = "".join(
+        "<tr>" + "".join(f"<td>{_fmt(v)}</td>" for v in row) + "</tr>" for row in frame.head(limit).iter_rows()
+    )
+    more = f'<p class="muted">{frame.height - limit:,} more rows in the Parquet file</p>' if frame.height > limit else ""
+    return f"<table><tr>{head}</tr>{rows}</table>{more}"
+
+
+def _svg(fig: Any) -> str:
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    text = buf.getvalue()
+    return text[text.index("<svg") :]
+
+
+def _queue_plot(result: Result, top: int = 6) -> str:
+    q = result.queues
+    if q.height == 0:
+        return '<p class="muted">no queue built up (or sampling was off)</p>'
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    matplotlib.rcParams["svg.hashsalt"] = "fabricsim"
+    per_port = q.group_by(["time_ps", "node", "port"]).agg(pl.col("bytes").sum()).sort("time_ps")
+    busiest = (
+        per_port.group_by(["node", "port"]).agg(pl.col("bytes").max().alias("peak"))
+        .sort(["peak", "node", "port"], descending=[True, False, False]).head(top)
+    )
+    fig, ax = plt.subplots(figsize=(10, 3.6))
+    for node, port, _ in busiest.iter_rows():
+        s = per_port.filter((pl.col("node") == node) & (pl.col("port") == port))
+        ax.step(s["time_ps"].to_numpy() / 1e6, s["bytes"].to_numpy() / 1e3, where="post", label=f"{node} port {port}")
+    ax.set_xlabel("time (us)")
+    ax.set_ylabel("queued (KB)")
+    ax.set_title(f"Egress queue occupancy, {len(busiest)} busiest ports")
+    ax.legend(fontsize=8, loc="upper right")
+    ax.grid(alpha=0.3)
+    return _svg(fig)
+
+
+def _link_plot(result: Result, top: int = 16) -> str:
+    links = result.links
+    if links.height == 0:
+        return ""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    busy = links.sort("utilization", descending=True, maintain_order=True).head(top)
+    labels = [f"{a}→{b}" for a, b in zip(busy["src"].to_list(), busy["dst"].to_list())]
+    fig, ax = plt.subplots(figsize=(10, 0.3 * len(labels) + 1))
+    ax.barh(labels[::-1], (busy["utilization"].to_numpy() * 100)[::-1], color="#3a7bd5")
+    ax.set_xlabel("utilization over the run (%)")
+    ax.set_xlim(0, 100)
+    ax.set_title(f"Busiest {len(labels)} link directions")
+    ax.grid(alpha=0.3, axis="x")
+    return _svg(fig)
+
+
+def _cards(items: Iterable[tuple[str, str]]) -> str:
+    return '<div class="grid">' + "".join(f'<div class="card">{k}<b>{v}</b></div>' for k, v in items) + "</div>"
+
+
+def render_html(result: Result, title: str | None = None) -> str:
+    """The report page for ``result`` as one HTML string."""
+    s = result.summary
+    name = title or str(s.get("scenario", "run"))
+    ok = bool(s.get("conservation_ok")) and bool(s.get("buffer_accounting_ok"))
+    status = '<span class="ok">held</span>' if ok else '<span class="bad">VIOLATED</span>'
+    cards = _cards(
+        [
+            ("simulated time", f"{s.get('sim_time_s', 0) * 1e3:,.3f} ms"),
+            ("wall time", f"{s.get('wall_time_s', 0):,.2f} s"),
+            ("events/s", f"{s.get('events_per_sec', 0) / 1e6:,.1f} M"),
+            ("packets delivered", _fmt(s.get("packets_delivered"))),
+            ("packets dropped", _fmt(s.get("packets_dropped"))),
+            ("flows completed", f"{_fmt(s.get('flows_completed'))} / {_fmt(s.get('flows_total'))}"),
+        ]
+    )
+    flows = result.flows
+    flow_cols: Sequence[str] = [
+        c for c in ("name", "kind", "src", "dst", "class", "packets_sent", "packets_delivered", "packets_dropped",
+                    "completed", "fct_ps", "latency_mean_ps", "latency_max_ps") if c in flows.columns
+    ]
+    summary_rows = pl.DataFrame({"metric": list(s.keys()), "value": [_fmt(v) for v in s.values()]})
+    description = ""
+    if result.scenario is not None and getattr(result.scenario, "description", None):
+        description = f"<p>{html.escape(result.scenario.description)}</p>"
+    body = f"""
+<h1>{html.escape(name)}</h1>{description}
+<p>seed {_fmt(s.get('seed'))} · conservation (created = delivered + dropped + in network;
+buffer accounting matches queues): {status}</p>
+{cards}
+<h2>Queues</h2>{_queue_plot(result)}
+<h2>Links</h2>{_link_plot(result)}
+<h2>Drops</h2>{_table(result.drops)}
+<h2>Flows</h2>{_table(flows.select(flow_cols))}
+<h2>Summary</h2>{_table(summary_rows, limit=200)}
+"""
+    return (
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(name)} · fabricsim</title>'
+        f"<style>{_CSS}</style></head><body>{body}</body></html>\n"
+    )
+
+
+def write_report(result: Result, path: str | Path) -> Path:
+    """Write the report page to ``path`` and return it."""
+    p = Path(path)
+    p.write_text(render_html(result), encoding="utf-8")
+    return p

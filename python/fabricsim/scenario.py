@@ -1,0 +1,873 @@
+"""User-facing scenario: YAML with units, validated and resolved for the core.
+
+A scenario file looks like::
+
+    name: quickstart
+    seed: 1
+    duration: 10ms
+    topology: {kind: star, hosts: 4, link: {rate: 100Gbps, delay: 1us}}
+    traffic:
+      - {kind: udp_cbr, src: [h1, h2], dst: h0, rate: 40%}
+
+:func:`load` reads and validates a file, :meth:`Scenario.to_resolved` turns
+the result into the plain-integer JSON document described in
+``docs/contract.md``. Every problem is reported as a
+:class:`~fabricsim.errors.ScenarioError` naming the dotted field path
+(``traffic[1].rate``) and, for enumerations and unknown keys, the allowed
+names.
+"""
+
+import copy
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Callable, Literal, Optional, Sequence, TypeVar, Union, get_args
+
+import yaml
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    PlainSerializer,
+    PlainValidator,
+    PrivateAttr,
+    ValidationError,
+    model_validator,
+)
+from pydantic_core import ErrorDetails, PydanticCustomError
+
+from fabricsim import units
+from fabricsim.errors import ScenarioError, unknown_key, unknown_value
+
+__all__ = [
+    "Buffer",
+    "Burst",
+    "Dumbbell",
+    "Explicit",
+    "ExplicitLink",
+    "ExplicitNode",
+    "FatTree",
+    "Host",
+    "LeafSpine",
+    "Link",
+    "Network",
+    "Scenario",
+    "Star",
+    "Stats",
+    "Switch",
+    "TrafficRate",
+    "UdpTraffic",
+    "from_dict",
+    "load",
+    "loads",
+]
+
+_U64_MAX = 2**64 - 1
+
+
+# --------------------------------------------------------------------------
+# Error plumbing
+
+
+_ISSUES = "fabricsim_issues"
+
+
+def _issues_error(*issues: tuple[str, str]) -> PydanticCustomError:
+    """A validation error holding issues at paths relative to the value being validated."""
+    return PydanticCustomError(
+        _ISSUES,
+        "{message}",
+        {"message": "; ".join(f"{path}: {message}" for path, message in issues), "issues": list(issues)},
+    )
+
+
+def _show(value: Any) -> str:
+    """Render an input value in messages the way it would appear in YAML."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return repr(value)
+
+
+def _join_path(base: str, relative: str) -> str:
+    if not base or not relative:
+        return base or relative
+    return base + relative if relative.startswith("[") else f"{base}.{relative}"
+
+
+def _loc_path(loc: tuple[Union[int, str], ...], data: Any) -> str:
+    """Dotted path of a pydantic error location, without discriminator tags.
+
+    Pydantic inserts the tag of a discriminated union (``'star'``) into the
+    location; it is recognised by walking the input alongside the location.
+    """
+    path = ""
+    node = data
+    for item in loc:
+        if isinstance(node, dict) and item not in node and node.get("kind") == item:
+            continue
+        path = _join_path(path, f"[{item}]" if isinstance(item, int) else str(item))
+        if isinstance(node, dict) and item in node:
+            node = node[item]
+        elif isinstance(node, list) and isinstance(item, int) and 0 <= item < len(node):
+            node = node[item]
+        else:
+            node = None
+    return path
+
+
+def _error_message(error: ErrorDetails) -> str:
+    """A short, pydantic-free message for one validation error."""
+    kind = error["type"]
+    ctx = error.get("ctx", {})
+    got = _show(error.get("input"))
+    bounds = {
+        "greater_than": ">",
+        "greater_than_equal": ">=",
+        "less_than": "<",
+        "less_than_equal": "<=",
+    }
+    if kind == "missing":
+        return "required field is missing"
+    if kind == "value_error":
+        return str(ctx["error"])
+    if kind in bounds:
+        limit = next(iter(ctx.values()))
+        return f"must be {bounds[kind]} {limit} (got {got})"
+    expected = {
+        "int_type": "an integer",
+        "string_type": "a string",
+        "bool_type": "true or false",
+        "list_type": "a list",
+        "dict_type": "a mapping",
+        "model_type": "a mapping",
+        "model_attributes_type": "a mapping",
+    }
+    if kind in expected:
+        return f"expected {expected[kind]}, got {got}"
+    if kind in ("too_short", "string_too_short"):
+        return "must not be empty"
+    return str(error["msg"])
+
+
+def _issues(exc: ValidationError, data: Any) -> list[tuple[str, str]]:
+    issues: list[tuple[str, str]] = []
+    for error in exc.errors(include_url=False):
+        path = _loc_path(error["loc"], data)
+        if error["type"] == _ISSUES:
+            issues.extend((_join_path(path, relative), message) for relative, message in error["ctx"]["issues"])
+        else:
+            issues.append((path, _error_message(error)))
+    return issues
+
+
+# --------------------------------------------------------------------------
+# Field types
+
+
+def _quantity(
+    parse: Callable[[Any], int], fmt: Callable[[int], str], minimum: int, maximum: Optional[int] = None
+) -> PlainValidator:
+    """Validator parsing a unit string and checking its range."""
+
+    def validate(value: Any) -> int:
+        number = parse(value)
+        if number < minimum:
+            bound = "> 0" if minimum == 1 else f">= {fmt(minimum)}"
+            raise ValueError(f"must be {bound} (got {_show(value)})")
+        if maximum is not None and number > maximum:
+            raise ValueError(f"must be <= {fmt(maximum)} (got {_show(value)})")
+        return number
+
+    return PlainValidator(validate)
+
+
+def _as_time(ps: int) -> str:
+    return units.format_time(ps)
+
+
+_TIME_TEXT = PlainSerializer(_as_time, return_type=str)
+_RATE_TEXT = PlainSerializer(units.format_rate, return_type=str)
+_SIZE_TEXT = PlainSerializer(units.format_size, return_type=str)
+
+Time = Annotated[int, _quantity(units.parse_time, _as_time, 0), _TIME_TEXT]
+"""A time >= 0, held in picoseconds, written like ``500ns``."""
+Duration = Annotated[int, _quantity(units.parse_time, _as_time, 1), _TIME_TEXT]
+"""A time > 0, held in picoseconds."""
+Rate = Annotated[int, _quantity(units.parse_rate, units.format_rate, 1), _RATE_TEXT]
+"""A data rate > 0, held in bit/s, written like ``100Gbps``."""
+Size = Annotated[int, _quantity(units.parse_size, units.format_size, 1), _SIZE_TEXT]
+"""A size > 0, held in bytes, written like ``1MB``."""
+Overhead = Annotated[int, _quantity(units.parse_size, units.format_size, 0), _SIZE_TEXT]
+"""A size >= 0, held in bytes."""
+FrameSize = Annotated[int, _quantity(units.parse_size, units.format_size, 64, 65535), _SIZE_TEXT]
+"""An Ethernet frame size between 64 and 65535 bytes."""
+
+
+def _one_of(choices: Any) -> BeforeValidator:
+    """Validator rejecting values outside the ``Literal`` ``choices``, listing the allowed ones."""
+    allowed = get_args(choices)
+
+    def validate(value: Any) -> Any:
+        if not isinstance(value, str) or value not in allowed:
+            raise ValueError(unknown_value(value, allowed))
+        return value
+
+    return BeforeValidator(validate)
+
+
+def _kind_of(*models: type[BaseModel]) -> BeforeValidator:
+    """Validator checking the ``kind`` key of a discriminated union before dispatch."""
+    allowed = [tag for model in models for tag in get_args(model.model_fields["kind"].annotation)]
+    choices = ", ".join(allowed)
+
+    def validate(value: Any) -> Any:
+        if isinstance(value, dict):
+            if "kind" not in value:
+                raise _issues_error(("kind", f"required field is missing; allowed: {choices}"))
+            if value["kind"] not in allowed:
+                raise _issues_error(("kind", unknown_value(value["kind"], allowed)))
+        return value
+
+    return BeforeValidator(validate)
+
+
+def _listify(value: Any) -> Any:
+    return [value] if isinstance(value, str) else value
+
+
+NodeList = Annotated[list[str], BeforeValidator(_listify), Field(min_length=1)]
+"""One node name or a non-empty list of them."""
+
+ForwardingMode = Literal["store_and_forward", "cut_through"]
+BufferModel = Literal["static"]
+NodeKind = Literal["host", "switch"]
+
+
+# --------------------------------------------------------------------------
+# Models
+
+
+class _Model(BaseModel):
+    """Strict model rejecting unknown keys with the list of allowed ones."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _known_keys_only(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+        """Report unknown keys with the allowed ones, together with the other problems."""
+        if not isinstance(data, dict):
+            return handler(data)
+        allowed = [field.alias or name for name, field in cls.model_fields.items()]
+        unknown = [key for key in data if key not in allowed]
+        if not unknown:
+            return handler(data)
+        known = {key: value for key, value in data.items() if key in allowed}
+        issues = []
+        try:
+            handler(known)
+        except ValidationError as exc:
+            issues = _issues(exc, known)
+        issues.extend((str(key), unknown_key(key, allowed)) for key in unknown)
+        raise _issues_error(*issues)
+
+
+class Buffer(_Model):
+    """Packet buffer of a switch."""
+
+    model: Annotated[BufferModel, _one_of(BufferModel)] = "static"
+    port_size: Size = 1_000_000
+    queue_size: Optional[Size] = None
+
+    def to_resolved(self) -> dict[str, Any]:
+        return {"model": self.model, "port_bytes": self.port_size, "queue_bytes": self.queue_size}
+
+
+class Switch(_Model):
+    """Switch parameters: the network-wide default or a per-switch override."""
+
+    forwarding: Annotated[ForwardingMode, _one_of(ForwardingMode)] = "store_and_forward"
+    latency: Time = 500_000
+    buffer: Buffer = Field(default_factory=Buffer)
+
+    def to_resolved(self) -> dict[str, Any]:
+        return {"forwarding": self.forwarding, "latency_ps": self.latency, "buffer": self.buffer.to_resolved()}
+
+
+class Host(_Model):
+    """Host (NIC) parameters."""
+
+    latency: Time = 0
+    nic_buffer: Size = 1_000_000_000
+
+    def to_resolved(self) -> dict[str, Any]:
+        return {"latency_ps": self.latency, "nic_buffer_bytes": self.nic_buffer}
+
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def _overlay(base: _M, override: _M) -> _M:
+    """``base`` with the fields explicitly set in ``override``, nested models merged."""
+    updates: dict[str, Any] = {}
+    for name in override.model_fields_set:
+        value = getattr(override, name)
+        current = getattr(base, name)
+        if isinstance(value, BaseModel) and type(value) is type(current):
+            value = _overlay(current, value)
+        updates[name] = value
+    return base.model_copy(update=updates)
+
+
+class Network(_Model):
+    """Network-wide settings.
+
+    ``switch_overrides`` entries are merged over ``switch``: an override only
+    needs the settings that differ (``{leaf0: {buffer: {port_size: 4MB}}}``).
+    After validation each entry holds the complete merged switch.
+    """
+
+    ethernet_overhead: Overhead = 20
+    classes: int = Field(default=8, ge=1, le=8)
+    switch: Switch = Field(default_factory=Switch)
+    host: Host = Field(default_factory=Host)
+    switch_overrides: dict[str, Switch] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _merge_overrides(self) -> "Network":
+        self.switch_overrides = {
+            name: _overlay(self.switch, override) for name, override in self.switch_overrides.items()
+        }
+        return self
+
+    def to_resolved(self) -> dict[str, Any]:
+        return {
+            "ethernet_overhead_bytes": self.ethernet_overhead,
+            "classes": self.classes,
+            "switch": self.switch.to_resolved(),
+            "host": self.host.to_resolved(),
+            "switch_overrides": {name: spec.to_resolved() for name, spec in self.switch_overrides.items()},
+        }
+
+
+class Link(_Model):
+    """Rate and propagation delay of a link."""
+
+    rate: Rate
+    delay: Time
+
+    def to_resolved(self) -> dict[str, Any]:
+        return {"rate_bps": self.rate, "delay_ps": self.delay}
+
+
+class Star(_Model):
+    """One switch ``sw0`` with hosts ``h0..h{hosts-1}``."""
+
+    kind: Literal["star"]
+    hosts: int = Field(ge=1)
+    link: Link
+
+    def to_resolved(self) -> dict[str, Any]:
+        return {"kind": self.kind, "hosts": self.hosts, "link": self.link.to_resolved()}
+
+
+class Dumbbell(_Model):
+    """Switches ``sw_left``/``sw_right`` joined by a bottleneck link."""
+
+    kind: Literal["dumbbell"]
+    left: int = Field(ge=1)
+    right: int = Field(ge=1)
+    edge_link: Link
+    bottleneck_link: Link
+
+    def to_resolved(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "left": self.left,
+            "right": self.right,
+            "edge_link": self.edge_link.to_resolved(),
+            "bottleneck_link": self.bottleneck_link.to_resolved(),
+        }
+
+
+def _hosts_per_leaf(value: Any) -> Union[int, list[int]]:
+    def is_int(item: Any) -> bool:
+        return isinstance(item, int) and not isinstance(item, bool)
+
+    if is_int(value):
+        if value < 1:
+            raise ValueError(f"must be >= 1 (got {value})")
+        return int(value)
+    if isinstance(value, list) and value and all(is_int(item) for item in value):
+        if any(item < 0 for item in value):
+            raise ValueError(f"host counts must be >= 0 (got {value})")
+        if sum(value) == 0:
+            raise ValueError("at least one leaf must have hosts")
+        return list(value)
+    raise ValueError(f"expected a host count or a list with one count per leaf, got {_show(value)}")
+
+
+class LeafSpine(_Model):
+    """Two-tier Clos: ``leaf{i}``, ``spine{j}``, hosts ``h{n}`` numbered leaf by leaf.
+
+    ``hosts_per_leaf`` is one count for every leaf or a list with one count per leaf.
+    """
+
+    kind: Literal["leaf_spine"]
+    leaves: int = Field(ge=1)
+    spines: int = Field(ge=1)
+    hosts_per_leaf: Annotated[Union[int, list[int]], PlainValidator(_hosts_per_leaf)]
+    host_link: Link
+    fabric_link: Link
+    links_per_spine: int = Field(default=1, ge=1)
+
+    @model_validator(mode="after")
+    def _one_count_per_leaf(self) -> "LeafSpine":
+        counts = self.hosts_per_leaf
+        if isinstance(counts, list) and len(counts) != self.leaves:
+            raise _issues_error(("hosts_per_leaf", f"has {len(counts)} entries but there are {self.leaves} leaves"))
+        return self
+
+    def to_resolved(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "leaves": self.leaves,
+            "spines": self.spines,
+            "hosts_per_leaf": self.hosts_per_leaf,
+            "host_link": self.host_link.to_resolved(),
+            "fabric_link": self.fabric_link.to_resolved(),
+            "links_per_spine": self.links_per_spine,
+        }
+
+
+class FatTree(_Model):
+    """k-ary fat tree: ``core{i}``, ``agg{pod}_{i}``, ``edge{pod}_{i}``, hosts ``h{n}``."""
+
+    kind: Literal["fat_tree"]
+    k: int = Field(ge=2)
+    link: Link
+
+    @model_validator(mode="after")
+    def _even_k(self) -> "FatTree":
+        if self.k % 2:
+            raise _issues_error(("k", f"must be even (got {self.k})"))
+        return self
+
+    def to_resolved(self) -> dict[str, Any]:
+        return {"kind": self.kind, "k": self.k, "link": self.link.to_resolved()}
+
+
+class ExplicitNode(_Model):
+    """A named host or switch of an explicit topology."""
+
+    name: str = Field(min_length=1)
+    kind: Annotated[NodeKind, _one_of(NodeKind)]
+
+    def to_resolved(self) -> dict[str, Any]:
+        return {"name": self.name, "kind": self.kind}
+
+
+class ExplicitLink(_Model):
+    """A link between two named nodes of an explicit topology."""
+
+    a: str = Field(min_length=1)
+    b: str = Field(min_length=1)
+    rate: Rate
+    delay: Time
+
+    def to_resolved(self) -> dict[str, Any]:
+        return {"a": self.a, "b": self.b, "rate_bps": self.rate, "delay_ps": self.delay}
+
+
+class Explicit(_Model):
+    """Nodes and links listed one by one."""
+
+    kind: Literal["explicit"]
+    nodes: list[ExplicitNode] = Field(min_length=1)
+    links: list[ExplicitLink]
+
+    def to_resolved(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "nodes": [node.to_resolved() for node in self.nodes],
+            "links": [link.to_resolved() for link in self.links],
+        }
+
+
+Topology = Annotated[
+    Union[Star, Dumbbell, LeafSpine, FatTree, Explicit],
+    Field(discriminator="kind"),
+    _kind_of(Star, Dumbbell, LeafSpine, FatTree, Explicit),
+]
+
+
+@dataclass(frozen=True)
+class TrafficRate:
+    """Sending rate of a UDP source: absolute (``bps``) or a ``load`` fraction of its NIC rate."""
+
+    bps: Optional[int] = None
+    load: Optional[float] = None
+
+    def __str__(self) -> str:
+        if self.bps is not None:
+            return units.format_rate(self.bps)
+        return units.format_percent(self.load or 0.0)
+
+
+def _traffic_rate(value: Any) -> TrafficRate:
+    if isinstance(value, str) and value.strip().endswith("%"):
+        load = units.parse_percent(value)
+        if not 0 < load <= 1:
+            raise ValueError(f"a load must be > 0% and <= 100% (got {value!r})")
+        return TrafficRate(load=load)
+    try:
+        bps = units.parse_rate(value)
+    except ValueError as exc:
+        if str(exc).startswith("expected"):
+            raise ValueError(
+                f"expected a data rate like '10Gbps' or a load like '20%' of the source NIC rate, got {_show(value)}"
+            ) from None
+        raise
+    if bps == 0:
+        raise ValueError(f"must be > 0 (got {_show(value)})")
+    return TrafficRate(bps=bps)
+
+
+class _Source(_Model):
+    """Fields shared by every traffic source."""
+
+    kind: str
+    name: Optional[str] = Field(default=None, min_length=1)
+    src: NodeList
+    dst: str = Field(min_length=1)
+    frame_size: FrameSize = 1500
+    start: Time = 0
+    class_: int = Field(default=0, ge=0, alias="class")
+
+
+class UdpTraffic(_Source):
+    """Constant-bit-rate or Poisson UDP frames from each ``src`` host to ``dst``."""
+
+    kind: Literal["udp_cbr", "udp_poisson"]
+    rate: Annotated[TrafficRate, PlainValidator(_traffic_rate), PlainSerializer(str, return_type=str)]
+    stop: Optional[Time] = None
+    max_frames: Optional[int] = Field(default=None, ge=1)
+
+    @model_validator(mode="after")
+    def _stop_after_start(self) -> "UdpTraffic":
+        if self.stop is not None and self.stop <= self.start:
+            raise _issues_error(
+                ("stop", f"must be later than start ({_as_time(self.start)}), got {_as_time(self.stop)}")
+            )
+        return self
+
+    def to_resolved(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "src": list(self.src),
+            "dst": self.dst,
+            "rate_bps": self.rate.bps,
+            "load": self.rate.load,
+            "frame_bytes": self.frame_size,
+            "start_ps": self.start,
+            "stop_ps": self.stop,
+            "max_frames": self.max_frames,
+            "class": self.class_,
+        }
+
+
+class Burst(_Source):
+    """``frames`` frames queued at once on each ``src`` host at ``start``."""
+
+    kind: Literal["burst"]
+    frames: int = Field(ge=1)
+
+    def to_resolved(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "src": list(self.src),
+            "dst": self.dst,
+            "frames": self.frames,
+            "frame_bytes": self.frame_size,
+            "start_ps": self.start,
+            "class": self.class_,
+        }
+
+
+Traffic = Annotated[Union[UdpTraffic, Burst], Field(discriminator="kind"), _kind_of(UdpTraffic, Burst)]
+
+
+class Stats(_Model):
+    """What to record besides per-flow results."""
+
+    queue_sample_interval: Time = 10_000_000
+    sample_hosts: bool = False
+
+    def to_resolved(self) -> dict[str, Any]:
+        return {"queue_sample_interval_ps": self.queue_sample_interval, "sample_hosts": self.sample_hosts}
+
+
+class Scenario(_Model):
+    """A validated scenario. Quantities are held as integers (ps, bit/s, bytes).
+
+    Build one with :func:`load`, :func:`loads` or :func:`from_dict`; those
+    also record where it came from (:attr:`source`, :attr:`source_text`,
+    :attr:`source_data`, :attr:`overrides`).
+    """
+
+    name: str = Field(default="scenario", min_length=1)
+    description: Optional[str] = None
+    seed: int = Field(default=1, ge=0, le=_U64_MAX)
+    duration: Duration
+    drain: bool = True
+    drain_limit: Duration = 10**12
+    network: Network = Field(default_factory=Network)
+    topology: Topology
+    traffic: list[Traffic] = Field(default_factory=list)
+    stats: Stats = Field(default_factory=Stats)
+
+    _source: Optional[str] = PrivateAttr(None)
+    _source_text: Optional[str] = PrivateAttr(None)
+    _source_data: Optional[dict[str, Any]] = PrivateAttr(None)
+    _overrides: tuple[str, ...] = PrivateAttr(())
+
+    @model_validator(mode="after")
+    def _check_traffic(self) -> "Scenario":
+        issues = []
+        first_use: dict[str, int] = {}
+        for index, source in enumerate(self.traffic):
+            if source.name is None:
+                source.name = f"{source.kind}{index}"
+            if source.name in first_use:
+                issues.append(
+                    (
+                        f"traffic[{index}].name",
+                        f"duplicate name {source.name!r} (also traffic[{first_use[source.name]}])",
+                    )
+                )
+            first_use.setdefault(source.name, index)
+            if source.class_ >= self.network.classes:
+                issues.append(
+                    (
+                        f"traffic[{index}].class",
+                        f"must be < network.classes ({self.network.classes}) (got {source.class_})",
+                    )
+                )
+        if issues:
+            raise _issues_error(*issues)
+        return self
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], overrides: Sequence[str] = (), source: Optional[str] = None) -> "Scenario":
+        """Same as the module-level :func:`from_dict`."""
+        return from_dict(data, overrides, source)
+
+    @property
+    def source(self) -> Optional[str]:
+        """The file the scenario was read from, if any."""
+        return self._source
+
+    @property
+    def source_text(self) -> Optional[str]:
+        """The YAML text as read, before overrides, if the scenario came from text."""
+        return self._source_text
+
+    @property
+    def source_data(self) -> Optional[dict[str, Any]]:
+        """The document after ``--set`` overrides, before validation and defaults."""
+        return copy.deepcopy(self._source_data)
+
+    @property
+    def overrides(self) -> tuple[str, ...]:
+        """The ``key=value`` overrides applied to the source document."""
+        return self._overrides
+
+    def with_seed(self, seed: int) -> "Scenario":
+        """A copy of this scenario with another seed."""
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= _U64_MAX:
+            raise ScenarioError([("seed", f"must be an integer from 0 to 2**64 - 1 (got {_show(seed)})")], self._source)
+        return self.model_copy(update={"seed": seed})
+
+    def to_resolved(self) -> dict[str, Any]:
+        """The resolved JSON document accepted by ``fabricsim._core.Simulation``."""
+        return {
+            "name": self.name,
+            "seed": self.seed,
+            "duration_ps": self.duration,
+            "drain": self.drain,
+            "drain_limit_ps": self.drain_limit,
+            "network": self.network.to_resolved(),
+            "topology": self.topology.to_resolved(),
+            "traffic": [source.to_resolved() for source in self.traffic],
+            "stats": self.stats.to_resolved(),
+        }
+
+    def to_yaml(self) -> str:
+        """The scenario as YAML with every default spelled out, in exact units.
+
+        Loading this text gives a scenario with the same :meth:`to_resolved`.
+        """
+        header = ["# fabricsim scenario with all defaults filled in"]
+        if self._source:
+            header.append(f"# source: {self._source}")
+        header.extend(f"# --set {override}" for override in self._overrides)
+        body = yaml.safe_dump(
+            self.model_dump(mode="json", by_alias=True), sort_keys=False, allow_unicode=True, width=100
+        )
+        return "\n".join(header) + "\n" + body
+
+
+# --------------------------------------------------------------------------
+# Loading
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """Safe YAML loader that rejects duplicate mapping keys."""
+
+
+def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    loader.flatten_mapping(node)
+    seen = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)  # type: ignore[no-untyped-call]
+        try:
+            duplicate = key in seen
+        except TypeError:  # unhashable key: construct_mapping reports it
+            continue
+        if duplicate:
+            raise yaml.constructor.ConstructorError(
+                "while constructing a mapping", node.start_mark, f"duplicate key {key!r}", key_node.start_mark
+            )
+        seen.add(key)
+    return loader.construct_mapping(node, deep=True)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def _parse_yaml(text: str, source: Optional[str]) -> Any:
+    try:
+        return yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = exc.problem or exc.context or "syntax error"
+        raise ScenarioError([("", f"invalid YAML{where}: {problem}")], source) from None
+    except yaml.YAMLError as exc:
+        raise ScenarioError([("", f"invalid YAML: {exc}")], source) from None
+
+
+def _kind_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {str: "string", bool: "boolean", int: "number", float: "number"}.get(type(value), type(value).__name__)
+
+
+def _apply_override(document: dict[str, Any], override: str, source: Optional[str]) -> None:
+    """Apply one ``dotted.path=value`` override in place."""
+    key, sep, raw = override.partition("=")
+    key = key.strip()
+    label = f"--set {key}" if key else "--set"
+    if not sep or not key:
+        raise ScenarioError([(label, f"expected KEY=VALUE, got {override!r}")], source)
+    try:
+        value = yaml.safe_load(raw)
+    except yaml.YAMLError as exc:
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ScenarioError([(label, f"invalid value {raw!r}: {problem}")], source) from None
+    parts = re.sub(r"\[(\d+)\]", r".\1", key).split(".")
+    if not all(parts):
+        raise ScenarioError([(label, "empty component in the key path")], source)
+    node: Any = document
+    for depth, part in enumerate(parts):
+        last = depth == len(parts) - 1
+        where = ".".join(parts[:depth]) or "the top level"
+        if isinstance(node, dict):
+            if last:
+                node[part] = value
+            else:
+                if node.get(part) is None:
+                    node[part] = {}
+                node = node[part]
+        elif isinstance(node, list):
+            if not part.isdigit() or int(part) >= len(node):
+                raise ScenarioError(
+                    [(label, f"{where} is a list of {len(node)} entries; {part!r} is not an index in it")], source
+                )
+            if last:
+                node[int(part)] = value
+            else:
+                node = node[int(part)]
+        else:
+            raise ScenarioError([(label, f"cannot set {part!r} inside {where}, which is a {_kind_name(node)}")], source)
+
+
+def _build(
+    data: Any,
+    *,
+    overrides: Sequence[str],
+    source: Optional[str],
+    text: Optional[str],
+    default_name: Optional[str],
+) -> Scenario:
+    if data is None:
+        raise ScenarioError([("", "the scenario is empty")], source)
+    if not isinstance(data, dict):
+        raise ScenarioError([("", f"expected a mapping of scenario settings, got {_show(data)}")], source)
+    document = copy.deepcopy(data)
+    for override in overrides:
+        _apply_override(document, override, source)
+    candidate = document if "name" in document or not default_name else {"name": default_name, **document}
+    try:
+        scenario = Scenario.model_validate(candidate)
+    except ValidationError as exc:
+        raise ScenarioError(_issues(exc, candidate), source) from None
+    scenario._source = source
+    scenario._source_text = text
+    scenario._source_data = document
+    scenario._overrides = tuple(overrides)
+    return scenario
+
+
+def load(path: Union[str, "os.PathLike[str]"], overrides: Sequence[str] = ()) -> Scenario:
+    """Read, override and validate a YAML scenario file.
+
+    ``overrides`` are ``dotted.path=value`` strings (``traffic.0.rate=5Gbps``,
+    ``traffic[0].rate=5Gbps`` works too); values are parsed as YAML and
+    missing mapping keys are created. Without a ``name`` key the scenario is
+    named after the file. Raises :class:`ScenarioError` for any problem,
+    including a missing or unreadable file.
+    """
+    source = os.fspath(path)
+    try:
+        text = Path(source).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ScenarioError([("", "file not found")], source) from None
+    except UnicodeDecodeError:
+        raise ScenarioError([("", "not a UTF-8 text file")], source) from None
+    except OSError as exc:
+        raise ScenarioError([("", f"cannot read file: {exc.strerror or exc}")], source) from None
+    return _build(
+        _parse_yaml(text, source), overrides=overrides, source=source, text=text, default_name=Path(source).stem
+    )
+
+
+def loads(text: str, overrides: Sequence[str] = (), source: Optional[str] = None) -> Scenario:
+    """Validate a scenario given as YAML text; ``source`` labels error messages."""
+    return _build(_parse_yaml(text, source), overrides=overrides, source=source, text=text, default_name=None)
+
+
+def from_dict(data: dict[str, Any], overrides: Sequence[str] = (), source: Optional[str] = None) -> Scenario:
+    """Validate a scenario given as a mapping (it is not modified)."""
+    return _build(data, overrides=overrides, source=source, text=None, default_name=None)

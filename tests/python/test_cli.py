@@ -1,0 +1,86 @@
+"""The command line: a clean run, and clear errors (no traceback, no panic) on bad input."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+GOOD = """
+name: t
+duration: 1ms
+topology: {kind: star, hosts: 2, link: {rate: 10Gbps, delay: 1us}}
+traffic: [{kind: udp_cbr, src: h0, dst: h1, rate: 1Gbps}]
+"""
+
+
+def fabricsim(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "fabricsim", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def write(tmp_path, text, name="s.yaml"):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_run_writes_outputs(core, tmp_path):
+    p = write(tmp_path, GOOD)
+    r = fabricsim("run", str(p), "--out", str(tmp_path / "out"), "--no-progress")
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "out" / "summary.json").is_file()
+
+
+def test_set_overrides_a_field(core, tmp_path):
+    p = write(tmp_path, GOOD)
+    r = fabricsim("run", str(p), "--out", str(tmp_path / "o"), "--no-progress", "--set", "traffic.0.rate=2Gbps",
+                  "--seed", "3")
+    assert r.returncode == 0, r.stderr
+
+
+BAD = {
+    "broken_yaml": ("name: [unclosed\nduration: 1ms\n", ["line"]),
+    "unknown_key": (GOOD + "colour: blue\n", ["colour"]),
+    "negative_rate": (GOOD.replace("rate: 1Gbps", "rate: -5Gbps"), ["traffic[0].rate"]),
+    "unknown_model": (GOOD + "network: {switch: {buffer: {model: magic}}}\n", ["model", "static"]),
+    "unknown_topology": (GOOD.replace("kind: star", "kind: ring"), ["topology", "star", "leaf_spine"]),
+    "unknown_host": (GOOD.replace("dst: h1", "dst: h9"), ["traffic[0].dst", "h9"]),
+    "disconnected": (
+        """
+name: t
+duration: 1ms
+topology:
+  kind: explicit
+  nodes: [{name: a, kind: host}, {name: b, kind: host}, {name: s, kind: switch}]
+  links: [{a: a, b: s, rate: 10Gbps, delay: 1us}]
+traffic: [{kind: udp_cbr, src: a, dst: b, rate: 1Gbps}]
+""",
+        ["disconnected"],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_input_gives_a_clear_error(core, tmp_path, case):
+    text, needles = BAD[case]
+    p = write(tmp_path, text)
+    r = fabricsim("run", str(p), "--out", str(tmp_path / "out"), "--no-progress")
+    assert r.returncode != 0
+    err = r.stderr
+    assert "Traceback" not in err and "panicked" not in err, err
+    for needle in needles:
+        assert needle in err, (needle, err)
+
+
+def test_missing_file(tmp_path):
+    r = fabricsim("run", str(tmp_path / "nope.yaml"), "--out", str(tmp_path / "out"))
+    assert r.returncode != 0
+    assert "nope.yaml" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_bench_quick_json(core):
+    r = fabricsim("bench", "--quick", "--json", "--scenario", "single-port-md1")
+    assert r.returncode == 0, r.stderr
+    assert '"events_per_sec"' in r.stdout

@@ -1,0 +1,128 @@
+"""Decoding the core's column buffers and writing result files."""
+
+import json
+
+import numpy as np
+import polars as pl
+import pytest
+
+from fabricsim import Result, loads
+from fabricsim.errors import OutputError
+
+SCENARIO = """
+name: small
+duration: 1ms
+topology: {kind: star, hosts: 2, link: {rate: 10Gbps, delay: 1us}}
+traffic: [{kind: udp_cbr, src: h0, dst: h1, rate: 1Gbps}]
+"""
+
+
+def test_tables_are_decoded_with_dtypes_names_and_strings(core_output):
+    result = Result.from_core(core_output)
+    assert result.nodes.to_dict(as_series=False) == {
+        "id": [0, 1, 2],
+        "name": ["sw0", "h0", "h1"],
+        "kind": ["switch", "host", "host"],
+    }
+    flows = result.flows
+    assert flows.columns == ["name", "kind", "src", "dst", "class", "packets_sent", "fct_ps", "completed"]
+    assert flows["name"].to_list() == ["a", "b"]
+    assert flows["kind"].to_list() == ["udp_cbr", "burst"]
+    assert flows["src"].to_list() == ["h0", "h1"] and flows["dst"].to_list() == ["h1", "h0"]
+    assert flows.schema["src"] == pl.String
+    assert flows.schema["class"] == pl.UInt8 and flows["class"].to_list() == [0, 7]
+    assert flows.schema["packets_sent"] == pl.UInt64
+    assert flows.schema["fct_ps"] == pl.Int64 and flows["fct_ps"].to_list() == [None, 1_000_000]
+    assert flows["completed"].to_list() == [False, True]
+    assert result.queues["node"].to_list() == ["sw0"] * 3
+    assert result.queues.schema["port"] == pl.UInt32
+    assert result.drops.to_dict(as_series=False) == {"node": ["sw0"], "reason": ["port_buffer_full"], "packets": [3]}
+    assert result.links["src"].to_list() == ["h0", "sw0"]
+    assert result.links["utilization"].to_list() == [0.25, 0.5]
+    assert result.summary["events"] == 120
+
+
+def test_names_come_from_node_names_when_the_nodes_table_has_none(core_output):
+    del core_output["tables"]["nodes"]
+    result = Result.from_core(core_output)
+    assert result.nodes.to_dict(as_series=False) == {"id": [0, 1, 2], "name": ["sw0", "h0", "h1"]}
+    assert result.flows["src"].to_list() == ["h0", "h1"]
+
+
+def test_missing_tables_are_empty():
+    result = Result.from_core({"summary": {}, "tables": {}})
+    for frame in (result.nodes, result.flows, result.queues, result.drops, result.links):
+        assert frame.shape == (0, 0)
+
+
+def test_empty_columns_decode(core_output):
+    core_output["tables"]["drops"] = {"node": ("u32", b""), "reason": ("u32", b""), "packets": ("u64", b"")}
+    drops = Result.from_core(core_output).drops
+    assert drops.height == 0 and drops.schema["node"] == pl.String and drops.schema["packets"] == pl.UInt64
+
+
+def test_bad_codes_and_dtypes_are_reported(core_output):
+    core_output["tables"]["links"]["src"] = ("u32", np.array([7, 0], dtype="<u4").tobytes())
+    with pytest.raises(ValueError, match="column 'src': code 7 has no label"):
+        Result.from_core(core_output)
+    core_output["tables"]["links"]["src"] = ("u16", b"\0\0\0\0")
+    with pytest.raises(ValueError, match="unknown dtype 'u16'"):
+        Result.from_core(core_output)
+
+
+def test_write_produces_every_file(core_output, tmp_path):
+    scenario = loads(SCENARIO)
+    result = Result.from_core(core_output, scenario)
+    written = result.write(tmp_path / "out" / "nested")
+    names = [path.name for path in written]
+    assert names == [
+        "summary.json",
+        "scenario.yaml",
+        "flows.parquet",
+        "queues.parquet",
+        "drops.parquet",
+        "links.parquet",
+        "report.html",
+    ]
+    out = tmp_path / "out" / "nested"
+    assert "<svg" in (out / "report.html").read_text() or "none" in (out / "report.html").read_text()
+    assert not list(out.glob("*.tmp"))
+    summary_text = (out / "summary.json").read_text()
+    summary = json.loads(summary_text)
+    assert list(summary) == sorted(summary)
+    assert summary["latency_mean_s"] is None  # NaN is not valid JSON
+    assert summary_text == json.dumps(summary, sort_keys=True, indent=2) + "\n"
+    assert pl.read_parquet(out / "flows.parquet").equals(result.flows)
+    assert pl.read_parquet(out / "drops.parquet")["reason"].to_list() == ["port_buffer_full"]
+    assert loads((out / "scenario.yaml").read_text()).to_resolved() == scenario.to_resolved()
+
+
+def test_written_files_are_byte_identical_across_writes(core_output, tmp_path):
+    result = Result.from_core(core_output, loads(SCENARIO))
+    first, second = result.write(tmp_path / "a"), result.write(tmp_path / "b")
+    for a, b in zip(first, second):
+        assert a.read_bytes() == b.read_bytes(), a.name
+    again = Result.from_core(core_output, loads(SCENARIO)).write(tmp_path / "c")
+    for a, c in zip(first, again):
+        assert a.read_bytes() == c.read_bytes(), a.name
+
+
+def test_a_failed_write_does_not_stop_the_others(core_output, tmp_path):
+    (tmp_path / "queues.parquet").mkdir()  # cannot be replaced by a file
+    with pytest.raises(OutputError) as info:
+        Result.from_core(core_output).write(tmp_path)
+    error = info.value
+    assert [path for path, _ in error.failures] == [str(tmp_path / "queues.parquet")]
+    assert "cannot write" in str(error) and "queues.parquet" in str(error)
+    written = ["summary.json", "flows.parquet", "drops.parquet", "links.parquet", "report.html"]
+    assert [path.name for path in error.written] == written
+    for name in written:
+        assert (tmp_path / name).is_file()
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_unusable_output_directory(core_output, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(OutputError, match="cannot write"):
+        Result.from_core(core_output).write(blocker / "out")

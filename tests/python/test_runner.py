@@ -1,0 +1,105 @@
+"""Driving the core: chunked stepping, progress, seeds, error mapping."""
+
+import json
+import sys
+
+import pytest
+
+import fabricsim
+from fabricsim import FabricsimError, ScenarioError, loads
+
+SCENARIO = """
+name: small
+seed: 5
+duration: 1ms
+topology: {kind: star, hosts: 2, link: {rate: 10Gbps, delay: 1us}}
+traffic: [{kind: udp_cbr, src: h0, dst: h1, rate: 1Gbps}]
+"""
+
+
+def test_run_steps_the_core_and_completes_the_summary(fake_core):
+    result = fabricsim.run(loads(SCENARIO))
+    (sim,) = fake_core.simulations
+    assert sim.config == loads(SCENARIO).to_resolved()
+    assert len(sim.targets) == 200
+    assert sim.targets == sorted(sim.targets) and sim.targets[-1] == 1_000_000_000
+    summary = result.summary
+    assert summary["scenario"] == "small" and summary["seed"] == 5
+    assert summary["wall_time_s"] > 0
+    assert summary["events_per_sec"] == pytest.approx(120 / summary["wall_time_s"])
+    assert result.flows["src"].to_list() == ["h0", "h1"]
+    assert result.scenario.name == "small"
+
+
+def test_seed_argument_replaces_the_scenario_seed(fake_core):
+    result = fabricsim.run(loads(SCENARIO), seed=77)
+    assert fake_core.simulations[0].config["seed"] == 77
+    assert result.summary["seed"] == 77
+    assert result.scenario.seed == 77 and "seed: 77" in result.scenario.to_yaml()
+
+
+def test_summary_values_from_the_core_are_kept(fake_core, core_output):
+    core_output["summary"].update({"seed": 5, "scenario": "from-core", "wall_time_s": 1.5, "events_per_sec": 3.0})
+    summary = fabricsim.run(loads(SCENARIO)).summary
+    assert (summary["scenario"], summary["wall_time_s"], summary["events_per_sec"]) == ("from-core", 1.5, 3.0)
+
+
+def test_run_accepts_a_path(fake_core, tmp_path):
+    path = tmp_path / "from-file.yaml"
+    path.write_text(SCENARIO.replace("name: small\n", ""))
+    assert fabricsim.run(path).summary["scenario"] == "from-file"
+
+
+def test_progress_bar_goes_to_stderr(fake_core, capsys):
+    fabricsim.run(loads(SCENARIO), progress=True)
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "small" in captured.err and "events/s" in captured.err
+
+
+def test_config_error_becomes_a_scenario_error(fake_core, tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text(SCENARIO.replace("dst: h1", "dst: h99"))
+    with pytest.raises(ScenarioError) as info:
+        fabricsim.run(fabricsim.load(path))
+    assert info.value.issues[0].path == "traffic[0].dst"
+    assert str(info.value) == f"{path}: traffic[0].dst: unknown node 'h99' (hosts are h0..h1)"
+
+
+def test_config_error_without_a_field_path(fake_core):
+    def reject(_json):
+        raise fake_core.ConfigError("topology is disconnected: h1 cannot reach h0")
+
+    fake_core.Simulation = reject
+    with pytest.raises(ScenarioError) as info:
+        fabricsim.run(loads(SCENARIO))
+    assert info.value.issues[0].path == ""
+    assert str(info.value) == "topology is disconnected: h1 cannot reach h0"
+
+
+def test_missing_core_is_reported(monkeypatch):
+    monkeypatch.setitem(sys.modules, "fabricsim._core", None)
+    with pytest.raises(FabricsimError, match="simulation core"):
+        fabricsim.run(loads(SCENARIO))
+
+
+# --------------------------------------------------------------------------
+# With the compiled core
+
+
+def test_real_run(core, tmp_path):
+    result = fabricsim.run(loads(SCENARIO))
+    assert result.summary["scenario"] == "small"
+    assert result.summary["events"] > 0
+    assert result.flows.height == 1 and result.flows["src"].to_list() == ["h0"]
+    assert set(result.nodes["name"].to_list()) == {"sw0", "h0", "h1"}
+    written = result.write(tmp_path)
+    assert {path.name for path in written} >= {"summary.json", "scenario.yaml", "flows.parquet"}
+    assert json.loads((tmp_path / "summary.json").read_text())["seed"] == 5
+
+
+def test_real_config_error_names_the_field(core):
+    with pytest.raises(ScenarioError) as info:
+        fabricsim.run(loads(SCENARIO.replace("dst: h1", "dst: h99")))
+    assert info.value.issues[0].path == "traffic[0].dst"
+    assert "h99" in str(info.value)
