@@ -34,7 +34,9 @@ from pydantic import (
     PlainSerializer,
     PlainValidator,
     PrivateAttr,
+    SerializerFunctionWrapHandler,
     ValidationError,
+    model_serializer,
     model_validator,
 )
 from pydantic_core import ErrorDetails, PydanticCustomError
@@ -248,7 +250,7 @@ NodeList = Annotated[list[str], BeforeValidator(_listify), Field(min_length=1)]
 """One node name or a non-empty list of them."""
 
 ForwardingMode = Literal["store_and_forward", "cut_through"]
-BufferModel = Literal["static"]
+BufferModel = Literal["static", "shared"]
 NodeKind = Literal["host", "switch"]
 
 
@@ -281,15 +283,102 @@ class _Model(BaseModel):
         raise _issues_error(*issues)
 
 
+_ALPHA_LADDER = [2.0**k for k in range(-7, 4)]
+_ALPHA_TEXT = "1/128, 1/64, 1/32, 1/16, 1/8, 1/4, 1/2, 1, 2, 4, 8"
+
+
+def _alpha(value: Any) -> list[float]:
+    """One alpha or a list of them (one per class), each on the hardware ladder."""
+    values = value if isinstance(value, list) else [value]
+    if not values:
+        raise ValueError("must not be empty")
+    out = []
+    for item in values:
+        if isinstance(item, bool) or not isinstance(item, (int, float)) or float(item) not in _ALPHA_LADDER:
+            raise ValueError(f"{_show(item)} is not an allowed alpha; allowed: {_ALPHA_TEXT} (0.0078125 .. 8)")
+        out.append(float(item))
+    return out
+
+
+def _alpha_text(values: list[float]) -> Any:
+    shown = [int(v) if v == int(v) else v for v in values]
+    return shown[0] if len(shown) == 1 else shown
+
+
+Alpha = Annotated[list[float], PlainValidator(_alpha), PlainSerializer(_alpha_text)]
+"""A dynamic-threshold alpha (power of two, 1/128..8), or one per class."""
+
+
+def _pool_index(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 7:
+        raise ValueError(f"expected a pool index 0..7, got {_show(value)}")
+    return value
+
+
+PoolIndex = Annotated[int, PlainValidator(_pool_index)]
+
+_STATIC_FIELDS = ("port_size", "queue_size")
+_SHARED_FIELDS = (
+    "size",
+    "cell",
+    "per_packet_overhead",
+    "alpha",
+    "reserved_per_queue",
+    "ingress_alpha",
+    "pools",
+    "class_pool",
+)
+
+
 class Buffer(_Model):
-    """Packet buffer of a switch."""
+    """Packet buffer of a switch: ``static`` per-port drop-tail, or ``shared``
+    with dynamic thresholds. Only the fields of the chosen model may be set."""
 
     model: Annotated[BufferModel, _one_of(BufferModel)] = "static"
+    # static
     port_size: Size = 1_000_000
     queue_size: Optional[Size] = None
+    # shared
+    size: Optional[Size] = None
+    cell: Size = 256
+    per_packet_overhead: Overhead = 0
+    alpha: Alpha = Field(default_factory=lambda: [1.0])
+    reserved_per_queue: Overhead = 0
+    ingress_alpha: Optional[Alpha] = None
+    pools: Optional[Annotated[list[Size], Field(min_length=1, max_length=8)]] = None
+    class_pool: Optional[list[PoolIndex]] = None
+
+    def issues(self) -> list[tuple[str, str]]:
+        """Fields that do not belong to the chosen model, and missing required ones."""
+        foreign = _SHARED_FIELDS if self.model == "static" else _STATIC_FIELDS
+        other = "shared" if self.model == "static" else "static"
+        found = [
+            (name, f"only for model {other} (model is {self.model})") for name in foreign if name in self.model_fields_set
+        ]
+        if self.model == "shared" and self.size is None:
+            found.append(("size", "required field is missing for model shared"))
+        return found
+
+    @model_serializer(mode="wrap")
+    def _own_fields_only(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        foreign = _SHARED_FIELDS if self.model == "static" else _STATIC_FIELDS
+        return {key: value for key, value in data.items() if key not in foreign}
 
     def to_resolved(self) -> dict[str, Any]:
-        return {"model": self.model, "port_bytes": self.port_size, "queue_bytes": self.queue_size}
+        if self.model == "static":
+            return {"model": self.model, "port_bytes": self.port_size, "queue_bytes": self.queue_size}
+        return {
+            "model": self.model,
+            "total_bytes": self.size,
+            "cell_bytes": self.cell,
+            "per_packet_overhead_bytes": self.per_packet_overhead,
+            "alpha": self.alpha,
+            "reserved_bytes_per_queue": self.reserved_per_queue,
+            "ingress_alpha": self.ingress_alpha,
+            "pools": self.pools,
+            "class_pool": self.class_pool,
+        }
 
 
 class Switch(_Model):
@@ -322,7 +411,10 @@ def _overlay(base: _M, override: _M) -> _M:
     for name in override.model_fields_set:
         value = getattr(override, name)
         current = getattr(base, name)
-        if isinstance(value, BaseModel) and type(value) is type(current):
+        switches_buffer_model = (
+            isinstance(value, Buffer) and "model" in value.model_fields_set and value.model != current.model
+        )
+        if isinstance(value, BaseModel) and type(value) is type(current) and not switches_buffer_model:
             value = _overlay(current, value)
         updates[name] = value
     return base.model_copy(update=updates)
@@ -333,6 +425,7 @@ class Network(_Model):
 
     ``switch_overrides`` entries are merged over ``switch``: an override only
     needs the settings that differ (``{leaf0: {buffer: {port_size: 4MB}}}``).
+    A buffer override that names a different ``model`` replaces the buffer.
     After validation each entry holds the complete merged switch.
     """
 
@@ -347,6 +440,12 @@ class Network(_Model):
         self.switch_overrides = {
             name: _overlay(self.switch, override) for name, override in self.switch_overrides.items()
         }
+        issues = [(f"switch.buffer.{field}", message) for field, message in self.switch.buffer.issues()]
+        for name, spec in self.switch_overrides.items():
+            path = f"switch_overrides.{name}.buffer"
+            issues.extend((f"{path}.{field}", message) for field, message in spec.buffer.issues())
+        if issues:
+            raise _issues_error(*issues)
         return self
 
     def to_resolved(self) -> dict[str, Any]:

@@ -519,3 +519,108 @@ def test_broken_yaml_file_reports_line_and_column(tmp_path):
     with pytest.raises(ScenarioError) as info:
         load(path)
     assert str(info.value).startswith(f"{path}: invalid YAML at line 3, column 1")
+
+
+# --------------------------------------------------------------------------
+# Shared buffer with dynamic thresholds
+
+SHARED = MINIMAL + """network:
+  classes: 2
+  switch:
+    buffer: {model: shared, size: 32MB, cell: 208B, per_packet_overhead: 64B, alpha: [0.125, 8],
+             reserved_per_queue: 1.5KB, ingress_alpha: 0.5, pools: [20MB, 10MB], class_pool: [0, 1]}
+"""
+
+
+def test_shared_buffer_resolves_to_the_core_keys():
+    buffer = loads(SHARED).to_resolved()["network"]["switch"]["buffer"]
+    assert buffer == {
+        "model": "shared",
+        "total_bytes": 32_000_000,
+        "cell_bytes": 208,
+        "per_packet_overhead_bytes": 64,
+        "alpha": [0.125, 8.0],
+        "reserved_bytes_per_queue": 1500,
+        "ingress_alpha": [0.5],
+        "pools": [20_000_000, 10_000_000],
+        "class_pool": [0, 1],
+    }
+
+
+def test_shared_buffer_defaults():
+    buffer = loads(MINIMAL + "network: {switch: {buffer: {model: shared, size: 1MB}}}").to_resolved()
+    assert buffer["network"]["switch"]["buffer"] == {
+        "model": "shared",
+        "total_bytes": 1_000_000,
+        "cell_bytes": 256,
+        "per_packet_overhead_bytes": 0,
+        "alpha": [1.0],
+        "reserved_bytes_per_queue": 0,
+        "ingress_alpha": None,
+        "pools": None,
+        "class_pool": None,
+    }
+
+
+def test_shared_buffer_round_trips_and_shows_only_its_fields():
+    scenario = loads(SHARED)
+    text = scenario.to_yaml()
+    assert "port_size" not in text and "alpha:\n      - 0.125\n      - 8\n" in text
+    assert loads(text).to_resolved() == scenario.to_resolved()
+    assert "alpha" not in loads(MINIMAL).to_yaml()
+
+
+def test_buffer_override_may_switch_model():
+    text = MINIMAL + """network:
+  switch: {buffer: {model: static, port_size: 4MB}}
+  switch_overrides:
+    sw0: {buffer: {model: shared, size: 2MB, alpha: 2}}
+"""
+    network = loads(text).to_resolved()["network"]
+    assert network["switch_overrides"]["sw0"]["buffer"]["total_bytes"] == 2_000_000
+    assert network["switch_overrides"]["sw0"]["buffer"]["alpha"] == [2.0]
+    assert network["switch"]["buffer"]["port_bytes"] == 4_000_000
+    # An override without a model inherits it and may set just the alpha.
+    text = MINIMAL + "network: {switch: {buffer: {model: shared, size: 2MB}}, switch_overrides: {sw0: {buffer: {alpha: 4}}}}"
+    sw0 = loads(text).to_resolved()["network"]["switch_overrides"]["sw0"]["buffer"]
+    assert (sw0["total_bytes"], sw0["alpha"]) == (2_000_000, [4.0])
+
+
+def test_shared_buffer_alpha_set_from_the_command_line():
+    scenario = loads(SHARED, ["network.switch.buffer.alpha=[1, 0.25]"])
+    assert scenario.to_resolved()["network"]["switch"]["buffer"]["alpha"] == [1.0, 0.25]
+
+
+@pytest.mark.parametrize(
+    "buffer, expected",
+    [
+        ("{model: shared, size: 1MB, alpha: 3}",
+         "network.switch.buffer.alpha: 3 is not an allowed alpha; allowed: 1/128, 1/64, 1/32, 1/16, 1/8, 1/4, 1/2,"
+         " 1, 2, 4, 8"),
+        ("{model: shared, size: 1MB, alpha: [1, 16]}", "network.switch.buffer.alpha: 16 is not an allowed alpha"),
+        ("{model: shared, size: 1MB, alpha: []}", "network.switch.buffer.alpha: must not be empty"),
+        ("{model: shared, size: 1MB, alpha: x}", "network.switch.buffer.alpha: 'x' is not an allowed alpha"),
+        ("{model: shared, size: 1MB, ingress_alpha: 0.3}", "network.switch.buffer.ingress_alpha: 0.3 is not an allowed"),
+        ("{model: shared}", "network.switch.buffer.size: required field is missing for model shared"),
+        ("{model: shared, size: 1MB, port_size: 1MB}",
+         "network.switch.buffer.port_size: only for model static (model is shared)"),
+        ("{alpha: 2}", "network.switch.buffer.alpha: only for model shared (model is static)"),
+        ("{model: shared, size: 1MB, cell: 0B}", "network.switch.buffer.cell: must be > 0"),
+        ("{model: shared, size: 1MB, class_pool: [9]}", "network.switch.buffer.class_pool[0]: expected a pool index 0..7"),
+        ("{model: shared, size: 1MB, pools: []}", "network.switch.buffer.pools: must not be empty"),
+        ("{model: shared, size: 1MB, celll: 1B}", "unknown key 'celll'"),
+        ("{model: dynamic}", "network.switch.buffer.model: unknown value 'dynamic'; allowed: static, shared"),
+    ],
+)
+def test_bad_shared_buffer(buffer, expected):
+    assert expected in errors_of(MINIMAL + f"network: {{switch: {{buffer: {buffer}}}}}")
+
+
+def test_core_checks_shared_buffer_against_the_device(core):
+    # Per-class lists and pools are checked against the class count and the size by the core.
+    text = MINIMAL + "network: {classes: 2, switch: {buffer: {model: shared, size: 10KB, alpha: [1, 2, 4]}}}"
+    with pytest.raises(ScenarioError, match=r"network.switch.buffer.alpha: expected 1 or 2 values"):
+        fabricsim.run(loads(text))
+    text = MINIMAL + "network: {switch: {buffer: {model: shared, size: 10KB, pools: [8KB, 8KB]}}}"
+    with pytest.raises(ScenarioError, match=r"network.switch.buffer.pools: pools need 62 cells"):
+        fabricsim.run(loads(text))

@@ -113,6 +113,36 @@ pub enum BufferConfig {
         #[serde(default)]
         queue_bytes: Option<u64>,
     },
+    /// Shared buffer with dynamic thresholds (see `buffer/shared.rs`).
+    Shared {
+        /// Whole buffer of the device, reserved minimums included.
+        total_bytes: u64,
+        #[serde(default = "default_cell_bytes")]
+        cell_bytes: u32,
+        #[serde(default)]
+        per_packet_overhead_bytes: u32,
+        /// Egress alpha: one value for every class, or one per class.
+        #[serde(default = "default_alpha")]
+        alpha: Vec<f64>,
+        #[serde(default)]
+        reserved_bytes_per_queue: u64,
+        /// Ingress (priority group) alpha; `None` leaves ingress unlimited.
+        #[serde(default)]
+        ingress_alpha: Option<Vec<f64>>,
+        /// Shared service pool sizes; `None` gives one pool holding all shared cells.
+        #[serde(default)]
+        pools: Option<Vec<u64>>,
+        /// Service pool of each class; `None` maps every class to pool 0.
+        #[serde(default)]
+        class_pool: Option<Vec<u8>>,
+    },
+}
+
+fn default_cell_bytes() -> u32 {
+    256
+}
+fn default_alpha() -> Vec<f64> {
+    vec![1.0]
 }
 
 impl Default for BufferConfig {

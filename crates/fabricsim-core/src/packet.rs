@@ -36,7 +36,13 @@ pub struct Packet {
     pub first_bit: SimTime,
     /// When it entered its current egress queue.
     pub enqueued: SimTime,
+    /// Local port it arrived on at the current node ([`LOCAL_PORT`] if created
+    /// there); buffer models that account per ingress port need it at release.
+    pub in_port: u16,
 }
+
+/// `Packet::in_port` of a packet created at the node that holds it.
+pub const LOCAL_PORT: u16 = u16::MAX;
 
 /// Slab of packets with a free list.
 #[derive(Debug, Default)]

@@ -28,7 +28,7 @@ use crate::ids::{ChannelId, FlowId, NodeId, PacketId, PortId, SourceId};
 use crate::network::routing::RoutingTable;
 use crate::network::topology::{Graph, NodeKind};
 use crate::network::{Channel, Node, Port};
-use crate::packet::{Packet, PacketKind, PacketPool};
+use crate::packet::{Packet, PacketKind, PacketPool, LOCAL_PORT};
 use crate::rng::{mix64, RandomStream};
 use crate::stats::{Column, DropCounters, DropReason, FlowStats, QueueSamples, RunOutput, Table, Value};
 use crate::traffic::Source;
@@ -404,6 +404,7 @@ impl Simulation {
             created: now,
             first_bit: now,
             enqueued: now,
+            in_port: LOCAL_PORT,
         };
         let f = &mut self.flows[s.flow.idx()];
         f.packets_sent += 1;
@@ -443,7 +444,9 @@ impl Simulation {
         let pid = n.port(out);
         let port = &mut self.ports[pid.idx()];
         let idle = port.is_idle() && port.is_empty();
-        self.pool.get_mut(id).enqueued = self.now;
+        let p = self.pool.get_mut(id);
+        p.enqueued = self.now;
+        p.in_port = ingress.unwrap_or(LOCAL_PORT);
         port.push(pkt.class, id, pkt.size);
         if idle {
             let mut start = self.now;
@@ -473,7 +476,8 @@ impl Simulation {
         let ch = &self.channels[port.channel.idx()];
         pkt.first_bit = at + ch.delay;
         let end = at + port.rate.serialization_time(pkt.size as u64 + self.overhead);
-        let req = AdmitRequest { in_port: None, out_port: port.local, class, bytes: pkt.size };
+        let in_port = if pkt.in_port == LOCAL_PORT { None } else { Some(pkt.in_port) };
+        let req = AdmitRequest { in_port, out_port: port.local, class, bytes: pkt.size };
         self.nodes[port.node.idx()].buffer.release(&req);
         self.queue.push(end, Event::TxDone(pid));
     }

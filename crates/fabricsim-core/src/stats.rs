@@ -14,16 +14,32 @@ pub enum DropReason {
     QueueLimit = 1,
     /// The node has no route to the destination.
     NoRoute = 2,
+    /// Shared buffer: the egress queue would exceed its dynamic threshold.
+    DynamicThreshold = 3,
+    /// Shared buffer: the ingress priority group would exceed its dynamic threshold.
+    IngressThreshold = 4,
+    /// Shared buffer: the service pool has no free cells for the packet.
+    PoolExhausted = 5,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 3] = [DropReason::PortBufferFull, DropReason::QueueLimit, DropReason::NoRoute];
+    pub const ALL: [DropReason; 6] = [
+        DropReason::PortBufferFull,
+        DropReason::QueueLimit,
+        DropReason::NoRoute,
+        DropReason::DynamicThreshold,
+        DropReason::IngressThreshold,
+        DropReason::PoolExhausted,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             DropReason::PortBufferFull => "port_buffer_full",
             DropReason::QueueLimit => "queue_limit",
             DropReason::NoRoute => "no_route",
+            DropReason::DynamicThreshold => "dynamic_threshold",
+            DropReason::IngressThreshold => "ingress_threshold",
+            DropReason::PoolExhausted => "pool_exhausted",
         }
     }
 }

@@ -7,11 +7,13 @@
 //! [`release`](BufferModel::release)s it. Models are a closed enum, one file
 //! each, so dispatch is a `match` the compiler can inline.
 
+pub mod shared;
 pub mod static_buffer;
 
 use crate::config::BufferConfig;
 use crate::error::ConfigError;
 use crate::stats::DropReason;
+pub use shared::{SharedBuffer, SharedParams};
 pub use static_buffer::StaticBuffer;
 
 /// What the device knows about a packet asking for buffer.
@@ -37,6 +39,7 @@ pub enum Verdict {
 #[derive(Clone, Debug)]
 pub enum BufferModel {
     Static(StaticBuffer),
+    Shared(SharedBuffer),
 }
 
 impl BufferModel {
@@ -52,6 +55,31 @@ impl BufferModel {
                 }
                 Ok(BufferModel::Static(StaticBuffer::new(ports, classes, *port_bytes, *queue_bytes)))
             }
+            BufferConfig::Shared {
+                total_bytes,
+                cell_bytes,
+                per_packet_overhead_bytes,
+                alpha,
+                reserved_bytes_per_queue,
+                ingress_alpha,
+                pools,
+                class_pool,
+            } => {
+                let p = SharedParams::from_config(
+                    *total_bytes,
+                    *cell_bytes,
+                    *per_packet_overhead_bytes,
+                    alpha,
+                    *reserved_bytes_per_queue,
+                    ingress_alpha.as_deref(),
+                    pools.as_deref(),
+                    class_pool.as_deref(),
+                    ports,
+                    classes,
+                    path,
+                )?;
+                Ok(BufferModel::Shared(SharedBuffer::new(ports, classes, &p)))
+            }
         }
     }
 
@@ -60,6 +88,7 @@ impl BufferModel {
     pub fn admit(&mut self, req: &AdmitRequest) -> Verdict {
         match self {
             BufferModel::Static(m) => m.admit(req),
+            BufferModel::Shared(m) => m.admit(req),
         }
     }
 
@@ -68,6 +97,7 @@ impl BufferModel {
     pub fn release(&mut self, req: &AdmitRequest) {
         match self {
             BufferModel::Static(m) => m.release(req),
+            BufferModel::Shared(m) => m.release(req),
         }
     }
 
@@ -75,6 +105,7 @@ impl BufferModel {
     pub fn used_bytes(&self) -> u64 {
         match self {
             BufferModel::Static(m) => m.used_bytes(),
+            BufferModel::Shared(m) => m.used_bytes(),
         }
     }
 
@@ -82,6 +113,7 @@ impl BufferModel {
     pub fn name(&self) -> &'static str {
         match self {
             BufferModel::Static(_) => "static",
+            BufferModel::Shared(_) => "shared",
         }
     }
 }

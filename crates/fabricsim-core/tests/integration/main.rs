@@ -2,6 +2,7 @@
 
 mod conservation;
 mod determinism;
+mod shared_buffer;
 mod timing;
 
 use fabricsim_core::stats::{Column, RunOutput, Value};
@@ -31,6 +32,7 @@ pub fn i64_col(out: &RunOutput, table: &str, col: &str) -> Vec<i64> {
     match out.tables[table].column(col) {
         Some(Column::I64(v)) => v.clone(),
         Some(Column::U64(v)) => v.iter().map(|&x| x as i64).collect(),
+        Some(Column::U32(v)) => v.iter().map(|&x| x as i64).collect(),
         other => panic!("{table}.{col} is {other:?}"),
     }
 }

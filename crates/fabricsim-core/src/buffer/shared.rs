@@ -1,0 +1,438 @@
+//! Shared buffer with dynamic thresholds (Choudhury & Hahne, 1998), as in
+//! Broadcom-style MMUs.
+//!
+//! The buffer is counted in cells: a packet of `L` bytes takes
+//! `ceil((L + per_packet_overhead) / cell)` cells. Each (egress port, class)
+//! queue first uses its reserved minimum; cells beyond it come from the class's
+//! service pool. A queue may take shared cells only while its shared occupancy
+//! plus the packet stays within `alpha[class] * (pool size - pool shared used)`.
+//! Optionally the same rule limits each (ingress port, priority group = class)
+//! with its own alpha. A packet is admitted only if both stages accept it.
+//!
+//! Alpha is a power of two from 1/128 to 8 (the hardware ladder) and is held as
+//! its exponent, so every threshold test is exact integer arithmetic.
+//!
+//! Shared occupancy is derived rather than tracked per packet: a queue holding
+//! `u` cells uses `max(0, u - reserved)` shared cells, so a release needs only
+//! the packet's size, class and ports.
+
+use super::{AdmitRequest, Verdict};
+use crate::error::ConfigError;
+use crate::stats::DropReason;
+
+/// The alpha values the hardware offers: 2^-7 ..= 2^3.
+pub const ALPHA_LADDER: [f64; 11] =
+    [1.0 / 128.0, 1.0 / 64.0, 1.0 / 32.0, 1.0 / 16.0, 1.0 / 8.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0];
+
+/// Exponent of a ladder alpha (`alpha = 2^k`), or `None` off the ladder.
+pub fn alpha_exponent(alpha: f64) -> Option<i8> {
+    ALPHA_LADDER.iter().position(|&a| a == alpha).map(|i| i as i8 - 7)
+}
+
+fn ladder_text() -> String {
+    "1/128, 1/64, 1/32, 1/16, 1/8, 1/4, 1/2, 1, 2, 4, 8".to_string()
+}
+
+/// `lhs <= 2^k * free`, exactly.
+#[inline]
+fn within(lhs: u64, k: i8, free: u64) -> bool {
+    if k >= 0 {
+        lhs <= free << k
+    } else {
+        lhs << (-k) <= free
+    }
+}
+
+/// Validated parameters of a shared buffer, in cells.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SharedParams {
+    pub cell_bytes: u32,
+    pub overhead_bytes: u32,
+    /// Egress alpha exponent per class.
+    pub alpha: Vec<i8>,
+    /// Ingress alpha exponent per class (priority group), if ingress is limited.
+    pub ingress_alpha: Option<Vec<i8>>,
+    pub reserved_cells: u64,
+    /// Shared cells of each service pool.
+    pub pool_cells: Vec<u64>,
+    /// Pool of each class.
+    pub class_pool: Vec<u8>,
+}
+
+impl SharedParams {
+    /// Checks the resolved configuration of a device with `ports` ports and
+    /// `classes` classes; `path` names the buffer section in errors.
+    #[allow(clippy::too_many_arguments)]
+    pub fn from_config(
+        total_bytes: u64,
+        cell_bytes: u32,
+        per_packet_overhead_bytes: u32,
+        alpha: &[f64],
+        reserved_bytes_per_queue: u64,
+        ingress_alpha: Option<&[f64]>,
+        pools: Option<&[u64]>,
+        class_pool: Option<&[u8]>,
+        ports: usize,
+        classes: usize,
+        path: &str,
+    ) -> Result<SharedParams, ConfigError> {
+        let err = |field: &str, msg: String| ConfigError::new(format!("{path}.{field}"), msg);
+        if cell_bytes == 0 {
+            return Err(err("cell", "must be > 0".into()));
+        }
+        if total_bytes == 0 {
+            return Err(err("size", "must be > 0".into()));
+        }
+        let cell = cell_bytes as u64;
+        let per_class = |field: &str, values: &[f64]| -> Result<Vec<i8>, ConfigError> {
+            if values.len() != 1 && values.len() != classes {
+                return Err(err(
+                    field,
+                    format!("expected 1 or {classes} values (one per class), got {}", values.len()),
+                ));
+            }
+            let mut out = Vec::with_capacity(classes);
+            for c in 0..classes {
+                let a = if values.len() == 1 { values[0] } else { values[c] };
+                match alpha_exponent(a) {
+                    Some(k) => out.push(k),
+                    None => return Err(err(field, format!("{a} is not an allowed alpha; allowed: {}", ladder_text()))),
+                }
+            }
+            Ok(out)
+        };
+        let alpha = per_class("alpha", alpha)?;
+        let ingress_alpha = match ingress_alpha {
+            Some(v) => Some(per_class("ingress_alpha", v)?),
+            None => None,
+        };
+        let total_cells = total_bytes / cell;
+        let reserved_cells = reserved_bytes_per_queue.div_ceil(cell);
+        let reserved_total = reserved_cells * (ports * classes) as u64;
+        if reserved_total >= total_cells {
+            return Err(err(
+                "reserved_per_queue",
+                format!(
+                    "{ports} ports x {classes} classes reserve {reserved_total} cells, \
+                     leaving no shared cells of the {total_cells} in the buffer"
+                ),
+            ));
+        }
+        let shared_cells = total_cells - reserved_total;
+        let pool_cells: Vec<u64> = match pools {
+            None => vec![shared_cells],
+            Some(p) => {
+                if p.is_empty() || p.len() > 8 {
+                    return Err(err("pools", format!("expected 1 to 8 pools, got {}", p.len())));
+                }
+                let cells: Vec<u64> = p.iter().map(|b| b / cell).collect();
+                if let Some(i) = cells.iter().position(|&c| c == 0) {
+                    return Err(err(
+                        &format!("pools[{i}]"),
+                        format!("must hold at least one cell of {cell_bytes} bytes"),
+                    ));
+                }
+                let sum: u64 = cells.iter().sum();
+                if sum > shared_cells {
+                    return Err(err(
+                        "pools",
+                        format!(
+                            "pools need {sum} cells but only {shared_cells} of {total_cells} \
+                             are left after the reserved minimums"
+                        ),
+                    ));
+                }
+                cells
+            }
+        };
+        let class_pool: Vec<u8> = match class_pool {
+            None => vec![0; classes],
+            Some(m) => {
+                if m.len() != classes {
+                    return Err(err(
+                        "class_pool",
+                        format!("expected {classes} entries (one per class), got {}", m.len()),
+                    ));
+                }
+                if let Some(i) = m.iter().position(|&x| x as usize >= pool_cells.len()) {
+                    return Err(err(
+                        &format!("class_pool[{i}]"),
+                        format!("pool {} does not exist (pools are 0..{})", m[i], pool_cells.len() - 1),
+                    ));
+                }
+                m.to_vec()
+            }
+        };
+        Ok(SharedParams {
+            cell_bytes,
+            overhead_bytes: per_packet_overhead_bytes,
+            alpha,
+            ingress_alpha,
+            reserved_cells,
+            pool_cells,
+            class_pool,
+        })
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Pool {
+    size: u64,
+    used: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct SharedBuffer {
+    classes: usize,
+    cell: u32,
+    overhead: u32,
+    reserved: u64,
+    alpha: [i8; 8],
+    ingress_alpha: Option<[i8; 8]>,
+    class_pool: [u8; 8],
+    pools: Vec<Pool>,
+    /// Cells held by each (egress port, class) queue, reserved part included.
+    queue_cells: Vec<u64>,
+    /// Cells held by each (ingress port, priority group).
+    pg_cells: Vec<u64>,
+    bytes: u64,
+}
+
+impl SharedBuffer {
+    pub fn new(ports: usize, classes: usize, p: &SharedParams) -> Self {
+        let mut alpha = [0i8; 8];
+        alpha[..classes].copy_from_slice(&p.alpha);
+        let ingress_alpha = p.ingress_alpha.as_ref().map(|v| {
+            let mut a = [0i8; 8];
+            a[..classes].copy_from_slice(v);
+            a
+        });
+        let mut class_pool = [0u8; 8];
+        class_pool[..classes].copy_from_slice(&p.class_pool);
+        SharedBuffer {
+            classes,
+            cell: p.cell_bytes,
+            overhead: p.overhead_bytes,
+            reserved: p.reserved_cells,
+            alpha,
+            ingress_alpha,
+            class_pool,
+            pools: p.pool_cells.iter().map(|&size| Pool { size, used: 0 }).collect(),
+            queue_cells: vec![0; ports * classes],
+            pg_cells: if p.ingress_alpha.is_some() { vec![0; ports * classes] } else { Vec::new() },
+            bytes: 0,
+        }
+    }
+
+    /// Cells a frame of `bytes` occupies.
+    #[inline]
+    pub fn cells(&self, bytes: u32) -> u64 {
+        (bytes as u64 + self.overhead as u64).div_ceil(self.cell as u64)
+    }
+
+    #[inline]
+    pub fn admit(&mut self, r: &AdmitRequest) -> Verdict {
+        let c = self.cells(r.bytes);
+        let class = r.class as usize;
+        let q = r.out_port as usize * self.classes + class;
+        let pool_idx = self.class_pool[class] as usize;
+        let pool = self.pools[pool_idx];
+        let used = self.queue_cells[q];
+        let shared_now = used.saturating_sub(self.reserved);
+        let shared_after = (used + c).saturating_sub(self.reserved);
+        let need = shared_after - shared_now;
+        let free = pool.size - pool.used;
+        if need > free {
+            return Verdict::Drop(DropReason::PoolExhausted);
+        }
+        let mut pg = usize::MAX;
+        if let (Some(ia), Some(in_port)) = (self.ingress_alpha, r.in_port) {
+            pg = in_port as usize * self.classes + class;
+            if !within(self.pg_cells[pg] + c, ia[class], free) {
+                return Verdict::Drop(DropReason::IngressThreshold);
+            }
+        }
+        if need > 0 && !within(shared_after, self.alpha[class], free) {
+            return Verdict::Drop(DropReason::DynamicThreshold);
+        }
+        self.queue_cells[q] = used + c;
+        self.pools[pool_idx].used += need;
+        if pg != usize::MAX {
+            self.pg_cells[pg] += c;
+        }
+        self.bytes += r.bytes as u64;
+        Verdict::Admit
+    }
+
+    #[inline]
+    pub fn release(&mut self, r: &AdmitRequest) {
+        let c = self.cells(r.bytes);
+        let class = r.class as usize;
+        let q = r.out_port as usize * self.classes + class;
+        let used = self.queue_cells[q];
+        let freed = used.saturating_sub(self.reserved) - (used - c).saturating_sub(self.reserved);
+        self.queue_cells[q] = used - c;
+        self.pools[self.class_pool[class] as usize].used -= freed;
+        if let (Some(_), Some(in_port)) = (self.ingress_alpha, r.in_port) {
+            self.pg_cells[in_port as usize * self.classes + class] -= c;
+        }
+        self.bytes -= r.bytes as u64;
+    }
+
+    /// Frame bytes currently charged (what the queues hold).
+    pub fn used_bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Cells currently held, reserved and shared.
+    pub fn used_cells(&self) -> u64 {
+        self.queue_cells.iter().sum()
+    }
+
+    /// Shared cells in use in pool `i`.
+    pub fn pool_used_cells(&self, i: usize) -> u64 {
+        self.pools[i].used
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(total: u64, alpha: &[f64], ports: usize, classes: usize) -> SharedParams {
+        SharedParams::from_config(total, 100, 0, alpha, 0, None, None, None, ports, classes, "b").unwrap()
+    }
+
+    fn req(in_port: Option<u16>, port: u16, class: u8, bytes: u32) -> AdmitRequest {
+        AdmitRequest { in_port, out_port: port, class, bytes }
+    }
+
+    #[test]
+    fn alpha_ladder_exponents() {
+        assert_eq!(alpha_exponent(1.0), Some(0));
+        assert_eq!(alpha_exponent(8.0), Some(3));
+        assert_eq!(alpha_exponent(0.0078125), Some(-7));
+        assert_eq!(alpha_exponent(3.0), None);
+        assert_eq!(alpha_exponent(16.0), None);
+        assert!(within(8, -3, 64) && !within(9, -3, 64));
+        assert!(within(16, 1, 8) && !within(17, 1, 8));
+    }
+
+    #[test]
+    fn cells_round_up_and_include_overhead() {
+        let p = SharedParams::from_config(10_000, 256, 64, &[1.0], 0, None, None, None, 1, 1, "b").unwrap();
+        let b = SharedBuffer::new(1, 1, &p);
+        assert_eq!(b.cells(64), 1); // 128 B
+        assert_eq!(b.cells(192), 1); // 256 B exactly
+        assert_eq!(b.cells(193), 2);
+        assert_eq!(b.cells(1500), 7); // 1564 B
+    }
+
+    #[test]
+    fn one_queue_with_alpha_one_stops_at_half_the_pool() {
+        // 100 cells of 100 B; each packet is one cell. Admit while q + 1 <= free.
+        let mut b = SharedBuffer::new(2, 1, &params(10_000, &[1.0], 2, 1));
+        let mut n = 0;
+        while b.admit(&req(None, 0, 0, 100)) == Verdict::Admit {
+            n += 1;
+        }
+        // q + 1 <= 100 - q  =>  q <= 49.5: 50 cells admitted (q = 49 before the last).
+        assert_eq!(n, 50);
+        assert_eq!(b.admit(&req(None, 0, 0, 100)), Verdict::Drop(DropReason::DynamicThreshold));
+        // A second queue sees a smaller threshold: q + 1 <= 50 - q.
+        let mut m = 0;
+        while b.admit(&req(None, 1, 0, 100)) == Verdict::Admit {
+            m += 1;
+        }
+        assert_eq!(m, 25);
+        assert_eq!(b.used_bytes(), 7500);
+        assert_eq!(b.pool_used_cells(0), 75);
+        for _ in 0..50 {
+            b.release(&req(None, 0, 0, 100));
+        }
+        for _ in 0..25 {
+            b.release(&req(None, 1, 0, 100));
+        }
+        assert_eq!((b.used_bytes(), b.used_cells(), b.pool_used_cells(0)), (0, 0, 0));
+    }
+
+    #[test]
+    fn large_alpha_runs_into_the_pool_limit() {
+        let mut b = SharedBuffer::new(1, 1, &params(1_000, &[8.0], 1, 1));
+        // 10 cells: 9 <= 8 * 10 admits; then a 2-cell packet finds 1 free cell.
+        assert_eq!(b.admit(&req(None, 0, 0, 900)), Verdict::Admit);
+        assert_eq!(b.admit(&req(None, 0, 0, 200)), Verdict::Drop(DropReason::PoolExhausted));
+        // The last cell would fit, but 10 <= 8 * 1 does not hold.
+        assert_eq!(b.admit(&req(None, 0, 0, 100)), Verdict::Drop(DropReason::DynamicThreshold));
+    }
+
+    #[test]
+    fn reserved_cells_are_used_first_and_bypass_the_threshold() {
+        // 4 queues reserve 2 cells each out of 20: 12 shared cells.
+        let p = SharedParams::from_config(2_000, 100, 0, &[0.125], 200, None, None, None, 2, 2, "b").unwrap();
+        assert_eq!(p.pool_cells, vec![12]);
+        let mut b = SharedBuffer::new(2, 2, &p);
+        assert_eq!(b.admit(&req(None, 0, 0, 200)), Verdict::Admit);
+        assert_eq!(b.pool_used_cells(0), 0);
+        // Shared: 1 <= 12/8 holds, 2 <= 11/8 does not.
+        assert_eq!(b.admit(&req(None, 0, 0, 100)), Verdict::Admit);
+        assert_eq!(b.admit(&req(None, 0, 0, 100)), Verdict::Drop(DropReason::DynamicThreshold));
+        assert_eq!(b.pool_used_cells(0), 1);
+        // Release frees shared cells before reserved ones.
+        b.release(&req(None, 0, 0, 100));
+        assert_eq!(b.pool_used_cells(0), 0);
+        assert_eq!(b.used_cells(), 2);
+    }
+
+    #[test]
+    fn ingress_priority_groups_are_limited_independently() {
+        let p = SharedParams::from_config(10_000, 100, 0, &[8.0], 0, Some(&[0.25]), None, None, 3, 1, "b").unwrap();
+        let mut b = SharedBuffer::new(3, 1, &p);
+        let mut n = 0;
+        while b.admit(&req(Some(1), 0, 0, 100)) == Verdict::Admit {
+            n += 1;
+        }
+        // PG: 4 (pg + 1) <= 100 - pg  =>  pg <= 19.2: 20 cells.
+        assert_eq!(n, 20);
+        assert_eq!(b.admit(&req(Some(1), 0, 0, 100)), Verdict::Drop(DropReason::IngressThreshold));
+        // Another ingress port still gets in, locally created packets are not limited at ingress.
+        assert_eq!(b.admit(&req(Some(2), 0, 0, 100)), Verdict::Admit);
+        assert_eq!(b.admit(&req(None, 0, 0, 100)), Verdict::Admit);
+        // After two releases: 4 * (18 + 1) <= 100 - 20.
+        b.release(&req(Some(1), 0, 0, 100));
+        b.release(&req(Some(1), 0, 0, 100));
+        assert_eq!(b.admit(&req(Some(1), 0, 0, 100)), Verdict::Admit);
+    }
+
+    #[test]
+    fn classes_map_to_separate_pools() {
+        let p =
+            SharedParams::from_config(10_000, 100, 0, &[8.0], 0, None, Some(&[2_000, 500]), Some(&[0, 1]), 1, 2, "b")
+                .unwrap();
+        let mut b = SharedBuffer::new(1, 2, &p);
+        for _ in 0..5 {
+            assert_eq!(b.admit(&req(None, 0, 1, 100)), Verdict::Admit);
+        }
+        assert_eq!(b.admit(&req(None, 0, 1, 100)), Verdict::Drop(DropReason::PoolExhausted));
+        // Pool 0 is untouched by class 1.
+        assert_eq!(b.pool_used_cells(0), 0);
+        assert_eq!(b.admit(&req(None, 0, 0, 100)), Verdict::Admit);
+    }
+
+    #[test]
+    fn configuration_errors_name_the_field() {
+        let e = |r: Result<SharedParams, ConfigError>| r.unwrap_err().to_string();
+        let msg = e(SharedParams::from_config(1000, 100, 0, &[3.0], 0, None, None, None, 1, 1, "x.buffer"));
+        assert!(msg.starts_with("x.buffer.alpha: 3 is not an allowed alpha; allowed: 1/128"), "{msg}");
+        let msg = e(SharedParams::from_config(1000, 100, 0, &[1.0, 1.0], 0, None, None, None, 1, 3, "x"));
+        assert!(msg.contains("x.alpha: expected 1 or 3 values"), "{msg}");
+        let msg = e(SharedParams::from_config(1000, 100, 0, &[1.0], 500, None, None, None, 2, 1, "x"));
+        assert!(msg.starts_with("x.reserved_per_queue:"), "{msg}");
+        let msg = e(SharedParams::from_config(1000, 100, 0, &[1.0], 0, None, Some(&[600, 600]), None, 1, 1, "x"));
+        assert!(msg.starts_with("x.pools: pools need 12 cells"), "{msg}");
+        let msg = e(SharedParams::from_config(1000, 100, 0, &[1.0], 0, None, Some(&[600]), Some(&[0, 1]), 1, 2, "x"));
+        assert!(msg.starts_with("x.class_pool[1]: pool 1 does not exist"), "{msg}");
+        let msg = e(SharedParams::from_config(1000, 0, 0, &[1.0], 0, None, None, None, 1, 1, "x"));
+        assert!(msg.starts_with("x.cell: must be > 0"), "{msg}");
+    }
+}
