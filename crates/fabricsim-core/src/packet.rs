@@ -26,6 +26,8 @@ pub struct Packet {
     pub kind: PacketKind,
     /// Traffic class (egress queue index).
     pub class: u8,
+    /// ECN codepoint of the IP header (RFC 3168): [`ECN_NOT_ECT`], [`ECN_ECT`] or [`ECN_CE`].
+    pub ecn: u8,
     /// Flow hash of the 5-tuple, used by ECMP.
     pub hash: u64,
     /// Sequence number within the flow.
@@ -43,6 +45,13 @@ pub struct Packet {
 
 /// `Packet::in_port` of a packet created at the node that holds it.
 pub const LOCAL_PORT: u16 = u16::MAX;
+
+/// Not ECN-capable transport.
+pub const ECN_NOT_ECT: u8 = 0;
+/// ECN-capable transport (ECT(0)).
+pub const ECN_ECT: u8 = 2;
+/// Congestion experienced.
+pub const ECN_CE: u8 = 3;
 
 /// Slab of packets with a free list.
 #[derive(Debug, Default)]

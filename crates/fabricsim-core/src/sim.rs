@@ -28,7 +28,7 @@ use crate::ids::{ChannelId, FlowId, NodeId, PacketId, PortId, SourceId};
 use crate::network::routing::RoutingTable;
 use crate::network::topology::{Graph, NodeKind};
 use crate::network::{Channel, Node, Port};
-use crate::packet::{Packet, PacketKind, PacketPool, LOCAL_PORT};
+use crate::packet::{ECN_NOT_ECT, Packet, PacketKind, PacketPool, LOCAL_PORT};
 use crate::rng::{mix64, RandomStream};
 use crate::stats::{Column, DropCounters, DropReason, FlowStats, QueueSamples, RunOutput, Table, Value};
 use crate::traffic::Source;
@@ -405,6 +405,7 @@ impl Simulation {
             first_bit: now,
             enqueued: now,
             in_port: LOCAL_PORT,
+            ecn: ECN_NOT_ECT,
         };
         let f = &mut self.flows[s.flow.idx()];
         f.packets_sent += 1;
