@@ -1,4 +1,5 @@
-"""The ``fabricsim`` command: ``run``, ``validate`` and ``bench``.
+"""The ``fabricsim`` command: ``run``, ``validate``, ``bench``, ``devices`` and
+``burst-absorption``.
 
 Exit status: 0 on success, 2 for problems the user can fix (invalid scenario,
 missing file, unwritable output; reported as ``error: ...``), 1 for internal
@@ -71,6 +72,34 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_devices(args: argparse.Namespace) -> int:
+    from fabricsim import devices
+
+    width = max(len(name) for name in devices.names())
+    for name in devices.names():
+        sys.stdout.write(f"{name:<{width}}  {devices.get(name).summary}\n")
+    return 0
+
+
+def _cmd_burst_absorption(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from fabricsim.burst import FRAME_SIZES, burst_absorption
+
+    sizes = args.frame_sizes or list(FRAME_SIZES)
+    table = burst_absorption(args.scenario, device=args.device, ports=args.ports, frame_sizes=sizes,
+                             overrides=args.overrides)
+    with __import__("polars").Config(tbl_rows=-1):
+        sys.stdout.write(f"{table}\n")
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        path = out / "burst_absorption.parquet"
+        table.write_parquet(path, compression="zstd")
+        sys.stdout.write(f"wrote {path}\n")
+    return 0
+
+
 def _cmd_bench(args: argparse.Namespace) -> int:
     from fabricsim import bench
 
@@ -109,6 +138,22 @@ def _parser() -> argparse.ArgumentParser:
     validate_command = commands.add_parser("validate", help="check a scenario and print its resolved JSON")
     scenario_arguments(validate_command)
     validate_command.set_defaults(handler=_cmd_validate)
+
+    devices_command = commands.add_parser("devices", help="list the switch device presets")
+    devices_command.set_defaults(handler=_cmd_devices)
+
+    burst_command = commands.add_parser(
+        "burst-absorption", help="find the largest lossless many-to-one burst per frame size"
+    )
+    scenario_arguments(burst_command)
+    burst_command.add_argument("--device", metavar="NAME", help="switch device preset (see `fabricsim devices`)")
+    burst_command.add_argument("--ports", type=int, default=2, metavar="N", help="senders (ingress ports), default 2")
+    burst_command.add_argument(
+        "--frame-size", dest="frame_sizes", type=int, action="append", metavar="BYTES",
+        help="frame size to test (repeatable; default 192..9216 B)",
+    )
+    burst_command.add_argument("--out", metavar="DIR", help="also write burst_absorption.parquet there")
+    burst_command.set_defaults(handler=_cmd_burst_absorption)
 
     bench_command = commands.add_parser("bench", help="run the performance benchmarks")
     bench_command.add_argument("--json", action="store_true", help="print results as JSON")

@@ -20,8 +20,10 @@ if TYPE_CHECKING:
 __all__ = ["Result"]
 
 _DTYPES = {"u8": "<u1", "u32": "<u4", "u64": "<u8", "i64": "<i8", "f64": "<f8", "bool": "?"}
-_NODE_COLUMNS = ("node", "src", "dst", "src_node", "dst_node")
-_TABLES = ("flows", "queues", "drops", "links")
+_NODE_COLUMNS = ("node", "src", "dst", "src_node", "dst_node", "host")
+_TABLES = ("flows", "queues", "drops", "links", "throughput", "marks", "pools", "buffers", "queue_peaks")
+# Tables of the switch-buffer features, absent from older outputs.
+_BUFFER_TABLES = ("marks", "pools", "buffers", "queue_peaks")
 
 
 def _labels(column: str, codes: np.ndarray[Any, np.dtype[Any]], labels: Sequence[str]) -> pl.Series:
@@ -123,6 +125,7 @@ class Result:
         queues: pl.DataFrame,
         drops: pl.DataFrame,
         links: pl.DataFrame,
+        throughput: pl.DataFrame | None = None,
         scenario: Scenario | None = None,
     ) -> None:
         self.summary = summary
@@ -131,6 +134,12 @@ class Result:
         self.queues = queues
         self.drops = drops
         self.links = links
+        self.throughput = throughput if throughput is not None else pl.DataFrame()
+        # ECN marks, sampled pool occupancy, buffer and queue high-water marks.
+        self.marks = pl.DataFrame()
+        self.pools = pl.DataFrame()
+        self.buffers = pl.DataFrame()
+        self.queue_peaks = pl.DataFrame()
         self.scenario = scenario
 
     @classmethod
@@ -149,15 +158,19 @@ class Result:
         def table(name: str) -> pl.DataFrame:
             return _decode_table(name, tables.get(name, {}), strings, node_names)
 
-        return cls(
+        result = cls(
             dict(raw.get("summary", {})),
             nodes=_with_names(table("nodes"), node_names),
             flows=table("flows"),
             queues=table("queues"),
             drops=table("drops"),
             links=table("links"),
+            throughput=table("throughput"),
             scenario=scenario,
         )
+        for name in _BUFFER_TABLES:
+            setattr(result, name, table(name))
+        return result
 
     def tables(self) -> dict[str, pl.DataFrame]:
         """The tables written by :meth:`write`, by name."""

@@ -61,6 +61,10 @@ __all__ = [
     "Stats",
     "Switch",
     "TrafficRate",
+    "Tcp",
+    "TcpBulk",
+    "TcpFlows",
+    "TcpIncast",
     "UdpTraffic",
     "from_dict",
     "load",
@@ -250,8 +254,9 @@ NodeList = Annotated[list[str], BeforeValidator(_listify), Field(min_length=1)]
 """One node name or a non-empty list of them."""
 
 ForwardingMode = Literal["store_and_forward", "cut_through"]
-BufferModel = Literal["static", "shared"]
+BufferModel = Literal["static", "shared", "voq", "intelligent"]
 NodeKind = Literal["host", "switch"]
+CongestionControl = Literal["newreno", "cubic", "dctcp"]
 
 
 # --------------------------------------------------------------------------
@@ -328,17 +333,67 @@ _SHARED_FIELDS = (
     "pools",
     "class_pool",
 )
+_VOQ_FIELDS = ("size", "voq_limit")
+_INTELLIGENT_FIELDS = (
+    "size",
+    "cell",
+    "per_packet_overhead",
+    "alpha",
+    "reserved_per_queue",
+    "port_max",
+    "elephant_bytes",
+    "etrap_age",
+    "afd_period",
+    "queue_desired",
+    "afd_a",
+    "afd_b",
+    "afd_queue_unit",
+    "afd_ecn",
+    "dpp",
+    "dpp_packets",
+    "dpp_age",
+    "dpp_class",
+)
+_MODEL_FIELDS = {
+    "static": _STATIC_FIELDS,
+    "shared": _SHARED_FIELDS,
+    "voq": _VOQ_FIELDS,
+    "intelligent": _INTELLIGENT_FIELDS,
+}
+_ALL_BUFFER_FIELDS = tuple(dict.fromkeys(f for fields in _MODEL_FIELDS.values() for f in fields))
+
+
+def _size_or_time(value: Any) -> tuple[str, int]:
+    """A VOQ limit: a size (``5MB``) or a time at the egress port rate (``5ms``)."""
+    if isinstance(value, str):
+        try:
+            return ("time", units.parse_time(value))
+        except ValueError:
+            pass
+    try:
+        return ("size", units.parse_size(value))
+    except ValueError:
+        raise ValueError(f"expected a size like '5MB' or a time like '5ms', got {_show(value)}") from None
+
+
+def _size_or_time_text(value: tuple[str, int]) -> str:
+    return units.format_time(value[1]) if value[0] == "time" else units.format_size(value[1])
+
+
+SizeOrTime = Annotated[tuple[str, int], PlainValidator(_size_or_time), PlainSerializer(_size_or_time_text)]
 
 
 class Buffer(_Model):
-    """Packet buffer of a switch: ``static`` per-port drop-tail, or ``shared``
-    with dynamic thresholds. Only the fields of the chosen model may be set."""
+    """Packet buffer of a switch: ``static`` per-port drop-tail, ``shared``
+    with dynamic thresholds, ``voq`` (deep-buffer virtual output queues) or
+    ``intelligent`` (dynamic thresholds + elephant trap, AFD and DPP). Only the
+    fields of the chosen model may be set."""
 
     model: Annotated[BufferModel, _one_of(BufferModel)] = "static"
     # static
     port_size: Size = 1_000_000
     queue_size: Optional[Size] = None
-    # shared
+    # shared (and intelligent)
     size: Optional[Size] = None
     cell: Size = 256
     per_packet_overhead: Overhead = 0
@@ -347,27 +402,77 @@ class Buffer(_Model):
     ingress_alpha: Optional[Alpha] = None
     pools: Optional[Annotated[list[Size], Field(min_length=1, max_length=8)]] = None
     class_pool: Optional[list[PoolIndex]] = None
+    # voq
+    voq_limit: Optional[SizeOrTime] = None
+    # intelligent
+    port_max: Optional[Size] = None
+    elephant_bytes: Size = 1_048_555
+    etrap_age: Duration = 50_000_000
+    afd_period: Duration = 25_000_000
+    queue_desired: Size = 150_000
+    afd_a: float = 1.8
+    afd_b: float = 1.7
+    afd_queue_unit: Size = 16
+    afd_ecn: bool = False
+    dpp: bool = True
+    dpp_packets: int = Field(default=120, ge=0)
+    dpp_age: Duration = 5_000_000_000
+    dpp_class: Optional[int] = Field(default=None, ge=0, le=7)
 
     def issues(self) -> list[tuple[str, str]]:
         """Fields that do not belong to the chosen model, and missing required ones."""
-        foreign = _SHARED_FIELDS if self.model == "static" else _STATIC_FIELDS
-        other = "shared" if self.model == "static" else "static"
-        found = [
-            (name, f"only for model {other} (model is {self.model})") for name in foreign if name in self.model_fields_set
-        ]
-        if self.model == "shared" and self.size is None:
-            found.append(("size", "required field is missing for model shared"))
+        own = _MODEL_FIELDS[self.model]
+        found = []
+        for name in _ALL_BUFFER_FIELDS:
+            if name in own or name not in self.model_fields_set:
+                continue
+            owners = " or ".join(m for m, fields in _MODEL_FIELDS.items() if name in fields)
+            found.append((name, f"only for model {owners} (model is {self.model})"))
+        if self.model != "static" and self.size is None:
+            found.append(("size", f"required field is missing for model {self.model}"))
+        if self.model == "voq" and self.voq_limit is None:
+            found.append(("voq_limit", "required field is missing for model voq"))
         return found
 
     @model_serializer(mode="wrap")
     def _own_fields_only(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data = handler(self)
-        foreign = _SHARED_FIELDS if self.model == "static" else _STATIC_FIELDS
-        return {key: value for key, value in data.items() if key not in foreign}
+        own = _MODEL_FIELDS[self.model]
+        return {key: value for key, value in data.items() if key == "model" or key in own}
 
     def to_resolved(self) -> dict[str, Any]:
         if self.model == "static":
             return {"model": self.model, "port_bytes": self.port_size, "queue_bytes": self.queue_size}
+        if self.model == "voq":
+            kind, value = self.voq_limit or ("size", 0)
+            return {
+                "model": "voq",
+                "total_bytes": self.size,
+                "voq_limit_bytes": value if kind == "size" else None,
+                "voq_limit_ps": value if kind == "time" else None,
+            }
+        if self.model == "intelligent":
+            return {
+                "model": "intelligent",
+                "total_bytes": self.size,
+                "cell_bytes": self.cell,
+                "per_packet_overhead_bytes": self.per_packet_overhead,
+                "alpha": self.alpha,
+                "reserved_bytes_per_queue": self.reserved_per_queue,
+                "port_max_bytes": self.port_max,
+                "elephant_bytes": self.elephant_bytes,
+                "etrap_age_ps": self.etrap_age,
+                "afd_period_ps": self.afd_period,
+                "queue_desired_bytes": self.queue_desired,
+                "afd_a": self.afd_a,
+                "afd_b": self.afd_b,
+                "afd_queue_unit_bytes": self.afd_queue_unit,
+                "afd_ecn": self.afd_ecn,
+                "dpp": self.dpp,
+                "dpp_packets": self.dpp_packets,
+                "dpp_age_ps": self.dpp_age,
+                "dpp_class": self.dpp_class,
+            }
         return {
             "model": self.model,
             "total_bytes": self.size,
@@ -381,15 +486,84 @@ class Buffer(_Model):
         }
 
 
+EcnMode = Literal["ecn", "drop"]
+SchedulerKind = Literal["strict", "drr"]
+ByteCount = Annotated[int, _quantity(units.parse_size, units.format_size, 0), _SIZE_TEXT]
+
+
+class Ecn(_Model):
+    """RED/ECN marking (``mode: ecn``) or WRED dropping (``mode: drop``) on every
+    egress queue, decided on the instantaneous queue bytes at enqueue.
+    ``threshold: K`` is step marking (``kmin = kmax = K``, ``pmax = 1``)."""
+
+    kmin: Optional[ByteCount] = None
+    kmax: Optional[ByteCount] = None
+    threshold: Optional[ByteCount] = None
+    pmax: float = Field(default=1.0, gt=0.0, le=1.0)
+    classes: Optional[list[Annotated[int, Field(ge=0, le=7)]]] = None
+    mode: Annotated[EcnMode, _one_of(EcnMode)] = "ecn"
+
+    @model_validator(mode="after")
+    def _thresholds(self) -> "Ecn":
+        if self.threshold is not None:
+            if self.kmin is not None or self.kmax is not None:
+                raise _issues_error(("threshold", "give either threshold (step marking) or kmin/kmax, not both"))
+        elif self.kmin is None or self.kmax is None:
+            raise _issues_error(("kmin", "give threshold (step marking) or both kmin and kmax"))
+        elif self.kmax < self.kmin:
+            raise _issues_error(("kmax", f"must be >= kmin ({units.format_size(self.kmin)})"))
+        return self
+
+    def to_resolved(self) -> dict[str, Any]:
+        kmin = self.threshold if self.threshold is not None else self.kmin
+        kmax = self.threshold if self.threshold is not None else self.kmax
+        return {"kmin_bytes": kmin, "kmax_bytes": kmax, "pmax": self.pmax, "classes": self.classes, "mode": self.mode}
+
+
+def _expand_device(data: Any) -> Any:
+    """Put the named device preset under the switch's explicit settings."""
+    if not isinstance(data, dict) or data.get("device") is None:
+        return data
+    from fabricsim import devices
+
+    name = data["device"]
+    if not isinstance(name, str) or name not in devices.names():
+        raise _issues_error(("device", unknown_value(name, devices.names())))
+    return devices.merge(devices.get(name).switch, data)
+
+
 class Switch(_Model):
     """Switch parameters: the network-wide default or a per-switch override."""
 
+    device: Optional[str] = None
     forwarding: Annotated[ForwardingMode, _one_of(ForwardingMode)] = "store_and_forward"
     latency: Time = 500_000
     buffer: Buffer = Field(default_factory=Buffer)
+    ecn: Optional[Ecn] = None
+    scheduler: Annotated[SchedulerKind, _one_of(SchedulerKind)] = "strict"
+    drr_quantum: Annotated[list[Size], BeforeValidator(lambda v: v if isinstance(v, list) else [v])] = Field(
+        default_factory=lambda: [1500]
+    )
+    drr_weights: Optional[list[Annotated[float, Field(gt=0)]]] = None
+
+    _expand = model_validator(mode="before")(classmethod(lambda cls, data: _expand_device(data)))
 
     def to_resolved(self) -> dict[str, Any]:
-        return {"forwarding": self.forwarding, "latency_ps": self.latency, "buffer": self.buffer.to_resolved()}
+        if self.scheduler == "drr":
+            quantum = list(self.drr_quantum)
+            if self.drr_weights is not None:
+                base = quantum[0]
+                quantum = [max(1, round(w * base)) for w in self.drr_weights]
+            scheduler: dict[str, Any] = {"kind": "drr", "quantum_bytes": quantum}
+        else:
+            scheduler = {"kind": "strict"}
+        out = {"forwarding": self.forwarding, "latency_ps": self.latency, "buffer": self.buffer.to_resolved()}
+        # Defaults (no ECN, strict priority) are left out, as the core assumes them.
+        if self.ecn is not None:
+            out["ecn"] = self.ecn.to_resolved()
+        if scheduler["kind"] != "strict":
+            out["scheduler"] = scheduler
+        return out
 
 
 class Host(_Model):
@@ -459,13 +633,14 @@ class Network(_Model):
 
 
 class Link(_Model):
-    """Rate and propagation delay of a link."""
+    """Rate, propagation delay and (optional) random loss rate of a link."""
 
     rate: Rate
     delay: Time
+    loss: float = Field(default=0.0, ge=0.0, lt=1.0)
 
     def to_resolved(self) -> dict[str, Any]:
-        return {"rate_bps": self.rate, "delay_ps": self.delay}
+        return {"rate_bps": self.rate, "delay_ps": self.delay, "loss": self.loss}
 
 
 class Star(_Model):
@@ -582,9 +757,10 @@ class ExplicitLink(_Model):
     b: str = Field(min_length=1)
     rate: Rate
     delay: Time
+    loss: float = Field(default=0.0, ge=0.0, lt=1.0)
 
     def to_resolved(self) -> dict[str, Any]:
-        return {"a": self.a, "b": self.b, "rate_bps": self.rate, "delay_ps": self.delay}
+        return {"a": self.a, "b": self.b, "rate_bps": self.rate, "delay_ps": self.delay, "loss": self.loss}
 
 
 class Explicit(_Model):
@@ -660,6 +836,7 @@ class UdpTraffic(_Source):
     rate: Annotated[TrafficRate, PlainValidator(_traffic_rate), PlainSerializer(str, return_type=str)]
     stop: Optional[Time] = None
     max_frames: Optional[int] = Field(default=None, ge=1)
+    ecn: bool = False
 
     @model_validator(mode="after")
     def _stop_after_start(self) -> "UdpTraffic":
@@ -670,7 +847,7 @@ class UdpTraffic(_Source):
         return self
 
     def to_resolved(self) -> dict[str, Any]:
-        return {
+        out = {
             "kind": self.kind,
             "name": self.name,
             "src": list(self.src),
@@ -683,6 +860,9 @@ class UdpTraffic(_Source):
             "max_frames": self.max_frames,
             "class": self.class_,
         }
+        if self.ecn:
+            out["ecn"] = True
+        return out
 
 
 class Burst(_Source):
@@ -690,9 +870,10 @@ class Burst(_Source):
 
     kind: Literal["burst"]
     frames: int = Field(ge=1)
+    ecn: bool = False
 
     def to_resolved(self) -> dict[str, Any]:
-        return {
+        out = {
             "kind": self.kind,
             "name": self.name,
             "src": list(self.src),
@@ -702,9 +883,182 @@ class Burst(_Source):
             "start_ps": self.start,
             "class": self.class_,
         }
+        if self.ecn:
+            out["ecn"] = True
+        return out
 
 
-Traffic = Annotated[Union[UdpTraffic, Burst], Field(discriminator="kind"), _kind_of(UdpTraffic, Burst)]
+class DelayedAck(_Model):
+    """Receiver acknowledgment policy."""
+
+    count: int = Field(default=2, ge=1)
+    timeout: Time = 40_000_000_000
+    quickack: int = Field(default=16, ge=0)
+
+
+class Tcp(_Model):
+    """TCP parameters. Defaults follow Linux: initial window 10, minimum RTO
+    200 ms, delayed ACKs every 2 segments or 40 ms after a 16-segment quick-ACK
+    start, timestamps (52 B of IP + TCP headers), 6 MiB receive window."""
+
+    cc: Annotated[CongestionControl, _one_of(CongestionControl)] = "newreno"
+    mtu: Size = 1500
+    header: Overhead = 52
+    l2_header: Overhead = 18
+    min_frame: Overhead = 64
+    init_cwnd: int = Field(default=10, ge=1)
+    rwnd: Size = 6 * 1024 * 1024
+    min_rto: Time = 200_000_000_000
+    initial_rto: Duration = 10**12
+    max_rto: Duration = 120 * 10**12
+    clock_granularity: Time = 1_000_000_000
+    delayed_ack: DelayedAck = Field(default_factory=DelayedAck)
+    ecn: bool = False
+    dctcp_g: float = Field(default=1 / 16, gt=0, le=1)
+    byte_counting: bool = False
+    dupack_threshold: int = Field(default=3, ge=1)
+    pacing_rate: Optional[Rate] = None
+
+    @model_validator(mode="after")
+    def _mss(self) -> "Tcp":
+        if self.mtu - self.header < 64:
+            raise _issues_error(("mtu", f"leaves {self.mtu - self.header} B of payload after the {self.header} B header"))
+        if self.min_rto > self.max_rto:
+            raise _issues_error(("min_rto", "must not exceed max_rto"))
+        return self
+
+    def to_resolved(self) -> dict[str, Any]:
+        return {
+            "cc": self.cc,
+            "mtu_bytes": self.mtu,
+            "header_bytes": self.header,
+            "l2_bytes": self.l2_header,
+            "min_frame_bytes": self.min_frame,
+            "init_cwnd_segments": self.init_cwnd,
+            "rwnd_bytes": self.rwnd,
+            "min_rto_ps": self.min_rto,
+            "initial_rto_ps": self.initial_rto,
+            "max_rto_ps": self.max_rto,
+            "clock_granularity_ps": self.clock_granularity,
+            "delack_count": self.delayed_ack.count,
+            "delack_timeout_ps": self.delayed_ack.timeout,
+            "quickack_segments": self.delayed_ack.quickack,
+            "ecn": self.ecn,
+            "dctcp_g": self.dctcp_g,
+            "byte_counting": self.byte_counting,
+            "dupack_threshold": self.dupack_threshold,
+            "pacing_bps": self.pacing_rate,
+        }
+
+
+class _TcpTraffic(_Model):
+    """Fields shared by TCP applications."""
+
+    name: Optional[str] = Field(default=None, min_length=1)
+    class_: int = Field(default=0, ge=0, alias="class")
+    tcp: Optional[Tcp] = None
+
+    def _tcp(self) -> Optional[dict[str, Any]]:
+        return self.tcp.to_resolved() if self.tcp is not None else None
+
+
+class TcpBulk(_TcpTraffic):
+    """iperf3-like: ``streams`` connections from each ``src`` to ``dst``, each
+    sending ``size`` bytes, or sending for ``duration``."""
+
+    kind: Literal["tcp_bulk"]
+    src: NodeList
+    dst: str = Field(min_length=1)
+    streams: int = Field(default=1, ge=1)
+    size: Optional[Size] = None
+    duration: Optional[Duration] = None
+    start: Time = 0
+
+    @model_validator(mode="after")
+    def _size_or_duration(self) -> "TcpBulk":
+        if self.size is None and self.duration is None:
+            raise _issues_error(("size", "give a size per stream (e.g. 10MB) or a duration (e.g. 1s)"))
+        return self
+
+    def to_resolved(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "src": list(self.src),
+            "dst": self.dst,
+            "streams": self.streams,
+            "bytes": self.size,
+            "duration_ps": self.duration,
+            "start_ps": self.start,
+            "class": self.class_,
+            "tcp": self._tcp(),
+        }
+
+
+class TcpIncast(_TcpTraffic):
+    """``client`` asks every server for ``response_size`` bytes (``flows_per_server``
+    connections each); the next of ``rounds`` rounds starts ``gap`` after the last
+    answer of the previous one."""
+
+    kind: Literal["tcp_incast"]
+    client: str = Field(min_length=1)
+    servers: NodeList
+    response_size: Size
+    flows_per_server: int = Field(default=1, ge=1)
+    rounds: int = Field(default=1, ge=1)
+    gap: Time = 0
+    start: Time = 0
+
+    def to_resolved(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "client": self.client,
+            "servers": list(self.servers),
+            "response_bytes": self.response_size,
+            "flows_per_server": self.flows_per_server,
+            "rounds": self.rounds,
+            "gap_ps": self.gap,
+            "start_ps": self.start,
+            "class": self.class_,
+            "tcp": self._tcp(),
+        }
+
+
+class TcpFlowItem(_Model):
+    """One flow of an explicit list."""
+
+    src: str = Field(min_length=1)
+    dst: str = Field(min_length=1)
+    size: Size
+    start: Time = 0
+
+    def to_resolved(self) -> dict[str, Any]:
+        return {"src": self.src, "dst": self.dst, "bytes": self.size, "start_ps": self.start}
+
+
+class TcpFlows(_TcpTraffic):
+    """An explicit list of TCP flows (``src``, ``dst``, ``size``, ``start``)."""
+
+    kind: Literal["tcp_flows"]
+    flows: list[TcpFlowItem] = Field(min_length=1)
+
+    def to_resolved(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "flows": [f.to_resolved() for f in self.flows],
+            "class": self.class_,
+            "tcp": self._tcp(),
+        }
+
+
+TRAFFIC_MODELS = (UdpTraffic, Burst, TcpBulk, TcpIncast, TcpFlows)
+Traffic = Annotated[
+    Union[UdpTraffic, Burst, TcpBulk, TcpIncast, TcpFlows],
+    Field(discriminator="kind"),
+    _kind_of(*TRAFFIC_MODELS),
+]
 
 
 class Stats(_Model):
@@ -712,9 +1066,14 @@ class Stats(_Model):
 
     queue_sample_interval: Time = 10_000_000
     sample_hosts: bool = False
+    throughput_interval: Time = 1_000_000_000
 
     def to_resolved(self) -> dict[str, Any]:
-        return {"queue_sample_interval_ps": self.queue_sample_interval, "sample_hosts": self.sample_hosts}
+        return {
+            "queue_sample_interval_ps": self.queue_sample_interval,
+            "sample_hosts": self.sample_hosts,
+            "throughput_interval_ps": self.throughput_interval,
+        }
 
 
 class Scenario(_Model):
@@ -735,6 +1094,28 @@ class Scenario(_Model):
     topology: Topology
     traffic: list[Traffic] = Field(default_factory=list)
     stats: Stats = Field(default_factory=Stats)
+    tcp: Tcp = Field(default_factory=Tcp)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _merge_tcp_defaults(cls, data: Any) -> Any:
+        """A traffic entry's ``tcp`` overrides only the fields it names; the
+        rest come from the scenario's ``tcp`` section."""
+        if not isinstance(data, dict) or not isinstance(data.get("traffic"), list):
+            return data
+        base = data.get("tcp") if isinstance(data.get("tcp"), dict) else {}
+        traffic = []
+        for entry in data["traffic"]:
+            if isinstance(entry, dict) and isinstance(entry.get("tcp"), dict):
+                merged = copy.deepcopy(base)
+                for key, value in entry["tcp"].items():
+                    if isinstance(value, dict) and isinstance(merged.get(key), dict):
+                        merged[key] = {**merged[key], **value}
+                    else:
+                        merged[key] = value
+                entry = {**entry, "tcp": merged}
+            traffic.append(entry)
+        return {**data, "traffic": traffic}
 
     _source: Optional[str] = PrivateAttr(None)
     _source_text: Optional[str] = PrivateAttr(None)
@@ -810,6 +1191,7 @@ class Scenario(_Model):
             "topology": self.topology.to_resolved(),
             "traffic": [source.to_resolved() for source in self.traffic],
             "stats": self.stats.to_resolved(),
+            "tcp": self.tcp.to_resolved(),
         }
 
     def to_yaml(self) -> str:

@@ -58,6 +58,30 @@ def errors_of(text, overrides=(), source="s.yaml"):
 # Defaults and the resolved document
 
 
+# Linux-like TCP defaults, in the core's units.
+TCP_DEFAULTS = {
+    "cc": "newreno",
+    "mtu_bytes": 1500,
+    "header_bytes": 52,
+    "l2_bytes": 18,
+    "min_frame_bytes": 64,
+    "init_cwnd_segments": 10,
+    "rwnd_bytes": 6 * 2**20,
+    "min_rto_ps": 200_000_000_000,
+    "initial_rto_ps": 10**12,
+    "max_rto_ps": 120 * 10**12,
+    "clock_granularity_ps": 1_000_000_000,
+    "delack_count": 2,
+    "delack_timeout_ps": 40_000_000_000,
+    "quickack_segments": 16,
+    "ecn": False,
+    "dctcp_g": 1 / 16,
+    "byte_counting": False,
+    "dupack_threshold": 3,
+    "pacing_bps": None,
+}
+
+
 def test_minimal_scenario_resolves_with_every_default():
     assert loads(MINIMAL).to_resolved() == {
         "name": "scenario",
@@ -76,9 +100,10 @@ def test_minimal_scenario_resolves_with_every_default():
             "host": {"latency_ps": 0, "nic_buffer_bytes": 1_000_000_000},
             "switch_overrides": {},
         },
-        "topology": {"kind": "star", "hosts": 4, "link": {"rate_bps": 100_000_000_000, "delay_ps": 1_000_000}},
+        "topology": {"kind": "star", "hosts": 4, "link": {"rate_bps": 100_000_000_000, "delay_ps": 1_000_000, "loss": 0.0}},
         "traffic": [],
-        "stats": {"queue_sample_interval_ps": 10_000_000, "sample_hosts": False},
+        "stats": {"queue_sample_interval_ps": 10_000_000, "sample_hosts": False, "throughput_interval_ps": 1_000_000_000},
+        "tcp": TCP_DEFAULTS,
     }
 
 
@@ -100,8 +125,8 @@ def test_full_scenario_resolves_exactly():
         "leaves": 2,
         "spines": 2,
         "hosts_per_leaf": [3, 1],
-        "host_link": {"rate_bps": 25_000_000_000, "delay_ps": 1_200_000},
-        "fabric_link": {"rate_bps": 100_000_000_000, "delay_ps": 500_000},
+        "host_link": {"rate_bps": 25_000_000_000, "delay_ps": 1_200_000, "loss": 0.0},
+        "fabric_link": {"rate_bps": 100_000_000_000, "delay_ps": 500_000, "loss": 0.0},
         "links_per_spine": 2,
     }
     assert resolved["traffic"] == [
@@ -142,7 +167,7 @@ def test_full_scenario_resolves_exactly():
             "class": 1,
         },
     ]
-    assert resolved["stats"] == {"queue_sample_interval_ps": 0, "sample_hosts": True}
+    assert resolved["stats"] == {"queue_sample_interval_ps": 0, "sample_hosts": True, "throughput_interval_ps": 1_000_000_000}
     json.dumps(resolved)  # plain JSON types only
 
 
@@ -167,13 +192,13 @@ def test_switch_overrides_are_merged_over_the_default_switch():
                 "kind": "dumbbell",
                 "left": 2,
                 "right": 3,
-                "edge_link": {"rate_bps": 10**10, "delay_ps": 10**6},
-                "bottleneck_link": {"rate_bps": 10**9, "delay_ps": 10**7},
+                "edge_link": {"rate_bps": 10**10, "delay_ps": 10**6, "loss": 0.0},
+                "bottleneck_link": {"rate_bps": 10**9, "delay_ps": 10**7, "loss": 0.0},
             },
         ),
         (
             "{kind: fat_tree, k: 4, link: {rate: 10G, delay: 0}}",
-            {"kind": "fat_tree", "k": 4, "link": {"rate_bps": 10**10, "delay_ps": 0}},
+            {"kind": "fat_tree", "k": 4, "link": {"rate_bps": 10**10, "delay_ps": 0, "loss": 0.0}},
         ),
         (
             "{kind: leaf_spine, leaves: 4, spines: 2, hosts_per_leaf: 8, host_link: {rate: 1G, delay: 1us}, "
@@ -183,8 +208,8 @@ def test_switch_overrides_are_merged_over_the_default_switch():
                 "leaves": 4,
                 "spines": 2,
                 "hosts_per_leaf": 8,
-                "host_link": {"rate_bps": 10**9, "delay_ps": 10**6},
-                "fabric_link": {"rate_bps": 4 * 10**9, "delay_ps": 10**6},
+                "host_link": {"rate_bps": 10**9, "delay_ps": 10**6, "loss": 0.0},
+                "fabric_link": {"rate_bps": 4 * 10**9, "delay_ps": 10**6, "loss": 0.0},
                 "links_per_spine": 1,
             },
         ),
@@ -194,7 +219,7 @@ def test_switch_overrides_are_merged_over_the_default_switch():
             {
                 "kind": "explicit",
                 "nodes": [{"name": "a", "kind": "host"}, {"name": "s", "kind": "switch"}],
-                "links": [{"a": "a", "b": "s", "rate_bps": 10**9, "delay_ps": 5000}],
+                "links": [{"a": "a", "b": "s", "rate_bps": 10**9, "delay_ps": 5000, "loss": 0.0}],
             },
         ),
     ],
@@ -336,7 +361,7 @@ def test_bad_overrides(override, message):
         (
             MINIMAL + "colour: blue\n",
             "s.yaml: colour: unknown key 'colour'; allowed: name, description, seed, duration, drain, drain_limit,"
-            " network, topology, traffic, stats",
+            " network, topology, traffic, stats, tcp",
         ),
         (
             "duration: 1ms\ntopology: {kind: star, host: 4, link: {rate: 1G, delay: 1us}}",
@@ -488,7 +513,7 @@ def test_all_problems_are_reported_at_once():
         "s.yaml: topology.hosts: required field is missing",
         "s.yaml: topology.hostz: unknown key 'hostz'; allowed: kind, hosts, link (did you mean 'hosts'?)",
         "s.yaml: colour: unknown key 'colour'; allowed: name, description, seed, duration, drain, drain_limit,"
-        " network, topology, traffic, stats",
+        " network, topology, traffic, stats, tcp",
     ]
 
 
@@ -604,7 +629,7 @@ def test_shared_buffer_alpha_set_from_the_command_line():
         ("{model: shared}", "network.switch.buffer.size: required field is missing for model shared"),
         ("{model: shared, size: 1MB, port_size: 1MB}",
          "network.switch.buffer.port_size: only for model static (model is shared)"),
-        ("{alpha: 2}", "network.switch.buffer.alpha: only for model shared (model is static)"),
+        ("{alpha: 2}", "network.switch.buffer.alpha: only for model shared or intelligent (model is static)"),
         ("{model: shared, size: 1MB, cell: 0B}", "network.switch.buffer.cell: must be > 0"),
         ("{model: shared, size: 1MB, class_pool: [9]}", "network.switch.buffer.class_pool[0]: expected a pool index 0..7"),
         ("{model: shared, size: 1MB, pools: []}", "network.switch.buffer.pools: must not be empty"),
@@ -624,3 +649,52 @@ def test_core_checks_shared_buffer_against_the_device(core):
     text = MINIMAL + "network: {switch: {buffer: {model: shared, size: 10KB, pools: [8KB, 8KB]}}}"
     with pytest.raises(ScenarioError, match=r"network.switch.buffer.pools: pools need 62 cells"):
         fabricsim.run(loads(text))
+
+
+TCP_SCENARIO = """
+name: t
+duration: 1ms
+topology: {kind: star, hosts: 4, link: {rate: 10Gbps, delay: 1us, loss: 0.001}}
+tcp: {cc: cubic, rwnd: 256KiB, delayed_ack: {count: 1}}
+traffic:
+  - {kind: tcp_bulk, src: [h1, h2], dst: h0, streams: 4, size: 1MB}
+  - {kind: tcp_bulk, name: timed, src: h3, dst: h0, duration: 5ms, tcp: {cc: dctcp, delayed_ack: {timeout: 1ms}}}
+  - {kind: tcp_incast, client: h0, servers: [h1, h2, h3], response_size: 64KB, rounds: 3, gap: 10us}
+  - {kind: tcp_flows, flows: [{src: h1, dst: h2, size: 1500B, start: 1us}, {src: h2, dst: h1, size: 3KB}]}
+"""
+
+
+def test_tcp_traffic_resolves_with_merged_tcp_settings():
+    resolved = loads(TCP_SCENARIO).to_resolved()
+    assert resolved["tcp"]["cc"] == "cubic" and resolved["tcp"]["rwnd_bytes"] == 262144
+    assert resolved["tcp"]["delack_count"] == 1
+    assert resolved["topology"]["link"]["loss"] == 0.001
+    bulk, timed, incast, flows = resolved["traffic"]
+    assert bulk["bytes"] == 1_000_000 and bulk["streams"] == 4 and bulk["tcp"] is None
+    assert timed["duration_ps"] == 5_000_000_000 and timed["bytes"] is None
+    # An entry's tcp overrides only what it names; the rest is the scenario's tcp.
+    assert timed["tcp"]["cc"] == "dctcp" and timed["tcp"]["rwnd_bytes"] == 262144
+    assert timed["tcp"]["delack_count"] == 1 and timed["tcp"]["delack_timeout_ps"] == 1_000_000_000
+    assert incast["response_bytes"] == 64_000 and incast["rounds"] == 3 and incast["gap_ps"] == 10_000_000
+    assert flows["flows"][0] == {"src": "h1", "dst": "h2", "bytes": 1500, "start_ps": 1_000_000}
+
+
+@pytest.mark.parametrize(
+    "patch, needle",
+    [
+        ("tcp: {cc: vegas}", "newreno"),
+        ("tcp: {mtu: 100B}", "tcp.mtu"),
+        ("tcp: {init_cwnd: 0}", "tcp.init_cwnd"),
+    ],
+)
+def test_bad_tcp_settings_name_the_field(patch, needle):
+    text = TCP_SCENARIO.replace("tcp: {cc: cubic, rwnd: 256KiB, delayed_ack: {count: 1}}", patch)
+    with pytest.raises(ScenarioError) as info:
+        loads(text)
+    assert needle in str(info.value)
+
+
+def test_bulk_needs_a_size_or_a_duration():
+    text = TCP_SCENARIO.replace("streams: 4, size: 1MB", "streams: 4")
+    with pytest.raises(ScenarioError, match=r"traffic\[0\].size"):
+        loads(text)

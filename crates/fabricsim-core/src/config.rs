@@ -27,6 +27,9 @@ pub struct Scenario {
     pub traffic: Vec<TrafficConfig>,
     #[serde(default)]
     pub stats: StatsConfig,
+    /// Defaults for TCP traffic; an entry may carry its own `tcp`.
+    #[serde(default)]
+    pub tcp: crate::transport::tcp::TcpConfig,
 }
 
 fn default_true() -> bool {
@@ -87,6 +90,12 @@ pub struct SwitchConfig {
     pub latency_ps: u64,
     #[serde(default)]
     pub buffer: BufferConfig,
+    /// RED/ECN marking or WRED dropping per egress queue (see `network/aqm.rs`).
+    #[serde(default)]
+    pub ecn: Option<crate::network::aqm::EcnConfig>,
+    /// Egress scheduler of every port (see `network/port.rs`).
+    #[serde(default)]
+    pub scheduler: crate::network::port::SchedulerConfig,
 }
 
 fn default_switch_latency() -> u64 {
@@ -99,6 +108,8 @@ impl Default for SwitchConfig {
             forwarding: Forwarding::default(),
             latency_ps: default_switch_latency(),
             buffer: BufferConfig::default(),
+            ecn: None,
+            scheduler: Default::default(),
         }
     }
 }
@@ -136,6 +147,10 @@ pub enum BufferConfig {
         #[serde(default)]
         class_pool: Option<Vec<u8>>,
     },
+    /// Deep-buffer VOQ switch (see `buffer/voq.rs`).
+    Voq(crate::buffer::voq::VoqConfig),
+    /// Dynamic thresholds plus elephant trap, AFD and DPP (see `buffer/intelligent.rs`).
+    Intelligent(crate::buffer::intelligent::IntelligentConfig),
 }
 
 fn default_cell_bytes() -> u32 {
@@ -175,6 +190,9 @@ impl Default for HostConfig {
 pub struct LinkConfig {
     pub rate_bps: u64,
     pub delay_ps: u64,
+    /// Probability that the link loses a packet, in each direction.
+    #[serde(default)]
+    pub loss: f64,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -205,6 +223,8 @@ pub struct ExplicitLink {
     pub b: String,
     pub rate_bps: u64,
     pub delay_ps: u64,
+    #[serde(default)]
+    pub loss: f64,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -249,6 +269,9 @@ pub enum TrafficConfig {
     UdpCbr(UdpConfig),
     UdpPoisson(UdpConfig),
     Burst(BurstConfig),
+    TcpBulk(crate::transport::apps::TcpBulkConfig),
+    TcpIncast(crate::transport::apps::TcpIncastConfig),
+    TcpFlows(crate::transport::apps::TcpFlowsConfig),
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -272,6 +295,9 @@ pub struct UdpConfig {
     pub max_frames: Option<u64>,
     #[serde(default)]
     pub class: u8,
+    /// Send packets as ECN-capable (ECT(0)).
+    #[serde(default)]
+    pub ecn: bool,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -288,6 +314,9 @@ pub struct BurstConfig {
     pub start_ps: u64,
     #[serde(default)]
     pub class: u8,
+    /// Send packets as ECN-capable (ECT(0)).
+    #[serde(default)]
+    pub ecn: bool,
 }
 
 fn default_frame() -> u32 {
@@ -301,6 +330,13 @@ pub struct StatsConfig {
     pub queue_sample_interval_ps: u64,
     #[serde(default)]
     pub sample_hosts: bool,
+    /// Width of the throughput time bins; 0 turns them off.
+    #[serde(default = "default_throughput_interval")]
+    pub throughput_interval_ps: u64,
+}
+
+fn default_throughput_interval() -> u64 {
+    1_000_000_000
 }
 
 fn default_sample_interval() -> u64 {
@@ -309,7 +345,11 @@ fn default_sample_interval() -> u64 {
 
 impl Default for StatsConfig {
     fn default() -> Self {
-        StatsConfig { queue_sample_interval_ps: default_sample_interval(), sample_hosts: false }
+        StatsConfig {
+            queue_sample_interval_ps: default_sample_interval(),
+            sample_hosts: false,
+            throughput_interval_ps: default_throughput_interval(),
+        }
     }
 }
 

@@ -48,6 +48,7 @@ pub mod rng;
 pub mod sim;
 pub mod stats;
 pub mod traffic;
+pub mod transport;
 pub mod units;
 
 pub use config::Scenario;

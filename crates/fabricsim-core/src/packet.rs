@@ -11,7 +11,10 @@ use crate::units::SimTime;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum PacketKind {
+    /// A UDP datagram.
     Data = 0,
+    /// A TCP segment; its fields are `seq`, `ack`, `len`, `flags`, `ts`, `ts_echo`.
+    Tcp = 1,
 }
 
 /// A packet in flight. Sizes are whole Ethernet frames in bytes (header and FCS
@@ -30,8 +33,17 @@ pub struct Packet {
     pub ecn: u8,
     /// Flow hash of the 5-tuple, used by ECMP.
     pub hash: u64,
-    /// Sequence number within the flow.
+    /// Sequence number within the flow (TCP: first payload byte).
     pub seq: u64,
+    /// TCP: cumulative acknowledgment.
+    pub ack: u64,
+    /// TCP: payload bytes.
+    pub len: u32,
+    /// TCP: segment kind and flags, see [`crate::transport::tcp::Segment`].
+    pub flags: u8,
+    /// TCP: timestamp value and echo.
+    pub ts: SimTime,
+    pub ts_echo: SimTime,
     /// When the source created the packet.
     pub created: SimTime,
     /// When its first bit reached the current node (for cut-through).

@@ -21,6 +21,7 @@
 //! delivers it.
 
 use crate::buffer::{AdmitRequest, BufferModel, Verdict};
+use crate::network::aqm::AqmAction;
 use crate::config::{BufferConfig, Forwarding, Scenario, TrafficConfig};
 use crate::error::ConfigError;
 use crate::event_queue::EventQueue;
@@ -28,12 +29,18 @@ use crate::ids::{ChannelId, FlowId, NodeId, PacketId, PortId, SourceId};
 use crate::network::routing::RoutingTable;
 use crate::network::topology::{Graph, NodeKind};
 use crate::network::{Channel, Node, Port};
-use crate::packet::{ECN_NOT_ECT, Packet, PacketKind, PacketPool, LOCAL_PORT};
+use crate::packet::{ECN_ECT, ECN_NOT_ECT, Packet, PacketKind, PacketPool, LOCAL_PORT};
 use crate::rng::{mix64, RandomStream};
 use crate::stats::{Column, DropCounters, DropReason, FlowStats, QueueSamples, RunOutput, Table, Value};
 use crate::traffic::Source;
 use crate::units::{Rate, SimTime};
 use std::collections::{BTreeMap, VecDeque};
+
+mod fabric;
+mod transport;
+
+use crate::transport::tcp::{Outbox, TcpConfig};
+use transport::{IncastApp, TcpFlow, ThroughputBins};
 
 #[derive(Clone, Copy, Debug)]
 enum Event {
@@ -41,9 +48,13 @@ enum Event {
     Arrive(ChannelId),
     Send(SourceId),
     Sample,
+    /// A TCP connection opens (its application starts).
+    TcpOpen(u32),
+    /// A TCP connection's timer; stale when the generation does not match.
+    TcpTimer(u32, u32),
 }
 
-const FLOW_KINDS: [&str; 3] = ["udp_cbr", "udp_poisson", "burst"];
+const FLOW_KINDS: [&str; 6] = ["udp_cbr", "udp_poisson", "burst", "tcp_bulk", "tcp_incast", "tcp_flow"];
 
 /// A running simulation.
 pub struct Simulation {
@@ -73,6 +84,17 @@ pub struct Simulation {
     delivered_packets: u64,
     delivered_bytes: u64,
     finished: bool,
+    // TCP connections, their configurations and applications.
+    tcp: Vec<TcpFlow>,
+    tcp_cfgs: Vec<TcpConfig>,
+    tcp_default: TcpConfig,
+    incasts: Vec<IncastApp>,
+    /// Per flow: index into `tcp`, or `u32::MAX`.
+    flow_tcp: Vec<u32>,
+    outbox: Outbox,
+    throughput: ThroughputBins,
+    /// Switch-buffer features (ECN/RED, schedulers, pools); see `sim/fabric.rs`.
+    fabric: fabric::Fabric,
 }
 
 impl Simulation {
@@ -173,6 +195,8 @@ impl Simulation {
                     delay,
                     arrival_delay: delay + nodes[to].latency,
                     in_flight: VecDeque::new(),
+                    loss: cfg.loss,
+                    loss_rng: (cfg.loss > 0.0).then(|| RandomStream::new(sc.seed, "link-loss", ch.0 as u64)),
                 });
             }
         }
@@ -206,7 +230,16 @@ impl Simulation {
             delivered_packets: 0,
             delivered_bytes: 0,
             finished: false,
+            tcp: Vec::new(),
+            tcp_cfgs: Vec::new(),
+            tcp_default: sc.tcp.clone(),
+            incasts: Vec::new(),
+            flow_tcp: Vec::new(),
+            outbox: Vec::new(),
+            throughput: ThroughputBins::new(sc.stats.throughput_interval_ps),
+            fabric: fabric::Fabric::default(),
         };
+        sim.setup_fabric(sc)?;
         sim.sampled_ports = (0..sim.ports.len() as u32)
             .map(PortId)
             .filter(|p| sc.stats.sample_hosts || sim.nodes[sim.ports[p.idx()].node.idx()].kind == NodeKind::Switch)
@@ -228,6 +261,9 @@ impl Simulation {
         index: &BTreeMap<&str, usize>,
         graph: &Graph,
     ) -> Result<(), ConfigError> {
+        if let Some(result) = self.add_tcp_traffic(i, t, index, graph) {
+            return result;
+        }
         let path = format!("traffic[{i}]");
         let host = |name: &str, field: &str| -> Result<NodeId, ConfigError> {
             match index.get(name) {
@@ -243,6 +279,9 @@ impl Simulation {
             TrafficConfig::UdpCbr(u) => (0u32, &u.name, &u.src, &u.dst, u.class, u.frame_bytes),
             TrafficConfig::UdpPoisson(u) => (1, &u.name, &u.src, &u.dst, u.class, u.frame_bytes),
             TrafficConfig::Burst(b) => (2, &b.name, &b.src, &b.dst, b.class, b.frame_bytes),
+            TrafficConfig::TcpBulk(_) | TrafficConfig::TcpIncast(_) | TrafficConfig::TcpFlows(_) => {
+                unreachable!("TCP traffic is added by add_tcp_traffic")
+            }
         };
         if srcs.is_empty() {
             return Err(ConfigError::new(format!("{path}.src"), "must name at least one host"));
@@ -294,6 +333,9 @@ impl Simulation {
                     }
                     (Source::constant(wire, nic_rate), b.start_ps, u64::MAX, b.frames)
                 }
+                TrafficConfig::TcpBulk(_) | TrafficConfig::TcpIncast(_) | TrafficConfig::TcpFlows(_) => {
+                    unreachable!("TCP traffic is added by add_tcp_traffic")
+                }
             };
             let stop = SimTime(stop.min(self.duration.0));
             let hash = mix64(mix64(src.0 as u64) ^ mix64((dst.0 as u64) << 20) ^ mix64(0x11_0000 + flow.0 as u64));
@@ -310,6 +352,11 @@ impl Simulation {
                 pattern,
                 next: SimTime::ZERO,
                 hash,
+                ecn: match t {
+                    TrafficConfig::UdpCbr(u) | TrafficConfig::UdpPoisson(u) if u.ecn => ECN_ECT,
+                    TrafficConfig::Burst(b) if b.ecn => ECN_ECT,
+                    _ => ECN_NOT_ECT,
+                },
             };
             let first = source.first_time();
             let done = first >= stop || max_frames == 0;
@@ -378,6 +425,8 @@ impl Simulation {
                 Event::Arrive(c) => self.on_arrive(c),
                 Event::Send(s) => self.on_send(s),
                 Event::Sample => self.on_sample(),
+                Event::TcpOpen(t) => self.on_tcp_open(t),
+                Event::TcpTimer(t, generation) => self.on_tcp_timer(t, generation),
             }
         }
         self.finished = true;
@@ -405,7 +454,12 @@ impl Simulation {
             first_bit: now,
             enqueued: now,
             in_port: LOCAL_PORT,
-            ecn: ECN_NOT_ECT,
+            ecn: s.ecn,
+            ack: 0,
+            len: 0,
+            flags: 0,
+            ts: now,
+            ts_echo: SimTime::ZERO,
         };
         let f = &mut self.flows[s.flow.idx()];
         f.packets_sent += 1;
@@ -414,10 +468,7 @@ impl Simulation {
         self.created_bytes += pkt.size as u64;
         let node = s.src;
         let id = self.pool.alloc(pkt);
-        match self.routing.route(node.idx(), pkt.dst.idx(), pkt.hash) {
-            Some(out) => self.enqueue(node, out, id, None, None),
-            None => self.drop_packet(node, 0, id, DropReason::NoRoute),
-        }
+        self.inject(node, id);
         let s = &mut self.sources[sid.idx()];
         match s.advance(now) {
             Some(t) => {
@@ -431,24 +482,61 @@ impl Simulation {
         }
     }
 
+    /// Hands a packet created at host `node` to the egress port its route picks.
+    fn inject(&mut self, node: NodeId, id: PacketId) {
+        let pkt = self.pool.get(id);
+        match self.routing.route(node.idx(), pkt.dst.idx(), pkt.hash) {
+            Some(out) => self.enqueue(node, out, id, None, None),
+            None => self.drop_packet(node, 0, id, DropReason::NoRoute),
+        }
+    }
+
     /// Offers a packet to egress port `out` of `node`. `ingress` is the local
     /// port it came in on and `ingress_rate` that link's rate (for cut-through).
     fn enqueue(&mut self, node: NodeId, out: u16, id: PacketId, ingress: Option<u16>, ingress_rate: Option<Rate>) {
         let pkt = *self.pool.get(id);
-        let req = AdmitRequest { in_port: ingress, out_port: out, class: pkt.class, bytes: pkt.size };
-        let n = &mut self.nodes[node.idx()];
-        if let Verdict::Drop(reason) = n.buffer.admit(&req) {
-            self.ports[n.port(out).idx()].dropped_packets += 1;
-            self.drop_packet(node, out as u32, id, reason);
+        let pid = self.nodes[node.idx()].port(out);
+        let red = self.red_decision(node, pid, &pkt);
+        if red == AqmAction::Drop {
+            self.ports[pid.idx()].dropped_packets += 1;
+            self.drop_packet(node, out as u32, id, DropReason::Wred);
             return;
         }
-        let pid = n.port(out);
+        let req = AdmitRequest {
+            in_port: ingress,
+            out_port: out,
+            class: pkt.class,
+            bytes: pkt.size,
+            flow: pkt.flow.0,
+            now: self.now,
+            ecn: pkt.ecn,
+        };
+        let mut class = pkt.class;
+        match self.nodes[node.idx()].buffer.admit(&req) {
+            Verdict::Admit => {}
+            Verdict::Drop(reason) => {
+                self.ports[pid.idx()].dropped_packets += 1;
+                self.drop_packet(node, out as u32, id, reason);
+                return;
+            }
+            Verdict::Steer { class: c, mark } => {
+                class = c;
+                if mark {
+                    self.mark_packet(node, out, c, id, fabric::MarkReason::Afd);
+                }
+            }
+        }
+        if red == AqmAction::Mark {
+            self.mark_packet(node, out, class, id, fabric::MarkReason::Red);
+        }
+        self.note_buffer_level(node);
+        let n = &self.nodes[node.idx()];
         let port = &mut self.ports[pid.idx()];
         let idle = port.is_idle() && port.is_empty();
         let p = self.pool.get_mut(id);
         p.enqueued = self.now;
         p.in_port = ingress.unwrap_or(LOCAL_PORT);
-        port.push(pkt.class, id, pkt.size);
+        port.push_from(class, id, pkt.size, p.in_port);
         if idle {
             let mut start = self.now;
             if n.forwarding == Forwarding::CutThrough {
@@ -478,7 +566,15 @@ impl Simulation {
         pkt.first_bit = at + ch.delay;
         let end = at + port.rate.serialization_time(pkt.size as u64 + self.overhead);
         let in_port = if pkt.in_port == LOCAL_PORT { None } else { Some(pkt.in_port) };
-        let req = AdmitRequest { in_port, out_port: port.local, class, bytes: pkt.size };
+        let req = AdmitRequest {
+            in_port,
+            out_port: port.local,
+            class,
+            bytes: pkt.size,
+            flow: pkt.flow.0,
+            now: at,
+            ecn: pkt.ecn,
+        };
         self.nodes[port.node.idx()].buffer.release(&req);
         self.queue.push(end, Event::TxDone(pid));
     }
@@ -511,11 +607,20 @@ impl Simulation {
             self.queue.push(next, Event::Arrive(cid));
         }
         let (node, ingress, rate) = (ch.to_node, ch.to_port_local, ch.rate);
+        if let Some(rng) = ch.loss_rng.as_mut() {
+            if rng.next_open01() < ch.loss {
+                self.drop_packet(node, ingress as u32, id, DropReason::RandomLoss);
+                return;
+            }
+        }
         let pkt = *self.pool.get(id);
         match self.nodes[node.idx()].kind {
             NodeKind::Host => {
                 if pkt.dst == node {
                     self.deliver(id);
+                    if pkt.kind == PacketKind::Tcp {
+                        self.tcp_arrive(node, &pkt);
+                    }
                 } else {
                     self.drop_packet(node, ingress as u32, id, DropReason::NoRoute);
                 }
@@ -539,6 +644,9 @@ impl Simulation {
         f.latency_sum_ps += lat as u128;
         f.latency_min_ps = f.latency_min_ps.min(lat);
         f.latency_max_ps = f.latency_max_ps.max(lat);
+        if pkt.kind == PacketKind::Data {
+            self.throughput.add(pkt.flow.0, now, pkt.size as u64);
+        }
         self.delivered_packets += 1;
         self.delivered_bytes += pkt.size as u64;
         self.pool.free(id);
@@ -555,6 +663,7 @@ impl Simulation {
     }
 
     fn on_sample(&mut self) {
+        self.sample_pools();
         let t = self.now.0;
         for &pid in &self.sampled_ports {
             let port = &mut self.ports[pid.idx()];
@@ -642,6 +751,9 @@ impl Simulation {
         tables.insert("queues".to_string(), std::mem::take(&mut self.samples).into_table());
         tables.insert("drops".to_string(), self.drops.to_table());
         tables.insert("links".to_string(), self.links_table());
+        self.fabric_outputs(&mut tables, &mut s);
+        let throughput = std::mem::take(&mut self.throughput);
+        tables.insert("throughput".to_string(), throughput.into_table(&self.flows));
         RunOutput { summary: s, node_names: self.nodes.iter().map(|n| n.name.clone()).collect(), tables }
     }
 
@@ -689,11 +801,7 @@ impl Simulation {
         t.push("completed", Column::Bool(f.iter().map(|x| x.completed()).collect()));
         t.push(
             "fct_ps",
-            Column::I64(
-                f.iter()
-                    .map(|x| opt(x.completed() && x.packets_delivered > 0, x.last_delivery_ps.saturating_sub(x.start_ps)))
-                    .collect(),
-            ),
+            Column::I64(f.iter().map(|x| x.fct_ps().map_or(-1, |v| v as i64)).collect()),
         );
         t.push(
             "latency_mean_ps",
@@ -705,6 +813,7 @@ impl Simulation {
         );
         t.push("latency_min_ps", Column::I64(f.iter().map(|x| opt(x.packets_delivered > 0, x.latency_min_ps)).collect()));
         t.push("latency_max_ps", Column::I64(f.iter().map(|x| opt(x.packets_delivered > 0, x.latency_max_ps)).collect()));
+        self.tcp_flow_columns(&mut t);
         t
     }
 

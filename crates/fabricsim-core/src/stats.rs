@@ -20,16 +20,28 @@ pub enum DropReason {
     IngressThreshold = 4,
     /// Shared buffer: the service pool has no free cells for the packet.
     PoolExhausted = 5,
+    /// WRED: random early drop by the queue's RED profile (`ecn.mode: drop`).
+    Wred = 6,
+    /// VOQ buffer: the virtual output queue reached its limit.
+    VoqLimit = 7,
+    /// Intelligent buffer: approximate fair drop of an elephant flow's packet.
+    Afd = 8,
+    /// The link lost the packet (its configured random loss rate).
+    RandomLoss = 9,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 6] = [
+    pub const ALL: [DropReason; 10] = [
         DropReason::PortBufferFull,
         DropReason::QueueLimit,
         DropReason::NoRoute,
         DropReason::DynamicThreshold,
         DropReason::IngressThreshold,
         DropReason::PoolExhausted,
+        DropReason::Wred,
+        DropReason::VoqLimit,
+        DropReason::Afd,
+        DropReason::RandomLoss,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -40,6 +52,10 @@ impl DropReason {
             DropReason::DynamicThreshold => "dynamic_threshold",
             DropReason::IngressThreshold => "ingress_threshold",
             DropReason::PoolExhausted => "pool_exhausted",
+            DropReason::Wred => "wred",
+            DropReason::VoqLimit => "voq_limit",
+            DropReason::Afd => "afd",
+            DropReason::RandomLoss => "random_loss",
         }
     }
 }
@@ -65,6 +81,13 @@ pub struct FlowStats {
     pub latency_min_ps: u64,
     pub latency_max_ps: u64,
     pub source_done: bool,
+    /// A TCP flow (completion is decided by its application, not by packets).
+    pub tcp: bool,
+    /// TCP: application bytes to transfer (`None`: until a deadline).
+    pub size_bytes: Option<u64>,
+    /// TCP: when the application completed (all bytes received, or the
+    /// duration-limited sender finished).
+    pub app_complete_ps: Option<u64>,
 }
 
 impl FlowStats {
@@ -75,7 +98,23 @@ impl FlowStats {
     /// A flow is complete once its source has stopped and none of its packets
     /// remains in the network.
     pub fn completed(&self) -> bool {
-        self.source_done && self.in_network() == 0
+        if self.tcp {
+            self.app_complete_ps.is_some()
+        } else {
+            self.source_done && self.in_network() == 0
+        }
+    }
+
+    /// Flow completion time: UDP, last delivery minus start once complete; TCP,
+    /// application completion minus start.
+    pub fn fct_ps(&self) -> Option<u64> {
+        if self.tcp {
+            self.app_complete_ps.map(|t| t.saturating_sub(self.start_ps))
+        } else if self.completed() && self.packets_delivered > 0 {
+            Some(self.last_delivery_ps.saturating_sub(self.start_ps))
+        } else {
+            None
+        }
     }
 }
 

@@ -7,14 +7,19 @@
 //! [`release`](BufferModel::release)s it. Models are a closed enum, one file
 //! each, so dispatch is a `match` the compiler can inline.
 
+pub mod intelligent;
 pub mod shared;
 pub mod static_buffer;
+pub mod voq;
 
 use crate::config::BufferConfig;
 use crate::error::ConfigError;
 use crate::stats::DropReason;
 pub use shared::{SharedBuffer, SharedParams};
 pub use static_buffer::StaticBuffer;
+pub use intelligent::IntelligentBuffer;
+pub use voq::VoqBuffer;
+use crate::units::{Rate, SimTime};
 
 /// What the device knows about a packet asking for buffer.
 #[derive(Clone, Copy, Debug)]
@@ -26,6 +31,12 @@ pub struct AdmitRequest {
     pub class: u8,
     /// Frame size in bytes.
     pub bytes: u32,
+    /// Flow id (the 5-tuple identity, for flow-aware models).
+    pub flow: u32,
+    /// Current time (for models with timers).
+    pub now: SimTime,
+    /// ECN codepoint of the packet.
+    pub ecn: u8,
 }
 
 /// The model's answer.
@@ -33,6 +44,9 @@ pub struct AdmitRequest {
 pub enum Verdict {
     Admit,
     Drop(DropReason),
+    /// Admitted into queue `class` of the egress port (which may differ from
+    /// the packet's class), CE-marked if `mark`.
+    Steer { class: u8, mark: bool },
 }
 
 /// The buffer models; see each variant's module for its rules.
@@ -40,6 +54,8 @@ pub enum Verdict {
 pub enum BufferModel {
     Static(StaticBuffer),
     Shared(SharedBuffer),
+    Voq(VoqBuffer),
+    Intelligent(Box<IntelligentBuffer>),
 }
 
 impl BufferModel {
@@ -80,6 +96,47 @@ impl BufferModel {
                 )?;
                 Ok(BufferModel::Shared(SharedBuffer::new(ports, classes, &p)))
             }
+            BufferConfig::Voq(v) => Ok(BufferModel::Voq(VoqBuffer::new(v, ports, classes, path)?)),
+            BufferConfig::Intelligent(c) => {
+                Ok(BufferModel::Intelligent(Box::new(IntelligentBuffer::new(c, ports, classes, 0, 0, path)?)))
+            }
+        }
+    }
+
+    /// Tells the model its node's random stream key and the rate of each of its
+    /// egress ports; called once the device's ports exist.
+    pub fn attach(&mut self, seed: u64, node: u32, rates: &[Rate]) {
+        match self {
+            BufferModel::Voq(m) => m.set_port_rates(rates),
+            BufferModel::Intelligent(m) => {
+                m.reseed(seed, node);
+                m.set_port_rates(rates);
+            }
+            _ => {}
+        }
+    }
+
+    /// Whether egress ports must keep per-ingress sub-queues (VOQ devices).
+    pub fn per_ingress_queues(&self) -> bool {
+        matches!(self, BufferModel::Voq(_))
+    }
+
+    /// Buffer size in bytes (shared/VOQ/intelligent: the whole buffer; static: sum of the port buffers).
+    pub fn capacity_bytes(&self) -> u64 {
+        match self {
+            BufferModel::Static(m) => m.capacity_bytes(),
+            BufferModel::Shared(m) => m.capacity_bytes(),
+            BufferModel::Voq(m) => m.capacity_bytes(),
+            BufferModel::Intelligent(m) => m.base().capacity_bytes(),
+        }
+    }
+
+    /// Occupancy of each service pool in bytes (cells x cell size), if the model has pools.
+    pub fn pool_bytes(&self) -> Vec<u64> {
+        match self {
+            BufferModel::Shared(m) => m.pool_bytes(),
+            BufferModel::Intelligent(m) => m.base().pool_bytes(),
+            _ => Vec::new(),
         }
     }
 
@@ -89,6 +146,8 @@ impl BufferModel {
         match self {
             BufferModel::Static(m) => m.admit(req),
             BufferModel::Shared(m) => m.admit(req),
+            BufferModel::Voq(m) => m.admit(req),
+            BufferModel::Intelligent(m) => m.admit(req),
         }
     }
 
@@ -98,6 +157,8 @@ impl BufferModel {
         match self {
             BufferModel::Static(m) => m.release(req),
             BufferModel::Shared(m) => m.release(req),
+            BufferModel::Voq(m) => m.release(req),
+            BufferModel::Intelligent(m) => m.release(req),
         }
     }
 
@@ -106,6 +167,8 @@ impl BufferModel {
         match self {
             BufferModel::Static(m) => m.used_bytes(),
             BufferModel::Shared(m) => m.used_bytes(),
+            BufferModel::Voq(m) => m.used_bytes(),
+            BufferModel::Intelligent(m) => m.used_bytes(),
         }
     }
 
@@ -114,6 +177,8 @@ impl BufferModel {
         match self {
             BufferModel::Static(_) => "static",
             BufferModel::Shared(_) => "shared",
+            BufferModel::Voq(_) => "voq",
+            BufferModel::Intelligent(_) => "intelligent",
         }
     }
 }

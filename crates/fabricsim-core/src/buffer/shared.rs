@@ -196,6 +196,7 @@ pub struct SharedBuffer {
     /// Cells held by each (ingress port, priority group).
     pg_cells: Vec<u64>,
     bytes: u64,
+    total_cells: u64,
 }
 
 impl SharedBuffer {
@@ -221,6 +222,7 @@ impl SharedBuffer {
             queue_cells: vec![0; ports * classes],
             pg_cells: if p.ingress_alpha.is_some() { vec![0; ports * classes] } else { Vec::new() },
             bytes: 0,
+            total_cells: p.pool_cells.iter().sum::<u64>() + p.reserved_cells * (ports * classes) as u64,
         }
     }
 
@@ -289,6 +291,16 @@ impl SharedBuffer {
         self.queue_cells.iter().sum()
     }
 
+    /// Whole buffer in bytes (reserved cells included).
+    pub fn capacity_bytes(&self) -> u64 {
+        self.total_cells * self.cell as u64
+    }
+
+    /// Shared occupancy of each pool in bytes (cells x cell size).
+    pub fn pool_bytes(&self) -> Vec<u64> {
+        self.pools.iter().map(|p| p.used * self.cell as u64).collect()
+    }
+
     /// Shared cells in use in pool `i`.
     pub fn pool_used_cells(&self, i: usize) -> u64 {
         self.pools[i].used
@@ -304,7 +316,7 @@ mod tests {
     }
 
     fn req(in_port: Option<u16>, port: u16, class: u8, bytes: u32) -> AdmitRequest {
-        AdmitRequest { in_port, out_port: port, class, bytes }
+        AdmitRequest { in_port, out_port: port, class, bytes, flow: 0, now: crate::units::SimTime::ZERO, ecn: 0 }
     }
 
     #[test]

@@ -59,6 +59,10 @@ impl StaticBuffer {
     pub fn used_bytes(&self) -> u64 {
         self.total
     }
+
+    pub fn capacity_bytes(&self) -> u64 {
+        self.port_limit * self.port_used.len() as u64
+    }
 }
 
 #[cfg(test)]
@@ -66,7 +70,7 @@ mod tests {
     use super::*;
 
     fn req(port: u16, class: u8, bytes: u32) -> AdmitRequest {
-        AdmitRequest { in_port: None, out_port: port, class, bytes }
+        AdmitRequest { in_port: None, out_port: port, class, bytes, flow: 0, now: crate::units::SimTime::ZERO, ecn: 0 }
     }
 
     #[test]

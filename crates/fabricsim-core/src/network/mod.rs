@@ -6,6 +6,7 @@
 //! `(arrival time, packet)`: since the propagation delay is constant, arrivals
 //! leave the FIFO in order and the channel needs only one pending wake-up.
 
+pub mod aqm;
 pub mod port;
 pub mod routing;
 pub mod topology;
@@ -54,4 +55,7 @@ pub struct Channel {
     /// Propagation delay plus the receiving node's latency.
     pub arrival_delay: SimTime,
     pub in_flight: VecDeque<(SimTime, PacketId)>,
+    /// Random loss: probability and the channel's own random stream.
+    pub loss: f64,
+    pub loss_rng: Option<crate::rng::RandomStream>,
 }

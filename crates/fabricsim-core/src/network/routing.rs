@@ -145,7 +145,7 @@ mod tests {
     }
 
     fn leaf_spine(spines: u32) -> Graph {
-        let l = LinkConfig { rate_bps: 1, delay_ps: 0 };
+        let l = LinkConfig { rate_bps: 1, delay_ps: 0, loss: 0.0 };
         Graph::build(
             &TopologyConfig::LeafSpine {
                 leaves: 2,
@@ -223,7 +223,7 @@ mod tests {
 
     #[test]
     fn fat_tree_paths_use_all_cores() {
-        let l = LinkConfig { rate_bps: 1, delay_ps: 0 };
+        let l = LinkConfig { rate_bps: 1, delay_ps: 0, loss: 0.0 };
         let g = Graph::build(&TopologyConfig::FatTree { k: 4, link: l }, "t").unwrap();
         let adj = adjacency(&g);
         let rt = RoutingTable::build(&g.kinds, &adj, 1);

@@ -187,7 +187,7 @@ impl Graph {
                         ));
                     }
                 }
-                for (i, ExplicitLink { a, b, rate_bps, delay_ps }) in links.iter().enumerate() {
+                for (i, ExplicitLink { a, b, rate_bps, delay_ps, loss }) in links.iter().enumerate() {
                     let lp = format!("{path}.links[{i}]");
                     let find = |name: &str, field: &str| {
                         index.get(name).copied().ok_or_else(|| {
@@ -198,7 +198,7 @@ impl Graph {
                     if ia == ib {
                         return Err(ConfigError::new(lp, format!("links node '{a}' to itself")));
                     }
-                    let l = LinkConfig { rate_bps: *rate_bps, delay_ps: *delay_ps };
+                    let l = LinkConfig { rate_bps: *rate_bps, delay_ps: *delay_ps, loss: *loss };
                     check_link(&l, &lp)?;
                     g.connect(ia, ib, l);
                 }
@@ -259,6 +259,9 @@ fn check_link(l: &LinkConfig, path: &str) -> Result<(), ConfigError> {
     if l.rate_bps == 0 {
         return Err(ConfigError::new(format!("{path}.rate"), "must be a positive rate"));
     }
+    if !(0.0..1.0).contains(&l.loss) {
+        return Err(ConfigError::new(format!("{path}.loss"), format!("must be in [0, 1) (got {})", l.loss)));
+    }
     Ok(())
 }
 
@@ -267,7 +270,7 @@ mod tests {
     use super::*;
 
     fn link() -> LinkConfig {
-        LinkConfig { rate_bps: 100_000_000_000, delay_ps: 1_000_000 }
+        LinkConfig { rate_bps: 100_000_000_000, delay_ps: 1_000_000, loss: 0.0 }
     }
 
     #[test]
@@ -307,7 +310,7 @@ mod tests {
                 node("b", NodeKindConfig::Host),
                 node("s", NodeKindConfig::Switch),
             ],
-            links: vec![ExplicitLink { a: "a".into(), b: "s".into(), rate_bps: 1, delay_ps: 0 }],
+            links: vec![ExplicitLink { a: "a".into(), b: "s".into(), rate_bps: 1, delay_ps: 0, loss: 0.0 }],
         };
         let err = Graph::build(&cfg, "topology").unwrap_err();
         assert!(err.message.contains("disconnected"), "{err}");

@@ -38,6 +38,8 @@ pub struct Source {
     pub pattern: Pattern,
     /// Time the current frame is due.
     pub next: SimTime,
+    /// ECN codepoint of the packets it sends.
+    pub ecn: u8,
     /// Hash of the flow's 5-tuple, carried by its packets for ECMP.
     pub hash: u64,
 }

@@ -3,6 +3,8 @@
 mod conservation;
 mod determinism;
 mod shared_buffer;
+mod switch_buffers;
+mod tcp;
 mod timing;
 
 use fabricsim_core::stats::{Column, RunOutput, Value};

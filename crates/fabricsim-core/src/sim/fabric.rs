@@ -1,0 +1,211 @@
+//! Switch-buffer features of the simulation: per-switch setup of schedulers,
+//! VOQ sub-queues, buffer models and RED/ECN profiles; ECN mark accounting;
+//! buffer pool sampling; and the `marks`, `pools`, `buffers` and `queue_peaks`
+//! output tables.
+
+use super::Simulation;
+use crate::config::Scenario;
+use crate::error::ConfigError;
+use crate::ids::{NodeId, PacketId, PortId};
+use crate::network::aqm::{Aqm, AqmAction};
+use crate::network::topology::NodeKind;
+use crate::packet::{Packet, ECN_CE, ECN_ECT};
+use crate::stats::{Column, Table, Value};
+use crate::units::Rate;
+use std::collections::BTreeMap;
+
+/// Why a packet was CE-marked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum MarkReason {
+    /// The queue's RED/step profile (`ecn` section).
+    Red = 0,
+    /// AFD of the intelligent buffer in ECN mode.
+    Afd = 1,
+}
+
+const MARK_LABELS: [&str; 2] = ["red", "afd"];
+/// Pool column labels: the whole device, then service pools 0..7.
+const POOL_LABELS: [&str; 9] = ["total", "pool0", "pool1", "pool2", "pool3", "pool4", "pool5", "pool6", "pool7"];
+
+/// State of the switch-buffer features.
+#[derive(Debug, Default)]
+pub struct Fabric {
+    /// RED/ECN profile per node (switches with an `ecn` section).
+    aqm: Vec<Option<Aqm>>,
+    /// Marks per (node, local port, class, reason): (packets, bytes).
+    marks: BTreeMap<(u32, u32, u8, MarkReason), (u64, u64)>,
+    pub marked_packets: u64,
+    /// Sampled pool occupancy: (time, node, pool label index, bytes).
+    pool_samples: Vec<(u64, u32, u32, u64)>,
+    /// Per node: whether its last total sample was non-zero.
+    pool_nonzero: Vec<bool>,
+    /// Per node: the most bytes its buffer model held.
+    high_water: Vec<u64>,
+}
+
+impl Simulation {
+    /// Configures schedulers, VOQ sub-queues, buffer models and RED profiles of
+    /// every switch once the ports exist.
+    pub(super) fn setup_fabric(&mut self, sc: &Scenario) -> Result<(), ConfigError> {
+        let net = &sc.network;
+        let n = self.nodes.len();
+        self.fabric.aqm = (0..n).map(|_| None).collect();
+        self.fabric.pool_nonzero = vec![false; n];
+        self.fabric.high_water = vec![0; n];
+        for i in 0..n {
+            let node = &self.nodes[i];
+            let ports: Vec<PortId> = (0..node.num_ports).map(|l| node.port(l)).collect();
+            let rates: Vec<Rate> = ports.iter().map(|p| self.ports[p.idx()].rate).collect();
+            self.nodes[i].buffer.attach(self.seed, i as u32, &rates);
+            if self.nodes[i].kind != NodeKind::Switch {
+                continue;
+            }
+            let name = &self.nodes[i].name;
+            let (cfg, path) = match net.switch_overrides.get(name) {
+                Some(c) => (c, format!("network.switch_overrides.{name}")),
+                None => (&net.switch, "network.switch".to_string()),
+            };
+            cfg.scheduler.check(self.classes, &format!("{path}.scheduler"))?;
+            let per_ingress = self.nodes[i].buffer.per_ingress_queues();
+            let inputs = ports.len();
+            for p in &ports {
+                let port = &mut self.ports[p.idx()];
+                port.set_scheduler(&cfg.scheduler);
+                if per_ingress {
+                    port.use_per_ingress_queues(inputs);
+                }
+            }
+            if let Some(e) = &cfg.ecn {
+                self.fabric.aqm[i] = Some(Aqm::new(e, self.classes, self.seed, i as u32, &format!("{path}.ecn"))?);
+            }
+        }
+        Ok(())
+    }
+
+    /// The RED profile's decision for `pkt` offered to egress port `pid` of `node`.
+    #[inline]
+    pub(super) fn red_decision(&mut self, node: NodeId, pid: PortId, pkt: &Packet) -> AqmAction {
+        match &mut self.fabric.aqm[node.idx()] {
+            None => AqmAction::Pass,
+            Some(aqm) => aqm.decide(self.ports[pid.idx()].queued_bytes[pkt.class as usize], pkt.class, pkt.ecn),
+        }
+    }
+
+    /// CE-marks an admitted ECT packet and counts the mark.
+    pub(super) fn mark_packet(&mut self, node: NodeId, out: u16, class: u8, id: PacketId, reason: MarkReason) {
+        let p = self.pool.get_mut(id);
+        if p.ecn != ECN_ECT {
+            return;
+        }
+        p.ecn = ECN_CE;
+        let e = self.fabric.marks.entry((node.0, out as u32, class, reason)).or_insert((0, 0));
+        e.0 += 1;
+        e.1 += p.size as u64;
+        self.fabric.marked_packets += 1;
+    }
+
+    /// Tracks the high-water mark of a node's buffer after an admission.
+    #[inline]
+    pub(super) fn note_buffer_level(&mut self, node: NodeId) {
+        let used = self.nodes[node.idx()].buffer.used_bytes();
+        let hw = &mut self.fabric.high_water[node.idx()];
+        if used > *hw {
+            *hw = used;
+        }
+    }
+
+    /// Records the occupancy of every switch buffer (total and per pool).
+    pub(super) fn sample_pools(&mut self) {
+        let t = self.now.0;
+        for (i, node) in self.nodes.iter().enumerate() {
+            if node.kind != NodeKind::Switch {
+                continue;
+            }
+            let used = node.buffer.used_bytes();
+            if used == 0 && !self.fabric.pool_nonzero[i] {
+                continue;
+            }
+            self.fabric.pool_nonzero[i] = used > 0;
+            self.fabric.pool_samples.push((t, i as u32, 0, used));
+            for (k, b) in node.buffer.pool_bytes().into_iter().enumerate() {
+                self.fabric.pool_samples.push((t, i as u32, k as u32 + 1, b));
+            }
+        }
+    }
+
+    /// Adds the feature tables and summary entries.
+    pub(super) fn fabric_outputs(&mut self, tables: &mut BTreeMap<String, Table>, s: &mut BTreeMap<String, Value>) {
+        let f = &mut self.fabric;
+        s.insert("packets_marked".into(), Value::Int(f.marked_packets as i64));
+
+        let mut t = Table::default();
+        t.push("node", Column::U32(f.marks.keys().map(|k| k.0).collect()));
+        t.push("port", Column::U32(f.marks.keys().map(|k| k.1).collect()));
+        t.push("class", Column::U8(f.marks.keys().map(|k| k.2).collect()));
+        t.push(
+            "reason",
+            Column::Cat {
+                codes: f.marks.keys().map(|k| k.3 as u32).collect(),
+                labels: MARK_LABELS.iter().map(|x| x.to_string()).collect(),
+            },
+        );
+        t.push("packets", Column::U64(f.marks.values().map(|v| v.0).collect()));
+        t.push("bytes", Column::U64(f.marks.values().map(|v| v.1).collect()));
+        tables.insert("marks".into(), t);
+
+        let samples = std::mem::take(&mut f.pool_samples);
+        let mut t = Table::default();
+        t.push("time_ps", Column::U64(samples.iter().map(|x| x.0).collect()));
+        t.push("node", Column::U32(samples.iter().map(|x| x.1).collect()));
+        t.push(
+            "pool",
+            Column::Cat {
+                codes: samples.iter().map(|x| x.2).collect(),
+                labels: POOL_LABELS.iter().map(|x| x.to_string()).collect(),
+            },
+        );
+        t.push("bytes", Column::U64(samples.iter().map(|x| x.3).collect()));
+        tables.insert("pools".into(), t);
+
+        let switches: Vec<usize> = (0..self.nodes.len()).filter(|&i| self.nodes[i].kind == NodeKind::Switch).collect();
+        let mut t = Table::default();
+        t.push("node", Column::U32(switches.iter().map(|&i| i as u32).collect()));
+        t.push(
+            "model",
+            Column::Cat {
+                codes: switches
+                    .iter()
+                    .map(|&i| match self.nodes[i].buffer.name() {
+                        "static" => 0,
+                        "shared" => 1,
+                        "voq" => 2,
+                        _ => 3,
+                    })
+                    .collect(),
+                labels: ["static", "shared", "voq", "intelligent"].iter().map(|x| x.to_string()).collect(),
+            },
+        );
+        t.push("capacity_bytes", Column::U64(switches.iter().map(|&i| self.nodes[i].buffer.capacity_bytes()).collect()));
+        t.push("high_water_bytes", Column::U64(switches.iter().map(|&i| self.fabric.high_water[i]).collect()));
+        tables.insert("buffers".into(), t);
+
+        let mut rows: Vec<(u32, u32, u8, u64)> = Vec::new();
+        for p in &self.ports {
+            if self.nodes[p.node.idx()].kind != NodeKind::Switch {
+                continue;
+            }
+            for (c, &hw) in p.class_high_water.iter().enumerate() {
+                if hw > 0 {
+                    rows.push((p.node.0, p.local as u32, c as u8, hw));
+                }
+            }
+        }
+        let mut t = Table::default();
+        t.push("node", Column::U32(rows.iter().map(|x| x.0).collect()));
+        t.push("port", Column::U32(rows.iter().map(|x| x.1).collect()));
+        t.push("class", Column::U8(rows.iter().map(|x| x.2).collect()));
+        t.push("high_water_bytes", Column::U64(rows.iter().map(|x| x.3).collect()));
+        tables.insert("queue_peaks".into(), t);
+    }
+}

@@ -1,0 +1,555 @@
+//! TCP inside the simulation: one [`Connection`] per flow, its timer event, the
+//! applications that open connections (bulk, incast, explicit flow lists), and
+//! per-interval throughput records.
+//!
+//! A connection keeps at most one valid timer event: when its earliest deadline
+//! moves earlier, a new event is pushed with a new generation number and the old
+//! one is ignored when it fires; when the deadline moves later, the pending
+//! event fires early, finds nothing expired and re-arms.
+
+use super::{Event, Simulation};
+use crate::error::ConfigError;
+use crate::ids::{FlowId, NodeId};
+use crate::network::topology::{Graph, NodeKind};
+use crate::packet::{Packet, PacketKind, ECN_CE, ECN_ECT, ECN_NOT_ECT, LOCAL_PORT};
+use crate::rng::mix64;
+use crate::stats::{Column, FlowStats, Table};
+use crate::transport::apps::{TcpBulkConfig, TcpFlowsConfig, TcpIncastConfig};
+use crate::transport::tcp::{Connection, SegKind, Segment, TcpConfig};
+use crate::units::SimTime;
+use std::collections::BTreeMap;
+
+/// Flow kinds as written in outputs, indexed by `FlowStats::kind`.
+pub(super) const TCP_KIND_BULK: u32 = 3;
+pub(super) const TCP_KIND_INCAST: u32 = 4;
+pub(super) const TCP_KIND_FLOW: u32 = 5;
+
+/// A TCP flow's simulation state.
+#[derive(Debug)]
+pub(super) struct TcpFlow {
+    conn: Connection,
+    cfg: u32,
+    flow: FlowId,
+    src: NodeId,
+    dst: NodeId,
+    class: u8,
+    hash: u64,
+    timer_gen: u32,
+    timer_at: Option<SimTime>,
+    incast: Option<u32>,
+    round: u32,
+    reported: u64,
+    sized: bool,
+    completed: bool,
+}
+
+/// An incast application: rounds of simultaneous responses.
+#[derive(Debug)]
+pub(super) struct IncastApp {
+    rounds: Vec<Vec<u32>>,
+    current: usize,
+    remaining: usize,
+    gap: SimTime,
+}
+
+/// Delivered application bytes per (time bin, flow).
+#[derive(Debug, Default)]
+pub(crate) struct ThroughputBins {
+    interval: u64,
+    /// Per flow: (current bin, bytes in it).
+    current: Vec<(u64, u64)>,
+    rows: Vec<(u64, u32, u64)>,
+}
+
+impl ThroughputBins {
+    pub(crate) fn new(interval_ps: u64) -> Self {
+        ThroughputBins { interval: interval_ps, current: Vec::new(), rows: Vec::new() }
+    }
+
+    #[inline]
+    pub(crate) fn add(&mut self, flow: u32, now_ps: u64, bytes: u64) {
+        if self.interval == 0 || bytes == 0 {
+            return;
+        }
+        let bin = now_ps / self.interval;
+        let f = flow as usize;
+        if self.current.len() <= f {
+            self.current.resize(f + 1, (u64::MAX, 0));
+        }
+        let cur = &mut self.current[f];
+        if cur.0 != bin {
+            if cur.0 != u64::MAX && cur.1 > 0 {
+                self.rows.push((cur.0, flow, cur.1));
+            }
+            *cur = (bin, 0);
+        }
+        cur.1 += bytes;
+    }
+
+    /// Columns `time_ps` (bin start), `flow_id`, `host` (the receiving node), `bytes`.
+    pub(crate) fn into_table(mut self, flows: &[FlowStats]) -> Table {
+        for (f, &(bin, bytes)) in self.current.iter().enumerate() {
+            if bin != u64::MAX && bytes > 0 {
+                self.rows.push((bin, f as u32, bytes));
+            }
+        }
+        self.rows.sort_unstable();
+        let mut t = Table::default();
+        t.push("time_ps", Column::U64(self.rows.iter().map(|r| r.0 * self.interval).collect()));
+        t.push("flow_id", Column::U32(self.rows.iter().map(|r| r.1).collect()));
+        t.push("host", Column::U32(self.rows.iter().map(|r| flows[r.1 as usize].dst).collect()));
+        t.push("bytes", Column::U64(self.rows.iter().map(|r| r.2).collect()));
+        t
+    }
+}
+
+const FLAG_ECE: u8 = 4;
+const FLAG_CWR: u8 = 8;
+const FLAG_RETX: u8 = 16;
+
+fn seg_kind_bits(k: SegKind) -> u8 {
+    match k {
+        SegKind::Syn => 0,
+        SegKind::SynAck => 1,
+        SegKind::Data => 2,
+        SegKind::Ack => 3,
+    }
+}
+
+fn packet_segment(p: &Packet) -> Segment {
+    let kind = match p.flags & 3 {
+        0 => SegKind::Syn,
+        1 => SegKind::SynAck,
+        2 => SegKind::Data,
+        _ => SegKind::Ack,
+    };
+    Segment {
+        kind,
+        seq: p.seq,
+        len: p.len,
+        ack: p.ack,
+        ece: p.flags & FLAG_ECE != 0,
+        cwr: p.flags & FLAG_CWR != 0,
+        ect: p.ecn != ECN_NOT_ECT,
+        ts: p.ts,
+        ts_echo: p.ts_echo,
+        retransmit: p.flags & FLAG_RETX != 0,
+    }
+}
+
+fn resolve_host(
+    index: &BTreeMap<&str, usize>,
+    graph: &Graph,
+    name: &str,
+    path: &str,
+) -> Result<NodeId, ConfigError> {
+    match index.get(name) {
+        Some(&n) if graph.kinds[n] == NodeKind::Host => Ok(NodeId(n as u32)),
+        Some(_) => Err(ConfigError::new(path, format!("'{name}' is a switch, not a host"))),
+        None => Err(ConfigError::new(path, format!("unknown host '{name}'"))),
+    }
+}
+
+impl Simulation {
+    /// Adds a TCP traffic entry; `None` if `t` is not TCP traffic.
+    pub(super) fn add_tcp_traffic(
+        &mut self,
+        i: usize,
+        t: &crate::config::TrafficConfig,
+        index: &BTreeMap<&str, usize>,
+        graph: &Graph,
+    ) -> Option<Result<(), ConfigError>> {
+        use crate::config::TrafficConfig as T;
+        let r = match t {
+            T::TcpBulk(b) => self.add_bulk(i, b, index, graph),
+            T::TcpIncast(c) => self.add_incast(i, c, index, graph),
+            T::TcpFlows(f) => self.add_flow_list(i, f, index, graph),
+            _ => return None,
+        };
+        Some(r)
+    }
+
+    fn tcp_config(&mut self, cfg: &Option<TcpConfig>, path: &str) -> Result<u32, ConfigError> {
+        let c = cfg.clone().unwrap_or_else(|| self.tcp_default.clone());
+        c.validate(path)?;
+        self.tcp_cfgs.push(c);
+        Ok(self.tcp_cfgs.len() as u32 - 1)
+    }
+
+    fn check_class(&self, class: u8, path: &str) -> Result<(), ConfigError> {
+        if class as usize >= self.classes {
+            return Err(ConfigError::new(
+                format!("{path}.class"),
+                format!("must be between 0 and {} (network.classes = {})", self.classes - 1, self.classes),
+            ));
+        }
+        Ok(())
+    }
+
+    fn flow_name(&mut self, name: &str, default: String) -> u32 {
+        self.flow_names.push(if name.is_empty() { default } else { name.to_string() });
+        self.flow_names.len() as u32 - 1
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn new_tcp_flow(
+        &mut self,
+        name: u32,
+        kind: u32,
+        src: NodeId,
+        dst: NodeId,
+        class: u8,
+        bytes: Option<u64>,
+        start: SimTime,
+        stop: Option<SimTime>,
+        cfg: u32,
+        incast: Option<u32>,
+        round: u32,
+    ) -> u32 {
+        let flow = FlowId(self.flows.len() as u32);
+        let c = &self.tcp_cfgs[cfg as usize];
+        let conn = Connection::new(c, bytes.unwrap_or(u64::MAX), stop);
+        let hash = mix64(mix64(src.0 as u64) ^ mix64((dst.0 as u64) << 20) ^ mix64(0x6_0000_0000 + flow.0 as u64));
+        self.flows.push(FlowStats {
+            name,
+            kind,
+            src: src.0,
+            dst: dst.0,
+            class,
+            start_ps: start.0,
+            latency_min_ps: u64::MAX,
+            tcp: true,
+            size_bytes: bytes,
+            ..Default::default()
+        });
+        let t = self.tcp.len() as u32;
+        self.flow_tcp.resize(self.flows.len(), u32::MAX);
+        self.flow_tcp[flow.idx()] = t;
+        self.tcp.push(TcpFlow {
+            conn,
+            cfg,
+            flow,
+            src,
+            dst,
+            class,
+            hash,
+            timer_gen: 0,
+            timer_at: None,
+            incast,
+            round,
+            reported: 0,
+            sized: bytes.is_some(),
+            completed: false,
+        });
+        t
+    }
+
+    fn add_bulk(
+        &mut self,
+        i: usize,
+        b: &TcpBulkConfig,
+        index: &BTreeMap<&str, usize>,
+        graph: &Graph,
+    ) -> Result<(), ConfigError> {
+        let path = format!("traffic[{i}]");
+        self.check_class(b.class, &path)?;
+        if b.src.is_empty() {
+            return Err(ConfigError::new(format!("{path}.src"), "must name at least one host"));
+        }
+        if b.streams == 0 {
+            return Err(ConfigError::new(format!("{path}.streams"), "must be >= 1"));
+        }
+        match (b.bytes, b.duration_ps) {
+            (Some(0), _) => return Err(ConfigError::new(format!("{path}.size"), "must be > 0")),
+            (None, None) => {
+                return Err(ConfigError::new(format!("{path}.size"), "give a size per stream or a duration"))
+            }
+            (_, Some(0)) => return Err(ConfigError::new(format!("{path}.duration"), "must be > 0")),
+            _ => {}
+        }
+        let cfg = self.tcp_config(&b.tcp, &format!("{path}.tcp"))?;
+        let dst = resolve_host(index, graph, &b.dst, &format!("{path}.dst"))?;
+        let name = self.flow_name(&b.name, format!("tcp_bulk{i}"));
+        let start = SimTime(b.start_ps);
+        let stop = b.duration_ps.map(|d| start + SimTime(d));
+        for (j, s) in b.src.iter().enumerate() {
+            let src = resolve_host(index, graph, s, &format!("{path}.src[{j}]"))?;
+            if src == dst {
+                return Err(ConfigError::new(format!("{path}.src[{j}]"), format!("source '{s}' is also the destination")));
+            }
+            for _ in 0..b.streams {
+                let t = self.new_tcp_flow(name, TCP_KIND_BULK, src, dst, b.class, b.bytes, start, stop, cfg, None, 0);
+                self.queue.push(start, Event::TcpOpen(t));
+            }
+        }
+        Ok(())
+    }
+
+    fn add_incast(
+        &mut self,
+        i: usize,
+        c: &TcpIncastConfig,
+        index: &BTreeMap<&str, usize>,
+        graph: &Graph,
+    ) -> Result<(), ConfigError> {
+        let path = format!("traffic[{i}]");
+        self.check_class(c.class, &path)?;
+        if c.servers.is_empty() {
+            return Err(ConfigError::new(format!("{path}.servers"), "must name at least one host"));
+        }
+        if c.response_bytes == 0 {
+            return Err(ConfigError::new(format!("{path}.response_size"), "must be > 0"));
+        }
+        if c.rounds == 0 || c.flows_per_server == 0 {
+            let field = if c.rounds == 0 { "rounds" } else { "flows_per_server" };
+            return Err(ConfigError::new(format!("{path}.{field}"), "must be >= 1"));
+        }
+        let cfg = self.tcp_config(&c.tcp, &format!("{path}.tcp"))?;
+        let client = resolve_host(index, graph, &c.client, &format!("{path}.client"))?;
+        let mut servers = Vec::new();
+        for (j, s) in c.servers.iter().enumerate() {
+            let h = resolve_host(index, graph, s, &format!("{path}.servers[{j}]"))?;
+            if h == client {
+                return Err(ConfigError::new(format!("{path}.servers[{j}]"), format!("server '{s}' is also the client")));
+            }
+            servers.push(h);
+        }
+        let name = self.flow_name(&c.name, format!("tcp_incast{i}"));
+        let app = self.incasts.len() as u32;
+        let mut rounds = Vec::with_capacity(c.rounds as usize);
+        for r in 0..c.rounds {
+            let mut conns = Vec::new();
+            for &s in &servers {
+                for _ in 0..c.flows_per_server {
+                    let start = SimTime(c.start_ps);
+                    let t = self.new_tcp_flow(
+                        name,
+                        TCP_KIND_INCAST,
+                        s,
+                        client,
+                        c.class,
+                        Some(c.response_bytes),
+                        start,
+                        None,
+                        cfg,
+                        Some(app),
+                        r,
+                    );
+                    conns.push(t);
+                }
+            }
+            rounds.push(conns);
+        }
+        for &t in &rounds[0] {
+            self.queue.push(SimTime(c.start_ps), Event::TcpOpen(t));
+        }
+        let remaining = rounds[0].len();
+        self.incasts.push(IncastApp { rounds, current: 0, remaining, gap: SimTime(c.gap_ps) });
+        Ok(())
+    }
+
+    fn add_flow_list(
+        &mut self,
+        i: usize,
+        f: &TcpFlowsConfig,
+        index: &BTreeMap<&str, usize>,
+        graph: &Graph,
+    ) -> Result<(), ConfigError> {
+        let path = format!("traffic[{i}]");
+        self.check_class(f.class, &path)?;
+        let cfg = self.tcp_config(&f.tcp, &format!("{path}.tcp"))?;
+        let name = self.flow_name(&f.name, format!("tcp_flows{i}"));
+        for (j, spec) in f.flows.iter().enumerate() {
+            let fp = format!("{path}.flows[{j}]");
+            let src = resolve_host(index, graph, &spec.src, &format!("{fp}.src"))?;
+            let dst = resolve_host(index, graph, &spec.dst, &format!("{fp}.dst"))?;
+            if src == dst {
+                return Err(ConfigError::new(fp, "source and destination are the same host"));
+            }
+            if spec.bytes == 0 {
+                return Err(ConfigError::new(format!("{fp}.size"), "must be > 0"));
+            }
+            let start = SimTime(spec.start_ps);
+            let t = self.new_tcp_flow(name, TCP_KIND_FLOW, src, dst, f.class, Some(spec.bytes), start, None, cfg, None, 0);
+            self.queue.push(start, Event::TcpOpen(t));
+        }
+        Ok(())
+    }
+
+    // ------------------------------------------------------------- events
+
+    pub(super) fn on_tcp_open(&mut self, t: u32) {
+        let now = self.now;
+        let f = &mut self.tcp[t as usize];
+        self.flows[f.flow.idx()].start_ps = now.0;
+        f.conn.sender.open(now, &mut self.outbox);
+        self.tcp_flush(t);
+    }
+
+    pub(super) fn on_tcp_timer(&mut self, t: u32, generation: u32) {
+        let now = self.now;
+        let f = &mut self.tcp[t as usize];
+        if f.timer_gen != generation {
+            return;
+        }
+        f.timer_at = None;
+        let cfg = &self.tcp_cfgs[f.cfg as usize];
+        f.conn.on_timer(cfg, now, &mut self.outbox);
+        self.tcp_flush(t);
+    }
+
+    /// A TCP packet reached host `node` (its destination).
+    pub(super) fn tcp_arrive(&mut self, node: NodeId, pkt: &Packet) {
+        let t = self.flow_tcp[pkt.flow.idx()];
+        let now = self.now;
+        let seg = packet_segment(pkt);
+        let f = &mut self.tcp[t as usize];
+        if node == f.dst {
+            f.conn.receiver.on_segment(now, &seg, pkt.ecn == ECN_CE, &mut self.outbox);
+            let delivered = f.conn.receiver.delivered();
+            if delivered > f.reported {
+                self.throughput.add(f.flow.0, now.0, delivered - f.reported);
+                f.reported = delivered;
+            }
+        } else {
+            f.conn.sender.on_segment(now, &seg, &mut self.outbox);
+        }
+        self.tcp_flush(t);
+    }
+
+    /// Sends what connection `t` put in the outbox, re-arms its timer and
+    /// checks for completion.
+    fn tcp_flush(&mut self, t: u32) {
+        let now = self.now;
+        let mut out = std::mem::take(&mut self.outbox);
+        for (from_receiver, seg) in out.drain(..) {
+            let f = &self.tcp[t as usize];
+            let cfg = &self.tcp_cfgs[f.cfg as usize];
+            let (src, dst, hash) = if from_receiver { (f.dst, f.src, mix64(f.hash ^ 0xac)) } else { (f.src, f.dst, f.hash) };
+            let mut flags = seg_kind_bits(seg.kind);
+            if seg.ece {
+                flags |= FLAG_ECE;
+            }
+            if seg.cwr {
+                flags |= FLAG_CWR;
+            }
+            if seg.retransmit {
+                flags |= FLAG_RETX;
+            }
+            let size = cfg.frame_bytes(seg.len);
+            let pkt = Packet {
+                flow: f.flow,
+                src,
+                dst,
+                size,
+                kind: PacketKind::Tcp,
+                class: f.class,
+                hash,
+                seq: seg.seq,
+                ack: seg.ack,
+                len: seg.len,
+                flags,
+                ts: seg.ts,
+                ts_echo: seg.ts_echo,
+                created: now,
+                first_bit: now,
+                enqueued: now,
+                in_port: LOCAL_PORT,
+                ecn: if seg.ect { ECN_ECT } else { ECN_NOT_ECT },
+            };
+            let fs = &mut self.flows[f.flow.idx()];
+            fs.packets_sent += 1;
+            fs.bytes_sent += size as u64;
+            self.created_packets += 1;
+            self.created_bytes += size as u64;
+            let id = self.pool.alloc(pkt);
+            self.inject(src, id);
+        }
+        self.outbox = out;
+        self.tcp_rearm(t);
+        self.tcp_check_complete(t);
+    }
+
+    fn tcp_rearm(&mut self, t: u32) {
+        let now = self.now;
+        let f = &mut self.tcp[t as usize];
+        match f.conn.next_deadline() {
+            None => {}
+            Some(d) => {
+                if f.timer_at.map_or(true, |cur| d < cur) {
+                    f.timer_gen = f.timer_gen.wrapping_add(1);
+                    let at = d.max(now);
+                    f.timer_at = Some(at);
+                    self.queue.push(at, Event::TcpTimer(t, f.timer_gen));
+                }
+            }
+        }
+    }
+
+    fn tcp_check_complete(&mut self, t: u32) {
+        let f = &mut self.tcp[t as usize];
+        if f.completed {
+            return;
+        }
+        let done = if f.sized { f.conn.receiver.complete_at } else { f.conn.sender.done_at };
+        let Some(at) = done else { return };
+        f.completed = true;
+        let fs = &mut self.flows[f.flow.idx()];
+        fs.app_complete_ps = Some(at.0);
+        fs.source_done = true;
+        if let Some(app) = f.incast {
+            let now = self.now;
+            let a = &mut self.incasts[app as usize];
+            a.remaining -= 1;
+            if a.remaining == 0 && a.current + 1 < a.rounds.len() {
+                a.current += 1;
+                a.remaining = a.rounds[a.current].len();
+                let start = now + a.gap;
+                for &c in &a.rounds[a.current] {
+                    self.queue.push(start, Event::TcpOpen(c));
+                }
+            }
+        }
+    }
+
+    // ------------------------------------------------------------ outputs
+
+    /// Adds the TCP columns to the flows table (defaults for non-TCP flows).
+    pub(super) fn tcp_flow_columns(&self, t: &mut Table) {
+        let n = self.flows.len();
+        let get = |f: usize| -> Option<&TcpFlow> {
+            self.flow_tcp.get(f).filter(|&&x| x != u32::MAX).map(|&x| &self.tcp[x as usize])
+        };
+        let u64col = |g: &dyn Fn(&TcpFlow) -> u64| Column::U64((0..n).map(|f| get(f).map_or(0, g)).collect());
+        t.push(
+            "size_bytes",
+            Column::I64(self.flows.iter().map(|f| f.size_bytes.map_or(-1, |b| b as i64)).collect()),
+        );
+        t.push("app_bytes_delivered", u64col(&|x| x.conn.receiver.delivered()));
+        t.push("retransmits", u64col(&|x| x.conn.sender.retransmits));
+        t.push("fast_retransmits", u64col(&|x| x.conn.sender.fast_retransmits));
+        t.push("timeouts", u64col(&|x| x.conn.sender.timeouts));
+        t.push("ecn_marked", u64col(&|x| x.conn.receiver.ce_segments));
+        t.push("ecn_reductions", u64col(&|x| x.conn.sender.ecn_reductions));
+        t.push("round", Column::U32((0..n).map(|f| get(f).map_or(0, |x| x.round)).collect()));
+        t.push(
+            "srtt_ps",
+            Column::I64((0..n).map(|f| get(f).and_then(|x| x.conn.sender.srtt()).map_or(-1, |s| s.0 as i64)).collect()),
+        );
+        let labels = vec!["".to_string(), "newreno".to_string(), "cubic".to_string(), "dctcp".to_string()];
+        t.push(
+            "cc",
+            Column::Cat {
+                codes: (0..n)
+                    .map(|f| match get(f).map(|x| x.conn.sender.cc.name()) {
+                        None => 0,
+                        Some("newreno") => 1,
+                        Some("cubic") => 2,
+                        _ => 3,
+                    })
+                    .collect(),
+                labels,
+            },
+        );
+    }
+}

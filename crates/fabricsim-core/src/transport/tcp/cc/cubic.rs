@@ -1,0 +1,136 @@
+//! CUBIC (RFC 9438).
+//!
+//! Window in segments; `C = 0.4`, `beta = 0.7`, fast convergence on. After a
+//! congestion event the window follows `W(t) = C (t - K)^3 + W_max` with
+//! `K = cbrt(W_max (1 - beta) / C)`, evaluated one RTT ahead and bounded to
+//! `[cwnd, 1.5 cwnd]`; in the Reno-friendly region it follows the estimate
+//! `W_est`, which grows by `3 (1 - beta) / (1 + beta)` segments per window.
+//! Slow start is standard (no HyStart).
+
+use super::{AckInfo, Window};
+
+const C: f64 = 0.4;
+const BETA: f64 = 0.7;
+
+#[derive(Clone, Debug)]
+pub struct Cubic {
+    w_max: f64,
+    k: f64,
+    origin: f64,
+    w_est: f64,
+    epoch_start: Option<crate::units::SimTime>,
+    /// Fractional segment carried between ACKs.
+    frac: f64,
+}
+
+impl Default for Cubic {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Cubic {
+    pub fn new() -> Self {
+        Cubic { w_max: 0.0, k: 0.0, origin: 0.0, w_est: 0.0, epoch_start: None, frac: 0.0 }
+    }
+
+    /// RFC 9438 4.6 (multiplicative decrease) and 4.7 (fast convergence).
+    pub fn ssthresh_after_loss(&mut self, w: &Window) -> u64 {
+        let cw = w.cwnd as f64 / w.mss as f64;
+        self.w_max = if cw < self.w_max { cw * (1.0 + BETA) / 2.0 } else { cw };
+        self.epoch_start = None;
+        self.frac = 0.0;
+        ((cw * BETA * w.mss as f64) as u64).max(2 * w.mss)
+    }
+
+    pub fn increase(&mut self, w: &mut Window, info: &AckInfo) {
+        if w.in_slow_start() {
+            w.cwnd += info.acked.min(w.mss);
+            return;
+        }
+        let mss = w.mss as f64;
+        let cw = w.cwnd as f64 / mss;
+        let start = *self.epoch_start.get_or_insert_with(|| {
+            if cw < self.w_max {
+                self.k = ((self.w_max - cw) / C).cbrt();
+                self.origin = self.w_max;
+            } else {
+                self.k = 0.0;
+                self.origin = cw;
+            }
+            self.w_est = cw;
+            info.now
+        });
+        let rtt = info.srtt.or(info.min_rtt).map_or(0.0, |r| r.as_secs_f64());
+        let t = (info.now - start).as_secs_f64() + rtt;
+        let target = (self.origin + C * (t - self.k).powi(3)).clamp(cw, 1.5 * cw);
+        let acked_segments = info.acked as f64 / mss;
+        self.w_est += 3.0 * (1.0 - BETA) / (1.0 + BETA) * acked_segments / cw;
+        let next = if target < self.w_est { self.w_est } else { cw + (target - cw) / cw * acked_segments };
+        let grow = (next - cw).max(0.0) * mss + self.frac;
+        let whole = grow.floor();
+        self.frac = grow - whole;
+        w.cwnd += whole as u64;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::units::SimTime;
+
+    #[test]
+    fn short_rtts_follow_the_reno_friendly_estimate() {
+        let mut c = Cubic::new();
+        let mut w = Window { cwnd: 100_000, ssthresh: 0, mss: 1000 };
+        w.ssthresh = c.ssthresh_after_loss(&w);
+        w.cwnd = w.ssthresh;
+        let rtt = SimTime::from_ms(1);
+        let mut now = SimTime::ZERO;
+        for _ in 0..100 {
+            for _ in 0..w.cwnd / w.mss {
+                let info = AckInfo { now, acked: 1000, ack: 0, snd_nxt: 0, ece: false, srtt: Some(rtt), min_rtt: Some(rtt) };
+                c.increase(&mut w, &info);
+            }
+            now += rtt;
+        }
+        // 100 RTTs at 3 (1 - 0.7) / (1 + 0.7) = 0.53 segments per RTT.
+        let cw = w.cwnd as f64 / 1000.0;
+        assert!((cw - (70.0 + 52.9)).abs() < 3.0, "cwnd {cw}");
+    }
+
+    #[test]
+    fn decrease_is_beta_and_fast_convergence_lowers_w_max() {
+        let mut c = Cubic::new();
+        let w = Window { cwnd: 100_000, ssthresh: 0, mss: 1000 };
+        assert_eq!(c.ssthresh_after_loss(&w), 70_000);
+        assert_eq!(c.w_max, 100.0);
+        let w = Window { cwnd: 80_000, ssthresh: 0, mss: 1000 };
+        c.ssthresh_after_loss(&w);
+        assert!((c.w_max - 80.0 * 1.7 / 2.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn window_returns_to_w_max_after_k_seconds() {
+        // After a loss at W_max = 100 segments, cwnd = 70; K = cbrt(30 / 0.4) = 4.22 s.
+        let mut c = Cubic::new();
+        let mut w = Window { cwnd: 100_000, ssthresh: 0, mss: 1000 };
+        w.ssthresh = c.ssthresh_after_loss(&w);
+        w.cwnd = w.ssthresh;
+        // A long RTT keeps the Reno-friendly estimate (about 0.53 segments per
+        // RTT) below the cubic curve, so the cubic region is what is tested.
+        let rtt = SimTime::from_ms(100);
+        let mut now = SimTime::ZERO;
+        // One ACK per segment, cwnd segments per RTT.
+        while now < SimTime::from_ms(4200) {
+            let acks = w.cwnd / w.mss;
+            for _ in 0..acks {
+                let info = AckInfo { now, acked: 1000, ack: 0, snd_nxt: 0, ece: false, srtt: Some(rtt), min_rtt: Some(rtt) };
+                c.increase(&mut w, &info);
+            }
+            now += rtt;
+        }
+        let cw = w.cwnd as f64 / 1000.0;
+        assert!((cw - 100.0).abs() < 3.0, "cwnd {cw} segments at t = K");
+    }
+}

@@ -1,0 +1,126 @@
+//! Congestion controllers, one file each, behind one closed enum.
+//!
+//! The sender owns the window ([`Window`]) and the loss-recovery machinery; a
+//! controller decides how the window grows on new ACKs and where `ssthresh`
+//! goes after a loss, a timeout or an ECN echo.
+
+pub mod cubic;
+pub mod dctcp;
+pub mod newreno;
+
+use crate::units::SimTime;
+pub use cubic::Cubic;
+pub use dctcp::Dctcp;
+pub use newreno::NewReno;
+
+/// The congestion window and slow-start threshold, in bytes.
+#[derive(Clone, Copy, Debug)]
+pub struct Window {
+    pub cwnd: u64,
+    pub ssthresh: u64,
+    pub mss: u64,
+}
+
+impl Window {
+    pub fn in_slow_start(&self) -> bool {
+        self.cwnd < self.ssthresh
+    }
+}
+
+/// What a controller learns from one ACK that acknowledged new data.
+#[derive(Clone, Copy, Debug)]
+pub struct AckInfo {
+    pub now: SimTime,
+    /// Bytes newly acknowledged.
+    pub acked: u64,
+    /// The cumulative ACK.
+    pub ack: u64,
+    /// Next sequence number to be sent (end of the current window).
+    pub snd_nxt: u64,
+    /// The ACK carried ECN-Echo.
+    pub ece: bool,
+    pub srtt: Option<SimTime>,
+    pub min_rtt: Option<SimTime>,
+}
+
+/// Which controller, as named in scenarios.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CcKind {
+    Newreno,
+    Cubic,
+    Dctcp,
+}
+
+#[derive(Clone, Debug)]
+pub enum CongestionControl {
+    NewReno(NewReno),
+    Cubic(Cubic),
+    Dctcp(Dctcp),
+}
+
+impl CongestionControl {
+    pub fn new(kind: CcKind, byte_counting: bool, dctcp_g: f64) -> Self {
+        match kind {
+            CcKind::Newreno => CongestionControl::NewReno(NewReno::new(byte_counting)),
+            CcKind::Cubic => CongestionControl::Cubic(Cubic::new()),
+            CcKind::Dctcp => CongestionControl::Dctcp(Dctcp::new(byte_counting, dctcp_g)),
+        }
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            CongestionControl::NewReno(_) => "newreno",
+            CongestionControl::Cubic(_) => "cubic",
+            CongestionControl::Dctcp(_) => "dctcp",
+        }
+    }
+
+    /// DCTCP reacts to ECN-Echo in proportion to the marked fraction; the others
+    /// treat an echo like a loss (RFC 3168), which the sender handles.
+    pub fn handles_ecn(&self) -> bool {
+        matches!(self, CongestionControl::Dctcp(_))
+    }
+
+    /// Every ACK of new data, in recovery or not (DCTCP's marked-fraction bookkeeping).
+    /// Returns true if the controller cut the window in response to ECN.
+    pub fn observe(&mut self, w: &mut Window, info: &AckInfo) -> bool {
+        match self {
+            CongestionControl::Dctcp(d) => d.observe(w, info),
+            _ => false,
+        }
+    }
+
+    /// Window growth on an ACK of new data outside loss recovery.
+    pub fn increase(&mut self, w: &mut Window, info: &AckInfo) {
+        match self {
+            CongestionControl::NewReno(c) => c.increase(w, info),
+            CongestionControl::Cubic(c) => c.increase(w, info),
+            CongestionControl::Dctcp(c) => c.increase(w, info),
+        }
+    }
+
+    /// New `ssthresh` on entering loss recovery or on a classic ECN echo.
+    pub fn ssthresh_after_loss(&mut self, w: &Window, flight: u64) -> u64 {
+        match self {
+            CongestionControl::NewReno(_) | CongestionControl::Dctcp(_) => newreno::half_flight(w, flight),
+            CongestionControl::Cubic(c) => c.ssthresh_after_loss(w),
+        }
+    }
+
+    /// New `ssthresh` after a retransmission timeout.
+    pub fn ssthresh_after_timeout(&mut self, w: &Window, flight: u64) -> u64 {
+        match self {
+            CongestionControl::NewReno(_) | CongestionControl::Dctcp(_) => newreno::half_flight(w, flight),
+            CongestionControl::Cubic(c) => c.ssthresh_after_loss(w),
+        }
+    }
+
+    /// Current DCTCP alpha, if this is DCTCP.
+    pub fn dctcp_alpha(&self) -> Option<f64> {
+        match self {
+            CongestionControl::Dctcp(d) => Some(d.alpha()),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,307 @@
+//! The receiving side: cumulative ACKs, out-of-order data, delayed ACKs and
+//! ECN-Echo.
+//!
+//! - In-order data is acknowledged after `delack_count` full segments or when
+//!   the delayed-ACK timer expires (RFC 1122 4.2.3.2, RFC 5681 4.2); the first
+//!   `quickack_segments` segments are acknowledged at once, like Linux's
+//!   quick-ACK mode at the start of a connection.
+//! - Out-of-order segments, duplicates and segments that fill a hole are
+//!   acknowledged at once (RFC 5681 4.2), which drives fast retransmit.
+//! - ECN: classic mode sets ECE on every ACK from a CE mark until a segment with
+//!   CWR arrives (RFC 3168 6.1.3). DCTCP mode echoes each packet's CE state, and
+//!   sends an immediate ACK when that state changes so the sender can tell
+//!   marked bytes from unmarked ones (RFC 8257 3.2).
+
+use super::{Outbox, SegKind, Segment, TcpConfig};
+use crate::units::SimTime;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReceiverState {
+    /// Waiting for SYN.
+    Listen,
+    /// SYN-ACK sent; data may arrive.
+    Established,
+}
+
+#[derive(Clone, Debug)]
+pub struct Receiver {
+    pub state: ReceiverState,
+    /// Next byte expected.
+    pub rcv_nxt: u64,
+    total: u64,
+    /// Out-of-order intervals `[start, end)`, sorted and disjoint.
+    ooo: Vec<(u64, u64)>,
+    unacked_segments: u32,
+    delack_deadline: Option<SimTime>,
+    delack_count: u32,
+    delack_timeout: SimTime,
+    quickack_left: u32,
+    mss: u32,
+    ts_recent: SimTime,
+    dctcp: bool,
+    ecn: bool,
+    /// Classic ECN: echo until CWR.
+    ece_latched: bool,
+    /// DCTCP: CE state of the last data segment.
+    last_ce: bool,
+    /// When every byte had arrived in order.
+    pub complete_at: Option<SimTime>,
+    pub ce_segments: u64,
+    pub data_segments: u64,
+    pub duplicate_segments: u64,
+}
+
+impl Receiver {
+    pub fn new(cfg: &TcpConfig, total: u64) -> Self {
+        Receiver {
+            state: ReceiverState::Listen,
+            rcv_nxt: 0,
+            total,
+            ooo: Vec::new(),
+            unacked_segments: 0,
+            delack_deadline: None,
+            delack_count: cfg.delack_count,
+            delack_timeout: SimTime(cfg.delack_timeout_ps),
+            quickack_left: cfg.quickack_segments,
+            mss: cfg.mss(),
+            ts_recent: SimTime::ZERO,
+            dctcp: cfg.cc == super::CcKind::Dctcp,
+            ecn: cfg.uses_ecn(),
+            ece_latched: false,
+            last_ce: false,
+            complete_at: None,
+            ce_segments: 0,
+            data_segments: 0,
+            duplicate_segments: 0,
+        }
+    }
+
+    pub fn next_deadline(&self) -> Option<SimTime> {
+        self.delack_deadline
+    }
+
+    /// A segment from the sender arrived; `ce` tells whether it was CE-marked.
+    pub fn on_segment(&mut self, now: SimTime, seg: &Segment, ce: bool, out: &mut Outbox) {
+        match (self.state, seg.kind) {
+            // RFC 793: a SYN in LISTEN is answered with SYN-ACK; a repeated
+            // SYN (the SYN-ACK was lost) is answered again.
+            (_, SegKind::Syn) => {
+                self.state = ReceiverState::Established;
+                let mut s = Segment::control(SegKind::SynAck, now);
+                s.ts_echo = seg.ts;
+                out.push((true, s));
+            }
+            (ReceiverState::Established, SegKind::Data) => self.on_data(now, seg, ce, out),
+            // Data before the SYN cannot happen with a reliable SYN exchange; ignore.
+            _ => {}
+        }
+    }
+
+    fn on_data(&mut self, now: SimTime, seg: &Segment, ce: bool, out: &mut Outbox) {
+        self.data_segments += 1;
+        if ce {
+            self.ce_segments += 1;
+        }
+        if self.ecn {
+            if self.dctcp {
+                if ce != self.last_ce && self.unacked_segments > 0 {
+                    // Acknowledge what arrived under the old CE state first.
+                    self.send_ack(now, self.last_ce, out);
+                }
+                self.last_ce = ce;
+            } else {
+                if seg.cwr {
+                    self.ece_latched = false;
+                }
+                if ce {
+                    self.ece_latched = true;
+                }
+            }
+        }
+        let (start, end) = (seg.seq, seg.seq + seg.len as u64);
+        if end <= self.rcv_nxt {
+            // Entirely old: a spurious retransmission. ACK at once.
+            self.duplicate_segments += 1;
+            self.ack_now(now, out);
+            return;
+        }
+        if start > self.rcv_nxt {
+            // A hole before this segment: keep it and send a duplicate ACK.
+            self.insert_ooo(start, end);
+            self.ack_now(now, out);
+            return;
+        }
+        if self.unacked_segments == 0 {
+            self.ts_recent = seg.ts;
+        }
+        let had_hole = !self.ooo.is_empty();
+        self.rcv_nxt = end;
+        while let Some(&(s, e)) = self.ooo.first() {
+            if s > self.rcv_nxt {
+                break;
+            }
+            self.rcv_nxt = self.rcv_nxt.max(e);
+            self.ooo.remove(0);
+        }
+        if self.complete_at.is_none() && self.rcv_nxt >= self.total {
+            self.complete_at = Some(now);
+        }
+        self.unacked_segments += 1;
+        let full = seg.len >= self.mss;
+        if had_hole || self.quickack_left > 0 || self.rcv_nxt >= self.total || !full {
+            self.quickack_left = self.quickack_left.saturating_sub(1);
+            self.ack_now(now, out);
+        } else if self.unacked_segments >= self.delack_count {
+            self.ack_now(now, out);
+        } else if self.delack_deadline.is_none() {
+            self.delack_deadline = Some(now + self.delack_timeout);
+        }
+    }
+
+    fn insert_ooo(&mut self, start: u64, end: u64) {
+        let i = self.ooo.partition_point(|&(s, _)| s < start);
+        self.ooo.insert(i, (start, end));
+        // Merge overlapping or touching neighbours.
+        let mut merged: Vec<(u64, u64)> = Vec::with_capacity(self.ooo.len());
+        for &(s, e) in &self.ooo {
+            match merged.last_mut() {
+                Some(last) if s <= last.1 => last.1 = last.1.max(e),
+                _ => merged.push((s, e)),
+            }
+        }
+        self.ooo = merged;
+    }
+
+    fn ack_now(&mut self, now: SimTime, out: &mut Outbox) {
+        let ece = if self.dctcp { self.last_ce } else { self.ece_latched };
+        self.send_ack(now, ece, out);
+    }
+
+    fn send_ack(&mut self, now: SimTime, ece: bool, out: &mut Outbox) {
+        let mut s = Segment::control(SegKind::Ack, now);
+        s.ack = self.rcv_nxt;
+        s.ece = ece;
+        s.ts_echo = self.ts_recent;
+        out.push((true, s));
+        self.unacked_segments = 0;
+        self.delack_deadline = None;
+    }
+
+    pub fn on_timer(&mut self, now: SimTime, out: &mut Outbox) {
+        if let Some(t) = self.delack_deadline {
+            if t <= now {
+                self.ack_now(now, out);
+            }
+        }
+    }
+
+    /// Bytes delivered in order to the application.
+    pub fn delivered(&self) -> u64 {
+        self.rcv_nxt.min(self.total)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg() -> TcpConfig {
+        TcpConfig { quickack_segments: 0, ..TcpConfig::default() }
+    }
+
+    fn data(seq: u64, len: u32, ts: u64) -> Segment {
+        let mut s = Segment::control(SegKind::Data, SimTime(ts));
+        s.seq = seq;
+        s.len = len;
+        s
+    }
+
+    fn established(c: &TcpConfig, total: u64) -> Receiver {
+        let mut r = Receiver::new(c, total);
+        let mut out = Vec::new();
+        r.on_segment(SimTime(0), &Segment::control(SegKind::Syn, SimTime(0)), false, &mut out);
+        assert_eq!(out[0].1.kind, SegKind::SynAck);
+        r
+    }
+
+    #[test]
+    fn delayed_ack_every_second_full_segment_and_on_timeout() {
+        let c = cfg();
+        let mss = c.mss();
+        let mut r = established(&c, 1_000_000);
+        let mut out = Vec::new();
+        r.on_segment(SimTime(10), &data(0, mss, 10), false, &mut out);
+        assert!(out.is_empty());
+        assert_eq!(r.next_deadline(), Some(SimTime(10) + SimTime(c.delack_timeout_ps)));
+        r.on_segment(SimTime(20), &data(mss as u64, mss, 20), false, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].1.ack, 2 * mss as u64);
+        assert_eq!(out[0].1.ts_echo, SimTime(10), "echoes the first unacknowledged segment's timestamp");
+        assert_eq!(r.next_deadline(), None);
+        out.clear();
+        r.on_segment(SimTime(30), &data(2 * mss as u64, mss, 30), false, &mut out);
+        let t = r.next_deadline().unwrap();
+        r.on_timer(t, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].1.ack, 3 * mss as u64);
+    }
+
+    #[test]
+    fn out_of_order_data_gets_duplicate_acks_and_the_fill_a_full_ack() {
+        let c = cfg();
+        let m = c.mss() as u64;
+        let mut r = established(&c, 1_000_000);
+        let mut out = Vec::new();
+        r.on_segment(SimTime(1), &data(0, c.mss(), 1), false, &mut out);
+        for k in 2..5 {
+            r.on_segment(SimTime(k), &data(k * m, c.mss(), k), false, &mut out);
+        }
+        let acks: Vec<u64> = out.iter().map(|(_, s)| s.ack).collect();
+        assert_eq!(acks, vec![m, m, m], "three duplicate ACKs for the hole at {m}");
+        out.clear();
+        r.on_segment(SimTime(9), &data(m, c.mss(), 9), false, &mut out);
+        assert_eq!(out[0].1.ack, 5 * m, "the retransmission fills the hole");
+    }
+
+    #[test]
+    fn classic_ecn_echo_latches_until_cwr() {
+        let c = TcpConfig { ecn: true, delack_count: 1, ..cfg() };
+        let m = c.mss() as u64;
+        let mut r = established(&c, 1_000_000);
+        let mut out = Vec::new();
+        r.on_segment(SimTime(1), &data(0, c.mss(), 1), true, &mut out);
+        r.on_segment(SimTime(2), &data(m, c.mss(), 2), false, &mut out);
+        let mut cwr = data(2 * m, c.mss(), 3);
+        cwr.cwr = true;
+        r.on_segment(SimTime(3), &cwr, false, &mut out);
+        let eces: Vec<bool> = out.iter().map(|(_, s)| s.ece).collect();
+        assert_eq!(eces, vec![true, true, false]);
+    }
+
+    #[test]
+    fn dctcp_echo_follows_each_packet_and_acks_on_change() {
+        let c = TcpConfig { cc: super::super::CcKind::Dctcp, ..cfg() };
+        let m = c.mss() as u64;
+        let mut r = established(&c, 1_000_000);
+        let mut out = Vec::new();
+        r.on_segment(SimTime(1), &data(0, c.mss(), 1), false, &mut out); // delayed
+        r.on_segment(SimTime(2), &data(m, c.mss(), 2), true, &mut out); // state change
+        let acks: Vec<(u64, bool)> = out.iter().map(|(_, s)| (s.ack, s.ece)).collect();
+        assert_eq!(acks, vec![(m, false)], "immediate ACK for the unmarked segment");
+        r.on_segment(SimTime(3), &data(2 * m, c.mss(), 3), true, &mut out);
+        assert_eq!((out[1].1.ack, out[1].1.ece), (3 * m, true));
+    }
+
+    #[test]
+    fn completion_is_recorded_when_the_last_byte_arrives_in_order() {
+        let c = cfg();
+        let mut r = established(&c, 3000);
+        let mut out = Vec::new();
+        r.on_segment(SimTime(5), &data(1448, 1448, 5), false, &mut out);
+        r.on_segment(SimTime(6), &data(2896, 104, 6), false, &mut out);
+        assert_eq!(r.complete_at, None);
+        r.on_segment(SimTime(7), &data(0, 1448, 7), false, &mut out);
+        assert_eq!(r.complete_at, Some(SimTime(7)));
+        assert_eq!(r.delivered(), 3000);
+    }
+}

@@ -1,0 +1,500 @@
+//! The sending side of a bulk TCP transfer.
+//!
+//! State machine (RFC 793 names): `Closed -> SynSent -> Established -> Done`.
+//! In ESTABLISHED the sender runs:
+//! - slow start / congestion avoidance through its congestion controller
+//!   (RFC 5681 3.1);
+//! - fast retransmit on `dupack_threshold` duplicate ACKs and NewReno fast
+//!   recovery (RFC 6582 3.2): `ssthresh` from the controller, `cwnd = ssthresh +
+//!   3 SMSS`, inflation per further duplicate, a partial ACK retransmits the next
+//!   hole and deflates, a full ACK (covering `recover`) ends recovery with
+//!   `cwnd = ssthresh`;
+//! - the retransmission timer (RFC 6298 5.1-5.7): on expiry `ssthresh` from the
+//!   controller, `cwnd = 1 SMSS`, go back to the first unacknowledged byte,
+//!   double the RTO;
+//! - ECN (RFC 3168 6.1.2): at most one window reduction per window of data on
+//!   ECN-Echo, CWR set on the next new segment; DCTCP does its own reduction;
+//! - optional pacing: data segments leave no closer than their frame time at
+//!   the pacing rate.
+
+use super::cc::{AckInfo, CongestionControl, Window};
+use super::rtt::RttEstimator;
+use super::{Outbox, SegKind, Segment, TcpConfig};
+use crate::units::{Rate, SimTime};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SenderState {
+    Closed,
+    SynSent,
+    Established,
+    /// Every byte acknowledged (or the send window closed and all data acknowledged).
+    Done,
+}
+
+#[derive(Clone, Debug)]
+pub struct Sender {
+    pub state: SenderState,
+    total: u64,
+    stop_at: Option<SimTime>,
+    pub snd_una: u64,
+    pub snd_nxt: u64,
+    /// Highest sequence number sent so far (end of the highest segment).
+    pub snd_max: u64,
+    pub window: Window,
+    rwnd: u64,
+    dupacks: u32,
+    dupack_threshold: u32,
+    in_recovery: bool,
+    recover: Option<u64>,
+    rtt: RttEstimator,
+    backoff: u32,
+    rto_deadline: Option<SimTime>,
+    syn_sent_at: SimTime,
+    syn_retransmitted: bool,
+    pub cc: CongestionControl,
+    ecn: bool,
+    /// No further classic ECN reduction until the ACK passes this.
+    ecn_recover: Option<u64>,
+    cwr_pending: bool,
+    pacing: Option<Rate>,
+    next_send: SimTime,
+    frame_overhead: u32,
+    // Statistics.
+    pub retransmits: u64,
+    pub fast_retransmits: u64,
+    pub timeouts: u64,
+    pub ecn_reductions: u64,
+    pub done_at: Option<SimTime>,
+}
+
+impl Sender {
+    pub fn new(cfg: &TcpConfig, total: u64, stop_at: Option<SimTime>) -> Self {
+        let mss = cfg.mss() as u64;
+        Sender {
+            state: SenderState::Closed,
+            total,
+            stop_at,
+            snd_una: 0,
+            snd_nxt: 0,
+            snd_max: 0,
+            window: Window { cwnd: cfg.init_cwnd_segments as u64 * mss, ssthresh: u64::MAX, mss },
+            rwnd: cfg.rwnd_bytes,
+            dupacks: 0,
+            dupack_threshold: cfg.dupack_threshold,
+            in_recovery: false,
+            recover: None,
+            rtt: RttEstimator::new(
+                SimTime(cfg.initial_rto_ps),
+                SimTime(cfg.min_rto_ps),
+                SimTime(cfg.max_rto_ps),
+                SimTime(cfg.clock_granularity_ps),
+            ),
+            backoff: 0,
+            rto_deadline: None,
+            syn_sent_at: SimTime::ZERO,
+            syn_retransmitted: false,
+            cc: CongestionControl::new(cfg.cc, cfg.byte_counting, cfg.dctcp_g),
+            ecn: cfg.uses_ecn(),
+            ecn_recover: None,
+            cwr_pending: false,
+            pacing: cfg.pacing_bps.map(Rate),
+            next_send: SimTime::ZERO,
+            frame_overhead: cfg.header_bytes + cfg.l2_bytes,
+            retransmits: 0,
+            fast_retransmits: 0,
+            timeouts: 0,
+            ecn_reductions: 0,
+            done_at: None,
+        }
+    }
+
+    /// Active open: send SYN (RFC 793, CLOSED -> SYN-SENT).
+    pub fn open(&mut self, now: SimTime, out: &mut Outbox) {
+        debug_assert_eq!(self.state, SenderState::Closed);
+        self.state = SenderState::SynSent;
+        self.syn_sent_at = now;
+        out.push((false, Segment::control(SegKind::Syn, now)));
+        self.rto_deadline = Some(now + self.rtt.rto(self.backoff));
+    }
+
+    pub fn next_deadline(&self) -> Option<SimTime> {
+        let pace = if self.pacing.is_some() && self.state == SenderState::Established && self.can_send_more() {
+            Some(self.next_send)
+        } else {
+            None
+        };
+        match (self.rto_deadline, pace) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Bytes the application still wants to send beyond `snd_nxt`.
+    fn limit(&self) -> u64 {
+        self.total
+    }
+
+    fn flight(&self) -> u64 {
+        self.snd_max - self.snd_una
+    }
+
+    fn sending_stopped(&self, now: SimTime) -> bool {
+        self.stop_at.map_or(false, |t| now >= t)
+    }
+
+    fn can_send_more(&self) -> bool {
+        self.snd_nxt < self.limit()
+    }
+
+    /// A segment from the receiver arrived.
+    pub fn on_segment(&mut self, now: SimTime, seg: &Segment, out: &mut Outbox) {
+        match (self.state, seg.kind) {
+            // RFC 793: SYN-SENT + SYN-ACK -> ESTABLISHED.
+            (SenderState::SynSent, SegKind::SynAck) => {
+                if !self.syn_retransmitted {
+                    self.rtt.sample(now - self.syn_sent_at);
+                }
+                self.backoff = 0;
+                self.rto_deadline = None;
+                self.state = SenderState::Established;
+                if self.sending_stopped(now) || self.total == 0 {
+                    self.finish(now);
+                } else {
+                    self.send_data(now, out);
+                }
+            }
+            (SenderState::Established, SegKind::Ack) => self.on_ack(now, seg, out),
+            _ => {}
+        }
+    }
+
+    fn on_ack(&mut self, now: SimTime, seg: &Segment, out: &mut Outbox) {
+        let ack = seg.ack.min(self.snd_max);
+        if ack > self.snd_una {
+            let acked = ack - self.snd_una;
+            self.snd_una = ack;
+            if self.snd_nxt < self.snd_una {
+                self.snd_nxt = self.snd_una;
+            }
+            if seg.ts_echo > SimTime::ZERO && seg.ts_echo <= now {
+                self.rtt.sample(now - seg.ts_echo);
+            }
+            self.backoff = 0;
+            let info = AckInfo {
+                now,
+                acked,
+                ack,
+                snd_nxt: self.snd_nxt,
+                ece: seg.ece,
+                srtt: self.rtt.srtt(),
+                min_rtt: self.rtt.min_rtt(),
+            };
+            let mut reduced = false;
+            if self.ecn {
+                if self.cc.handles_ecn() {
+                    reduced = self.cc.observe(&mut self.window, &info);
+                    if reduced {
+                        self.ecn_reductions += 1;
+                        self.cwr_pending = true;
+                    }
+                } else if seg.ece && !self.in_recovery && self.ecn_recover.map_or(true, |r| ack > r) {
+                    // RFC 3168 6.1.2: react as to a loss, once per window.
+                    self.window.ssthresh = self.cc.ssthresh_after_loss(&self.window, self.flight() + acked);
+                    self.window.cwnd = self.window.ssthresh;
+                    self.ecn_recover = Some(self.snd_max);
+                    self.cwr_pending = true;
+                    self.ecn_reductions += 1;
+                    reduced = true;
+                }
+            }
+            if self.in_recovery {
+                if self.recover.map_or(true, |r| ack >= r) {
+                    // Full acknowledgment (RFC 6582 3.2 step 3).
+                    self.in_recovery = false;
+                    self.dupacks = 0;
+                    self.window.cwnd = self.window.ssthresh;
+                } else {
+                    // Partial acknowledgment: retransmit the next hole, deflate.
+                    self.retransmit_head(now, out);
+                    self.window.cwnd = self.window.cwnd.saturating_sub(acked);
+                    if acked >= self.window.mss {
+                        self.window.cwnd += self.window.mss;
+                    }
+                    self.window.cwnd = self.window.cwnd.max(self.window.mss);
+                    self.restart_rto(now);
+                }
+            } else {
+                self.dupacks = 0;
+                if !reduced {
+                    self.cc.increase(&mut self.window, &info);
+                }
+            }
+            if self.snd_una >= self.snd_max {
+                self.rto_deadline = None;
+            } else {
+                self.restart_rto(now);
+            }
+            if self.snd_una >= self.limit() || (self.sending_stopped(now) && self.snd_una >= self.snd_max) {
+                self.finish(now);
+                return;
+            }
+        } else if ack == self.snd_una && self.snd_max > self.snd_una && seg.len == 0 {
+            self.dupacks += 1;
+            if !self.in_recovery {
+                if self.dupacks == self.dupack_threshold && self.recover.map_or(true, |r| ack > r) {
+                    // Fast retransmit (RFC 5681 3.2 step 2; RFC 6582 3.2 step 2).
+                    let flight = self.flight();
+                    self.window.ssthresh = self.cc.ssthresh_after_loss(&self.window, flight);
+                    self.recover = Some(self.snd_max);
+                    self.in_recovery = true;
+                    self.fast_retransmits += 1;
+                    self.retransmit_head(now, out);
+                    self.window.cwnd = self.window.ssthresh + 3 * self.window.mss;
+                    self.restart_rto(now);
+                }
+            } else {
+                // Window inflation per additional duplicate (RFC 6582 3.2 step 4).
+                self.window.cwnd += self.window.mss;
+            }
+        }
+        self.send_data(now, out);
+    }
+
+    fn finish(&mut self, now: SimTime) {
+        self.state = SenderState::Done;
+        self.rto_deadline = None;
+        self.done_at = Some(now);
+    }
+
+    fn restart_rto(&mut self, now: SimTime) {
+        self.rto_deadline = Some(now + self.rtt.rto(self.backoff));
+    }
+
+    fn segment_at(&self, seq: u64, now: SimTime) -> Segment {
+        let len = (self.limit() - seq).min(self.window.mss) as u32;
+        let mut s = Segment::control(SegKind::Data, now);
+        s.seq = seq;
+        s.len = len;
+        s.ack = 0;
+        s.ect = self.ecn;
+        s
+    }
+
+    /// Retransmits the first unacknowledged segment.
+    fn retransmit_head(&mut self, now: SimTime, out: &mut Outbox) {
+        let mut s = self.segment_at(self.snd_una, now);
+        s.retransmit = true;
+        self.retransmits += 1;
+        out.push((false, s));
+    }
+
+    /// Sends new (or, after a timeout, re-sent) data while the window allows.
+    fn send_data(&mut self, now: SimTime, out: &mut Outbox) {
+        if self.state != SenderState::Established {
+            return;
+        }
+        let wnd = self.window.cwnd.min(self.rwnd);
+        while self.snd_nxt < self.limit() {
+            if self.snd_nxt >= self.snd_max && self.sending_stopped(now) {
+                break;
+            }
+            let len = (self.limit() - self.snd_nxt).min(self.window.mss);
+            if self.snd_nxt + len > self.snd_una + wnd && self.snd_nxt > self.snd_una {
+                break;
+            }
+            if let Some(rate) = self.pacing {
+                if now < self.next_send {
+                    break;
+                }
+                self.next_send = now + rate.serialization_time(len + self.frame_overhead as u64);
+            }
+            let mut s = self.segment_at(self.snd_nxt, now);
+            if self.snd_nxt < self.snd_max {
+                s.retransmit = true;
+                self.retransmits += 1;
+            } else if self.cwr_pending {
+                s.cwr = true;
+                self.cwr_pending = false;
+            }
+            out.push((false, s));
+            self.snd_nxt += len;
+            self.snd_max = self.snd_max.max(self.snd_nxt);
+            if self.rto_deadline.is_none() {
+                self.restart_rto(now);
+            }
+        }
+        if self.sending_stopped(now) && self.snd_una >= self.snd_max && self.state == SenderState::Established {
+            self.finish(now);
+        }
+    }
+
+    pub fn on_timer(&mut self, _cfg: &TcpConfig, now: SimTime, out: &mut Outbox) {
+        if let Some(t) = self.rto_deadline {
+            if t <= now {
+                self.on_rto(now, out);
+                return;
+            }
+        }
+        if self.pacing.is_some() && self.state == SenderState::Established && now >= self.next_send {
+            self.send_data(now, out);
+        }
+    }
+
+    /// Retransmission timeout (RFC 6298 5.4-5.7, RFC 5681 3.1 equation 4).
+    fn on_rto(&mut self, now: SimTime, out: &mut Outbox) {
+        self.backoff += 1;
+        match self.state {
+            SenderState::SynSent => {
+                self.syn_retransmitted = true;
+                self.timeouts += 1;
+                out.push((false, Segment::control(SegKind::Syn, now)));
+                self.restart_rto(now);
+            }
+            SenderState::Established => {
+                self.timeouts += 1;
+                let flight = self.flight();
+                self.window.ssthresh = self.cc.ssthresh_after_timeout(&self.window, flight);
+                self.window.cwnd = self.window.mss;
+                self.in_recovery = false;
+                self.dupacks = 0;
+                self.recover = Some(self.snd_max);
+                self.snd_nxt = self.snd_una;
+                self.rto_deadline = None;
+                self.send_data(now, out);
+                if self.rto_deadline.is_none() && self.snd_una < self.snd_max {
+                    self.restart_rto(now);
+                }
+            }
+            _ => self.rto_deadline = None,
+        }
+    }
+
+    pub fn srtt(&self) -> Option<SimTime> {
+        self.rtt.srtt()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg() -> TcpConfig {
+        TcpConfig::default()
+    }
+
+    fn ack(a: u64) -> Segment {
+        let mut s = Segment::control(SegKind::Ack, SimTime(0));
+        s.ack = a;
+        s
+    }
+
+    /// A sender that has completed the handshake and sent its initial window.
+    fn established(total: u64) -> (Sender, Outbox) {
+        let c = cfg();
+        let mut s = Sender::new(&c, total, None);
+        let mut out = Vec::new();
+        s.open(SimTime(0), &mut out);
+        out.clear();
+        s.on_segment(SimTime::from_us(10), &Segment::control(SegKind::SynAck, SimTime(0)), &mut out);
+        (s, out)
+    }
+
+    #[test]
+    fn handshake_then_initial_window_of_ten_segments() {
+        let (s, out) = established(1_000_000);
+        assert_eq!(s.state, SenderState::Established);
+        assert_eq!(out.len(), 10);
+        assert_eq!(s.snd_nxt, 10 * 1448);
+        assert_eq!(s.srtt(), Some(SimTime::from_us(10)));
+    }
+
+    #[test]
+    fn fast_recovery_on_three_duplicate_acks() {
+        let (mut s, _) = established(1_000_000);
+        let m = 1448;
+        let mut out = Vec::new();
+        s.on_segment(SimTime::from_us(20), &ack(m), &mut out); // one segment acked
+        let cwnd_before = s.window.cwnd;
+        out.clear();
+        for _ in 0..3 {
+            s.on_segment(SimTime::from_us(21), &ack(m), &mut out);
+        }
+        assert!(s.in_recovery);
+        assert_eq!(s.fast_retransmits, 1);
+        let retx: Vec<&Segment> = out.iter().map(|(_, seg)| seg).filter(|seg| seg.retransmit).collect();
+        assert_eq!(retx.len(), 1);
+        assert_eq!(retx[0].seq, m);
+        let flight = s.snd_max - m;
+        let _ = cwnd_before;
+        assert_eq!(s.window.ssthresh, flight / 2);
+        assert!(s.window.cwnd >= s.window.ssthresh + 3 * m);
+        // A partial ACK retransmits the next hole and stays in recovery.
+        out.clear();
+        s.on_segment(SimTime::from_us(30), &ack(3 * m), &mut out);
+        assert!(s.in_recovery);
+        assert!(out.iter().any(|(_, seg)| seg.retransmit && seg.seq == 3 * m));
+        // A full ACK ends recovery with cwnd = ssthresh.
+        let recover = s.recover.unwrap();
+        s.on_segment(SimTime::from_us(40), &ack(recover), &mut out);
+        assert!(!s.in_recovery);
+    }
+
+    #[test]
+    fn timeout_goes_back_to_one_segment_and_doubles_the_rto() {
+        let (mut s, _) = established(1_000_000);
+        let mut out = Vec::new();
+        let t = s.next_deadline().unwrap();
+        assert_eq!(t, SimTime::from_us(10) + SimTime::from_ms(200));
+        s.on_timer(&cfg(), t, &mut out);
+        assert_eq!(s.timeouts, 1);
+        assert_eq!(s.window.cwnd, 1448);
+        assert_eq!(out.len(), 1);
+        assert!(out[0].1.retransmit && out[0].1.seq == 0);
+        assert_eq!(s.next_deadline(), Some(t + SimTime::from_ms(400)));
+    }
+
+    #[test]
+    fn receive_window_caps_the_flight() {
+        let c = TcpConfig { rwnd_bytes: 4 * 1448, ..cfg() };
+        let mut s = Sender::new(&c, 1_000_000, None);
+        let mut out = Vec::new();
+        s.open(SimTime(0), &mut out);
+        out.clear();
+        s.on_segment(SimTime(10), &Segment::control(SegKind::SynAck, SimTime(0)), &mut out);
+        assert_eq!(out.len(), 4);
+    }
+
+    #[test]
+    fn the_last_segment_is_short_and_the_flow_finishes_on_its_ack() {
+        let (mut s, out) = established(3000);
+        let lens: Vec<u32> = out.iter().map(|(_, seg)| seg.len).collect();
+        assert_eq!(lens, vec![1448, 1448, 104]);
+        let mut o = Vec::new();
+        s.on_segment(SimTime::from_us(50), &ack(3000), &mut o);
+        assert_eq!(s.state, SenderState::Done);
+        assert_eq!(s.done_at, Some(SimTime::from_us(50)));
+    }
+
+    #[test]
+    fn classic_ecn_echo_halves_once_per_window_and_sets_cwr() {
+        let c = TcpConfig { ecn: true, ..cfg() };
+        let mut s = Sender::new(&c, 10_000_000, None);
+        let mut out = Vec::new();
+        s.open(SimTime(0), &mut out);
+        s.on_segment(SimTime(10), &Segment::control(SegKind::SynAck, SimTime(0)), &mut out);
+        out.clear();
+        let mut a = ack(1448);
+        a.ece = true;
+        s.on_segment(SimTime(20), &a, &mut out);
+        assert_eq!(s.ecn_reductions, 1);
+        assert_eq!(s.window.cwnd, 5 * 1448, "half of the flight");
+        let mut a = ack(2 * 1448);
+        a.ece = true;
+        s.on_segment(SimTime(30), &a, &mut out);
+        assert_eq!(s.ecn_reductions, 1, "one reduction per window");
+        // Once the flight drops below the window, the first new segment carries CWR.
+        s.on_segment(SimTime(40), &ack(7 * 1448), &mut out);
+        let new: Vec<&Segment> = out.iter().map(|(_, seg)| seg).filter(|seg| seg.seq >= 10 * 1448).collect();
+        assert!(!new.is_empty() && new[0].cwr && !new[1..].iter().any(|seg| seg.cwr));
+    }
+}

@@ -1,0 +1,17 @@
+"""Cisco Nexus 9000-like intelligent buffer, 5 MB per-port maximum."""
+
+NAME = "nexus-ib-5mb"
+SUMMARY = "intelligent buffer (DT + ETRAP/AFD/DPP), 40 MB of 416 B cells, 5 MB per port, AFD burst profile"
+SWITCH = {
+    "latency": "1us",
+    "buffer": {
+        "model": "intelligent",
+        "size": "40MB",
+        "cell": "416B",
+        "alpha": 1,
+        "port_max": "5MB",
+        "etrap_age": "50us",
+        "afd_period": "25us",
+        "queue_desired": "150KB",
+    },
+}

@@ -1,0 +1,728 @@
+"""ns-3 reference experiments for validating the fabricsim TCP model (optional: ``pip install ns3``).
+
+Topology ("star"): N sender nodes -> one switch node -> one receiver node.
+Every link is a PointToPoint link at ``rate`` with propagation ``delay``.
+
+Queueing: the traffic-control layer is removed from every device
+(TrafficControlHelper::Uninstall), so each device has exactly one queue, its
+PointToPointNetDevice TxQueue (a DropTailQueue<Packet>):
+
+* switch -> receiver (the bottleneck): DropTail FIFO of ``queue_packets``
+  packets.  This is the only queue that can build up.
+* every other device: a large FIFO (``HOST_QUEUE_PACKETS``) that never drops;
+  the hosts are rate-matched to the bottleneck, so these only hold the burst
+  of the sender's own window (the equivalent of a host NIC queue).
+
+DCTCP variant (``cc="dctcp"``): the switch -> receiver device gets a
+RedQueueDisc (limit ``queue_packets``) that ECN-marks on the instantaneous
+queue length at a step threshold of ``k_packets`` (MinTh = MaxTh = K,
+QW = 1, Gentle off, UseEcn on, UseHardDrop off), and the device TxQueue under
+it is set to 1 packet (so the qdisc holds the queue; one more packet can sit
+in the device queue, plus one being serialized).
+
+The ``ns`` import is done lazily inside the functions (the first import
+compiles the bindings and takes several seconds).
+
+CLI:
+    python -m fabricsim.validation.ns3 incast --json [--senders 16 ...]
+    python -m fabricsim.validation.ns3 dumbbell --json [--flows 4 ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+
+SEGMENT_SIZE = 1448
+TCP_HEADER = 20
+TCP_OPTIONS = 12  # timestamps option (10 B) padded to 12 B; SACK disabled
+IP_HEADER = 20
+PPP_HEADER = 2
+HOST_QUEUE_PACKETS = 100000
+
+CC_TYPES = {
+    "newreno": "ns3::TcpNewReno",
+    "cubic": "ns3::TcpCubic",
+    "dctcp": "ns3::TcpDctcp",
+}
+
+_CPP_HELPERS = r"""
+#include <map>
+#include <vector>
+#include <string>
+
+namespace fsref {
+using namespace ns3;
+
+struct FlowRec {
+    uint64_t target = 0;
+    uint64_t rx = 0;
+    double startS = 0;
+    double doneS = -1;
+    uint64_t retx = 0;
+    uint64_t lossEvents = 0;      // entries into CA_LOSS (RTO)
+    uint64_t recoveryEvents = 0;  // entries into CA_RECOVERY (fast retransmit)
+    uint64_t cwrEvents = 0;       // entries into CA_CWR (ECN reaction)
+    double firstLossS = -1;       // time of the first RTO
+};
+
+struct Rec {
+    std::vector<FlowRec> flows;
+    uint64_t done = 0;
+    bool stopWhenDone = true;
+    uint64_t bnDrops = 0;
+    uint64_t bnMarks = 0;
+    uint32_t bnMaxQueue = 0;
+    uint64_t otherDrops = 0;
+    std::map<uint32_t, uint64_t> dataFrames;  // size -> count, switch->receiver wire
+    std::map<uint32_t, uint64_t> ackFrames;   // size -> count, receiver->switch wire
+};
+
+static Rec g;
+
+void Reset(int n) {
+    g = Rec();
+    g.flows.resize(n);
+}
+
+void SetFlow(int idx, uint64_t target, double startS) {
+    g.flows[idx].target = target;
+    g.flows[idx].startS = startS;
+}
+
+static void SinkRx(int idx, Ptr<const Packet> p, const Address&) {
+    FlowRec& f = g.flows[idx];
+    f.rx += p->GetSize();
+    if (f.doneS < 0 && f.rx >= f.target) {
+        f.doneS = Simulator::Now().GetSeconds();
+        g.done++;
+        if (g.stopWhenDone && g.done == g.flows.size()) {
+            Simulator::Stop();
+        }
+    }
+}
+
+static void Retx(int idx, Ptr<const Packet>, const TcpHeader&, const Address&,
+                 const Address&, Ptr<const TcpSocketBase>) {
+    g.flows[idx].retx++;
+}
+
+static void CongState(int idx, TcpSocketState::TcpCongState_t o,
+                      TcpSocketState::TcpCongState_t n) {
+    if (n == o) return;
+    if (n == TcpSocketState::CA_LOSS) {
+        g.flows[idx].lossEvents++;
+        if (g.flows[idx].firstLossS < 0) g.flows[idx].firstLossS = Simulator::Now().GetSeconds();
+    }
+    if (n == TcpSocketState::CA_RECOVERY) g.flows[idx].recoveryEvents++;
+    if (n == TcpSocketState::CA_CWR) g.flows[idx].cwrEvents++;
+}
+
+static void HookSocket(Ptr<BulkSendApplication> app, int idx) {
+    Ptr<Socket> s = app->GetSocket();
+    if (s) {
+        s->TraceConnectWithoutContext("CongState", MakeBoundCallback(&CongState, idx));
+    }
+}
+
+void ConnectSink(Ptr<Application> app, int idx) {
+    app->TraceConnectWithoutContext("Rx", MakeBoundCallback(&SinkRx, idx));
+}
+
+void ConnectSender(Ptr<Application> app, int idx, double startS) {
+    app->TraceConnectWithoutContext("TcpRetransmission", MakeBoundCallback(&Retx, idx));
+    Ptr<BulkSendApplication> bs = DynamicCast<BulkSendApplication>(app);
+    // The socket is created in StartApplication; hook it right after.
+    Simulator::Schedule(Seconds(startS) + NanoSeconds(1), &HookSocket, bs, idx);
+}
+
+static void BnDrop(Ptr<const Packet>) { g.bnDrops++; }
+static void BnQdDrop(Ptr<const QueueDiscItem>) { g.bnDrops++; }
+static void BnMark(Ptr<const QueueDiscItem>, const char*) { g.bnMarks++; }
+static void BnLen(uint32_t, uint32_t n) { if (n > g.bnMaxQueue) g.bnMaxQueue = n; }
+static void OtherDrop(Ptr<const Packet>) { g.otherDrops++; }
+static void DataFrame(Ptr<const Packet> p) { g.dataFrames[p->GetSize()]++; }
+static void AckFrame(Ptr<const Packet> p) { g.ackFrames[p->GetSize()]++; }
+
+void SetTxQueue(Ptr<NetDevice> d, std::string size) {
+    Ptr<PointToPointNetDevice> p = DynamicCast<PointToPointNetDevice>(d);
+    p->GetQueue()->SetMaxSize(QueueSize(size));
+}
+
+uint32_t GetTxQueuePackets(Ptr<NetDevice> d) {
+    Ptr<PointToPointNetDevice> p = DynamicCast<PointToPointNetDevice>(d);
+    return p->GetQueue()->GetMaxSize().GetValue();
+}
+
+void ConnectBottleneckDevice(Ptr<NetDevice> d, bool countQueue) {
+    Ptr<PointToPointNetDevice> p = DynamicCast<PointToPointNetDevice>(d);
+    Ptr<Queue<Packet>> q = p->GetQueue();
+    if (countQueue) {
+        q->TraceConnectWithoutContext("Drop", MakeCallback(&BnDrop));
+        q->TraceConnectWithoutContext("PacketsInQueue", MakeCallback(&BnLen));
+    } else {
+        q->TraceConnectWithoutContext("Drop", MakeCallback(&OtherDrop));
+    }
+    p->TraceConnectWithoutContext("PhyTxBegin", MakeCallback(&DataFrame));
+}
+
+void ConnectAckDevice(Ptr<NetDevice> d) {
+    d->TraceConnectWithoutContext("PhyTxBegin", MakeCallback(&AckFrame));
+}
+
+bool ConnectTcDrop(Ptr<Node> n, bool bottleneck) {
+    Ptr<TrafficControlLayer> tc = n->GetObject<TrafficControlLayer>();
+    return tc->TraceConnectWithoutContext(
+        "TcDrop", bottleneck ? MakeCallback(&BnDrop) : MakeCallback(&OtherDrop));
+}
+
+void ConnectOtherDevice(Ptr<NetDevice> d) {
+    Ptr<PointToPointNetDevice> p = DynamicCast<PointToPointNetDevice>(d);
+    p->GetQueue()->TraceConnectWithoutContext("Drop", MakeCallback(&OtherDrop));
+}
+
+void ConnectQueueDisc(Ptr<NetDevice> d) {
+    Ptr<TrafficControlLayer> tc = d->GetNode()->GetObject<TrafficControlLayer>();
+    Ptr<QueueDisc> qd = tc->GetRootQueueDiscOnDevice(d);
+    qd->TraceConnectWithoutContext("Drop", MakeCallback(&BnQdDrop));
+    qd->TraceConnectWithoutContext("Mark", MakeCallback(&BnMark));
+    qd->TraceConnectWithoutContext("PacketsInQueue", MakeCallback(&BnLen));
+}
+
+std::string QueueDiscType(Ptr<NetDevice> d) {
+    Ptr<TrafficControlLayer> tc = d->GetNode()->GetObject<TrafficControlLayer>();
+    Ptr<QueueDisc> qd = tc->GetRootQueueDiscOnDevice(d);
+    return qd ? qd->GetInstanceTypeId().GetName() : std::string("none");
+}
+
+uint32_t NFlows() { return g.flows.size(); }
+double FlowDone(int i) { return g.flows[i].doneS; }
+double FlowStart(int i) { return g.flows[i].startS; }
+uint64_t FlowRx(int i) { return g.flows[i].rx; }
+uint64_t FlowRetx(int i) { return g.flows[i].retx; }
+uint64_t FlowLoss(int i) { return g.flows[i].lossEvents; }
+uint64_t FlowRecovery(int i) { return g.flows[i].recoveryEvents; }
+uint64_t FlowCwr(int i) { return g.flows[i].cwrEvents; }
+double FlowFirstLoss(int i) { return g.flows[i].firstLossS; }
+uint64_t BnDrops() { return g.bnDrops; }
+uint64_t BnMarks() { return g.bnMarks; }
+uint32_t BnMaxQueue() { return g.bnMaxQueue; }
+uint64_t OtherDrops() { return g.otherDrops; }
+
+std::string FrameHist() {
+    std::string s = "{\"data\": {";
+    bool first = true;
+    for (auto& kv : g.dataFrames) {
+        if (!first) s += ", ";
+        first = false;
+        s += "\"" + std::to_string(kv.first) + "\": " + std::to_string(kv.second);
+    }
+    s += "}, \"ack\": {";
+    first = true;
+    for (auto& kv : g.ackFrames) {
+        if (!first) s += ", ";
+        first = false;
+        s += "\"" + std::to_string(kv.first) + "\": " + std::to_string(kv.second);
+    }
+    s += "}}";
+    return s;
+}
+
+}  // namespace fsref
+"""
+
+_NS = None
+IMPORT_SECONDS = None
+# Defaults overridden through extra_defaults, restored after each run so that
+# repeated calls in one process do not leak settings into each other.
+_ORIGINAL_DEFAULTS = {}
+
+
+def _ns():
+    """Import ns-3 (lazily) and compile the C++ trace helpers once."""
+    global _NS, IMPORT_SECONDS
+    if _NS is None:
+        t0 = time.perf_counter()
+        from ns import ns  # noqa: PLC0415
+
+        ns.cppyy.cppdef(_CPP_HELPERS)
+        IMPORT_SECONDS = time.perf_counter() - t0
+        _NS = ns
+    return _NS
+
+
+def _attr(ns, name):
+    """Current (default) value of a Config attribute path 'ns3::Type::Attr'."""
+    tname, aname = name.rsplit("::", 1)
+    tid = ns.TypeId.LookupByName(tname)
+    info = ns.TypeId.AttributeInformation()
+    if not tid.LookupAttributeByName(aname, info):
+        return None
+    return str(info.initialValue.SerializeToString(info.checker))
+
+
+def _configure_tcp(ns, cc, window_bytes, k_packets, queue_packets, rate, delay, extra_defaults=None):
+    if cc not in CC_TYPES:
+        raise ValueError(f"unknown cc {cc!r}; expected one of {sorted(CC_TYPES)}")
+    sd = ns.Config.SetDefault
+    S, U, B, T = ns.StringValue, ns.UintegerValue, ns.BooleanValue, ns.TimeValue
+
+    sd("ns3::TcpL4Protocol::SocketType", S(CC_TYPES[cc]))
+    sd("ns3::TcpL4Protocol::RecoveryType", S("ns3::TcpClassicRecovery"))
+    sd("ns3::TcpSocket::SegmentSize", U(SEGMENT_SIZE))
+    sd("ns3::TcpSocket::InitialCwnd", U(10))
+    sd("ns3::TcpSocket::DelAckCount", U(2))
+    sd("ns3::TcpSocket::DelAckTimeout", T(ns.MilliSeconds(200)))
+    sd("ns3::TcpSocket::SndBufSize", U(window_bytes))
+    sd("ns3::TcpSocket::RcvBufSize", U(window_bytes))
+    sd("ns3::TcpSocketBase::Sack", B(False))
+    sd("ns3::TcpSocketBase::Timestamp", B(True))
+    sd("ns3::TcpSocketBase::WindowScaling", B(True))
+    sd("ns3::TcpSocketBase::MinRto", T(ns.MilliSeconds(200)))
+    sd("ns3::TcpSocketBase::ClockGranularity", T(ns.MilliSeconds(1)))
+    sd("ns3::TcpSocketBase::UseEcn", S("On" if cc == "dctcp" else "Off"))
+    sd("ns3::BulkSendApplication::SendSize", U(SEGMENT_SIZE))
+    if cc == "dctcp":
+        if k_packets is None:
+            raise ValueError("cc='dctcp' needs k_packets")
+        sd("ns3::TcpDctcp::DctcpShiftG", ns.DoubleValue(1.0 / 16))
+        sd("ns3::TcpDctcp::DctcpAlphaOnInit", ns.DoubleValue(1.0))
+        sd("ns3::RedQueueDisc::MaxSize", ns.QueueSizeValue(ns.QueueSize(f"{queue_packets}p")))
+        sd("ns3::RedQueueDisc::MinTh", ns.DoubleValue(float(k_packets)))
+        sd("ns3::RedQueueDisc::MaxTh", ns.DoubleValue(float(k_packets)))
+        sd("ns3::RedQueueDisc::QW", ns.DoubleValue(1.0))
+        sd("ns3::RedQueueDisc::Gentle", B(False))
+        sd("ns3::RedQueueDisc::UseEcn", B(True))
+        sd("ns3::RedQueueDisc::UseHardDrop", B(False))
+        sd("ns3::RedQueueDisc::MeanPktSize", U(SEGMENT_SIZE + TCP_OPTIONS + TCP_HEADER + IP_HEADER))
+        sd("ns3::RedQueueDisc::LinkBandwidth", ns.DataRateValue(ns.DataRate(rate)))
+        sd("ns3::RedQueueDisc::LinkDelay", T(ns.Time(delay)))
+    for path, value in (extra_defaults or {}).items():
+        if path not in _ORIGINAL_DEFAULTS:
+            _ORIGINAL_DEFAULTS[path] = _attr(ns, path)
+        sd(path, S(str(value)))
+
+    names = [
+        "ns3::TcpL4Protocol::SocketType",
+        "ns3::TcpL4Protocol::RecoveryType",
+        "ns3::TcpSocket::SegmentSize",
+        "ns3::TcpSocket::InitialCwnd",
+        "ns3::TcpSocket::InitialSlowStartThreshold",
+        "ns3::TcpSocket::DelAckCount",
+        "ns3::TcpSocket::DelAckTimeout",
+        "ns3::TcpSocket::SndBufSize",
+        "ns3::TcpSocket::RcvBufSize",
+        "ns3::TcpSocket::TcpNoDelay",
+        "ns3::TcpSocketBase::Sack",
+        "ns3::TcpSocketBase::Timestamp",
+        "ns3::TcpSocketBase::WindowScaling",
+        "ns3::TcpSocketBase::MinRto",
+        "ns3::TcpSocketBase::ClockGranularity",
+        "ns3::TcpSocketBase::ReTxThreshold",
+        "ns3::TcpSocketBase::LimitedTransmit",
+        "ns3::TcpSocketBase::UseEcn",
+        "ns3::TcpSocketState::EnablePacing",
+        "ns3::BulkSendApplication::SendSize",
+    ]
+    if cc == "cubic":
+        names += [
+            "ns3::TcpCubic::HyStart",
+            "ns3::TcpCubic::HyStartDetect",
+            "ns3::TcpCubic::HyStartLowWindow",
+            "ns3::TcpCubic::Beta",
+            "ns3::TcpCubic::C",
+            "ns3::TcpCubic::FastConvergence",
+            "ns3::TcpCubic::TcpFriendliness",
+        ]
+    if cc == "dctcp":
+        names += [
+            "ns3::TcpDctcp::DctcpShiftG",
+            "ns3::TcpDctcp::DctcpAlphaOnInit",
+            "ns3::TcpDctcp::UseEct0",
+            "ns3::RedQueueDisc::MaxSize",
+            "ns3::RedQueueDisc::MinTh",
+            "ns3::RedQueueDisc::MaxTh",
+            "ns3::RedQueueDisc::QW",
+            "ns3::RedQueueDisc::Gentle",
+            "ns3::RedQueueDisc::UseEcn",
+            "ns3::RedQueueDisc::UseHardDrop",
+            "ns3::RedQueueDisc::MeanPktSize",
+            "ns3::RedQueueDisc::LinkBandwidth",
+            "ns3::RedQueueDisc::LinkDelay",
+        ]
+    names += [n for n in (extra_defaults or {}) if n not in names]
+    return {n.replace("ns3::", ""): _attr(ns, n) for n in names}
+
+
+def _run_star(
+    *,
+    experiment,
+    senders,
+    flows_per_sender,
+    bytes_per_flow,
+    rate,
+    delay,
+    queue_packets,
+    cc,
+    window_bytes,
+    k_packets,
+    seed,
+    start_jitter_us,
+    max_sim_seconds,
+    extra_defaults,
+):
+    ns = _ns()
+    H = ns.cppyy.gbl.fsref
+    n_flows = senders * flows_per_sender
+
+    ns.Simulator.Destroy()
+    ns.RngSeedManager.SetSeed(max(1, int(seed)))
+    ns.RngSeedManager.SetRun(1)
+
+    settings = _configure_tcp(
+        ns, cc, window_bytes, k_packets, queue_packets, rate, delay, extra_defaults
+    )
+
+    hosts = ns.NodeContainer()
+    hosts.Create(senders)
+    switch = ns.NodeContainer()
+    switch.Create(1)
+    receiver = ns.NodeContainer()
+    receiver.Create(1)
+    all_nodes = ns.NodeContainer(hosts, switch, receiver)
+
+    p2p = ns.PointToPointHelper()
+    p2p.SetDeviceAttribute("DataRate", ns.StringValue(rate))
+    p2p.SetChannelAttribute("Delay", ns.StringValue(delay))
+
+    internet = ns.InternetStackHelper()
+    internet.Install(all_nodes)
+
+    addr = ns.Ipv4AddressHelper()
+    host_links = []
+    for i in range(senders):
+        devs = p2p.Install(hosts.Get(i), switch.Get(0))
+        addr.SetBase(ns.Ipv4Address(f"10.{1 + i // 250}.{i % 250}.0"), ns.Ipv4Mask("255.255.255.0"))
+        addr.Assign(devs)
+        host_links.append(devs)
+    bn = p2p.Install(switch.Get(0), receiver.Get(0))
+    addr.SetBase(ns.Ipv4Address("10.250.0.0"), ns.Ipv4Mask("255.255.255.0"))
+    bn_ifaces = addr.Assign(bn)
+    rx_addr = bn_ifaces.GetAddress(1)
+
+    H.Reset(n_flows)
+
+    # One queue per device: drop the traffic-control layer everywhere.
+    tch = ns.TrafficControlHelper()
+    for devs in host_links:
+        for j in range(2):
+            tch.Uninstall(devs.Get(j))
+            H.SetTxQueue(devs.Get(j), f"{HOST_QUEUE_PACKETS}p")
+            H.ConnectOtherDevice(devs.Get(j))
+    tch.Uninstall(bn.Get(0))
+    tch.Uninstall(bn.Get(1))
+    H.SetTxQueue(bn.Get(1), f"{HOST_QUEUE_PACKETS}p")
+    H.ConnectOtherDevice(bn.Get(1))
+    H.ConnectAckDevice(bn.Get(1))
+    if cc == "dctcp":
+        red = ns.TrafficControlHelper()
+        red.SetRootQueueDisc("ns3::RedQueueDisc")
+        red.Install(bn.Get(0))
+        H.SetTxQueue(bn.Get(0), "1p")
+        H.ConnectBottleneckDevice(bn.Get(0), True)
+        H.ConnectQueueDisc(bn.Get(0))
+        queueing = (
+            f"RedQueueDisc (limit {queue_packets}p, ECN step mark at K={k_packets}p on the "
+            "instantaneous queue) over a 1-packet device TxQueue"
+        )
+    else:
+        H.SetTxQueue(bn.Get(0), f"{queue_packets}p")
+        H.ConnectBottleneckDevice(bn.Get(0), True)
+        queueing = f"PointToPointNetDevice TxQueue DropTail {queue_packets}p, no queue disc"
+    # With no queue disc, the traffic-control layer itself drops a packet when the
+    # device queue is stopped (full); on the switch that is the bottleneck queue.
+    for i in range(senders):
+        if not H.ConnectTcDrop(hosts.Get(i), False):
+            raise RuntimeError("cannot connect TrafficControlLayer::TcDrop")
+    H.ConnectTcDrop(receiver.Get(0), False)
+    H.ConnectTcDrop(switch.Get(0), True)
+    bottleneck_qdisc = str(H.QueueDiscType(bn.Get(0)))
+    bottleneck_txqueue = int(H.GetTxQueuePackets(bn.Get(0)))
+
+    ns.Ipv4GlobalRoutingHelper.PopulateRoutingTables()
+
+    jitter = None
+    if start_jitter_us:
+        jitter = ns.CreateObject[ns.UniformRandomVariable]()
+        jitter.SetAttribute("Min", ns.DoubleValue(0.0))
+        jitter.SetAttribute("Max", ns.DoubleValue(float(start_jitter_us)))
+        # Fixed stream so repeated calls in one process draw the same starts.
+        jitter.SetStream(0)
+
+    starts = []
+    for f in range(n_flows):
+        s = f // flows_per_sender
+        port = 10000 + f
+        start_us = jitter.GetValue() if jitter is not None else 0.0
+        start_s = start_us * 1e-6
+        starts.append(start_s)
+        H.SetFlow(f, bytes_per_flow, start_s)
+
+        sink_helper = ns.PacketSinkHelper(
+            "ns3::TcpSocketFactory",
+            ns.InetSocketAddress(ns.Ipv4Address.GetAny(), port).ConvertTo(),
+        )
+        sink_apps = sink_helper.Install(receiver.Get(0))
+        sink_apps.Start(ns.Seconds(0.0))
+        H.ConnectSink(sink_apps.Get(0), f)
+
+        bulk = ns.BulkSendHelper(
+            "ns3::TcpSocketFactory", ns.InetSocketAddress(rx_addr, port).ConvertTo()
+        )
+        bulk.SetAttribute("MaxBytes", ns.UintegerValue(bytes_per_flow))
+        bulk.SetAttribute("SendSize", ns.UintegerValue(SEGMENT_SIZE))
+        apps = bulk.Install(hosts.Get(s))
+        apps.Start(ns.Seconds(start_s))
+        H.ConnectSender(apps.Get(0), f, start_s)
+
+    ns.Simulator.Stop(ns.Seconds(max_sim_seconds))
+    t0 = time.perf_counter()
+    ns.Simulator.Run()
+    wall = time.perf_counter() - t0
+    sim_end = ns.Simulator.Now().GetSeconds()
+
+    flows = []
+    for f in range(n_flows):
+        done = float(H.FlowDone(f))
+        start = float(H.FlowStart(f))
+        flows.append(
+            {
+                "flow": f,
+                "sender": f // flows_per_sender,
+                "start_s": start,
+                "bytes": bytes_per_flow,
+                "rx_bytes": int(H.FlowRx(f)),
+                "fct_s": (done - start) if done >= 0 else None,
+                "retransmits": int(H.FlowRetx(f)),
+                "rto_events": int(H.FlowLoss(f)),
+                "fast_recovery_events": int(H.FlowRecovery(f)),
+                "cwr_events": int(H.FlowCwr(f)),
+                "first_rto_s": float(H.FlowFirstLoss(f)) if H.FlowFirstLoss(f) >= 0 else None,
+            }
+        )
+    frames = json.loads(str(H.FrameHist()))
+    drops = int(H.BnDrops())
+    marks = int(H.BnMarks())
+    max_q = int(H.BnMaxQueue())
+    other_drops = int(H.OtherDrops())
+    ns.Simulator.Destroy()
+    for path, value in _ORIGINAL_DEFAULTS.items():
+        ns.Config.SetDefault(path, ns.StringValue(value))
+
+    fcts = [fl["fct_s"] for fl in flows if fl["fct_s"] is not None]
+    completed = len(fcts) == n_flows
+    finish = [fl["start_s"] + fl["fct_s"] for fl in flows if fl["fct_s"] is not None]
+    data_frame = SEGMENT_SIZE + TCP_OPTIONS + TCP_HEADER + IP_HEADER + PPP_HEADER
+    ack_frame = TCP_OPTIONS + TCP_HEADER + IP_HEADER + PPP_HEADER
+
+    return {
+        "experiment": experiment,
+        "params": {
+            "senders": senders,
+            "flows_per_sender": flows_per_sender,
+            "flows": n_flows,
+            "bytes_per_flow": bytes_per_flow,
+            "rate": rate,
+            "delay": delay,
+            "queue_packets": queue_packets,
+            "cc": cc,
+            "window_bytes": window_bytes,
+            "k_packets": k_packets,
+            "seed": seed,
+            "start_jitter_us": start_jitter_us,
+            "extra_defaults": dict(extra_defaults or {}),
+        },
+        "settings": settings,
+        "topology": {
+            "kind": "star",
+            "links": "PointToPoint, every link at rate/delay",
+            "bottleneck_queue": queueing,
+            "bottleneck_queue_disc": bottleneck_qdisc,
+            "bottleneck_device_txqueue_packets": bottleneck_txqueue,
+            "other_queues": f"device TxQueue DropTail {HOST_QUEUE_PACKETS}p, no queue disc",
+        },
+        "framing": {
+            "data_frame_bytes": data_frame,
+            "ack_frame_bytes": ack_frame,
+            "breakdown": {
+                "payload": SEGMENT_SIZE,
+                "tcp_options": TCP_OPTIONS,
+                "tcp_header": TCP_HEADER,
+                "ip_header": IP_HEADER,
+                "ppp_header": PPP_HEADER,
+            },
+            "observed_frame_sizes": frames,
+        },
+        "completed": completed,
+        "jct_s": max(finish) if completed else None,
+        "fct_s": {
+            "min": min(fcts) if fcts else None,
+            "median": statistics.median(fcts) if fcts else None,
+            "max": max(fcts) if fcts else None,
+            "mean": statistics.fmean(fcts) if fcts else None,
+        },
+        "retransmits_total": sum(fl["retransmits"] for fl in flows),
+        "rto_events_total": sum(fl["rto_events"] for fl in flows),
+        "bottleneck_drops": drops,
+        "bottleneck_ecn_marks": marks,
+        "bottleneck_max_queue_packets": max_q,
+        "other_drops": other_drops,
+        "flows": flows,
+        "sim_end_s": sim_end,
+        "wall_s": wall,
+        "ns3_import_s": IMPORT_SECONDS,
+    }
+
+
+def incast(
+    senders=16,
+    flows_per_sender=1,
+    bytes_per_flow=5_000_000,
+    rate="10Gbps",
+    delay="1us",
+    queue_packets=1000,
+    cc="newreno",
+    window_bytes=262144,
+    k_packets=None,
+    seed=1,
+    start_jitter_us=0,
+    max_sim_seconds=60.0,
+    extra_defaults=None,
+):
+    """All flows start at t=0 (+ optional uniform jitter) towards one receiver."""
+    return _run_star(
+        experiment="incast",
+        senders=senders,
+        flows_per_sender=flows_per_sender,
+        bytes_per_flow=bytes_per_flow,
+        rate=rate,
+        delay=delay,
+        queue_packets=queue_packets,
+        cc=cc,
+        window_bytes=window_bytes,
+        k_packets=k_packets,
+        seed=seed,
+        start_jitter_us=start_jitter_us,
+        max_sim_seconds=max_sim_seconds,
+        extra_defaults=extra_defaults,
+    )
+
+
+def dumbbell(
+    flows=4,
+    bytes_per_flow=50_000_000,
+    rate="10Gbps",
+    delay="1us",
+    queue_packets=1000,
+    cc="newreno",
+    window_bytes=262144,
+    k_packets=None,
+    seed=1,
+    start_jitter_us=0,
+    max_sim_seconds=60.0,
+    extra_defaults=None,
+):
+    """Few long flows, one per sender, through the same star bottleneck."""
+    return _run_star(
+        experiment="dumbbell",
+        senders=flows,
+        flows_per_sender=1,
+        bytes_per_flow=bytes_per_flow,
+        rate=rate,
+        delay=delay,
+        queue_packets=queue_packets,
+        cc=cc,
+        window_bytes=window_bytes,
+        k_packets=k_packets,
+        seed=seed,
+        start_jitter_us=start_jitter_us,
+        max_sim_seconds=max_sim_seconds,
+        extra_defaults=extra_defaults,
+    )
+
+
+def _summary(r):
+    f = r["fct_s"]
+    ms = lambda x: "-" if x is None else f"{x * 1e3:.3f} ms"  # noqa: E731
+    return (
+        f"{r['experiment']} {r['params']['flows']}x{r['params']['bytes_per_flow']}B "
+        f"cc={r['params']['cc']}: completed={r['completed']} JCT={ms(r['jct_s'])} "
+        f"FCT min/med/max={ms(f['min'])}/{ms(f['median'])}/{ms(f['max'])} "
+        f"drops={r['bottleneck_drops']} marks={r['bottleneck_ecn_marks']} "
+        f"maxq={r['bottleneck_max_queue_packets']} retx={r['retransmits_total']} "
+        f"rto={r['rto_events_total']} other_drops={r['other_drops']} "
+        f"wall={r['wall_s']:.2f}s import={r['ns3_import_s']:.2f}s"
+    )
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("experiment", choices=["incast", "dumbbell"])
+    ap.add_argument("--json", action="store_true", help="print the full result dict as JSON")
+    ap.add_argument("--senders", type=int, default=16, help="incast: number of senders")
+    ap.add_argument("--flows-per-sender", type=int, default=1, help="incast: flows per sender")
+    ap.add_argument("--flows", type=int, default=4, help="dumbbell: number of flows")
+    ap.add_argument("--bytes-per-flow", type=int, default=None)
+    ap.add_argument("--rate", default="10Gbps")
+    ap.add_argument("--delay", default="1us")
+    ap.add_argument("--queue-packets", type=int, default=1000)
+    ap.add_argument("--cc", default="newreno", choices=sorted(CC_TYPES))
+    ap.add_argument("--window-bytes", type=int, default=262144)
+    ap.add_argument("--k-packets", type=int, default=None)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--start-jitter-us", type=float, default=0)
+    ap.add_argument("--max-sim-seconds", type=float, default=60.0)
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="PATH=VALUE",
+        help="extra Config::SetDefault, e.g. ns3::TcpSocket::DelAckCount=1 (repeatable)",
+    )
+    a = ap.parse_args(argv)
+    extra = dict(kv.split("=", 1) for kv in a.set)
+
+    common = dict(
+        rate=a.rate,
+        delay=a.delay,
+        queue_packets=a.queue_packets,
+        cc=a.cc,
+        window_bytes=a.window_bytes,
+        k_packets=a.k_packets,
+        seed=a.seed,
+        start_jitter_us=a.start_jitter_us,
+        max_sim_seconds=a.max_sim_seconds,
+        extra_defaults=extra,
+    )
+    if a.experiment == "incast":
+        r = incast(
+            senders=a.senders,
+            flows_per_sender=a.flows_per_sender,
+            bytes_per_flow=a.bytes_per_flow or 5_000_000,
+            **common,
+        )
+    else:
+        r = dumbbell(flows=a.flows, bytes_per_flow=a.bytes_per_flow or 50_000_000, **common)
+    if a.json:
+        json.dump(r, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print(_summary(r))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,134 @@
+"""Switch buffer architectures from Python: schema of ecn/scheduler/voq/
+intelligent buffers, device presets, burst absorption and the new tables."""
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+import fabricsim
+from fabricsim import devices
+from fabricsim.errors import ScenarioError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+BASE = {
+    "duration": "100us",
+    "topology": {"kind": "star", "hosts": 3, "link": {"rate": "100Gbps", "delay": "100ns"}},
+    "traffic": [{"kind": "udp_cbr", "src": ["h1", "h2"], "dst": "h0", "rate": "100%", "ecn": True}],
+}
+
+
+def scenario(switch, **extra):
+    doc = copy.deepcopy(BASE)
+    doc["network"] = {"classes": 2, "switch": switch, **extra}
+    return fabricsim.from_dict(doc)
+
+
+def errors(switch):
+    with pytest.raises(ScenarioError) as info:
+        scenario(switch)
+    return str(info.value)
+
+
+def test_ecn_threshold_shorthand_is_step_marking():
+    sw = scenario({"ecn": {"threshold": "65KB"}}).to_resolved()["network"]["switch"]
+    assert sw["ecn"] == {"kmin_bytes": 65000, "kmax_bytes": 65000, "pmax": 1.0, "classes": None, "mode": "ecn"}
+    sw = scenario({"ecn": {"kmin": "100KB", "kmax": "400KB", "pmax": 0.2, "mode": "drop"}}).to_resolved()
+    assert sw["network"]["switch"]["ecn"]["kmax_bytes"] == 400000
+    assert "ecn" not in scenario({}).to_resolved()["network"]["switch"]
+
+
+def test_ecn_errors_name_the_field():
+    assert "network.switch.ecn.kmax: must be >= kmin" in errors({"ecn": {"kmin": "2KB", "kmax": "1KB"}})
+    assert "network.switch.ecn.threshold:" in errors({"ecn": {"threshold": "1KB", "kmin": "1KB"}})
+    assert "network.switch.ecn.mode:" in errors({"ecn": {"threshold": "1KB", "mode": "mark"}})
+    assert "network.switch.ecn.pmax:" in errors({"ecn": {"threshold": "1KB", "pmax": 1.5}})
+
+
+def test_scheduler_weights_become_quanta():
+    sw = scenario({"scheduler": "drr", "drr_weights": [1, 3]}).to_resolved()["network"]["switch"]
+    assert sw["scheduler"] == {"kind": "drr", "quantum_bytes": [1500, 4500]}
+    sw = scenario({"scheduler": "drr", "drr_quantum": "9KB"}).to_resolved()["network"]["switch"]
+    assert sw["scheduler"] == {"kind": "drr", "quantum_bytes": [9000]}
+    assert "scheduler" not in scenario({}).to_resolved()["network"]["switch"]
+    assert "network.switch.scheduler:" in errors({"scheduler": "wfq"})
+
+
+def test_voq_and_intelligent_buffers_resolve():
+    b = scenario({"buffer": {"model": "voq", "size": "4GB", "voq_limit": "5ms"}}).to_resolved()
+    assert b["network"]["switch"]["buffer"] == {
+        "model": "voq", "total_bytes": 4_000_000_000, "voq_limit_bytes": None, "voq_limit_ps": 5_000_000_000}
+    b = scenario({"buffer": {"model": "voq", "size": "4GB", "voq_limit": "5MB"}}).to_resolved()
+    assert b["network"]["switch"]["buffer"]["voq_limit_bytes"] == 5_000_000
+    assert "network.switch.buffer.voq_limit: required" in errors({"buffer": {"model": "voq", "size": "1GB"}})
+    assert "network.switch.buffer.alpha: only for model shared or intelligent (model is voq)" in errors(
+        {"buffer": {"model": "voq", "size": "1GB", "voq_limit": "1ms", "alpha": 2}})
+    b = scenario({"buffer": {"model": "intelligent", "size": "40MB", "port_max": "5MB"}}).to_resolved()
+    ib = b["network"]["switch"]["buffer"]
+    assert ib["port_max_bytes"] == 5_000_000 and ib["afd_period_ps"] == 25_000_000 and ib["dpp_packets"] == 120
+    assert "network.switch.buffer.dpp_packets: only for model intelligent" in errors(
+        {"buffer": {"model": "shared", "size": "1MB", "dpp_packets": 3}})
+
+
+def test_every_preset_loads_and_runs(core):
+    for name in devices.names():
+        result = fabricsim.run(scenario({"device": name}))
+        s = result.summary
+        assert s["conservation_ok"] and s["buffer_accounting_ok"], name
+        assert result.buffers.height == 1 and result.buffers["capacity_bytes"][0] > 0
+
+
+def test_scenario_settings_override_the_preset():
+    sw = scenario({"device": "trident3-like", "buffer": {"alpha": 2}, "latency": "1us"}).to_resolved()
+    buf = sw["network"]["switch"]["buffer"]
+    assert buf["alpha"] == [2.0] and buf["cell_bytes"] == 256 and buf["total_bytes"] == 33030144
+    assert sw["network"]["switch"]["latency_ps"] == 1_000_000
+    # A buffer with another model replaces the preset's buffer.
+    sw = scenario({"device": "trident3-like", "buffer": {"model": "static", "port_size": "1MB"}}).to_resolved()
+    assert sw["network"]["switch"]["buffer"] == {"model": "static", "port_bytes": 1_000_000, "queue_bytes": None}
+    assert "network.switch.device: unknown value 'nope'" in errors({"device": "nope"}) or \
+        "network.switch.device:" in errors({"device": "nope"})
+
+
+def test_switching_presets_changes_the_device_and_nothing_else():
+    path = ROOT / "scenarios" / "burst-absorption.yaml"
+    a = fabricsim.load(path).to_resolved()
+    for name in devices.names():
+        b = fabricsim.load(path, [f"network.switch.device={name}"]).to_resolved()
+        assert {k: v for k, v in a.items() if k != "network"} == {k: v for k, v in b.items() if k != "network"}
+        na, nb = dict(a["network"]), dict(b["network"])
+        na.pop("switch"), nb.pop("switch")
+        assert na == nb, name
+    assert json.dumps(a) != json.dumps(fabricsim.load(path, ["network.switch.device=jericho-deep"]).to_resolved())
+
+
+def test_marks_and_buffer_tables(core):
+    result = fabricsim.run(scenario({"ecn": {"threshold": "30KB"}, "buffer": {"model": "shared", "size": "1MB"}}))
+    s = result.summary
+    assert s["packets_marked"] > 0
+    assert result.marks["packets"].sum() == s["packets_marked"]
+    assert set(result.marks["reason"].to_list()) == {"red"}
+    assert set(result.pools["pool"].to_list()) == {"total", "pool0"}
+    assert result.queue_peaks["high_water_bytes"].max() > 30000
+    assert result.buffers["high_water_bytes"][0] >= result.queue_peaks["high_water_bytes"].max()
+
+
+def test_cell_based_preset_absorbs_fewer_bytes_of_small_frames(core):
+    from fabricsim.burst import burst_absorption
+
+    table = burst_absorption(ROOT / "scenarios" / "burst-absorption.yaml", device="trident3-like", ports=2,
+                             frame_sizes=[200, 9000], overrides=["network.switch.buffer.size=1MB"])
+    small, large = table["burst_bytes"].to_list()
+    assert not any(table["capped"].to_list())
+    # 200 B + 64 B header = 2 cells of 256 B (39 % useful); 9000 B = 36 cells (98 %).
+    assert small < 0.5 * large, table
+
+
+def test_cli_lists_devices(capsys):
+    from fabricsim.cli import main
+
+    assert main(["devices"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in out] == devices.names()
