@@ -15,7 +15,7 @@ import resource
 import subprocess
 import sys
 import time
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Optional
 
 G = 1_000_000_000
 US = 1_000_000
@@ -69,10 +69,28 @@ def _single_port_mm1(quick: bool) -> Dict[str, Any]:
     }
 
 
+def _incast_tcp(quick: bool) -> Dict[str, Any]:
+    """16 senders x 50 MB of NewReno TCP into one 10G port (1 us links, a
+    1000-packet drop-tail queue), mirroring ns-3's settings exactly so the same
+    experiment can be timed in ns-3 (``--ns3``)."""
+    from fabricsim.scenario import from_dict
+    from fabricsim.validation import star_scenario
+
+    size = 5_000_000 if quick else 50_000_000
+    return from_dict(star_scenario(senders=16, bytes_per_flow=size, name="incast-tcp-16x50MB")).to_resolved()
+
+
 SCENARIOS: Dict[str, Callable[[bool], Dict[str, Any]]] = {
     "leafspine-udp": _leafspine_udp,
     "fattree-incast": _fattree_incast,
     "single-port-md1": _single_port_mm1,
+    "incast-tcp-16x50MB": _incast_tcp,
+}
+
+#: Bench scenarios that have an ns-3 twin: the arguments of
+#: ``python -m fabricsim.validation.ns3``.
+NS3_TWINS: Dict[str, List[str]] = {
+    "incast-tcp-16x50MB": ["incast", "--senders", "16", "--cc", "newreno"],
 }
 
 
@@ -106,6 +124,23 @@ def run_one(name: str, quick: bool) -> Dict[str, Any]:
     }
 
 
+def _run_ns3(name: str, quick: bool) -> Optional[Dict[str, Any]]:
+    """Times the ns-3 twin of a bench scenario in its own process, if ns-3 is installed."""
+    import importlib.util
+
+    if name not in NS3_TWINS or importlib.util.find_spec("ns") is None:
+        return None
+    size = "5000000" if quick else "50000000"
+    args = [sys.executable, "-m", "fabricsim.validation.ns3", *NS3_TWINS[name], "--bytes-per-flow", size, "--json"]
+    t0 = time.perf_counter()
+    proc = subprocess.run(args, capture_output=True, text=True, check=False)
+    total = time.perf_counter() - t0
+    if proc.returncode != 0:
+        return {"error": proc.stderr.strip()[-300:]}
+    r = json.loads(proc.stdout)
+    return {"ns3_run_s": round(r["wall_s"], 3), "ns3_process_s": round(total, 3), "ns3_jct_s": r["jct_s"]}
+
+
 def _run_isolated(name: str, quick: bool) -> Dict[str, Any]:
     args = [sys.executable, "-m", "fabricsim.bench", "--one", name] + (["--quick"] if quick else [])
     proc = subprocess.run(args, capture_output=True, text=True, check=False)
@@ -122,7 +157,17 @@ def main(args: argparse.Namespace) -> int:
         from fabricsim.errors import FabricsimError
 
         raise FabricsimError(f"unknown bench scenario {unknown[0]!r}; allowed: {', '.join(SCENARIOS)}")
-    results = [_run_isolated(n, bool(getattr(args, "quick", False))) for n in names]
+    quick = bool(getattr(args, "quick", False))
+    results = []
+    for n in names:
+        r = _run_isolated(n, quick)
+        if getattr(args, "ns3", False):
+            twin = _run_ns3(n, quick)
+            if twin is not None:
+                r.update(twin)
+                if "ns3_run_s" in twin and r["loop_s"] > 0:
+                    r["speedup_vs_ns3"] = round(twin["ns3_run_s"] / r["wall_s"], 1)
+        results.append(r)
     if getattr(args, "json", False):
         print(json.dumps({"machine": _machine(), "results": results}, indent=2))
         return 0
@@ -139,6 +184,13 @@ def main(args: argparse.Namespace) -> int:
             f"{r['peak_memory_mb']:.0f}", "yes" if r["conservation_ok"] else "NO",
         )
     Console().print(table)
+    for r in results:
+        if "speedup_vs_ns3" in r:
+            Console().print(
+                f"{r['scenario']}: ns-3 Simulator::Run {r['ns3_run_s']:.2f} s ({r['ns3_process_s']:.1f} s with start-up) "
+                f"vs fabricsim {r['wall_s']:.3f} s: {r['speedup_vs_ns3']}x faster; "
+                f"job completion ns-3 {r['ns3_jct_s'] * 1e3:.3f} ms"
+            )
     return 0
 
 

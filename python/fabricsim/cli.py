@@ -161,6 +161,9 @@ def _parser() -> argparse.ArgumentParser:
     bench_command.add_argument(
         "--scenario", action="append", metavar="NAME", help="run only this bench scenario (repeatable)"
     )
+    bench_command.add_argument(
+        "--ns3", action="store_true", help="also time the ns-3 twin of scenarios that have one (needs pip install ns3)"
+    )
     bench_command.set_defaults(handler=_cmd_bench)
     return parser
 

@@ -418,6 +418,12 @@ impl Simulation {
                 return self.finished;
             }
             let (t, ev) = self.queue.pop().expect("peeked");
+            if let Event::TcpTimer(c, generation) = ev {
+                if self.tcp_timer_is_stale(c, generation) {
+                    // A cancelled timer: it neither counts nor moves the clock.
+                    continue;
+                }
+            }
             self.now = t;
             self.events += 1;
             match ev {

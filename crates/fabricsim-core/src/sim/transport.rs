@@ -386,6 +386,10 @@ impl Simulation {
         self.tcp_flush(t);
     }
 
+    pub(super) fn tcp_timer_is_stale(&self, t: u32, generation: u32) -> bool {
+        self.tcp[t as usize].timer_gen != generation
+    }
+
     pub(super) fn on_tcp_timer(&mut self, t: u32, generation: u32) {
         let now = self.now;
         let f = &mut self.tcp[t as usize];
@@ -474,7 +478,12 @@ impl Simulation {
         let now = self.now;
         let f = &mut self.tcp[t as usize];
         match f.conn.next_deadline() {
-            None => {}
+            None => {
+                if f.timer_at.take().is_some() {
+                    // Cancel the pending event.
+                    f.timer_gen = f.timer_gen.wrapping_add(1);
+                }
+            }
             Some(d) => {
                 if f.timer_at.map_or(true, |cur| d < cur) {
                     f.timer_gen = f.timer_gen.wrapping_add(1);

@@ -476,6 +476,29 @@ mod tests {
     }
 
     #[test]
+    fn pacing_spaces_data_segments_by_their_frame_time() {
+        // 1 Gb/s pacing: a 1448 B segment is 1518 B on the wire = 12.144 us.
+        let c = TcpConfig { pacing_bps: Some(1_000_000_000), ..cfg() };
+        let mut s = Sender::new(&c, 1_000_000, None);
+        let mut out = Vec::new();
+        s.open(SimTime(0), &mut out);
+        out.clear();
+        s.on_segment(SimTime::from_us(10), &Segment::control(SegKind::SynAck, SimTime(0)), &mut out);
+        assert_eq!(out.len(), 1, "only one segment may leave at once");
+        let mut times = vec![SimTime::from_us(10)];
+        for _ in 0..4 {
+            let t = s.next_deadline().unwrap();
+            out.clear();
+            s.on_timer(&c, t, &mut out);
+            assert_eq!(out.len(), 1);
+            times.push(t);
+        }
+        for w in times.windows(2) {
+            assert_eq!(w[1] - w[0], SimTime::from_ps(12_144_000));
+        }
+    }
+
+    #[test]
     fn classic_ecn_echo_halves_once_per_window_and_sets_cwr() {
         let c = TcpConfig { ecn: true, ..cfg() };
         let mut s = Sender::new(&c, 10_000_000, None);
