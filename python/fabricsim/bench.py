@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import resource
 import subprocess
@@ -143,7 +144,9 @@ def _run_ns3(name: str, quick: bool) -> Optional[Dict[str, Any]]:
 
 def _run_isolated(name: str, quick: bool) -> Dict[str, Any]:
     args = [sys.executable, "-m", "fabricsim.bench", "--one", name] + (["--quick"] if quick else [])
-    proc = subprocess.run(args, capture_output=True, text=True, check=False)
+    # Keep numpy's BLAS threads from spinning beside the single-threaded core.
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(args, capture_output=True, text=True, check=False, env=env)
     if proc.returncode != 0:
         raise RuntimeError(f"bench scenario {name} failed: {proc.stderr.strip()[-500:]}")
     return json.loads(proc.stdout)
