@@ -81,11 +81,21 @@ def _incast_tcp(quick: bool) -> Dict[str, Any]:
     return from_dict(star_scenario(senders=16, bytes_per_flow=size, name="incast-tcp-16x50MB")).to_resolved()
 
 
+def _leafspine_datamining(quick: bool) -> Dict[str, Any]:
+    """The leaf-spine data-mining FCT experiment (2 spines, 2 leaves with 4x40G
+    uplinks, 24 servers at 10G and one requester) at 60% load, TCP NewReno, an
+    intelligent-buffer leaf preset, with at least 10,000 flows (1,000 quick)."""
+    from fabricsim.workload_bench import datamining_bench_scenario
+
+    return datamining_bench_scenario(min_flows=1_000 if quick else 10_000, load="60%", seed=1)
+
+
 SCENARIOS: Dict[str, Callable[[bool], Dict[str, Any]]] = {
     "leafspine-udp": _leafspine_udp,
     "fattree-incast": _fattree_incast,
     "single-port-md1": _single_port_mm1,
     "incast-tcp-16x50MB": _incast_tcp,
+    "leafspine-datamining": _leafspine_datamining,
 }
 
 #: Bench scenarios that have an ns-3 twin: the arguments of
@@ -115,6 +125,7 @@ def run_one(name: str, quick: bool) -> Dict[str, Any]:
         "sim_time_s": s["sim_time_s"],
         "events": s["events"],
         "packets": s["packets_created"],
+        "flows": s["flows_total"],
         "build_s": round(t1 - t0, 4),
         "loop_s": round(loop, 4),
         "wall_s": round(t3 - t0, 4),

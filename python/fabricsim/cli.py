@@ -1,4 +1,4 @@
-"""The ``fabricsim`` command: ``run``, ``validate``, ``bench``, ``devices`` and
+"""The ``fabricsim`` command: ``run``, ``validate``, ``bench``, ``devices``, ``workloads``, ``sweep`` and
 ``burst-absorption``.
 
 Exit status: 0 on success, 2 for problems the user can fix (invalid scenario,
@@ -100,6 +100,18 @@ def _cmd_burst_absorption(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_workloads(args: argparse.Namespace) -> int:
+    from fabricsim.cli_extra import workloads_command
+
+    return workloads_command(args)
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from fabricsim.cli_extra import sweep_command
+
+    return sweep_command(args)
+
+
 def _cmd_bench(args: argparse.Namespace) -> int:
     from fabricsim import bench
 
@@ -154,6 +166,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     burst_command.add_argument("--out", metavar="DIR", help="also write burst_absorption.parquet there")
     burst_command.set_defaults(handler=_cmd_burst_absorption)
+
+    from fabricsim.cli_extra import add_sweep_parser, add_workloads_parser
+
+    add_workloads_parser(commands, _cmd_workloads)
+    add_sweep_parser(commands, _cmd_sweep)
 
     bench_command = commands.add_parser("bench", help="run the performance benchmarks")
     bench_command.add_argument("--json", action="store_true", help="print results as JSON")

@@ -112,6 +112,20 @@ def _link_plot(result: Result, top: int = 16) -> str:
     return _svg(fig)
 
 
+def _fct_section(result: Result) -> str:
+    """FCT by flow-size bucket (TCP runs only); times in microseconds."""
+    fct = getattr(result, "fct", None)
+    if fct is None or fct.height == 0:
+        return ""
+    shown = fct.select(
+        "bucket", "count", "incomplete",
+        *[(pl.col(c) / 1e6).alias(c.replace("_ps", "_us")) for c in ("mean_fct_ps", "median_fct_ps", "p99_fct_ps")],
+        "mean_slowdown", "median_slowdown", "p99_slowdown",
+    )
+    note = '<p class="muted">slowdown = FCT / ideal FCT on an empty network (see fabricsim.fct)</p>'
+    return f"<h2>Flow completion time by size</h2>{_table(shown)}{note}\n"
+
+
 def _cards(items: Iterable[tuple[str, str]]) -> str:
     return '<div class="grid">' + "".join(f'<div class="card">{k}<b>{v}</b></div>' for k, v in items) + "</div>"
 
@@ -149,7 +163,7 @@ buffer accounting matches queues): {status}</p>
 <h2>Queues</h2>{_queue_plot(result)}
 <h2>Links</h2>{_link_plot(result)}
 <h2>Drops</h2>{_table(result.drops)}
-<h2>Flows</h2>{_table(flows.select(flow_cols))}
+{_fct_section(result)}<h2>Flows</h2>{_table(flows.select(flow_cols))}
 <h2>Summary</h2>{_table(summary_rows, limit=200)}
 """
     return (

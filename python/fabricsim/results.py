@@ -21,9 +21,9 @@ __all__ = ["Result"]
 
 _DTYPES = {"u8": "<u1", "u32": "<u4", "u64": "<u8", "i64": "<i8", "f64": "<f8", "bool": "?"}
 _NODE_COLUMNS = ("node", "src", "dst", "src_node", "dst_node", "host")
-_TABLES = ("flows", "queues", "drops", "links", "throughput", "marks", "pools", "buffers", "queue_peaks")
-# Tables of the switch-buffer features, absent from older outputs.
-_BUFFER_TABLES = ("marks", "pools", "buffers", "queue_peaks")
+_TABLES = ("flows", "queues", "drops", "links", "throughput", "marks", "pools", "buffers", "queue_peaks", "pauses")
+# Tables of the switch-buffer features (and PFC pauses), absent from older outputs.
+_BUFFER_TABLES = ("marks", "pools", "buffers", "queue_peaks", "pauses")
 
 
 def _labels(column: str, codes: np.ndarray[Any, np.dtype[Any]], labels: Sequence[str]) -> pl.Series:
@@ -140,6 +140,10 @@ class Result:
         self.pools = pl.DataFrame()
         self.buffers = pl.DataFrame()
         self.queue_peaks = pl.DataFrame()
+        # PFC pause frames and paused time per (node, port, priority).
+        self.pauses = pl.DataFrame()
+        # FCT statistics per size bucket (fabricsim.fct); empty without TCP flows.
+        self.fct = pl.DataFrame()
         self.scenario = scenario
 
     @classmethod
@@ -170,11 +174,18 @@ class Result:
         )
         for name in _BUFFER_TABLES:
             setattr(result, name, table(name))
+        if scenario is not None:
+            from fabricsim.fct import bucket_table
+
+            result.fct = bucket_table(result)
         return result
 
     def tables(self) -> dict[str, pl.DataFrame]:
-        """The tables written by :meth:`write`, by name."""
-        return {name: getattr(self, name) for name in _TABLES}
+        """The tables written by :meth:`write`, by name (``fct`` only when the run has TCP flows)."""
+        tables = {name: getattr(self, name) for name in _TABLES}
+        if getattr(self, "fct", None) is not None and self.fct.height:
+            tables["fct"] = self.fct
+        return tables
 
     def write(self, out_dir: str | os.PathLike[str], report: bool = True) -> list[Path]:
         """Write ``summary.json``, ``scenario.yaml``, one Parquet file per table

@@ -65,6 +65,7 @@ __all__ = [
     "TcpBulk",
     "TcpFlows",
     "TcpIncast",
+    "Workload",
     "UdpTraffic",
     "from_dict",
     "load",
@@ -520,6 +521,36 @@ class Ecn(_Model):
         return {"kmin_bytes": kmin, "kmax_bytes": kmax, "pmax": self.pmax, "classes": self.classes, "mode": self.mode}
 
 
+class Pfc(_Model):
+    """Priority flow control (802.1Qbb) of lossless ``classes`` (shared buffer
+    only): XOFF at ``xoff`` bytes of a priority group's shared occupancy, or
+    dynamically at ``xoff_alpha`` x free shared buffer; XON ``resume_offset``
+    below it. ``headroom`` per (port, lossless class) defaults to the formula
+    of ``docs/models/pfc.md`` (cable round trip, pipelines, 2 MTU, peer
+    response quanta)."""
+
+    classes: list[Annotated[int, Field(ge=0, le=7)]] = Field(min_length=1)
+    xoff: Optional[ByteCount] = None
+    xoff_alpha: float = 0.125
+    resume_offset: ByteCount = 3072
+    headroom: Optional[ByteCount] = None
+    mtu: Size = 9216
+    quanta: int = Field(default=65535, ge=1, le=65535)
+    refresh: Optional[Duration] = None
+
+    def to_resolved(self) -> dict[str, Any]:
+        return {
+            "classes": self.classes,
+            "xoff_bytes": self.xoff,
+            "xoff_alpha": self.xoff_alpha,
+            "resume_offset_bytes": self.resume_offset,
+            "headroom_bytes": self.headroom,
+            "mtu_bytes": self.mtu,
+            "quanta": self.quanta,
+            "refresh_ps": self.refresh,
+        }
+
+
 def _expand_device(data: Any) -> Any:
     """Put the named device preset under the switch's explicit settings."""
     if not isinstance(data, dict) or data.get("device") is None:
@@ -545,6 +576,7 @@ class Switch(_Model):
         default_factory=lambda: [1500]
     )
     drr_weights: Optional[list[Annotated[float, Field(gt=0)]]] = None
+    pfc: Optional[Pfc] = None
 
     _expand = model_validator(mode="before")(classmethod(lambda cls, data: _expand_device(data)))
 
@@ -563,6 +595,8 @@ class Switch(_Model):
             out["ecn"] = self.ecn.to_resolved()
         if scheduler["kind"] != "strict":
             out["scheduler"] = scheduler
+        if self.pfc is not None:
+            out["pfc"] = self.pfc.to_resolved()
         return out
 
 
@@ -1053,12 +1087,186 @@ class TcpFlows(_TcpTraffic):
         }
 
 
-TRAFFIC_MODELS = (UdpTraffic, Burst, TcpBulk, TcpIncast, TcpFlows)
+def _load_fraction(value: Any) -> float:
+    """An offered load: a percentage (``"60%"``) or a fraction in (0, 1]."""
+    if isinstance(value, str):
+        fraction = units.parse_percent(value)
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        fraction = float(value)
+    else:
+        raise ValueError(f"expected a load like '60%', got {_show(value)}")
+    if not 0 < fraction <= 1:
+        raise ValueError(f"a load must be > 0% and <= 100% (got {_show(value)})")
+    return fraction
+
+
+Load = Annotated[float, PlainValidator(_load_fraction), PlainSerializer(units.format_percent, return_type=str)]
+WorkloadPattern = Literal["all_to_all", "many_to_one", "permutation", "explicit"]
+Sampling = Literal["linear", "step"]
+
+
+class WorkloadPair(_Model):
+    """A (src, dst) pair of an explicit workload pattern."""
+
+    src: str = Field(min_length=1)
+    dst: str = Field(min_length=1)
+
+
+class Workload(_TcpTraffic):
+    """TCP flows with sizes drawn from a CDF and Poisson arrivals at an offered
+    ``load``; expanded to an explicit ``tcp_flows`` list when resolved (see
+    ``docs/models/workloads.md`` and :mod:`fabricsim.flowgen`)."""
+
+    kind: Literal["workload"]
+    cdf: str = Field(min_length=1)
+    sampling: Annotated[Sampling, _one_of(Sampling)] = "linear"
+    load: Optional[Load] = None
+    load_scale: float = Field(default=1.0, gt=0)
+    load_on: Optional[str] = Field(default=None, min_length=1)
+    pattern: Annotated[WorkloadPattern, _one_of(WorkloadPattern)] = "all_to_all"
+    hosts: Optional[NodeList] = None
+    requester: Optional[str] = Field(default=None, min_length=1)
+    responders: Optional[NodeList] = None
+    pairs: Optional[list[WorkloadPair]] = Field(default=None, min_length=1)
+    start: Time = 0
+    stop: Optional[Time] = None
+    max_flows: Optional[int] = Field(default=None, ge=1)
+
+    @model_validator(mode="after")
+    def _pattern_fields(self) -> "Workload":
+        if self.pattern == "many_to_one" and self.requester is None:
+            raise _issues_error(("requester", "required field is missing for pattern many_to_one"))
+        if self.pattern == "explicit" and self.pairs is None:
+            raise _issues_error(("pairs", "required field is missing for pattern explicit"))
+        if self.stop is not None and self.stop <= self.start:
+            raise _issues_error(("stop", f"must be later than start ({_as_time(self.start)})"))
+        return self
+
+
+class Dcqcn(_Model):
+    """DCQCN (docs/models/rocev2-dcqcn.md). Defaults: DCQCN-paper timing with
+    HPCC's increase steps (5 / 50 Mb/s per 25G of NIC rate when unset)."""
+
+    enabled: bool = True
+    g: float = Field(default=1 / 256, gt=0, le=1)
+    initial_alpha: float = Field(default=1.0, ge=0, le=1)
+    alpha_interval: Duration = 55_000_000
+    rate_decrease_interval: Time = 50_000_000
+    rate_increase_timer: Duration = 55_000_000
+    byte_counter: Optional[Size] = None
+    fast_recovery_stages: int = Field(default=5, ge=0)
+    rate_ai: Optional[Rate] = None
+    rate_hai: Optional[Rate] = None
+    min_rate: Rate = 100_000_000
+    cnp_interval: Time = 50_000_000
+
+    def to_resolved(self) -> dict[str, Any]:
+        return {
+            "enabled": self.enabled,
+            "g": self.g,
+            "initial_alpha": self.initial_alpha,
+            "alpha_interval_ps": self.alpha_interval,
+            "rate_decrease_interval_ps": self.rate_decrease_interval,
+            "rate_increase_timer_ps": self.rate_increase_timer,
+            "byte_counter_bytes": self.byte_counter,
+            "fast_recovery_stages": self.fast_recovery_stages,
+            "rate_ai_bps": self.rate_ai,
+            "rate_hai_bps": self.rate_hai,
+            "min_rate_bps": self.min_rate,
+            "cnp_interval_ps": self.cnp_interval,
+        }
+
+
+class Roce(_Model):
+    """RoCEv2 RC parameters: payload ``mtu``, ``header`` bytes per frame (Eth 14 +
+    IP 20 + UDP 8 + BTH 12 + ICRC 4 + FCS 4), ACK every ``ack_every`` packets and
+    at message ends, ACK/NACK and CNP classes, go-back-N timeout ``rto``."""
+
+    mtu: Size = 1024
+    header: Overhead = 62
+    ack_every: int = Field(default=1, ge=1)
+    ack_class: Optional[int] = Field(default=None, ge=0, le=7)
+    cnp_class: int = Field(default=7, ge=0, le=7)
+    rto: Duration = 1_000_000_000
+    ecn: bool = True
+    dcqcn: Dcqcn = Field(default_factory=Dcqcn)
+
+    def to_resolved(self) -> dict[str, Any]:
+        return {
+            "mtu_bytes": self.mtu,
+            "header_bytes": self.header,
+            "ack_every": self.ack_every,
+            "ack_class": self.ack_class,
+            "cnp_class": self.cnp_class,
+            "rto_ps": self.rto,
+            "ecn": self.ecn,
+            "dcqcn": self.dcqcn.to_resolved(),
+        }
+
+
+class RdmaWrite(_Model):
+    """RDMA writes over RoCEv2: ``qps`` queue pairs from each ``src`` to ``dst``,
+    each writing ``messages`` messages of ``message_size``, at most ``window``
+    outstanding (1 = closed loop). An entry's ``roce`` replaces the scenario's."""
+
+    kind: Literal["rdma_write"]
+    name: Optional[str] = Field(default=None, min_length=1)
+    src: NodeList
+    dst: str = Field(min_length=1)
+    qps: int = Field(default=1, ge=1)
+    messages: int = Field(default=1, ge=1)
+    message_size: Size
+    window: int = Field(default=1, ge=1)
+    start: Time = 0
+    class_: int = Field(default=3, ge=0, alias="class")
+    roce: Optional[Roce] = None
+
+    def to_resolved(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "src": list(self.src),
+            "dst": self.dst,
+            "qps": self.qps,
+            "messages": self.messages,
+            "message_bytes": self.message_size,
+            "window": self.window,
+            "start_ps": self.start,
+            "class": self.class_,
+            "roce": self.roce.to_resolved() if self.roce is not None else None,
+        }
+
+
+def _resolve_source(scenario: "Scenario", index: int, source: Any) -> dict[str, Any]:
+    """A traffic entry in resolved form; workloads expand to explicit flow lists."""
+    if isinstance(source, Workload):
+        from fabricsim.flowgen import expand
+
+        return expand(scenario, index)
+    return source.to_resolved()
+
+
+TRAFFIC_MODELS = (UdpTraffic, Burst, TcpBulk, TcpIncast, TcpFlows, Workload, RdmaWrite)
 Traffic = Annotated[
-    Union[UdpTraffic, Burst, TcpBulk, TcpIncast, TcpFlows],
+    Union[UdpTraffic, Burst, TcpBulk, TcpIncast, TcpFlows, Workload, RdmaWrite],
     Field(discriminator="kind"),
     _kind_of(*TRAFFIC_MODELS),
 ]
+
+
+class FctSettings(_Model):
+    """Flow-completion-time statistics (``fabricsim.fct``): only flows started in
+    ``[warmup, duration - cooldown]`` count; ``buckets`` are the size-bucket edges."""
+
+    warmup: Time = 0
+    cooldown: Time = 0
+    buckets: list[Size] = Field(default_factory=lambda: [100_000, 1_000_000, 10_000_000])
+
+    @model_validator(mode="after")
+    def _sorted(self) -> "FctSettings":
+        if self.buckets != sorted(set(self.buckets)):
+            raise _issues_error(("buckets", "edges must be increasing"))
+        return self
 
 
 class Stats(_Model):
@@ -1095,6 +1303,9 @@ class Scenario(_Model):
     traffic: list[Traffic] = Field(default_factory=list)
     stats: Stats = Field(default_factory=Stats)
     tcp: Tcp = Field(default_factory=Tcp)
+    load: Optional[Load] = None  # default offered load of workload traffic entries
+    fct: FctSettings = Field(default_factory=FctSettings)
+    roce: Optional[Roce] = None  # defaults of rdma_write traffic (core defaults when unset)
 
     @model_validator(mode="before")
     @classmethod
@@ -1189,9 +1400,10 @@ class Scenario(_Model):
             "drain_limit_ps": self.drain_limit,
             "network": self.network.to_resolved(),
             "topology": self.topology.to_resolved(),
-            "traffic": [source.to_resolved() for source in self.traffic],
+            "traffic": [_resolve_source(self, index, source) for index, source in enumerate(self.traffic)],
             "stats": self.stats.to_resolved(),
             "tcp": self.tcp.to_resolved(),
+            **({"roce": self.roce.to_resolved()} if self.roce is not None else {}),
         }
 
     def to_yaml(self) -> str:

@@ -87,6 +87,7 @@ def test_write_produces_every_file(core_output, tmp_path):
         "pools.parquet",
         "buffers.parquet",
         "queue_peaks.parquet",
+        "pauses.parquet",
         "report.html",
     ]
     out = tmp_path / "out" / "nested"
@@ -120,7 +121,8 @@ def test_a_failed_write_does_not_stop_the_others(core_output, tmp_path):
     assert [path for path, _ in error.failures] == [str(tmp_path / "queues.parquet")]
     assert "cannot write" in str(error) and "queues.parquet" in str(error)
     written = ["summary.json", "flows.parquet", "drops.parquet", "links.parquet", "throughput.parquet",
-               "marks.parquet", "pools.parquet", "buffers.parquet", "queue_peaks.parquet", "report.html"]
+               "marks.parquet", "pools.parquet", "buffers.parquet", "queue_peaks.parquet", "pauses.parquet",
+               "report.html"]
     assert [path.name for path in error.written] == written
     for name in written:
         assert (tmp_path / name).is_file()

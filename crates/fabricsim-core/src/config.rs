@@ -30,6 +30,9 @@ pub struct Scenario {
     /// Defaults for TCP traffic; an entry may carry its own `tcp`.
     #[serde(default)]
     pub tcp: crate::transport::tcp::TcpConfig,
+    /// Defaults for RoCEv2 traffic; an entry may carry its own `roce`.
+    #[serde(default)]
+    pub roce: crate::transport::roce::RoceConfig,
 }
 
 fn default_true() -> bool {
@@ -96,6 +99,9 @@ pub struct SwitchConfig {
     /// Egress scheduler of every port (see `network/port.rs`).
     #[serde(default)]
     pub scheduler: crate::network::port::SchedulerConfig,
+    /// Priority flow control of lossless classes (see `network/pfc.rs`).
+    #[serde(default)]
+    pub pfc: Option<crate::network::pfc::PfcConfig>,
 }
 
 fn default_switch_latency() -> u64 {
@@ -110,6 +116,7 @@ impl Default for SwitchConfig {
             buffer: BufferConfig::default(),
             ecn: None,
             scheduler: Default::default(),
+            pfc: None,
         }
     }
 }
@@ -272,6 +279,7 @@ pub enum TrafficConfig {
     TcpBulk(crate::transport::apps::TcpBulkConfig),
     TcpIncast(crate::transport::apps::TcpIncastConfig),
     TcpFlows(crate::transport::apps::TcpFlowsConfig),
+    RdmaWrite(crate::transport::roce::RdmaWriteConfig),
 }
 
 #[derive(Clone, Debug, Deserialize)]

@@ -15,7 +15,16 @@ pub enum PacketKind {
     Data = 0,
     /// A TCP segment; its fields are `seq`, `ack`, `len`, `flags`, `ts`, `ts_echo`.
     Tcp = 1,
+    /// A PFC PAUSE frame (MAC control): `class` is the priority, `seq` the
+    /// pause quanta (0 = XON). Belongs to no flow (`flow` is [`CONTROL_FLOW`]).
+    Pause = 2,
+    /// A RoCEv2 packet: `flags` holds the opcode (see `transport::roce`),
+    /// `seq` the PSN, `ack` the expected PSN of an ACK/NACK, `len` the payload.
+    Roce = 3,
 }
+
+/// Placeholder flow of packets that belong to no flow (PFC frames).
+pub const CONTROL_FLOW: FlowId = FlowId(u32::MAX);
 
 /// A packet in flight. Sizes are whole Ethernet frames in bytes (header and FCS
 /// included; preamble and inter-frame gap are added on the wire).

@@ -37,6 +37,8 @@ use crate::units::{Rate, SimTime};
 use std::collections::{BTreeMap, VecDeque};
 
 mod fabric;
+mod pfc;
+mod roce;
 mod transport;
 
 use crate::transport::tcp::{Outbox, TcpConfig};
@@ -52,9 +54,17 @@ enum Event {
     TcpOpen(u32),
     /// A TCP connection's timer; stale when the generation does not match.
     TcpTimer(u32, u32),
+    /// A port's PFC pause of a class may have expired.
+    PfcResume(PortId, u8),
+    /// Re-send XOFF for (port, class) if still congested; stale when the generation does not match.
+    PfcRefresh(PortId, u8, u32),
+    /// A RoCE queue pair starts.
+    RoceOpen(u32),
+    /// A RoCE queue pair's timer; stale when the generation does not match.
+    RoceTimer(u32, u32),
 }
 
-const FLOW_KINDS: [&str; 6] = ["udp_cbr", "udp_poisson", "burst", "tcp_bulk", "tcp_incast", "tcp_flow"];
+const FLOW_KINDS: [&str; 7] = ["udp_cbr", "udp_poisson", "burst", "tcp_bulk", "tcp_incast", "tcp_flow", "rdma"];
 
 /// A running simulation.
 pub struct Simulation {
@@ -95,6 +105,10 @@ pub struct Simulation {
     throughput: ThroughputBins,
     /// Switch-buffer features (ECN/RED, schedulers, pools); see `sim/fabric.rs`.
     fabric: fabric::Fabric,
+    /// PFC: lossless classes, pause state and counters; see `sim/pfc.rs`.
+    pfc: pfc::PfcState,
+    /// RoCEv2 queue pairs; see `sim/roce.rs`.
+    roce: roce::RoceState,
 }
 
 impl Simulation {
@@ -238,8 +252,11 @@ impl Simulation {
             outbox: Vec::new(),
             throughput: ThroughputBins::new(sc.stats.throughput_interval_ps),
             fabric: fabric::Fabric::default(),
+            pfc: pfc::PfcState::default(),
+            roce: roce::RoceState { default: sc.roce.clone(), ..Default::default() },
         };
         sim.setup_fabric(sc)?;
+        sim.setup_pfc(sc)?;
         sim.sampled_ports = (0..sim.ports.len() as u32)
             .map(PortId)
             .filter(|p| sc.stats.sample_hosts || sim.nodes[sim.ports[p.idx()].node.idx()].kind == NodeKind::Switch)
@@ -264,6 +281,9 @@ impl Simulation {
         if let Some(result) = self.add_tcp_traffic(i, t, index, graph) {
             return result;
         }
+        if let Some(result) = self.add_roce_traffic(i, t, index, graph) {
+            return result;
+        }
         let path = format!("traffic[{i}]");
         let host = |name: &str, field: &str| -> Result<NodeId, ConfigError> {
             match index.get(name) {
@@ -279,8 +299,11 @@ impl Simulation {
             TrafficConfig::UdpCbr(u) => (0u32, &u.name, &u.src, &u.dst, u.class, u.frame_bytes),
             TrafficConfig::UdpPoisson(u) => (1, &u.name, &u.src, &u.dst, u.class, u.frame_bytes),
             TrafficConfig::Burst(b) => (2, &b.name, &b.src, &b.dst, b.class, b.frame_bytes),
-            TrafficConfig::TcpBulk(_) | TrafficConfig::TcpIncast(_) | TrafficConfig::TcpFlows(_) => {
-                unreachable!("TCP traffic is added by add_tcp_traffic")
+            TrafficConfig::TcpBulk(_)
+            | TrafficConfig::TcpIncast(_)
+            | TrafficConfig::TcpFlows(_)
+            | TrafficConfig::RdmaWrite(_) => {
+                unreachable!("TCP and RDMA traffic is added by add_tcp_traffic / add_roce_traffic")
             }
         };
         if srcs.is_empty() {
@@ -333,8 +356,11 @@ impl Simulation {
                     }
                     (Source::constant(wire, nic_rate), b.start_ps, u64::MAX, b.frames)
                 }
-                TrafficConfig::TcpBulk(_) | TrafficConfig::TcpIncast(_) | TrafficConfig::TcpFlows(_) => {
-                    unreachable!("TCP traffic is added by add_tcp_traffic")
+                TrafficConfig::TcpBulk(_)
+                | TrafficConfig::TcpIncast(_)
+                | TrafficConfig::TcpFlows(_)
+                | TrafficConfig::RdmaWrite(_) => {
+                    unreachable!("TCP and RDMA traffic is added by add_tcp_traffic / add_roce_traffic")
                 }
             };
             let stop = SimTime(stop.min(self.duration.0));
@@ -433,6 +459,10 @@ impl Simulation {
                 Event::Sample => self.on_sample(),
                 Event::TcpOpen(t) => self.on_tcp_open(t),
                 Event::TcpTimer(t, generation) => self.on_tcp_timer(t, generation),
+                Event::PfcResume(p, c) => self.on_pfc_resume(p, c),
+                Event::PfcRefresh(p, c, generation) => self.on_pfc_refresh(p, c, generation),
+                Event::RoceOpen(q) => self.on_roce_open(q),
+                Event::RoceTimer(q, generation) => self.on_roce_timer(q, generation),
             }
         }
         self.finished = true;
@@ -502,7 +532,11 @@ impl Simulation {
     fn enqueue(&mut self, node: NodeId, out: u16, id: PacketId, ingress: Option<u16>, ingress_rate: Option<Rate>) {
         let pkt = *self.pool.get(id);
         let pid = self.nodes[node.idx()].port(out);
-        let red = self.red_decision(node, pid, &pkt);
+        let mut red = self.red_decision(node, pid, &pkt);
+        if red == AqmAction::Drop && self.pfc.lossless[node.idx()] & (1 << pkt.class) != 0 {
+            // A lossless class is never dropped early; WRED only marks it.
+            red = AqmAction::Mark;
+        }
         if red == AqmAction::Drop {
             self.ports[pid.idx()].dropped_packets += 1;
             self.drop_packet(node, out as u32, id, DropReason::Wred);
@@ -536,6 +570,9 @@ impl Simulation {
             self.mark_packet(node, out, class, id, fabric::MarkReason::Red);
         }
         self.note_buffer_level(node);
+        if let Some(sig) = self.nodes[node.idx()].buffer.take_pfc_signal() {
+            self.pfc_signal(node, sig);
+        }
         let n = &self.nodes[node.idx()];
         let port = &mut self.ports[pid.idx()];
         let idle = port.is_idle() && port.is_empty();
@@ -557,6 +594,9 @@ impl Simulation {
                 }
             }
             self.start_next(pid, start);
+        } else if port.is_idle() && port.paused != 0 {
+            // Idle behind paused classes: this packet's class may be free to go.
+            self.start_next(pid, self.now);
         }
     }
 
@@ -565,6 +605,15 @@ impl Simulation {
         let port = &mut self.ports[pid.idx()];
         let Some((class, id)) = port.pop() else { return };
         let pkt = self.pool.get_mut(id);
+        if class == crate::network::port::CTRL_CLASS {
+            // A MAC control frame: no queue or buffer accounting.
+            port.queue_delay_sum_ps += (at - pkt.enqueued).0 as u128;
+            port.in_tx = Some(id);
+            pkt.first_bit = at + self.channels[port.channel.idx()].delay;
+            let end = at + port.rate.serialization_time(pkt.size as u64 + self.overhead);
+            self.queue.push(end, Event::TxDone(pid));
+            return;
+        }
         port.dequeued(class, pkt.size);
         port.queue_delay_sum_ps += (at - pkt.enqueued).0 as u128;
         port.in_tx = Some(id);
@@ -581,8 +630,17 @@ impl Simulation {
             now: at,
             ecn: pkt.ecn,
         };
-        self.nodes[port.node.idx()].buffer.release(&req);
+        let node = port.node;
+        let buffer = &mut self.nodes[node.idx()].buffer;
+        buffer.release(&req);
+        let sig = buffer.take_pfc_signal();
         self.queue.push(end, Event::TxDone(pid));
+        if let Some(sig) = sig {
+            self.pfc_signal(node, sig);
+        }
+        if !self.roce.wait.is_empty() && !self.roce.wait[pid.idx()].is_empty() {
+            self.roce_wake(pid);
+        }
     }
 
     fn on_tx_done(&mut self, pid: PortId) {
@@ -620,12 +678,18 @@ impl Simulation {
             }
         }
         let pkt = *self.pool.get(id);
+        if pkt.kind == PacketKind::Pause {
+            self.on_pause_frame(node, ingress, id);
+            return;
+        }
         match self.nodes[node.idx()].kind {
             NodeKind::Host => {
                 if pkt.dst == node {
                     self.deliver(id);
                     if pkt.kind == PacketKind::Tcp {
                         self.tcp_arrive(node, &pkt);
+                    } else if pkt.kind == PacketKind::Roce {
+                        self.roce_arrive(node, &pkt);
                     }
                 } else {
                     self.drop_packet(node, ingress as u32, id, DropReason::NoRoute);
@@ -662,9 +726,11 @@ impl Simulation {
     fn drop_packet(&mut self, node: NodeId, port: u32, id: PacketId, reason: DropReason) {
         let pkt = *self.pool.get(id);
         self.drops.record(node.0, port, pkt.class, reason, pkt.size as u64);
-        let f = &mut self.flows[pkt.flow.idx()];
-        f.packets_dropped += 1;
-        f.bytes_dropped += pkt.size as u64;
+        if pkt.flow != crate::packet::CONTROL_FLOW {
+            let f = &mut self.flows[pkt.flow.idx()];
+            f.packets_dropped += 1;
+            f.bytes_dropped += pkt.size as u64;
+        }
         self.pool.free(id);
     }
 
@@ -715,7 +781,7 @@ impl Simulation {
         });
         let conservation_ok = self.created_packets == self.delivered_packets + dropped + in_network
             && self.pool.live() as u64 == in_network
-            && flows_sent == self.created_packets
+            && flows_sent + self.pfc.ctrl_created == self.created_packets
             && ports_ok;
         let mut buffer_in_use = 0u64;
         let mut buffer_ok = true;
@@ -758,6 +824,8 @@ impl Simulation {
         tables.insert("drops".to_string(), self.drops.to_table());
         tables.insert("links".to_string(), self.links_table());
         self.fabric_outputs(&mut tables, &mut s);
+        self.pfc_outputs(&mut tables, &mut s);
+        self.roce_summary(&mut s);
         let throughput = std::mem::take(&mut self.throughput);
         tables.insert("throughput".to_string(), throughput.into_table(&self.flows));
         RunOutput { summary: s, node_names: self.nodes.iter().map(|n| n.name.clone()).collect(), tables }
@@ -820,6 +888,7 @@ impl Simulation {
         t.push("latency_min_ps", Column::I64(f.iter().map(|x| opt(x.packets_delivered > 0, x.latency_min_ps)).collect()));
         t.push("latency_max_ps", Column::I64(f.iter().map(|x| opt(x.packets_delivered > 0, x.latency_max_ps)).collect()));
         self.tcp_flow_columns(&mut t);
+        self.roce_flow_columns(&mut t);
         t
     }
 

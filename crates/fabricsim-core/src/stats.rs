@@ -28,10 +28,12 @@ pub enum DropReason {
     Afd = 8,
     /// The link lost the packet (its configured random loss rate).
     RandomLoss = 9,
+    /// PFC: a lossless packet found its priority group's headroom full.
+    HeadroomOverflow = 10,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 10] = [
+    pub const ALL: [DropReason; 11] = [
         DropReason::PortBufferFull,
         DropReason::QueueLimit,
         DropReason::NoRoute,
@@ -42,6 +44,7 @@ impl DropReason {
         DropReason::VoqLimit,
         DropReason::Afd,
         DropReason::RandomLoss,
+        DropReason::HeadroomOverflow,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -56,6 +59,7 @@ impl DropReason {
             DropReason::VoqLimit => "voq_limit",
             DropReason::Afd => "afd",
             DropReason::RandomLoss => "random_loss",
+            DropReason::HeadroomOverflow => "headroom_overflow",
         }
     }
 }

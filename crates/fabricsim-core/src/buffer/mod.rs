@@ -8,6 +8,7 @@
 //! each, so dispatch is a `match` the compiler can inline.
 
 pub mod intelligent;
+pub mod pfc;
 pub mod shared;
 pub mod static_buffer;
 pub mod voq;
@@ -113,6 +114,31 @@ impl BufferModel {
                 m.set_port_rates(rates);
             }
             _ => {}
+        }
+    }
+
+    /// Turns on PFC ingress accounting (shared buffer only).
+    pub fn enable_pfc(&mut self, pfc: pfc::PfcIngress) -> Result<(), String> {
+        match self {
+            BufferModel::Shared(m) => m.enable_pfc(pfc),
+            other => Err(format!("PFC needs buffer model shared (this switch uses {})", other.name())),
+        }
+    }
+
+    /// The PFC state, if PFC is on.
+    pub fn pfc(&self) -> Option<&pfc::PfcIngress> {
+        match self {
+            BufferModel::Shared(m) => m.pfc.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// The XOFF/XON decision of the last admit or release, if any.
+    #[inline]
+    pub fn take_pfc_signal(&mut self) -> Option<(u16, u8, bool)> {
+        match self {
+            BufferModel::Shared(m) => m.pfc.as_mut().and_then(|p| p.signal.take()),
+            _ => None,
         }
     }
 

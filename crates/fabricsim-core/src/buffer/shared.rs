@@ -197,6 +197,8 @@ pub struct SharedBuffer {
     pg_cells: Vec<u64>,
     bytes: u64,
     total_cells: u64,
+    /// PFC ingress accounting of lossless classes (see `buffer/pfc.rs`).
+    pub pfc: Option<Box<super::pfc::PfcIngress>>,
 }
 
 impl SharedBuffer {
@@ -223,7 +225,25 @@ impl SharedBuffer {
             pg_cells: if p.ingress_alpha.is_some() { vec![0; ports * classes] } else { Vec::new() },
             bytes: 0,
             total_cells: p.pool_cells.iter().sum::<u64>() + p.reserved_cells * (ports * classes) as u64,
+            pfc: None,
         }
+    }
+
+    /// Turns on PFC; its headroom is taken out of the lossless classes' pool.
+    pub fn enable_pfc(&mut self, pfc: super::pfc::PfcIngress) -> Result<(), String> {
+        let pools: Vec<usize> =
+            (0..self.classes).filter(|&c| pfc.is_lossless(c as u8)).map(|c| self.class_pool[c] as usize).collect();
+        if pools.windows(2).any(|w| w[0] != w[1]) {
+            return Err("lossless classes must share one service pool".into());
+        }
+        let need = pfc.reserved_cells();
+        let pool = &mut self.pools[pools[0]];
+        if need >= pool.size {
+            return Err(format!("headroom needs {need} cells but the pool has only {}", pool.size));
+        }
+        pool.size -= need;
+        self.pfc = Some(Box::new(pfc));
+        Ok(())
     }
 
     /// Cells a frame of `bytes` occupies.
@@ -238,6 +258,17 @@ impl SharedBuffer {
         let class = r.class as usize;
         let q = r.out_port as usize * self.classes + class;
         let pool_idx = self.class_pool[class] as usize;
+        if let (Some(pfc), Some(in_port)) = (self.pfc.as_mut(), r.in_port) {
+            if pfc.is_lossless(r.class) {
+                let pool = &mut self.pools[pool_idx];
+                if let Err(reason) = pfc.admit(in_port, r.class, c, &mut pool.used, pool.size) {
+                    return Verdict::Drop(reason);
+                }
+                self.queue_cells[q] += c;
+                self.bytes += r.bytes as u64;
+                return Verdict::Admit;
+            }
+        }
         let pool = self.pools[pool_idx];
         let used = self.queue_cells[q];
         let shared_now = used.saturating_sub(self.reserved);
@@ -271,6 +302,15 @@ impl SharedBuffer {
         let c = self.cells(r.bytes);
         let class = r.class as usize;
         let q = r.out_port as usize * self.classes + class;
+        if let (Some(pfc), Some(in_port)) = (self.pfc.as_mut(), r.in_port) {
+            if pfc.is_lossless(r.class) {
+                let pool = &mut self.pools[self.class_pool[class] as usize];
+                pfc.release(in_port, r.class, c, &mut pool.used, pool.size);
+                self.queue_cells[q] -= c;
+                self.bytes -= r.bytes as u64;
+                return;
+            }
+        }
         let used = self.queue_cells[q];
         let freed = used.saturating_sub(self.reserved) - (used - c).saturating_sub(self.reserved);
         self.queue_cells[q] = used - c;
@@ -299,6 +339,11 @@ impl SharedBuffer {
     /// Shared occupancy of each pool in bytes (cells x cell size).
     pub fn pool_bytes(&self) -> Vec<u64> {
         self.pools.iter().map(|p| p.used * self.cell as u64).collect()
+    }
+
+    /// Cell size in bytes.
+    pub fn cell_bytes(&self) -> u32 {
+        self.cell
     }
 
     /// Shared cells in use in pool `i`.

@@ -173,7 +173,15 @@ pub struct Port {
     pub class_high_water: Vec<u64>,
     /// Per class: whether the last queue sample was non-zero.
     pub sampled_nonzero: u8,
+    /// MAC control frames (PFC PAUSE): sent before any class, never paused,
+    /// not charged to the buffer model.
+    pub ctrl: VecDeque<PacketId>,
+    /// Bit `c` set while class `c` is paused by the link partner (PFC).
+    pub paused: u8,
 }
+
+/// Class reported by [`Port::pop`] for a MAC control frame.
+pub const CTRL_CLASS: u8 = u8::MAX;
 
 impl Port {
     pub fn new(node: NodeId, local: u16, channel: ChannelId, rate: Rate, classes: usize) -> Self {
@@ -197,6 +205,8 @@ impl Port {
             high_water_bytes: 0,
             class_high_water: vec![0; classes],
             sampled_nonzero: 0,
+            ctrl: VecDeque::new(),
+            paused: 0,
         }
     }
 
@@ -235,7 +245,14 @@ impl Port {
 
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.nonempty == 0
+        self.nonempty == 0 && self.ctrl.is_empty()
+    }
+
+    /// Queues a MAC control frame (strict precedence over every class).
+    #[inline]
+    pub fn push_ctrl(&mut self, pkt: PacketId) {
+        self.ctrl.push_back(pkt);
+        self.enqueued_packets += 1;
     }
 
     /// Queues a packet created at the node (or on a FIFO port).
@@ -265,12 +282,16 @@ impl Port {
     /// The next packet by the port's scheduler.
     #[inline]
     pub fn pop(&mut self) -> Option<(u8, PacketId)> {
-        if self.nonempty == 0 {
+        if !self.ctrl.is_empty() {
+            return self.ctrl.pop_front().map(|id| (CTRL_CLASS, id));
+        }
+        let eligible = self.nonempty & !self.paused;
+        if eligible == 0 {
             return None;
         }
         let c = match &mut self.sched {
-            Sched::Strict => 7 - self.nonempty.leading_zeros() as usize,
-            Sched::Drr(d) => d.pick(&self.queues, self.nonempty),
+            Sched::Strict => 7 - eligible.leading_zeros() as usize,
+            Sched::Drr(d) => d.pick(&self.queues, eligible),
         };
         let (pkt, _) = self.queues[c].pop().expect("nonempty bit set on an empty queue");
         if self.queues[c].is_empty() {
@@ -292,7 +313,13 @@ impl Port {
 
     /// Packets waiting in the queues (not counting the one being transmitted).
     pub fn queued_packets(&self) -> usize {
-        self.queues.iter().map(|q| q.len()).sum()
+        self.queues.iter().map(|q| q.len()).sum::<usize>() + self.ctrl.len()
+    }
+
+    /// Whether `pop` would return a packet (control frames or an unpaused class).
+    #[inline]
+    pub fn has_eligible(&self) -> bool {
+        !self.ctrl.is_empty() || self.nonempty & !self.paused != 0
     }
 }
 

@@ -9,3 +9,4 @@
 
 pub mod apps;
 pub mod tcp;
+pub mod roce;

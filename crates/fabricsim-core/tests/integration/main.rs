@@ -2,6 +2,7 @@
 
 mod conservation;
 mod determinism;
+mod roce;
 mod shared_buffer;
 mod switch_buffers;
 mod tcp;
@@ -35,6 +36,7 @@ pub fn i64_col(out: &RunOutput, table: &str, col: &str) -> Vec<i64> {
         Some(Column::I64(v)) => v.clone(),
         Some(Column::U64(v)) => v.iter().map(|&x| x as i64).collect(),
         Some(Column::U32(v)) => v.iter().map(|&x| x as i64).collect(),
+        Some(Column::U8(v)) => v.iter().map(|&x| x as i64).collect(),
         other => panic!("{table}.{col} is {other:?}"),
     }
 }

@@ -1,0 +1,516 @@
+//! RoCEv2 RC queue pairs inside the simulation: the `rdma_write` application,
+//! rate-based sending with DCQCN, PSNs, ACK coalescing, NACK and go-back-N,
+//! the retransmission timer, CNP generation at the receiver, and the RoCE
+//! columns of the flows table.
+//!
+//! Each QP keeps at most one valid timer event (`RoceTimer`), armed at its
+//! earliest deadline: next send (pacing at the current DCQCN rate), the
+//! retransmission timeout, the DCQCN rate-increase timer. As for TCP, an
+//! earlier deadline pushes a new event with a new generation.
+//!
+//! **NIC arbitration.** A QP hands a packet to its host port only while the
+//! port's queue of the QP's class holds less than two full frames; otherwise
+//! it waits in the port's FIFO of blocked QPs and one of them is woken each
+//! time the port starts a frame. QPs of a host thus share the NIC in turn and
+//! stop sending while the NIC is paused by PFC, as NIC schedulers do.
+
+use super::{Event, Simulation};
+use crate::error::ConfigError;
+use crate::ids::{FlowId, NodeId, PortId};
+use crate::network::topology::{Graph, NodeKind};
+use crate::packet::{Packet, PacketKind, ECN_CE, ECN_ECT, ECN_NOT_ECT, LOCAL_PORT};
+use crate::rng::mix64;
+use crate::stats::{Column, FlowStats, Table};
+use crate::transport::roce::dcqcn::Dcqcn;
+use crate::transport::roce::{RdmaWriteConfig, RoceConfig, FLAG_LAST, FLAG_RETX, OP_ACK, OP_CNP, OP_DATA, OP_NACK};
+use crate::units::SimTime;
+use std::collections::{BTreeMap, VecDeque};
+
+/// Flow kind index of RDMA queue pairs (`FLOW_KINDS`).
+pub(super) const ROCE_KIND: u32 = 6;
+
+#[derive(Debug)]
+pub(super) struct Qp {
+    flow: FlowId,
+    src: NodeId,
+    dst: NodeId,
+    class: u8,
+    hash: u64,
+    cfg: u32,
+    port: PortId,
+    /// Packets per message, payload of a message's last packet, packets in all.
+    ppm: u64,
+    last_payload: u32,
+    total: u64,
+    window: u64,
+    snd_nxt: u64,
+    snd_una: u64,
+    snd_max: u64,
+    next_send: SimTime,
+    rto_at: Option<SimTime>,
+    cc: Dcqcn,
+    gen: u32,
+    timer_at: Option<SimTime>,
+    blocked: bool,
+    // receiver
+    epsn: u64,
+    unacked: u32,
+    nack_for: u64,
+    last_cnp: Option<SimTime>,
+    delivered: u64,
+    // statistics
+    retransmits: u64,
+    timeouts: u64,
+    nacks: u64,
+    ce: u64,
+    msg_starts: VecDeque<SimTime>,
+    msgs_done: u64,
+    msg_time_sum: u128,
+    msg_time_max: u64,
+    done: bool,
+}
+
+/// All queue pairs, their configurations and the NIC wait lists.
+#[derive(Debug, Default)]
+pub(super) struct RoceState {
+    pub qps: Vec<Qp>,
+    pub cfgs: Vec<RoceConfig>,
+    pub default: RoceConfig,
+    /// Per flow: index into `qps`, or `u32::MAX`.
+    pub flow_qp: Vec<u32>,
+    /// Per port: QPs waiting for room in the NIC queue (empty without RoCE traffic).
+    pub wait: Vec<VecDeque<u32>>,
+}
+
+impl Simulation {
+    /// Adds an `rdma_write` entry; `None` if `t` is not one.
+    pub(super) fn add_roce_traffic(
+        &mut self,
+        i: usize,
+        t: &crate::config::TrafficConfig,
+        index: &BTreeMap<&str, usize>,
+        graph: &Graph,
+    ) -> Option<Result<(), ConfigError>> {
+        match t {
+            crate::config::TrafficConfig::RdmaWrite(r) => Some(self.add_rdma_write(i, r, index, graph)),
+            _ => None,
+        }
+    }
+
+    fn add_rdma_write(
+        &mut self,
+        i: usize,
+        r: &RdmaWriteConfig,
+        index: &BTreeMap<&str, usize>,
+        graph: &Graph,
+    ) -> Result<(), ConfigError> {
+        let path = format!("traffic[{i}]");
+        let host = |name: &str, field: String| -> Result<NodeId, ConfigError> {
+            match index.get(name) {
+                Some(&n) if graph.kinds[n] == NodeKind::Host => Ok(NodeId(n as u32)),
+                Some(_) => Err(ConfigError::new(field, format!("'{name}' is a switch, not a host"))),
+                None => Err(ConfigError::new(field, format!("unknown host '{name}'"))),
+            }
+        };
+        if r.class as usize >= self.classes {
+            return Err(ConfigError::new(
+                format!("{path}.class"),
+                format!("must be between 0 and {} (network.classes = {})", self.classes - 1, self.classes),
+            ));
+        }
+        if r.src.is_empty() {
+            return Err(ConfigError::new(format!("{path}.src"), "must name at least one host"));
+        }
+        for (f, v) in [("qps", r.qps), ("messages", r.messages), ("window", r.window)] {
+            if v == 0 {
+                return Err(ConfigError::new(format!("{path}.{f}"), "must be >= 1"));
+            }
+        }
+        if r.message_bytes == 0 {
+            return Err(ConfigError::new(format!("{path}.message_size"), "must be > 0"));
+        }
+        let cfg = r.roce.clone().unwrap_or_else(|| self.roce.default.clone());
+        cfg.validate(&format!("{path}.roce"), self.classes)?;
+        let mtu = cfg.mtu_bytes as u64;
+        let ppm = r.message_bytes.div_ceil(mtu);
+        let last_payload = (r.message_bytes - (ppm - 1) * mtu) as u32;
+        self.roce.cfgs.push(cfg);
+        let cfg_idx = self.roce.cfgs.len() as u32 - 1;
+        let dst = host(&r.dst, format!("{path}.dst"))?;
+        let name = self.flow_names.len() as u32;
+        self.flow_names.push(if r.name.is_empty() { format!("rdma_write{i}") } else { r.name.clone() });
+        if self.roce.wait.is_empty() {
+            self.roce.wait = (0..self.ports.len()).map(|_| VecDeque::new()).collect();
+        }
+        for (j, s) in r.src.iter().enumerate() {
+            let src = host(s, format!("{path}.src[{j}]"))?;
+            if src == dst {
+                return Err(ConfigError::new(format!("{path}.src[{j}]"), format!("source '{s}' is also the destination")));
+            }
+            let port = self.nodes[src.idx()].port(0);
+            let line = self.ports[port.idx()].rate.bps();
+            for _ in 0..r.qps {
+                let flow = FlowId(self.flows.len() as u32);
+                let hash = mix64(mix64(src.0 as u64) ^ mix64((dst.0 as u64) << 20) ^ mix64(0x7_0000_0000 + flow.0 as u64));
+                self.flows.push(FlowStats {
+                    name,
+                    kind: ROCE_KIND,
+                    src: src.0,
+                    dst: dst.0,
+                    class: r.class,
+                    start_ps: r.start_ps,
+                    latency_min_ps: u64::MAX,
+                    // Completion is decided by the application, as for TCP.
+                    tcp: true,
+                    size_bytes: Some(r.message_bytes * r.messages as u64),
+                    ..Default::default()
+                });
+                let q = self.roce.qps.len() as u32;
+                self.roce.flow_qp.resize(self.flows.len(), u32::MAX);
+                self.roce.flow_qp[flow.idx()] = q;
+                let cc = Dcqcn::new(&self.roce.cfgs[cfg_idx as usize].dcqcn, line);
+                self.roce.qps.push(Qp {
+                    flow,
+                    src,
+                    dst,
+                    class: r.class,
+                    hash,
+                    cfg: cfg_idx,
+                    port,
+                    ppm,
+                    last_payload,
+                    total: ppm * r.messages as u64,
+                    window: r.window as u64,
+                    snd_nxt: 0,
+                    snd_una: 0,
+                    snd_max: 0,
+                    next_send: SimTime::ZERO,
+                    rto_at: None,
+                    cc,
+                    gen: 0,
+                    timer_at: None,
+                    blocked: false,
+                    epsn: 0,
+                    unacked: 0,
+                    nack_for: u64::MAX,
+                    last_cnp: None,
+                    delivered: 0,
+                    retransmits: 0,
+                    timeouts: 0,
+                    nacks: 0,
+                    ce: 0,
+                    msg_starts: VecDeque::with_capacity(r.window.min(64) as usize),
+                    msgs_done: 0,
+                    msg_time_sum: 0,
+                    msg_time_max: 0,
+                    done: false,
+                });
+                self.queue.push(SimTime(r.start_ps), Event::RoceOpen(q));
+            }
+        }
+        Ok(())
+    }
+
+    // ------------------------------------------------------------- events
+
+    pub(super) fn on_roce_open(&mut self, q: u32) {
+        let now = self.now;
+        let qp = &mut self.roce.qps[q as usize];
+        self.flows[qp.flow.idx()].start_ps = now.0;
+        qp.cc.start(now);
+        qp.next_send = now;
+        self.roce_pump(q);
+    }
+
+    pub(super) fn on_roce_timer(&mut self, q: u32, generation: u32) {
+        let now = self.now;
+        let qp = &mut self.roce.qps[q as usize];
+        if qp.gen != generation {
+            return;
+        }
+        qp.timer_at = None;
+        let cfg = &self.roce.cfgs[qp.cfg as usize];
+        if qp.rto_at.is_some_and(|t| t <= now) {
+            if qp.snd_una < qp.snd_nxt {
+                qp.snd_nxt = qp.snd_una;
+                qp.timeouts += 1;
+            }
+            qp.rto_at = None;
+        }
+        if qp.cc.inc_at.is_some_and(|t| t <= now) {
+            qp.cc.on_timer(&cfg.dcqcn, now);
+        }
+        self.roce_pump(q);
+    }
+
+    /// A free slot opened in the NIC queue of port `pid`: wake one waiting QP.
+    #[inline]
+    pub(super) fn roce_wake(&mut self, pid: PortId) {
+        if let Some(q) = self.roce.wait[pid.idx()].pop_front() {
+            self.roce.qps[q as usize].blocked = false;
+            self.roce_pump(q);
+        }
+    }
+
+    #[inline]
+    fn can_send(qp: &Qp) -> bool {
+        qp.snd_nxt < qp.total && qp.snd_nxt / qp.ppm < qp.snd_una / qp.ppm + qp.window
+    }
+
+    /// Sends if a packet is due, then re-arms the QP's timer.
+    fn roce_pump(&mut self, q: u32) {
+        let now = self.now;
+        let qp = &self.roce.qps[q as usize];
+        if !qp.blocked && !qp.done && Self::can_send(qp) && qp.next_send <= now {
+            self.roce_send_data(q);
+        }
+        let qp = &mut self.roce.qps[q as usize];
+        let send = (!qp.blocked && !qp.done && Self::can_send(qp)).then(|| qp.next_send.max(now));
+        let inc = if qp.done { None } else { qp.cc.inc_at };
+        let deadline = [send, qp.rto_at, inc].into_iter().flatten().min();
+        if let Some(d) = deadline {
+            if qp.timer_at.map_or(true, |cur| d < cur) {
+                qp.gen = qp.gen.wrapping_add(1);
+                qp.timer_at = Some(d);
+                self.queue.push(d, Event::RoceTimer(q, qp.gen));
+            }
+        }
+    }
+
+    fn roce_send_data(&mut self, q: u32) {
+        let now = self.now;
+        let qp = &mut self.roce.qps[q as usize];
+        let cfg = &self.roce.cfgs[qp.cfg as usize];
+        let gate = 2 * cfg.data_frame(cfg.mtu_bytes) as u64;
+        if self.ports[qp.port.idx()].queued_bytes[qp.class as usize] >= gate {
+            qp.blocked = true;
+            self.roce.wait[qp.port.idx()].push_back(q);
+            return;
+        }
+        let psn = qp.snd_nxt;
+        let last = psn % qp.ppm == qp.ppm - 1;
+        let payload = if last { qp.last_payload } else { cfg.mtu_bytes };
+        let size = cfg.data_frame(payload);
+        let mut flags = OP_DATA;
+        if last {
+            flags |= FLAG_LAST;
+        }
+        if psn < qp.snd_max {
+            flags |= FLAG_RETX;
+            qp.retransmits += 1;
+        } else {
+            if psn % qp.ppm == 0 {
+                qp.msg_starts.push_back(now);
+            }
+            qp.snd_max = psn + 1;
+        }
+        qp.snd_nxt = psn + 1;
+        if qp.rto_at.is_none() {
+            qp.rto_at = Some(now + SimTime(cfg.rto_ps));
+        }
+        if cfg.dcqcn.enabled {
+            qp.cc.on_sent(&cfg.dcqcn, size as u64);
+        }
+        let rate = if cfg.dcqcn.enabled { qp.cc.rate_bps() } else { self.ports[qp.port.idx()].rate.bps() };
+        qp.next_send = now + crate::units::Rate(rate).serialization_time(size as u64 + self.overhead);
+        let ecn = if cfg.ecn { ECN_ECT } else { ECN_NOT_ECT };
+        let (src, dst, class, hash) = (qp.src, qp.dst, qp.class, qp.hash);
+        self.roce_emit(q, src, dst, class, hash, flags, psn, 0, payload, size, ecn);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn roce_emit(
+        &mut self,
+        q: u32,
+        src: NodeId,
+        dst: NodeId,
+        class: u8,
+        hash: u64,
+        flags: u8,
+        psn: u64,
+        ack: u64,
+        len: u32,
+        size: u32,
+        ecn: u8,
+    ) {
+        let now = self.now;
+        let flow = self.roce.qps[q as usize].flow;
+        let pkt = Packet {
+            flow,
+            src,
+            dst,
+            size,
+            kind: PacketKind::Roce,
+            class,
+            hash,
+            seq: psn,
+            ack,
+            len,
+            flags,
+            ts: now,
+            ts_echo: SimTime::ZERO,
+            created: now,
+            first_bit: now,
+            enqueued: now,
+            in_port: LOCAL_PORT,
+            ecn,
+        };
+        let fs = &mut self.flows[flow.idx()];
+        fs.packets_sent += 1;
+        fs.bytes_sent += size as u64;
+        self.created_packets += 1;
+        self.created_bytes += size as u64;
+        let id = self.pool.alloc(pkt);
+        self.inject(src, id);
+    }
+
+    /// Sends an ACK, NACK or CNP from the receiver of QP `q`.
+    fn roce_control(&mut self, q: u32, op: u8, epsn: u64) {
+        let qp = &self.roce.qps[q as usize];
+        let cfg = &self.roce.cfgs[qp.cfg as usize];
+        let (size, class) = if op == OP_CNP { (cfg.cnp_frame(), cfg.cnp_class) } else { (cfg.ack_frame(), cfg.ack_class()) };
+        let (src, dst, hash) = (qp.dst, qp.src, mix64(qp.hash ^ 0xac));
+        self.roce_emit(q, src, dst, class, hash, op, 0, epsn, 0, size, ECN_NOT_ECT);
+    }
+
+    /// A RoCE packet reached host `node` (its destination).
+    pub(super) fn roce_arrive(&mut self, _node: NodeId, pkt: &Packet) {
+        let q = self.roce.flow_qp[pkt.flow.idx()];
+        let now = self.now;
+        let op = pkt.flags & 7;
+        let qp = &mut self.roce.qps[q as usize];
+        let cfg = &self.roce.cfgs[qp.cfg as usize];
+        match op {
+            OP_DATA => {
+                let mut cnp = false;
+                if pkt.ecn == ECN_CE {
+                    qp.ce += 1;
+                    if cfg.dcqcn.enabled && qp.last_cnp.map_or(true, |t| (now - t).0 >= cfg.dcqcn.cnp_interval_ps) {
+                        qp.last_cnp = Some(now);
+                        cnp = true;
+                    }
+                }
+                let psn = pkt.seq;
+                let last = pkt.flags & FLAG_LAST != 0;
+                let mut reply = None;
+                if psn == qp.epsn {
+                    qp.epsn += 1;
+                    qp.delivered += pkt.len as u64;
+                    qp.unacked += 1;
+                    let flow = qp.flow.0;
+                    if qp.unacked >= cfg.ack_every || last {
+                        qp.unacked = 0;
+                        reply = Some((OP_ACK, qp.epsn));
+                    }
+                    self.throughput.add(flow, now.0, pkt.len as u64);
+                } else if psn > qp.epsn {
+                    if qp.nack_for != qp.epsn {
+                        qp.nack_for = qp.epsn;
+                        reply = Some((OP_NACK, qp.epsn));
+                    }
+                } else if last || (psn + 1) % cfg.ack_every as u64 == 0 {
+                    reply = Some((OP_ACK, qp.epsn));
+                }
+                if cnp {
+                    self.roce_control(q, OP_CNP, 0);
+                }
+                if let Some((op, e)) = reply {
+                    self.roce_control(q, op, e);
+                }
+            }
+            OP_ACK | OP_NACK => {
+                let a = pkt.ack;
+                if a > qp.snd_una {
+                    for _ in qp.snd_una / qp.ppm..a / qp.ppm {
+                        let st = qp.msg_starts.pop_front().unwrap_or(now);
+                        let d = (now - st).0;
+                        qp.msg_time_sum += d as u128;
+                        qp.msg_time_max = qp.msg_time_max.max(d);
+                        qp.msgs_done += 1;
+                    }
+                    qp.snd_una = a;
+                    qp.snd_nxt = qp.snd_nxt.max(a);
+                    qp.rto_at = (qp.snd_una < qp.snd_nxt).then(|| now + SimTime(cfg.rto_ps));
+                    if qp.snd_una == qp.total && !qp.done {
+                        qp.done = true;
+                        qp.rto_at = None;
+                        let fs = &mut self.flows[qp.flow.idx()];
+                        fs.app_complete_ps = Some(now.0);
+                        fs.source_done = true;
+                    }
+                }
+                if op == OP_NACK {
+                    qp.nacks += 1;
+                    if a < qp.snd_nxt {
+                        qp.snd_nxt = a;
+                    }
+                }
+                self.roce_pump(q);
+            }
+            _ => {
+                if cfg.dcqcn.enabled {
+                    qp.cc.on_cnp(&cfg.dcqcn, now);
+                }
+                self.roce_pump(q);
+            }
+        }
+    }
+
+    // ------------------------------------------------------------ outputs
+
+    /// Fills the transport columns of RoCE flows and adds the RoCE-only ones.
+    pub(super) fn roce_flow_columns(&self, t: &mut Table) {
+        let n = self.flows.len();
+        let get = |f: usize| self.roce.flow_qp.get(f).filter(|&&x| x != u32::MAX).map(|&x| &self.roce.qps[x as usize]);
+        for (name, col) in &mut t.columns {
+            let g: fn(&Qp) -> u64 = match name.as_str() {
+                "retransmits" => |q| q.retransmits,
+                "timeouts" => |q| q.timeouts,
+                "ecn_marked" => |q| q.ce,
+                "app_bytes_delivered" => |q| q.delivered,
+                _ => continue,
+            };
+            if let Column::U64(v) = col {
+                for (f, x) in v.iter_mut().enumerate() {
+                    if let Some(q) = get(f) {
+                        *x = g(q);
+                    }
+                }
+            }
+        }
+        let u64col = |g: &dyn Fn(&Qp) -> u64| Column::U64((0..n).map(|f| get(f).map_or(0, g)).collect());
+        t.push("nacks", u64col(&|q| q.nacks));
+        t.push("cnps", u64col(&|q| q.cc.cnps));
+        t.push("rate_cuts", u64col(&|q| q.cc.cuts));
+        t.push("messages_completed", u64col(&|q| q.msgs_done));
+        t.push(
+            "msg_time_mean_ps",
+            Column::I64(
+                (0..n)
+                    .map(|f| get(f).filter(|q| q.msgs_done > 0).map_or(-1, |q| (q.msg_time_sum / q.msgs_done as u128) as i64))
+                    .collect(),
+            ),
+        );
+        t.push(
+            "msg_time_max_ps",
+            Column::I64((0..n).map(|f| get(f).filter(|q| q.msgs_done > 0).map_or(-1, |q| q.msg_time_max as i64)).collect()),
+        );
+        t.push(
+            "final_rate_bps",
+            Column::I64((0..n).map(|f| get(f).map_or(-1, |q| q.cc.rate_bps() as i64)).collect()),
+        );
+    }
+
+    /// RoCE summary counters.
+    pub(super) fn roce_summary(&self, s: &mut BTreeMap<String, crate::stats::Value>) {
+        use crate::stats::Value;
+        let qps = &self.roce.qps;
+        let sum = |g: &dyn Fn(&Qp) -> u64| Value::Int(qps.iter().map(g).sum::<u64>() as i64);
+        s.insert("rdma_qps".into(), Value::Int(qps.len() as i64));
+        s.insert("rdma_qps_completed".into(), Value::Int(qps.iter().filter(|q| q.done).count() as i64));
+        s.insert("rdma_retransmits".into(), sum(&|q| q.retransmits));
+        s.insert("rdma_timeouts".into(), sum(&|q| q.timeouts));
+        s.insert("rdma_nacks".into(), sum(&|q| q.nacks));
+        s.insert("rdma_cnps".into(), sum(&|q| q.cc.cnps));
+    }
+}

@@ -1,0 +1,178 @@
+//! DCQCN reaction point (Zhu et al., SIGCOMM 2015), per queue pair.
+//!
+//! - **CNP**: alpha <- (1 - g) alpha + g; if no cut happened in the last
+//!   `rate_decrease_interval`: target Rt <- Rc, Rc <- max(min, Rc (1 - alpha/2)),
+//!   the increase counters restart and the increase timer is re-armed.
+//! - **Alpha decay**: alpha <- (1 - g) alpha for every `alpha_interval` that
+//!   passed without a CNP (applied lazily when the next CNP arrives, which is
+//!   the same as a timer restarted by every CNP).
+//! - **Increase**: every `rate_increase_timer` expiry increments T, every
+//!   `byte_counter` bytes sent increments BC (if the byte counter is on; else
+//!   BC follows T). With F fast-recovery stages: max(T, BC) < F: fast recovery
+//!   (Rc <- (Rt + Rc)/2); min(T, BC) > F: hyper increase (Rt += i R_HAI,
+//!   i = min(T, BC) - F); otherwise additive increase (Rt += R_AI); then
+//!   Rc <- (Rt + Rc)/2. Rates are capped at line rate; the timer stops once
+//!   both reach it.
+
+use super::DcqcnConfig;
+use crate::units::SimTime;
+
+#[derive(Clone, Debug)]
+pub struct Dcqcn {
+    /// Current rate Rc and target rate Rt in bit/s.
+    pub rc: f64,
+    pub rt: f64,
+    pub alpha: f64,
+    line: f64,
+    ai: f64,
+    hai: f64,
+    alpha_at: SimTime,
+    last_cut: Option<SimTime>,
+    t: u32,
+    bc: u32,
+    bytes: u64,
+    /// When the rate-increase timer fires next, if armed.
+    pub inc_at: Option<SimTime>,
+    pub cnps: u64,
+    pub cuts: u64,
+}
+
+impl Dcqcn {
+    pub fn new(cfg: &DcqcnConfig, line_bps: u64) -> Self {
+        let scale = line_bps as f64 / 25e9;
+        Dcqcn {
+            rc: line_bps as f64,
+            rt: line_bps as f64,
+            alpha: cfg.initial_alpha,
+            line: line_bps as f64,
+            ai: cfg.rate_ai_bps.map_or(5e6 * scale, |v| v as f64),
+            hai: cfg.rate_hai_bps.map_or(50e6 * scale, |v| v as f64),
+            alpha_at: SimTime::ZERO,
+            last_cut: None,
+            t: 0,
+            bc: 0,
+            bytes: 0,
+            inc_at: None,
+            cnps: 0,
+            cuts: 0,
+        }
+    }
+
+    /// The QP starts at `now` (origin of the alpha timer).
+    pub fn start(&mut self, now: SimTime) {
+        self.alpha_at = now;
+    }
+
+    /// Current sending rate in bit/s (at least 1).
+    #[inline]
+    pub fn rate_bps(&self) -> u64 {
+        (self.rc as u64).max(1)
+    }
+
+    pub fn on_cnp(&mut self, cfg: &DcqcnConfig, now: SimTime) {
+        self.cnps += 1;
+        let k = (now.0 - self.alpha_at.0) / cfg.alpha_interval_ps;
+        if k > 0 {
+            self.alpha *= libm::pow(1.0 - cfg.g, k as f64);
+        }
+        self.alpha = (1.0 - cfg.g) * self.alpha + cfg.g;
+        self.alpha_at = now;
+        if self.last_cut.map_or(true, |t| now.0 - t.0 >= cfg.rate_decrease_interval_ps) {
+            self.last_cut = Some(now);
+            self.cuts += 1;
+            self.rt = self.rc;
+            self.rc = (self.rc * (1.0 - self.alpha / 2.0)).max(cfg.min_rate_bps as f64).min(self.line);
+            self.t = 0;
+            self.bc = 0;
+            self.bytes = 0;
+            self.inc_at = Some(now + SimTime(cfg.rate_increase_timer_ps));
+        }
+    }
+
+    /// The increase timer fired at `now`.
+    pub fn on_timer(&mut self, cfg: &DcqcnConfig, now: SimTime) {
+        self.t += 1;
+        self.increase(cfg);
+        self.inc_at = if self.rc < self.line || self.rt < self.line {
+            Some(now + SimTime(cfg.rate_increase_timer_ps))
+        } else {
+            None
+        };
+    }
+
+    /// `n` bytes were sent.
+    #[inline]
+    pub fn on_sent(&mut self, cfg: &DcqcnConfig, n: u64) {
+        let Some(b) = cfg.byte_counter_bytes else { return };
+        if self.inc_at.is_none() {
+            return;
+        }
+        self.bytes += n;
+        while self.bytes >= b {
+            self.bytes -= b;
+            self.bc += 1;
+            self.increase(cfg);
+        }
+    }
+
+    fn increase(&mut self, cfg: &DcqcnConfig) {
+        let f = cfg.fast_recovery_stages;
+        let bc = if cfg.byte_counter_bytes.is_some() { self.bc } else { self.t };
+        let (hi, lo) = (self.t.max(bc), self.t.min(bc));
+        if hi < f {
+            // fast recovery
+        } else if lo > f {
+            self.rt += (lo - f) as f64 * self.hai;
+        } else {
+            self.rt += self.ai;
+        }
+        self.rt = self.rt.min(self.line);
+        self.rc = ((self.rt + self.rc) / 2.0).min(self.line);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_cnp_halves_then_timer_recovers() {
+        let cfg = DcqcnConfig { rate_decrease_interval_ps: 4_000_000, byte_counter_bytes: None, ..Default::default() };
+        let mut d = Dcqcn::new(&cfg, 100_000_000_000);
+        d.start(SimTime::from_us(10));
+        d.on_cnp(&cfg, SimTime::from_us(10));
+        // alpha stays 1: rate halves.
+        assert_eq!(d.rc, 50e9);
+        assert_eq!(d.rt, 100e9);
+        // A CNP 1 us later is inside the decrease interval: no second cut.
+        d.on_cnp(&cfg, SimTime::from_us(11));
+        assert_eq!(d.cuts, 1);
+        assert_eq!(d.cnps, 2);
+        // Fast recovery: halfway to the target on each of the first F-1 expiries.
+        let at = d.inc_at.unwrap();
+        d.on_timer(&cfg, at);
+        assert_eq!(d.rc, 75e9);
+        // Alpha decays lazily: 1000 intervals without CNP.
+        let a0 = d.alpha;
+        d.on_cnp(&cfg, SimTime::from_us(55_011)); // 1000 intervals after the last CNP
+        let expect = (1.0 - cfg.g) * a0 * libm::pow(1.0 - cfg.g, 1000.0) + cfg.g; // 55 ms / 55 us
+        assert!((d.alpha - expect).abs() < 1e-12);
+    }
+
+    #[test]
+    fn additive_then_hyper_increase_with_f_one() {
+        let cfg = DcqcnConfig { fast_recovery_stages: 1, byte_counter_bytes: None, ..Default::default() };
+        let mut d = Dcqcn::new(&cfg, 100_000_000_000);
+        d.on_cnp(&cfg, SimTime::from_us(1));
+        let rc0 = d.rc;
+        d.on_timer(&cfg, SimTime::from_us(301)); // T = 1 = F: additive (20 Mb/s at 100G)
+        assert_eq!(d.rt, 100e9);
+        assert!((d.rc - (rc0 + 100e9) / 2.0).abs() < 1.0);
+        let mut d = Dcqcn::new(&cfg, 100_000_000_000);
+        d.rc = 10e9;
+        d.rt = 10e9;
+        d.t = 1;
+        d.on_timer(&cfg, SimTime::ZERO); // T = 2 > F: hyper, i = 1 (200 Mb/s)
+        assert!((d.rt - 10.2e9).abs() < 1.0);
+    }
+}

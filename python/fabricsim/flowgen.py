@@ -1,0 +1,243 @@
+"""Expansion of ``kind: workload`` traffic entries into explicit TCP flow lists.
+
+A workload entry draws flow sizes from a CDF (:mod:`fabricsim.workloads`) and
+start times from a Poisson process, and becomes a core ``tcp_flows`` entry when
+the scenario is resolved. The draws come from a numpy ``Generator(PCG64)``
+seeded from ``(scenario seed, entry index)``, so the expansion is a pure
+function of the scenario.
+
+Offered load: flows arrive at rate ``lambda = load * R / (8 * mean_size)``
+(mean inter-arrival ``8 * mean_size / (load * R)``), where ``mean_size`` is the
+mean of the CDF under the chosen sampling method and ``R`` is
+
+- the access-link rate of the host named by ``load_on``, or
+- with ``load_on: sources`` (default except for ``many_to_one``), the sum of
+  the access-link rates of the sending hosts: every sender offers ``load`` of
+  its own link (senders are picked in proportion to their link rates).
+
+``many_to_one`` calibrates on the requester's link by default. The load counts
+application bytes; TCP/IP and Ethernet headers add about 6 % on the wire.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Optional
+
+import numpy as np
+
+from fabricsim.errors import ScenarioError
+from fabricsim.workloads import CdfError, load_cdf
+
+if TYPE_CHECKING:
+    from fabricsim.scenario import Scenario
+
+__all__ = ["expand", "host_rates", "generator", "plan"]
+
+_STREAM_SALT = 0x666C6F77  # "flow": keeps these draws apart from any other use of the seed
+_CHUNK = 4096
+
+
+def host_rates(topology: Any) -> dict[str, int]:
+    """Host name -> access-link rate (bit/s), in node order, from a topology spec."""
+    kind = topology.kind
+    if kind == "star":
+        return {f"h{i}": topology.link.rate for i in range(topology.hosts)}
+    if kind == "dumbbell":
+        rate = topology.edge_link.rate
+        return {**{f"left{i}": rate for i in range(topology.left)}, **{f"right{i}": rate for i in range(topology.right)}}
+    if kind == "leaf_spine":
+        counts = topology.hosts_per_leaf
+        total = sum(counts) if isinstance(counts, list) else counts * topology.leaves
+        return {f"h{i}": topology.host_link.rate for i in range(total)}
+    if kind == "fat_tree":
+        return {f"h{i}": topology.link.rate for i in range(topology.k**3 // 4)}
+    if kind == "explicit":
+        hosts = [node.name for node in topology.nodes if node.kind == "host"]
+        rates: dict[str, int] = {}
+        for link in topology.links:
+            for end in (link.a, link.b):
+                rates[end] = max(rates.get(end, 0), link.rate)
+        return {h: rates.get(h, 0) for h in hosts}
+    raise ValueError(f"unknown topology kind {kind!r}")
+
+
+def generator(seed: int, index: int) -> np.random.Generator:
+    """The random stream of traffic entry ``index`` of a scenario with ``seed``."""
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence([int(seed), _STREAM_SALT, int(index)])))
+
+
+def _fail(path: str, message: str, scenario: "Scenario") -> ScenarioError:
+    return ScenarioError([(path, message)], scenario.source)
+
+
+def _known(names: list[str], hosts: dict[str, int], path: str, scenario: "Scenario") -> None:
+    for i, name in enumerate(names):
+        if name not in hosts:
+            shown = list(hosts)
+            listing = ", ".join(shown[:6]) + (", ..." if len(shown) > 6 else "")
+            raise _fail(f"{path}[{i}]" if len(names) > 1 else path, f"unknown host {name!r} (hosts: {listing})", scenario)
+
+
+def plan(scenario: "Scenario", index: int) -> dict[str, Any]:
+    """The resolved parameters of workload entry ``index``: senders, pairs, rate, window."""
+    entry = scenario.traffic[index]
+    base = f"traffic[{index}]"
+    hosts = host_rates(scenario.topology)
+    try:
+        cdf = load_cdf(entry.cdf)
+    except (CdfError, OSError) as exc:
+        raise _fail(f"{base}.cdf", str(exc), scenario) from None
+    mean = cdf.mean(entry.sampling)
+
+    load = entry.load if entry.load is not None else scenario.load
+    if load is None:
+        raise _fail(f"{base}.load", "required: set it here or as the scenario's top-level load", scenario)
+    load *= entry.load_scale
+
+    pattern = entry.pattern
+    if pattern in ("all_to_all", "permutation"):
+        members = list(entry.hosts) if entry.hosts else list(hosts)
+        _known(members, hosts, f"{base}.hosts", scenario)
+        if len(set(members)) < 2:
+            raise _fail(f"{base}.hosts", "needs at least two distinct hosts", scenario)
+        members = list(dict.fromkeys(members))
+        senders = members
+    elif pattern == "many_to_one":
+        if not entry.requester:
+            raise _fail(f"{base}.requester", "required for pattern many_to_one", scenario)
+        _known([entry.requester], hosts, f"{base}.requester", scenario)
+        responders = list(entry.responders) if entry.responders else [h for h in hosts if h != entry.requester]
+        _known(responders, hosts, f"{base}.responders", scenario)
+        responders = [h for h in dict.fromkeys(responders) if h != entry.requester]
+        if not responders:
+            raise _fail(f"{base}.responders", "needs at least one host other than the requester", scenario)
+        members = responders
+        senders = responders
+    else:  # explicit
+        if not entry.pairs:
+            raise _fail(f"{base}.pairs", "required for pattern explicit", scenario)
+        for i, pair in enumerate(entry.pairs):
+            _known([pair.src], hosts, f"{base}.pairs[{i}].src", scenario)
+            _known([pair.dst], hosts, f"{base}.pairs[{i}].dst", scenario)
+            if pair.src == pair.dst:
+                raise _fail(f"{base}.pairs[{i}]", "src and dst must differ", scenario)
+        members = []
+        senders = [pair.src for pair in entry.pairs]
+
+    load_on = entry.load_on or ("requester" if pattern == "many_to_one" else "sources")
+    if load_on == "requester":
+        if pattern != "many_to_one":
+            raise _fail(f"{base}.load_on", "'requester' only applies to pattern many_to_one", scenario)
+        calibration = hosts[entry.requester]
+    elif load_on == "sources":
+        calibration = sum(hosts[s] for s in senders)
+    else:
+        _known([load_on], hosts, f"{base}.load_on", scenario)
+        calibration = hosts[load_on]
+    if calibration <= 0:
+        raise _fail(f"{base}.load_on", "the calibration link has no rate", scenario)
+
+    stop = entry.stop if entry.stop is not None else scenario.duration
+    if stop <= entry.start:
+        raise _fail(f"{base}.stop", "must be later than start (the arrivals window is empty)", scenario)
+    weights = np.asarray([hosts[s] for s in senders], dtype=np.float64)
+    return {
+        "cdf": cdf,
+        "mean_bytes": mean,
+        "load": load,
+        "rate_bps": calibration,
+        "arrival_rate_per_s": load * calibration / (8.0 * mean),
+        "pattern": pattern,
+        "members": members,
+        "senders": senders,
+        "weights": weights / weights.sum(),
+        "uniform": bool(np.all(weights == weights[0])),
+        "start_ps": entry.start,
+        "stop_ps": stop,
+    }
+
+
+def _sattolo(rng: np.random.Generator, n: int) -> np.ndarray:
+    """A uniformly random cyclic permutation of ``range(n)`` (no fixed points)."""
+    perm = np.arange(n)
+    for i in range(n - 1, 0, -1):
+        j = int(rng.integers(0, i))
+        perm[i], perm[j] = perm[j], perm[i]
+    return perm
+
+
+def generate(scenario: "Scenario", index: int) -> list[dict[str, Any]]:
+    """The flows of workload entry ``index``: ``[{src, dst, bytes, start_ps}]`` sorted by start."""
+    entry = scenario.traffic[index]
+    p = plan(scenario, index)
+    rng = generator(scenario.seed, index)
+    cdf = p["cdf"]
+    senders = p["senders"]
+    members = p["members"]
+    position = {name: i for i, name in enumerate(members)}
+    perm = _sattolo(rng, len(members)) if p["pattern"] == "permutation" else None
+    mean_gap_ps = 1e12 / p["arrival_rate_per_s"]
+    start, stop = float(p["start_ps"]), p["stop_ps"]
+    limit = entry.max_flows
+
+    flows: list[dict[str, Any]] = []
+    clock = start
+    done = False
+    while not done:
+        gaps = rng.exponential(mean_gap_ps, _CHUNK)
+        u_size = rng.random(_CHUNK)
+        u_src = rng.random(_CHUNK)
+        u_dst = rng.random(_CHUNK)
+        times = clock + np.cumsum(gaps)
+        clock = float(times[-1])
+        sizes = cdf.sizes_at(u_size, entry.sampling)
+        if p["uniform"]:
+            src_index = np.minimum((u_src * len(senders)).astype(np.int64), len(senders) - 1)
+        else:
+            src_index = np.minimum(np.searchsorted(np.cumsum(p["weights"]), u_src, side="right"), len(senders) - 1)
+        starts = np.rint(times).astype(np.int64)
+        for k in range(_CHUNK):
+            if starts[k] >= stop:
+                done = True
+                break
+            src = senders[src_index[k]]
+            if p["pattern"] == "many_to_one":
+                dst = entry.requester
+            elif p["pattern"] == "explicit":
+                dst = entry.pairs[src_index[k]].dst
+            elif perm is not None:
+                dst = members[perm[position[src]]]
+            else:
+                others = len(members) - 1
+                j = min(int(u_dst[k] * others), others - 1)
+                if j >= position[src]:
+                    j += 1
+                dst = members[j]
+            flows.append({"src": src, "dst": dst, "bytes": int(sizes[k]), "start_ps": int(starts[k])})
+            if limit is not None and len(flows) > limit:
+                raise _fail(
+                    f"traffic[{index}].max_flows",
+                    f"the workload generates more than {limit:,} flows; shorten the window or raise max_flows",
+                    scenario,
+                )
+    return flows
+
+
+def expand(scenario: "Scenario", index: int) -> dict[str, Any]:
+    """Workload entry ``index`` as a resolved core ``tcp_flows`` entry."""
+    entry = scenario.traffic[index]
+    flows = generate(scenario, index)
+    if not flows:
+        raise _fail(
+            f"traffic[{index}]",
+            "the workload generated no flows in its arrivals window; lengthen the window (start/stop, duration) "
+            "or raise the load",
+            scenario,
+        )
+    return {
+        "kind": "tcp_flows",
+        "name": entry.name,
+        "flows": flows,
+        "class": entry.class_,
+        "tcp": entry.tcp.to_resolved() if entry.tcp is not None else None,
+    }

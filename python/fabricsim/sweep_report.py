@@ -1,0 +1,178 @@
+"""Summary table (``sweep.parquet``) and self-contained HTML report of a sweep.
+
+The report plots, against one grid parameter (``x``: ``load`` when swept,
+else the first grid path), one series per value of the other grid parameters
+(``series``), each point the mean over repeats of finished runs:
+
+- mean FCT of all counted flows, and per size bucket;
+- flows per size bucket (table);
+- the largest buffer high-water mark of any switch.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+import polars as pl
+
+from fabricsim.report import _CSS, _svg, _table
+from fabricsim.workloads import BUCKET_EDGES, bucket_labels
+
+__all__ = ["summary_table", "write_report", "render_sweep_html"]
+
+_FIRST = ["point_id", "repeat", "seed", "status", "error"]
+
+
+def summary_table(rows: Sequence[dict[str, Any]], paths: Sequence[str]) -> pl.DataFrame:
+    """One row per point: grid parameters, repeat, seed, status, error, metrics, output paths."""
+    from fabricsim.sweep import metric_type
+
+    records = []
+    metric_names: dict[str, None] = {}
+    for row in rows:
+        metrics = json.loads(row.get("metrics") or "{}")
+        metric_names.update(dict.fromkeys(metrics))
+        record = {name: row.get(name) for name in _FIRST}
+        record.update({path: row.get(path) for path in paths})
+        record.update(metrics)
+        record["out_dir"] = row.get("out_dir")
+        record["files"] = row.get("files")
+        records.append(record)
+    schema: dict[str, Any] = {"point_id": pl.String, "repeat": pl.Int64, "seed": pl.UInt64, "status": pl.String,
+                              "error": pl.String}
+    schema.update({path: pl.String for path in paths})
+    kinds = {"BOOLEAN": pl.Boolean, "BIGINT": pl.Int64, "DOUBLE": pl.Float64}
+    schema.update({name: kinds[metric_type(name)] for name in metric_names})
+    schema.update({"out_dir": pl.String, "files": pl.String})
+    return pl.DataFrame(records, schema=schema, strict=False)
+
+
+def _order_key(value: str) -> tuple[int, float, str]:
+    match = re.match(r"^\s*([-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)", value)
+    return (0, float(match.group(1)), value) if match else (1, 0.0, value)
+
+
+def _axes(table: pl.DataFrame, paths: Sequence[str], x: Optional[str], series: Optional[str]) -> tuple[str, list[str]]:
+    if not paths:
+        return "", []
+    x = x or ("load" if "load" in paths else paths[0])
+    if x not in paths:
+        raise ValueError(f"x {x!r} is not a grid path ({', '.join(paths)})")
+    others = [series] if series else [p for p in paths if p != x]
+    return x, [p for p in others if p in paths and p != x]
+
+
+def _bucket_slugs() -> list[tuple[str, str]]:
+    from fabricsim.sweep import _slug
+
+    return [(label, _slug(label)) for label in [*bucket_labels(BUCKET_EDGES), "all"]]
+
+
+def _aggregate(table: pl.DataFrame, x: str, group: list[str]) -> pl.DataFrame:
+    done = table.filter(pl.col("status") == "done")
+    numeric = [c for c, t in done.schema.items() if t.is_numeric() and c not in ("repeat", "seed")]
+    keys = [x, *group]
+    return done.group_by(keys).agg([pl.col(c).mean() for c in numeric] + [pl.len().alias("runs")])
+
+
+def _line_plots(agg: pl.DataFrame, x: str, group: list[str], panels: list[tuple[str, str, float]],
+                ylabel: str, title: str) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    matplotlib.rcParams["svg.hashsalt"] = "fabricsim"
+    xs = sorted({str(v) for v in agg[x].to_list()}, key=_order_key)
+    position = {v: i for i, v in enumerate(xs)}
+    labels = sorted({tuple(str(r[g]) for g in group) for r in agg.iter_rows(named=True)}) if group else [()]
+    cols = min(len(panels), 3)
+    rows = (len(panels) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
+    for k, (column, panel_title, scale) in enumerate(panels):
+        ax = axes[k // cols][k % cols]
+        for label in labels:
+            part = agg
+            for g, v in zip(group, label):
+                part = part.filter(pl.col(g).cast(pl.String) == v)
+            if column not in part.columns:
+                continue
+            points = sorted(
+                ((position[str(a)], b) for a, b in zip(part[x].to_list(), part[column].to_list()) if b is not None),
+            )
+            if not points:
+                continue
+            name = ", ".join(f"{g}={v}" for g, v in zip(group, label)) or "all points"
+            ax.plot([p for p, _ in points], [v / scale for _, v in points], marker="o", label=name)
+        ax.set_xticks(range(len(xs)))
+        ax.set_xticklabels(xs, rotation=30 if max(map(len, xs)) > 6 else 0)
+        ax.set_xlabel(x)
+        ax.set_ylabel(ylabel)
+        ax.set_title(panel_title, fontsize=10)
+        ax.grid(alpha=0.3)
+    for k in range(len(panels), rows * cols):
+        axes[k // cols][k % cols].axis("off")
+    handles, names = axes[0][0].get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, names, loc="lower center", ncol=min(len(names), 3), fontsize=8,
+                   bbox_to_anchor=(0.5, -0.02 - 0.03 * ((len(names) - 1) // 3)))
+    fig.suptitle(title)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    return _svg(fig)
+
+
+def render_sweep_html(table: pl.DataFrame, paths: Sequence[str], *, x: Optional[str] = None,
+                      series: Optional[str] = None, title: str = "sweep") -> str:
+    """The sweep report as one HTML string."""
+    x, group = _axes(table, paths, x, series)
+    total = table.height
+    done = table.filter(pl.col("status") == "done").height
+    failed = table.filter(pl.col("status") == "failed")
+    sections = [f"<h1>{html.escape(title)}</h1>",
+                f"<p>{done} of {total} points done, {failed.height} failed; grid: "
+                f"{html.escape(', '.join(paths) or '(none)')}; x axis: {html.escape(x or '-')}; series: "
+                f"{html.escape(', '.join(group) or '-')}. Each plotted value is the mean over repeats.</p>"]
+    if x and done:
+        agg = _aggregate(table, x, group)
+        slugs = _bucket_slugs()
+        fct_panels = [(f"fct_{slug}_mean_ps", f"{label} flows", 1e6) for label, slug in slugs
+                      if f"fct_{slug}_mean_ps" in agg.columns]
+        if fct_panels:
+            sections.append("<h2>Average flow completion time</h2>")
+            sections.append(_line_plots(agg, x, group, fct_panels, "mean FCT (us)", "Mean FCT by flow size"))
+            slow_panels = [(f"fct_{slug}_mean_slowdown", f"{label} flows", 1.0) for label, slug in slugs
+                           if f"fct_{slug}_mean_slowdown" in agg.columns]
+            sections.append(_line_plots(agg, x, group, slow_panels, "mean slowdown", "Mean FCT slowdown by flow size"))
+            counts = [f"fct_{slug}_count" for _, slug in slugs if f"fct_{slug}_count" in agg.columns]
+            shown = agg.select([x, *group, "runs", *counts]).sort([x, *group])
+            shown = shown.rename({f"fct_{slug}_count": f"flows {label}" for label, slug in slugs
+                                  if f"fct_{slug}_count" in counts})
+            sections.append("<h2>Flows per size bucket (mean per run)</h2>" + _table(shown, limit=500))
+        if "max_buffer_bytes" in agg.columns and agg["max_buffer_bytes"].drop_nulls().len():
+            sections.append("<h2>Buffer</h2>")
+            sections.append(_line_plots(agg, x, group, [("max_buffer_bytes", "largest switch buffer high-water mark",
+                                                         1e6)], "MB", "Max buffer used"))
+        if "packets_dropped" in agg.columns:
+            sections.append(_line_plots(agg, x, group, [("packets_dropped", "packets dropped", 1.0)], "packets",
+                                        "Drops"))
+    if failed.height:
+        sections.append("<h2>Failed points</h2>" + _table(failed.select([*paths, "seed", "error"])))
+    keep = [c for c in ["point_id", *paths, "repeat", "seed", "status", "flows_total", "flows_completed",
+                        "packets_dropped", "max_buffer_bytes", "fct_all_mean_ps", "fct_all_p99_ps", "wall_time_s"]
+            if c in table.columns]
+    sections.append("<h2>Points</h2>" + _table(table.select(keep), limit=1000))
+    body = "\n".join(sections)
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)} · fabricsim'
+            f"</title><style>{_CSS}</style></head><body>{body}</body></html>\n")
+
+
+def write_report(table: pl.DataFrame, paths: Sequence[str], path: str | Path, *, x: Optional[str] = None,
+                 series: Optional[str] = None, title: str = "sweep") -> Path:
+    """Write the sweep report to ``path`` and return it."""
+    out = Path(path)
+    out.write_text(render_sweep_html(table, paths, x=x, series=series, title=title), encoding="utf-8")
+    return out

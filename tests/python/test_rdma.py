@@ -1,0 +1,43 @@
+"""RoCEv2 + PFC from Python: the R1.2 mixed scenario and the pauses table."""
+
+from pathlib import Path
+
+import fabricsim
+from fabricsim.scenario import load, loads
+
+SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
+
+
+def test_tcp_rocev2_mixed_keeps_roce_lossless():
+    result = fabricsim.run(load(SCENARIOS / "tcp-rocev2-mixed.yaml"))
+    s = result.summary
+    assert s["conservation_ok"] and s["buffer_accounting_ok"] and s["drained"]
+    assert s["flows_completed"] == s["flows_total"]
+    assert s["rdma_qps_completed"] == 140 and s["rdma_retransmits"] == 0
+    # Every drop is in the lossy TCP class.
+    assert result.drops.height > 0 and set(result.drops["class"].to_list()) == {0}
+    rdma = result.flows.filter(result.flows["kind"] == "rdma")
+    assert rdma.height == 140 and rdma["fct_ps"].null_count() == 0
+    assert {"nacks", "cnps", "messages_completed", "msg_time_mean_ps"} <= set(rdma.columns)
+    assert set(result.pauses.columns) >= {"node", "port", "priority", "xoff_sent", "paused_ps"}
+
+
+def test_pfc_incast_reports_pauses_and_headroom_drops():
+    text = """
+duration: 2ms
+network:
+  switch:
+    buffer: {model: shared, size: 4MB}
+    pfc: {classes: [3], xoff: 20KB, headroom: 4KB}
+topology: {kind: star, hosts: 3, link: {rate: 100Gbps, delay: 1us}}
+roce: {dcqcn: {enabled: false}, ack_every: 4}
+traffic:
+  - {kind: rdma_write, src: [h1, h2], dst: h0, messages: 2, message_size: 1MB}
+"""
+    result = fabricsim.run(loads(text))
+    assert result.summary["conservation_ok"] and result.summary["rdma_qps_completed"] == 2
+    assert set(result.drops["reason"].to_list()) == {"headroom_overflow"}
+    sw = result.pauses.filter(result.pauses["node"] == "sw0")
+    assert sw["xoff_sent"].sum() > 0
+    hosts = result.pauses.filter(result.pauses["node"] != "sw0")
+    assert hosts["xoff_received"].sum() > 0 and hosts["paused_ps"].sum() > 0

@@ -1,0 +1,186 @@
+"""Workloads: CDF tables and sampling, the workload traffic kind, FCT metrics."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import fabricsim
+from fabricsim import flowgen
+from fabricsim.errors import ScenarioError
+from fabricsim.fct import flow_table
+from fabricsim.scenario import loads
+from fabricsim.workloads import CdfError, builtin_names, load_cdf, parse_cdf
+
+ROOT = Path(__file__).resolve().parents[2]
+SHARED_MEANS = {  # README of the source tables: (linear, step)
+    "websearch_dctcp": (1_711_250, 2_434_900),
+    "datamining_vl2_pfabric": (7_470_236, 13_821_966),
+    "enterprise_imc10": (195_357, 269_334),
+    "fb_hadoop_homa": (121_849, 127_797),
+    "google_all_rpc": (2_890, 2_927),
+}
+
+
+def test_builtin_tables_are_packaged():
+    names = builtin_names()
+    assert len(names) == 15 and "datamining_vl2_pfabric" in names
+    data = Path(fabricsim.__file__).parent / "workloads" / "data"
+    assert (data / "README.md").is_file()
+
+
+@pytest.mark.parametrize("name", sorted(SHARED_MEANS))
+def test_means_match_the_published_table(name):
+    cdf = load_cdf(name)
+    linear, step = SHARED_MEANS[name]
+    assert cdf.mean("linear") == pytest.approx(linear, abs=1)
+    assert cdf.mean("step") == pytest.approx(step, abs=1)
+
+
+def test_bucket_shares_of_datamining():
+    flows, volume = load_cdf("datamining_vl2_pfabric").bucket_shares()
+    assert [round(100 * f, 1) for f in flows] == [82.4, 8.8, 4.2, 4.7]
+    assert round(100 * volume[-1], 1) == 98.3
+
+
+@pytest.mark.parametrize("name", [n for n in builtin_names()])
+def test_linear_sampling_mean_within_2_percent(name):
+    cdf = load_cdf(name)
+    # At least 100k samples, more where the tail is heavy enough that the
+    # standard error of a 100k-sample mean exceeds 0.5% (4 sigma < 2%).
+    second = sum(m * (a * a + a * b + b * b) / 3 for a, b, m in cdf._pieces("linear"))
+    mean = cdf.mean("linear")
+    cv = (second - mean * mean) ** 0.5 / mean
+    n = max(100_000, int((cv / 0.005) ** 2))
+    sizes = cdf.sample(np.random.default_rng(2024), min(n, 20_000_000))
+    assert sizes.min() >= 1
+    assert sizes.mean() == pytest.approx(mean, rel=0.02)
+
+
+def test_step_sampling_returns_listed_sizes_only():
+    cdf = load_cdf("enterprise_imc10")
+    sizes = cdf.sample(np.random.default_rng(1), 200_000, "step")
+    assert set(np.unique(sizes)) <= set(cdf.sizes.astype(int))
+    assert sizes.mean() == pytest.approx(cdf.mean("step"), rel=0.02)
+    assert np.mean(sizes == 1460) == pytest.approx(0.5, abs=0.01)
+
+
+def test_user_file_and_errors(tmp_path):
+    path = tmp_path / "mine.cdf"
+    path.write_text("1000 0.5\n3000 1\n")
+    cdf = load_cdf(str(path))
+    assert cdf.mean("linear") == pytest.approx(0.5 * 1000 + 0.5 * 2000)
+    with pytest.raises(CdfError):
+        parse_cdf("1000 0.5\n500 1\n")
+    with pytest.raises(CdfError):
+        parse_cdf("1000 0.5\n")
+    with pytest.raises(CdfError):
+        load_cdf("no_such_table")
+
+
+SCENARIO = """
+seed: 7
+duration: {duration}
+load: {load}
+topology: {{kind: leaf_spine, leaves: 2, spines: 2, hosts_per_leaf: [24, 1], links_per_spine: 2,
+  host_link: {{rate: 10Gbps, delay: 1us}}, fabric_link: {{rate: 40Gbps, delay: 1us}}}}
+traffic:
+  - {{kind: workload, cdf: {cdf}, pattern: many_to_one, requester: h24}}
+  - {{kind: workload, cdf: {cdf}, pattern: {pattern}, hosts: [h0, h1, h2, h3, h4, h5], load_scale: 0.5}}
+"""
+
+
+def _scenario(duration="20ms", load="60%", cdf="enterprise_imc10", pattern="all_to_all"):
+    return loads(SCENARIO.format(duration=duration, load=load, cdf=cdf, pattern=pattern))
+
+
+def test_offered_load_matches_target_within_2_percent():
+    sc = _scenario(duration="30s")
+    flows = flowgen.generate(sc, 0)
+    assert len(flows) > 100_000
+    offered = sum(f["bytes"] for f in flows) * 8 / 30.0
+    assert offered == pytest.approx(0.6 * 10e9, rel=0.02)
+    assert {f["dst"] for f in flows} == {"h24"}
+    assert len({f["src"] for f in flows}) == 24
+    # all_to_all: every one of the 6 hosts offers 30% of its 10G link
+    east = flowgen.generate(sc, 1)
+    assert sum(f["bytes"] for f in east) * 8 / 30.0 == pytest.approx(6 * 0.3 * 10e9, rel=0.02)
+    assert all(f["src"] != f["dst"] for f in east)
+    starts = [f["start_ps"] for f in flows]
+    assert starts == sorted(starts) and starts[-1] < 30 * 10**12
+
+
+def test_expansion_is_deterministic_and_seeded():
+    a, b = _scenario().to_resolved(), _scenario().to_resolved()
+    assert a == b
+    assert a["traffic"][0]["kind"] == "tcp_flows"
+    c = _scenario().with_seed(8).to_resolved()
+    assert c["traffic"][0]["flows"] != a["traffic"][0]["flows"]
+
+
+def test_permutation_pattern_is_a_derangement():
+    flows = flowgen.generate(_scenario(duration="1s", pattern="permutation"), 1)
+    pairs = {(f["src"], f["dst"]) for f in flows}
+    assert len({s for s, _ in pairs}) == 6 and all(s != d for s, d in pairs)
+    assert len({s for s, _ in pairs}) == len(pairs)  # one destination per source
+
+
+def test_workload_validation_errors():
+    with pytest.raises(ScenarioError, match="requester"):
+        loads("duration: 1ms\nload: 10%\ntopology: {kind: star, hosts: 3, link: {rate: 10Gbps, delay: 1us}}\n"
+              "traffic: [{kind: workload, cdf: enterprise_imc10, pattern: many_to_one}]")
+    sc = loads("duration: 1ms\ntopology: {kind: star, hosts: 3, link: {rate: 10Gbps, delay: 1us}}\n"
+               "traffic: [{kind: workload, cdf: enterprise_imc10}]")
+    with pytest.raises(ScenarioError, match=r"traffic\[0\]\.load"):
+        sc.to_resolved()
+    sc = loads("duration: 1ms\nload: 10%\ntopology: {kind: star, hosts: 3, link: {rate: 10Gbps, delay: 1us}}\n"
+               "traffic: [{kind: workload, cdf: enterprise_imc10, hosts: [h0, h9]}]")
+    with pytest.raises(ScenarioError, match=r"traffic\[0\]\.hosts\[1\]: unknown host 'h9'"):
+        sc.to_resolved()
+
+
+def test_ideal_fct_is_exact_for_a_lone_short_flow():
+    sc = loads("""
+duration: 10ms
+topology: {kind: leaf_spine, leaves: 2, spines: 2, hosts_per_leaf: [2, 1],
+  host_link: {rate: 10Gbps, delay: 1us}, fabric_link: {rate: 40Gbps, delay: 1us}}
+traffic:
+  - kind: tcp_flows
+    flows:
+      - {src: h0, dst: h2, size: 1000B}
+      - {src: h1, dst: h2, size: 14480B, start: 1ms}
+      - {src: h0, dst: h1, size: 1448B, start: 2ms}
+""")
+    table = flow_table(fabricsim.run(sc))
+    assert table.height == 3
+    for fct, ideal in zip(table["fct_ps"].to_list(), table["ideal_fct_ps"].to_list()):
+        assert fct == pytest.approx(ideal, rel=1e-6)
+
+
+def test_run_writes_fct_table(tmp_path):
+    sc = _scenario(duration="5ms")
+    result = fabricsim.run(sc)
+    assert result.summary["conservation_ok"]
+    fct = result.fct
+    assert fct["bucket"].to_list() == ["<=100KB", "100KB-1MB", "1MB-10MB", ">10MB", "all"]
+    assert fct.filter(fct["bucket"] == "all")["count"][0] > 0
+    written = result.write(tmp_path / "out")
+    assert (tmp_path / "out" / "fct.parquet") in written
+    assert "Flow completion time by size" in (tmp_path / "out" / "report.html").read_text()
+
+
+def test_warmup_and_cooldown_exclude_flows():
+    sc = _scenario(duration="5ms")
+    result = fabricsim.run(sc)
+    everything = flow_table(result, warmup=0, cooldown=0)
+    window = flow_table(result, warmup=1_000_000_000, cooldown=1_000_000_000)
+    starts = window.filter(window["counted"])["start_ps"]
+    assert starts.min() >= 1_000_000_000 and starts.max() <= 4_000_000_000
+    assert window["counted"].sum() < everything["counted"].sum() == everything.height
+
+
+def test_bench_scenario_has_enough_flows():
+    from fabricsim.workload_bench import datamining_bench_scenario
+
+    resolved = datamining_bench_scenario(min_flows=2_000)
+    assert sum(len(e["flows"]) for e in resolved["traffic"]) >= 2_000
