@@ -65,6 +65,12 @@ impl<E: Copy> EventQueue<E> {
         self.heap.first().map(|e| SimTime((e.key >> 64) as u64))
     }
 
+    /// The earliest pending event, without removing it.
+    #[inline]
+    pub fn peek(&self) -> Option<(SimTime, E)> {
+        self.heap.first().map(|e| (SimTime((e.key >> 64) as u64), e.event))
+    }
+
     /// Removes and returns the earliest pending event.
     #[inline]
     pub fn pop(&mut self) -> Option<(SimTime, E)> {

@@ -94,6 +94,8 @@ pub struct Simulation {
     delivered_packets: u64,
     delivered_bytes: u64,
     finished: bool,
+    /// Every event up to this time has been processed.
+    horizon: SimTime,
     // TCP connections, their configurations and applications.
     tcp: Vec<TcpFlow>,
     tcp_cfgs: Vec<TcpConfig>,
@@ -244,6 +246,7 @@ impl Simulation {
             delivered_packets: 0,
             delivered_bytes: 0,
             finished: false,
+            horizon: SimTime::ZERO,
             tcp: Vec::new(),
             tcp_cfgs: Vec::new(),
             tcp_default: sc.tcp.clone(),
@@ -413,6 +416,22 @@ impl Simulation {
         self.now
     }
 
+    /// How far the run has progressed: every event up to this time has been
+    /// processed (at least [`Simulation::now`]; used for progress reports).
+    pub fn progress(&self) -> SimTime {
+        self.now.max(self.horizon)
+    }
+
+    /// Timer events carry a generation; an older generation was cancelled.
+    fn is_cancelled(&self, ev: Event) -> bool {
+        match ev {
+            Event::TcpTimer(c, generation) => self.tcp_timer_is_stale(c, generation),
+            Event::RoceTimer(q, generation) => self.roce_timer_is_stale(q, generation),
+            Event::PfcRefresh(p, c, generation) => self.pfc_refresh_is_stale(p, c, generation),
+            _ => false,
+        }
+    }
+
     /// The scenario's duration (sources and sampling stop there).
     pub fn duration(&self) -> SimTime {
         self.duration
@@ -435,21 +454,21 @@ impl Simulation {
             return true;
         }
         let limit = limit.min(self.end_cap);
-        while let Some(t) = self.queue.peek_time() {
+        while let Some((t, ev)) = self.queue.peek() {
+            if self.is_cancelled(ev) {
+                // A cancelled timer: dropped unseen, it neither counts nor
+                // moves the clock, so results do not depend on when it was due.
+                self.queue.pop();
+                continue;
+            }
             if t > limit {
-                self.now = self.now.max(limit);
+                self.horizon = self.horizon.max(limit);
                 if limit >= self.end_cap {
                     self.finished = true;
                 }
                 return self.finished;
             }
-            let (t, ev) = self.queue.pop().expect("peeked");
-            if let Event::TcpTimer(c, generation) = ev {
-                if self.tcp_timer_is_stale(c, generation) {
-                    // A cancelled timer: it neither counts nor moves the clock.
-                    continue;
-                }
-            }
+            self.queue.pop();
             self.now = t;
             self.events += 1;
             match ev {

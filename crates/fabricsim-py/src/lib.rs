@@ -55,7 +55,7 @@ impl Simulation {
 
     #[getter]
     fn now_ps(&mut self) -> PyResult<u64> {
-        Ok(self.sim()?.now().ps())
+        Ok(self.sim()?.progress().ps())
     }
 
     #[getter]

@@ -192,6 +192,10 @@ impl Simulation {
     }
 
     /// XOFF refresh: re-send while the priority group is still paused.
+    pub(super) fn pfc_refresh_is_stale(&self, pid: PortId, class: u8, gen: u32) -> bool {
+        self.pfc.ports[pid.idx()].refresh_gen[class as usize] != gen
+    }
+
     pub(super) fn on_pfc_refresh(&mut self, pid: PortId, class: u8, gen: u32) {
         if self.pfc.ports[pid.idx()].refresh_gen[class as usize] != gen {
             return;

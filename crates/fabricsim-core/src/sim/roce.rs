@@ -222,6 +222,10 @@ impl Simulation {
         self.roce_pump(q);
     }
 
+    pub(super) fn roce_timer_is_stale(&self, q: u32, generation: u32) -> bool {
+        self.roce.qps[q as usize].gen != generation
+    }
+
     pub(super) fn on_roce_timer(&mut self, q: u32, generation: u32) {
         let now = self.now;
         let qp = &mut self.roce.qps[q as usize];
