@@ -333,6 +333,8 @@ _SHARED_FIELDS = (
     "ingress_alpha",
     "pools",
     "class_pool",
+    "slices",
+    "port_slice",
 )
 _VOQ_FIELDS = ("size", "voq_limit")
 _INTELLIGENT_FIELDS = (
@@ -403,6 +405,8 @@ class Buffer(_Model):
     ingress_alpha: Optional[Alpha] = None
     pools: Optional[Annotated[list[Size], Field(min_length=1, max_length=8)]] = None
     class_pool: Optional[list[PoolIndex]] = None
+    slices: int = Field(default=1, ge=1, le=16)
+    port_slice: Optional[list[Annotated[int, Field(ge=0, le=15)]]] = None
     # voq
     voq_limit: Optional[SizeOrTime] = None
     # intelligent
@@ -484,6 +488,11 @@ class Buffer(_Model):
             "ingress_alpha": self.ingress_alpha,
             "pools": self.pools,
             "class_pool": self.class_pool,
+            **(
+                {"slices": self.slices, "port_slice": self.port_slice}
+                if self.slices != 1 or self.port_slice is not None
+                else {}
+            ),
         }
 
 

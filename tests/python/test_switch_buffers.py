@@ -132,3 +132,32 @@ def test_cli_lists_devices(capsys):
     assert main(["devices"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in out] == devices.names()
+
+
+def _one_hot_port_peak(slices: int) -> int:
+    """Four 100G senders burst into one egress port of a tomahawk-like switch."""
+    scenario = fabricsim.Scenario.from_dict(
+        {
+            "name": "slices",
+            "duration": "2ms",
+            "network": {"switch": {"device": "tomahawk-like", "buffer": {"slices": slices}}},
+            "topology": {"kind": "star", "hosts": 5, "link": {"rate": "100Gbps", "delay": "1us"}},
+            "traffic": [{"kind": "burst", "src": ["h1", "h2", "h3", "h4"], "dst": "h0", "frames": 4000, "frame_size": "1500B"}],
+            "stats": {"queue_sample_interval": "0"},
+        }
+    )
+    result = fabricsim.run(scenario)
+    assert result.summary["conservation_ok"] and result.summary["packets_dropped"] > 0
+    links = result.links
+    return links.filter((links["src"] == "sw0") & (links["dst"] == "h0"))["queue_high_water_bytes"][0]
+
+
+def test_a_hot_port_of_a_sliced_buffer_uses_only_its_slice(core):
+    # One slice: 20,165 cells of 208 B; a 1500 B frame takes 8 cells. With
+    # alpha 8 a lone congested queue holds 8/9 of its pool.
+    per_frame_cells = 8
+    slice_frames = 8 / 9 * 20165 / per_frame_cells
+    sliced = _one_hot_port_peak(4)
+    assert sliced / 1500 == pytest.approx(slice_frames, abs=2)
+    whole = _one_hot_port_peak(1)
+    assert whole / 1500 == pytest.approx(4 * slice_frames, abs=8)

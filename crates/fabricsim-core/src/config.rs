@@ -153,6 +153,12 @@ pub enum BufferConfig {
         /// Service pool of each class; `None` maps every class to pool 0.
         #[serde(default)]
         class_pool: Option<Vec<u8>>,
+        /// Buffer slices, each with its own share of the pools (1 = one buffer).
+        #[serde(default = "default_one")]
+        slices: u32,
+        /// Slice of each egress port; `None` splits the ports into equal blocks.
+        #[serde(default)]
+        port_slice: Option<Vec<u8>>,
     },
     /// Deep-buffer VOQ switch (see `buffer/voq.rs`).
     Voq(crate::buffer::voq::VoqConfig),

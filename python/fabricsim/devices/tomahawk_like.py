@@ -1,13 +1,17 @@
-"""Broadcom Tomahawk-like switch, approximated by one XPE slice.
+"""Broadcom Tomahawk-like switch: a 16 MB buffer split into four slices.
 
-Tomahawk splits its 16 MB into 4 XPE slices of 20,165 cells of 208 B; one
-egress port can use only its slice. This preset models the buffer a hot egress
-port sees: one slice (4,194,320 B) shared by all ports of the device.
+Public facts: Tomahawk (BCM56960) has 4 XPEs of 20,165 cells of 208 B (about
+4 MB each, 16 MB in all); the buffer is partitioned per XPE, so one hot egress
+port can use only its slice (OpenBCM ``_TH_MMU_*`` constants; Warner's buffer
+notes). Assumptions: each egress port belongs to one slice (ports split into
+four equal blocks), which leaves out the ingress-pipe half of the XPE mapping;
+alpha 8 as in SONiC's lossy defaults; 450 ns pipeline latency (commonly quoted,
+unverified).
 """
 
 NAME = "tomahawk-like"
-SUMMARY = "shared buffer, one 4 MB XPE slice of 20,165 cells of 208 B (of 16 MB), alpha 8, 450 ns"
+SUMMARY = "shared buffer, 16 MB in 4 per-slice pools of 20,165 cells of 208 B, alpha 8, 450 ns"
 SWITCH = {
     "latency": "450ns",
-    "buffer": {"model": "shared", "size": "4194320B", "cell": "208B", "alpha": 8},
+    "buffer": {"model": "shared", "size": "16777280B", "cell": "208B", "alpha": 8, "slices": 4},
 }

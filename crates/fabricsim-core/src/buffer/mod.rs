@@ -81,6 +81,8 @@ impl BufferModel {
                 ingress_alpha,
                 pools,
                 class_pool,
+                slices,
+                port_slice,
             } => {
                 let p = SharedParams::from_config(
                     *total_bytes,
@@ -94,7 +96,8 @@ impl BufferModel {
                     ports,
                     classes,
                     path,
-                )?;
+                )?
+                .with_slices(*slices, port_slice.as_deref(), ports, path)?;
                 Ok(BufferModel::Shared(SharedBuffer::new(ports, classes, &p)))
             }
             BufferConfig::Voq(v) => Ok(BufferModel::Voq(VoqBuffer::new(v, ports, classes, path)?)),

@@ -57,6 +57,11 @@ pub struct SharedParams {
     pub pool_cells: Vec<u64>,
     /// Pool of each class.
     pub class_pool: Vec<u8>,
+    /// Buffer slices (for chips whose buffer is split per pipe); every slice
+    /// has its own copy of the pools, each `1 / slices` of the size.
+    pub slices: u32,
+    /// Slice of each egress port.
+    pub port_slice: Vec<u8>,
 }
 
 impl SharedParams {
@@ -171,7 +176,46 @@ impl SharedParams {
             reserved_cells,
             pool_cells,
             class_pool,
+            slices: 1,
+            port_slice: vec![0; ports],
         })
+    }
+
+    /// Splits the shared pools into `slices` equal slices, each serving the
+    /// egress ports mapped to it (`port_slice`, or contiguous equal blocks).
+    pub fn with_slices(
+        mut self,
+        slices: u32,
+        port_slice: Option<&[u8]>,
+        ports: usize,
+        path: &str,
+    ) -> Result<SharedParams, ConfigError> {
+        let err = |field: &str, msg: String| ConfigError::new(format!("{path}.{field}"), msg);
+        if slices == 0 || slices > 16 {
+            return Err(err("slices", format!("must be between 1 and 16 (got {slices})")));
+        }
+        self.port_slice = match port_slice {
+            Some(m) => {
+                if m.len() != ports {
+                    return Err(err("port_slice", format!("expected {ports} entries (one per port), got {}", m.len())));
+                }
+                if let Some(i) = m.iter().position(|&s| s as u32 >= slices) {
+                    return Err(err(&format!("port_slice[{i}]"), format!("slice {} does not exist (0..{})", m[i], slices - 1)));
+                }
+                m.to_vec()
+            }
+            None => (0..ports).map(|p| (p * slices as usize / ports.max(1)) as u8).collect(),
+        };
+        if slices > 1 {
+            for (i, c) in self.pool_cells.iter_mut().enumerate() {
+                *c /= slices as u64;
+                if *c == 0 {
+                    return Err(err(&format!("pools[{i}]"), format!("too small to split into {slices} slices")));
+                }
+            }
+        }
+        self.slices = slices;
+        Ok(self)
     }
 }
 
@@ -190,7 +234,10 @@ pub struct SharedBuffer {
     alpha: [i8; 8],
     ingress_alpha: Option<[i8; 8]>,
     class_pool: [u8; 8],
+    /// Pools of every slice: pool `k` of slice `s` is `pools[s * pools_per_slice + k]`.
     pools: Vec<Pool>,
+    pools_per_slice: usize,
+    port_slice: Vec<u8>,
     /// Cells held by each (egress port, class) queue, reserved part included.
     queue_cells: Vec<u64>,
     /// Cells held by each (ingress port, priority group).
@@ -220,17 +267,23 @@ impl SharedBuffer {
             alpha,
             ingress_alpha,
             class_pool,
-            pools: p.pool_cells.iter().map(|&size| Pool { size, used: 0 }).collect(),
+            pools: (0..p.slices).flat_map(|_| p.pool_cells.iter().map(|&size| Pool { size, used: 0 })).collect(),
+            pools_per_slice: p.pool_cells.len(),
+            port_slice: p.port_slice.clone(),
             queue_cells: vec![0; ports * classes],
             pg_cells: if p.ingress_alpha.is_some() { vec![0; ports * classes] } else { Vec::new() },
             bytes: 0,
-            total_cells: p.pool_cells.iter().sum::<u64>() + p.reserved_cells * (ports * classes) as u64,
+            total_cells: p.pool_cells.iter().sum::<u64>() * p.slices as u64
+                + p.reserved_cells * (ports * classes) as u64,
             pfc: None,
         }
     }
 
     /// Turns on PFC; its headroom is taken out of the lossless classes' pool.
     pub fn enable_pfc(&mut self, pfc: super::pfc::PfcIngress) -> Result<(), String> {
+        if self.pools.len() != self.pools_per_slice {
+            return Err("PFC is not supported together with per-slice pools (slices > 1)".into());
+        }
         let pools: Vec<usize> =
             (0..self.classes).filter(|&c| pfc.is_lossless(c as u8)).map(|c| self.class_pool[c] as usize).collect();
         if pools.windows(2).any(|w| w[0] != w[1]) {
@@ -247,6 +300,12 @@ impl SharedBuffer {
     }
 
     /// Cells a frame of `bytes` occupies.
+    /// The pool a (egress port, class) queue draws from.
+    #[inline]
+    fn pool_of(&self, out_port: u16, class: usize) -> usize {
+        self.port_slice[out_port as usize] as usize * self.pools_per_slice + self.class_pool[class] as usize
+    }
+
     #[inline]
     pub fn cells(&self, bytes: u32) -> u64 {
         (bytes as u64 + self.overhead as u64).div_ceil(self.cell as u64)
@@ -257,7 +316,7 @@ impl SharedBuffer {
         let c = self.cells(r.bytes);
         let class = r.class as usize;
         let q = r.out_port as usize * self.classes + class;
-        let pool_idx = self.class_pool[class] as usize;
+        let pool_idx = self.pool_of(r.out_port, class);
         if let (Some(pfc), Some(in_port)) = (self.pfc.as_mut(), r.in_port) {
             if pfc.is_lossless(r.class) {
                 let pool = &mut self.pools[pool_idx];
@@ -314,7 +373,8 @@ impl SharedBuffer {
         let used = self.queue_cells[q];
         let freed = used.saturating_sub(self.reserved) - (used - c).saturating_sub(self.reserved);
         self.queue_cells[q] = used - c;
-        self.pools[self.class_pool[class] as usize].used -= freed;
+        let pool_idx = self.pool_of(r.out_port, class);
+        self.pools[pool_idx].used -= freed;
         if let (Some(_), Some(in_port)) = (self.ingress_alpha, r.in_port) {
             self.pg_cells[in_port as usize * self.classes + class] -= c;
         }
