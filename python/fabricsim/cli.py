@@ -112,6 +112,37 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     return sweep_command(args)
 
 
+def _cmd_report(args: argparse.Namespace) -> int:
+    """Rebuild ``report.html`` (and ``plots/``) of a run or sweep directory from its stored files."""
+    import json
+    from pathlib import Path
+
+    directory = Path(args.dir)
+    if (directory / "summary.json").is_file():
+        from fabricsim.report import write_report
+        from fabricsim.results import Result
+
+        path = write_report(Result.read(directory), directory / "report.html")
+    elif (directory / "sweep.parquet").is_file():
+        import polars as pl
+
+        from fabricsim.sweep_report import write_report as write_sweep_report
+
+        meta_path = directory / "sweep.json"
+        meta = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.is_file() else {}
+        table = pl.read_parquet(directory / "sweep.parquet")
+        path = write_sweep_report(
+            table, meta.get("grid", []), directory / "report.html",
+            x=meta.get("x"), series=meta.get("series"), title=meta.get("title", "sweep"),
+        )
+    else:
+        raise FabricsimError(
+            f"{directory}: neither a run directory (summary.json) nor a sweep directory (sweep.parquet)"
+        )
+    print(f"wrote {path}")
+    return 0
+
+
 def _cmd_bench(args: argparse.Namespace) -> int:
     from fabricsim import bench
 
@@ -171,6 +202,12 @@ def _parser() -> argparse.ArgumentParser:
 
     add_workloads_parser(commands, _cmd_workloads)
     add_sweep_parser(commands, _cmd_sweep)
+
+    report_command = commands.add_parser(
+        "report", help="rebuild report.html and plots/ of a run or sweep directory without rerunning"
+    )
+    report_command.add_argument("dir", metavar="DIR", help="a directory written by fabricsim run or fabricsim sweep")
+    report_command.set_defaults(handler=_cmd_report)
 
     bench_command = commands.add_parser("bench", help="run the performance benchmarks")
     bench_command.add_argument("--json", action="store_true", help="print results as JSON")

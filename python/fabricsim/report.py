@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import io
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
@@ -16,7 +17,7 @@ import polars as pl
 if TYPE_CHECKING:
     from fabricsim.results import Result
 
-__all__ = ["render_html", "write_report"]
+__all__ = ["render_html", "write_plot_files", "write_report"]
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1100px;color:#222}
@@ -65,6 +66,121 @@ def _svg(fig: Any) -> str:
     return text[text.index("<svg") :]
 
 
+def _figure(name: str, svg: str) -> str:
+    """An inline plot, tagged so :func:`write_plot_files` can save it as ``name.svg``."""
+    return f'<figure data-plot="{html.escape(name)}">{svg}</figure>'
+
+
+_FIGURE = re.compile(r'<figure data-plot="([^"]+)">(<svg.*?</svg>)\s*</figure>', re.S)
+
+
+def write_plot_files(page: str, directory: str | Path) -> list[Path]:
+    """Save every plot of a report page as ``directory/<name>.svg``."""
+    found = _FIGURE.findall(page)
+    if not found:
+        return []
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, svg in found:
+        path = out / f"{name}.svg"
+        path.write_text('<?xml version="1.0" encoding="utf-8" standalone="no"?>\n' + svg + "\n", encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    matplotlib.rcParams["svg.hashsalt"] = "fabricsim"
+    return plt
+
+
+def _time_unit(max_ps: float) -> tuple[float, str]:
+    """A readable unit for a time axis spanning up to ``max_ps``."""
+    for scale, unit in ((1e12, "s"), (1e9, "ms"), (1e6, "us")):
+        if max_ps >= 10 * scale:
+            return scale, unit
+    return 1e3, "ns"
+
+
+def _throughput_plot(result: Result, top: int = 8) -> str:
+    t = result.throughput
+    if t.height == 0 or "time_ps" not in t.columns:
+        return '<p class="muted">no throughput samples (stats.throughput_interval is 0, or nothing was delivered)</p>'
+    import numpy as np
+
+    plt = _pyplot()
+    width = 0
+    if result.scenario is not None:
+        width = int(result.scenario.stats.throughput_interval)
+    times = np.unique(t["time_ps"].to_numpy())
+    if width <= 0:
+        width = int(np.diff(times).min()) if len(times) > 1 else 1
+    per_host = t.group_by(["time_ps", "host"]).agg(pl.col("bytes").sum())
+    busiest = (
+        per_host.group_by("host").agg(pl.col("bytes").sum().alias("total"))
+        .sort(["total", "host"], descending=[True, False]).head(top)
+    )
+    # Bins without deliveries are absent from the table: plot them as zero.
+    first, last = int(times.min()) // width, int(times.max()) // width
+    grid = np.arange(first, last + 2) * width
+    scale, unit = _time_unit(float(grid[-1]))
+    fig, ax = plt.subplots(figsize=(10, 3.6))
+    for host, _ in busiest.iter_rows():
+        s = per_host.filter(pl.col("host") == host)
+        dense = np.zeros(len(grid))
+        dense[(s["time_ps"].to_numpy() // width - first).astype(int)] = s["bytes"].to_numpy()
+        ax.step(grid / scale, dense * 8 / (width * 1e-12) / 1e9, where="post", label=str(host))
+    ax.set_xlabel(f"time ({unit})")
+    ax.set_ylabel("received (Gb/s)")
+    ax.set_title(f"In-order delivered bytes per receiving host ({width / 1e9:g} ms bins), {len(busiest)} busiest")
+    ax.legend(fontsize=8, loc="upper right")
+    ax.grid(alpha=0.3)
+    return _figure("throughput", _svg(fig))
+
+
+def _drops_plot(result: Result) -> str:
+    d = result.drops
+    if d.height == 0:
+        return ""
+    plt = _pyplot()
+    by = d.group_by(["node", "reason"]).agg(pl.col("packets").sum()).sort(["packets", "node"], descending=[True, False])
+    by = by.head(16)
+    labels = [f"{n} · {r}" for n, r in zip(by["node"].to_list(), by["reason"].to_list())]
+    fig, ax = plt.subplots(figsize=(10, 0.3 * len(labels) + 1))
+    ax.barh(labels[::-1], by["packets"].to_numpy()[::-1], color="#c0392b")
+    ax.set_xlabel("packets dropped")
+    ax.set_title("Drops by node and reason")
+    ax.grid(alpha=0.3, axis="x")
+    return _figure("drops", _svg(fig))
+
+
+def _fct_plot(result: Result) -> str:
+    fct = getattr(result, "fct", None)
+    if fct is None or fct.height == 0 or "bucket" not in fct.columns:
+        return ""
+    rows = fct.filter(pl.col("bucket") != "all").filter(pl.col("count") > 0)
+    if rows.height == 0:
+        return ""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8, 3.4))
+    x = list(range(rows.height))
+    ax.bar([i - 0.2 for i in x], rows["mean_fct_ps"].to_numpy() / 1e6, width=0.4, label="mean")
+    ax.bar([i + 0.2 for i in x], rows["p99_fct_ps"].to_numpy() / 1e6, width=0.4, label="p99")
+    ax.set_xticks(x)
+    ax.set_xticklabels([f"{b}\n({c} flows)" for b, c in zip(rows["bucket"].to_list(), rows["count"].to_list())])
+    ax.set_yscale("log")
+    ax.set_ylabel("FCT (us)")
+    ax.set_title("Flow completion time by flow size")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3, axis="y", which="both")
+    return _figure("fct", _svg(fig))
+
+
 def _queue_plot(result: Result, top: int = 6) -> str:
     q = result.queues
     if q.height == 0:
@@ -81,15 +197,16 @@ def _queue_plot(result: Result, top: int = 6) -> str:
         .sort(["peak", "node", "port"], descending=[True, False, False]).head(top)
     )
     fig, ax = plt.subplots(figsize=(10, 3.6))
+    scale, unit = _time_unit(float(per_port["time_ps"].max()))
     for node, port, _ in busiest.iter_rows():
         s = per_port.filter((pl.col("node") == node) & (pl.col("port") == port))
-        ax.step(s["time_ps"].to_numpy() / 1e6, s["bytes"].to_numpy() / 1e3, where="post", label=f"{node} port {port}")
-    ax.set_xlabel("time (us)")
+        ax.step(s["time_ps"].to_numpy() / scale, s["bytes"].to_numpy() / 1e3, where="post", label=f"{node} port {port}")
+    ax.set_xlabel(f"time ({unit})")
     ax.set_ylabel("queued (KB)")
     ax.set_title(f"Egress queue occupancy, {len(busiest)} busiest ports")
     ax.legend(fontsize=8, loc="upper right")
     ax.grid(alpha=0.3)
-    return _svg(fig)
+    return _figure("queues", _svg(fig))
 
 
 def _link_plot(result: Result, top: int = 16) -> str:
@@ -109,7 +226,7 @@ def _link_plot(result: Result, top: int = 16) -> str:
     ax.set_xlim(0, 100)
     ax.set_title(f"Busiest {len(labels)} link directions")
     ax.grid(alpha=0.3, axis="x")
-    return _svg(fig)
+    return _figure("links", _svg(fig))
 
 
 def _fct_section(result: Result) -> str:
@@ -123,7 +240,7 @@ def _fct_section(result: Result) -> str:
         "mean_slowdown", "median_slowdown", "p99_slowdown",
     )
     note = '<p class="muted">slowdown = FCT / ideal FCT on an empty network (see fabricsim.fct)</p>'
-    return f"<h2>Flow completion time by size</h2>{_table(shown)}{note}\n"
+    return f"<h2>Flow completion time by size</h2>{_fct_plot(result)}{_table(shown)}{note}\n"
 
 
 def _cards(items: Iterable[tuple[str, str]]) -> str:
@@ -161,8 +278,9 @@ def render_html(result: Result, title: str | None = None) -> str:
 buffer accounting matches queues): {status}</p>
 {cards}
 <h2>Queues</h2>{_queue_plot(result)}
+<h2>Throughput</h2>{_throughput_plot(result)}
 <h2>Links</h2>{_link_plot(result)}
-<h2>Drops</h2>{_table(result.drops)}
+<h2>Drops</h2>{_drops_plot(result)}{_table(result.drops)}
 {_fct_section(result)}<h2>Flows</h2>{_table(flows.select(flow_cols))}
 <h2>Summary</h2>{_table(summary_rows, limit=200)}
 """
@@ -173,7 +291,10 @@ buffer accounting matches queues): {status}</p>
 
 
 def write_report(result: Result, path: str | Path) -> Path:
-    """Write the report page to ``path`` and return it."""
+    """Write the report page to ``path``, its plots as SVG files to ``plots/``
+    beside it, and return the page's path."""
     p = Path(path)
-    p.write_text(render_html(result), encoding="utf-8")
+    page = render_html(result)
+    p.write_text(page, encoding="utf-8")
+    write_plot_files(page, p.parent / "plots")
     return p

@@ -211,9 +211,14 @@ class Result:
         for name, frame in self.tables().items():
             steps.append((f"{name}.parquet", partial(_write_parquet, frame)))
         if report:
-            from fabricsim.report import render_html
+            from fabricsim.report import render_html, write_plot_files
 
-            steps.append(("report.html", lambda path: _write_text(render_html(self), path)))
+            def write_report(path: Path) -> None:
+                page = render_html(self)
+                _write_text(page, path)
+                write_plot_files(page, directory / "plots")
+
+            steps.append(("report.html", write_report))
 
         written: list[Path] = []
         failures: list[tuple[str, str]] = []
@@ -228,6 +233,40 @@ class Result:
         if failures:
             raise OutputError(failures, written)
         return written
+
+    @classmethod
+    def read(cls, out_dir: str | os.PathLike[str]) -> Result:
+        """Load a result written by :meth:`write` (for reports and analysis
+        without rerunning). Missing tables are empty; ``scenario.yaml`` is
+        loaded when present."""
+        directory = Path(out_dir)
+        summary_path = directory / "summary.json"
+        if not summary_path.is_file():
+            raise OutputError([(str(summary_path), "not found: not a fabricsim run directory")])
+        summary = json.loads(summary_path.read_text(encoding="utf-8"))
+
+        def table(name: str) -> pl.DataFrame:
+            path = directory / f"{name}.parquet"
+            return pl.read_parquet(path) if path.is_file() else pl.DataFrame()
+
+        scenario = None
+        if (directory / "scenario.yaml").is_file():
+            from fabricsim.scenario import load
+
+            scenario = load(directory / "scenario.yaml")
+        result = cls(
+            summary,
+            nodes=pl.DataFrame(),
+            flows=table("flows"),
+            queues=table("queues"),
+            drops=table("drops"),
+            links=table("links"),
+            throughput=table("throughput"),
+            scenario=scenario,
+        )
+        for name in (*_BUFFER_TABLES, "fct"):
+            setattr(result, name, table(name))
+        return result
 
     def __repr__(self) -> str:
         shapes = ", ".join(f"{name}={frame.height} rows" for name, frame in self.tables().items())

@@ -419,6 +419,9 @@ def run_sweep(
     rows.sort(key=lambda r: order[r["point_id"]])
     table = summary_table(rows, [p for p, _ in grid])
     table.write_parquet(directory / "sweep.parquet", compression="zstd")
+    # What `fabricsim report DIR` needs to rebuild the report without rerunning.
+    meta = {"grid": [p for p, _ in grid], "x": x, "series": series, "title": f"{base.name} sweep"}
+    (directory / "sweep.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     outcome.table = table
     if report:
         outcome.report = write_report(table, [p for p, _ in grid], directory / "report.html", x=x, series=series,

@@ -19,7 +19,7 @@ from typing import Any, Optional, Sequence
 
 import polars as pl
 
-from fabricsim.report import _CSS, _svg, _table
+from fabricsim.report import _CSS, _figure, _svg, _table, write_plot_files
 from fabricsim.workloads import BUCKET_EDGES, bucket_labels
 
 __all__ = ["summary_table", "write_report", "render_sweep_html"]
@@ -80,7 +80,7 @@ def _aggregate(table: pl.DataFrame, x: str, group: list[str]) -> pl.DataFrame:
 
 
 def _line_plots(agg: pl.DataFrame, x: str, group: list[str], panels: list[tuple[str, str, float]],
-                ylabel: str, title: str) -> str:
+                ylabel: str, title: str, log: bool = False) -> str:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -113,7 +113,9 @@ def _line_plots(agg: pl.DataFrame, x: str, group: list[str], panels: list[tuple[
         ax.set_xlabel(x)
         ax.set_ylabel(ylabel)
         ax.set_title(panel_title, fontsize=10)
-        ax.grid(alpha=0.3)
+        if log and ax.has_data():
+            ax.set_yscale("log")
+        ax.grid(alpha=0.3, which="both")
     for k in range(len(panels), rows * cols):
         axes[k // cols][k % cols].axis("off")
     handles, names = axes[0][0].get_legend_handles_labels()
@@ -122,7 +124,7 @@ def _line_plots(agg: pl.DataFrame, x: str, group: list[str], panels: list[tuple[
                    bbox_to_anchor=(0.5, -0.02 - 0.03 * ((len(names) - 1) // 3)))
     fig.suptitle(title)
     fig.tight_layout(rect=(0, 0.06, 1, 1))
-    return _svg(fig)
+    return _figure(re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-"), _svg(fig))
 
 
 def render_sweep_html(table: pl.DataFrame, paths: Sequence[str], *, x: Optional[str] = None,
@@ -143,10 +145,11 @@ def render_sweep_html(table: pl.DataFrame, paths: Sequence[str], *, x: Optional[
                       if f"fct_{slug}_mean_ps" in agg.columns]
         if fct_panels:
             sections.append("<h2>Average flow completion time</h2>")
-            sections.append(_line_plots(agg, x, group, fct_panels, "mean FCT (us)", "Mean FCT by flow size"))
+            sections.append(_line_plots(agg, x, group, fct_panels, "mean FCT (us)", "Mean FCT by flow size", log=True))
             slow_panels = [(f"fct_{slug}_mean_slowdown", f"{label} flows", 1.0) for label, slug in slugs
                            if f"fct_{slug}_mean_slowdown" in agg.columns]
-            sections.append(_line_plots(agg, x, group, slow_panels, "mean slowdown", "Mean FCT slowdown by flow size"))
+            sections.append(_line_plots(agg, x, group, slow_panels, "mean slowdown", "Mean FCT slowdown by flow size",
+                                        log=True))
             counts = [f"fct_{slug}_count" for _, slug in slugs if f"fct_{slug}_count" in agg.columns]
             shown = agg.select([x, *group, "runs", *counts]).sort([x, *group])
             shown = shown.rename({f"fct_{slug}_count": f"flows {label}" for label, slug in slugs
@@ -174,5 +177,7 @@ def write_report(table: pl.DataFrame, paths: Sequence[str], path: str | Path, *,
                  series: Optional[str] = None, title: str = "sweep") -> Path:
     """Write the sweep report to ``path`` and return it."""
     out = Path(path)
-    out.write_text(render_sweep_html(table, paths, x=x, series=series, title=title), encoding="utf-8")
+    page = render_sweep_html(table, paths, x=x, series=series, title=title)
+    out.write_text(page, encoding="utf-8")
+    write_plot_files(page, out.parent / "plots")
     return out
