@@ -21,15 +21,15 @@
 //! delivers it.
 
 use crate::buffer::{AdmitRequest, BufferModel, Verdict};
-use crate::network::aqm::AqmAction;
 use crate::config::{BufferConfig, Forwarding, Scenario, TrafficConfig};
 use crate::error::ConfigError;
 use crate::event_queue::EventQueue;
 use crate::ids::{ChannelId, FlowId, NodeId, PacketId, PortId, SourceId};
+use crate::network::aqm::AqmAction;
 use crate::network::routing::RoutingTable;
 use crate::network::topology::{Graph, NodeKind};
 use crate::network::{Channel, Node, Port};
-use crate::packet::{ECN_ECT, ECN_NOT_ECT, Packet, PacketKind, PacketPool, LOCAL_PORT};
+use crate::packet::{Packet, PacketKind, PacketPool, ECN_ECT, ECN_NOT_ECT, LOCAL_PORT};
 use crate::rng::{mix64, RandomStream};
 use crate::stats::{Column, DropCounters, DropReason, FlowStats, QueueSamples, RunOutput, Table, Value};
 use crate::traffic::Source;
@@ -224,7 +224,11 @@ impl Simulation {
             seed: sc.seed,
             now: SimTime::ZERO,
             duration: SimTime(sc.duration_ps),
-            end_cap: if sc.drain { SimTime(sc.duration_ps.saturating_add(sc.drain_limit_ps)) } else { SimTime(sc.duration_ps) },
+            end_cap: if sc.drain {
+                SimTime(sc.duration_ps.saturating_add(sc.drain_limit_ps))
+            } else {
+                SimTime(sc.duration_ps)
+            },
             overhead: net.ethernet_overhead_bytes as u64,
             classes,
             queue: EventQueue::new(),
@@ -291,7 +295,9 @@ impl Simulation {
         let host = |name: &str, field: &str| -> Result<NodeId, ConfigError> {
             match index.get(name) {
                 Some(&n) if graph.kinds[n] == NodeKind::Host => Ok(NodeId(n as u32)),
-                Some(_) => Err(ConfigError::new(format!("{path}.{field}"), format!("'{name}' is a switch, not a host"))),
+                Some(_) => {
+                    Err(ConfigError::new(format!("{path}.{field}"), format!("'{name}' is a switch, not a host")))
+                }
                 None => Err(ConfigError::new(
                     format!("{path}.{field}"),
                     format!("unknown host '{name}' (hosts: {})", list_names(graph, NodeKind::Host)),
@@ -319,16 +325,26 @@ impl Simulation {
             ));
         }
         if frame == 0 || frame > 65_535 {
-            return Err(ConfigError::new(format!("{path}.frame_size"), format!("must be 1..65535 bytes (got {frame})")));
+            return Err(ConfigError::new(
+                format!("{path}.frame_size"),
+                format!("must be 1..65535 bytes (got {frame})"),
+            ));
         }
         let dst = host(dst, "dst")?;
         let name_idx = self.flow_names.len() as u32;
-        self.flow_names.push(if name.is_empty() { format!("{}{}", FLOW_KINDS[kind as usize], i) } else { name.clone() });
+        self.flow_names.push(if name.is_empty() {
+            format!("{}{}", FLOW_KINDS[kind as usize], i)
+        } else {
+            name.clone()
+        });
         let wire = frame as u64 + self.overhead;
         for (j, s) in srcs.iter().enumerate() {
             let src = host(s, &format!("src[{j}]"))?;
             if src == dst {
-                return Err(ConfigError::new(format!("{path}.src[{j}]"), format!("source '{s}' is also the destination")));
+                return Err(ConfigError::new(
+                    format!("{path}.src[{j}]"),
+                    format!("source '{s}' is also the destination"),
+                ));
             }
             let nic_rate = self.ports[self.nodes[src.idx()].port(0).idx()].rate.bps();
             let flow = FlowId(self.flows.len() as u32);
@@ -342,7 +358,10 @@ impl Simulation {
                             r.max(1)
                         }
                         (Some(_), Some(_)) => {
-                            return Err(ConfigError::new(format!("{path}.rate"), "give either an absolute rate or a load, not both"))
+                            return Err(ConfigError::new(
+                                format!("{path}.rate"),
+                                "give either an absolute rate or a load, not both",
+                            ))
                         }
                         _ => return Err(ConfigError::new(format!("{path}.rate"), "must be a positive rate or load")),
                     };
@@ -795,9 +814,10 @@ impl Simulation {
         let in_network = self.packets_in_network();
         let dropped = self.drops.packets;
         let flows_sent: u64 = self.flows.iter().map(|f| f.packets_sent).sum();
-        let ports_ok = self.ports.iter().all(|p| {
-            p.enqueued_packets == p.tx_packets + p.queued_packets() as u64 + p.in_tx.is_some() as u64
-        });
+        let ports_ok = self
+            .ports
+            .iter()
+            .all(|p| p.enqueued_packets == p.tx_packets + p.queued_packets() as u64 + p.in_tx.is_some() as u64);
         let conservation_ok = self.created_packets == self.delivered_packets + dropped + in_network
             && self.pool.live() as u64 == in_network
             && flows_sent + self.pfc.ctrl_created == self.created_packets
@@ -854,7 +874,10 @@ impl Simulation {
         let mut t = Table::default();
         let n = self.nodes.len() as u32;
         t.push("id", Column::U32((0..n).collect()));
-        t.push("name", Column::Cat { codes: (0..n).collect(), labels: self.nodes.iter().map(|x| x.name.clone()).collect() });
+        t.push(
+            "name",
+            Column::Cat { codes: (0..n).collect(), labels: self.nodes.iter().map(|x| x.name.clone()).collect() },
+        );
         t.push(
             "kind",
             Column::Cat {
@@ -875,16 +898,16 @@ impl Simulation {
         t.push("name", Column::Cat { codes: f.iter().map(|x| x.name).collect(), labels: self.flow_names.clone() });
         t.push(
             "kind",
-            Column::Cat { codes: f.iter().map(|x| x.kind).collect(), labels: FLOW_KINDS.iter().map(|s| s.to_string()).collect() },
+            Column::Cat {
+                codes: f.iter().map(|x| x.kind).collect(),
+                labels: FLOW_KINDS.iter().map(|s| s.to_string()).collect(),
+            },
         );
         t.push("src", Column::U32(f.iter().map(|x| x.src).collect()));
         t.push("dst", Column::U32(f.iter().map(|x| x.dst).collect()));
         t.push("class", Column::U8(f.iter().map(|x| x.class).collect()));
         t.push("start_ps", Column::U64(f.iter().map(|x| x.start_ps).collect()));
-        t.push(
-            "end_ps",
-            Column::I64(f.iter().map(|x| opt(x.packets_delivered > 0, x.last_delivery_ps)).collect()),
-        );
+        t.push("end_ps", Column::I64(f.iter().map(|x| opt(x.packets_delivered > 0, x.last_delivery_ps)).collect()));
         t.push("packets_sent", Column::U64(f.iter().map(|x| x.packets_sent).collect()));
         t.push("bytes_sent", Column::U64(f.iter().map(|x| x.bytes_sent).collect()));
         t.push("packets_delivered", Column::U64(f.iter().map(|x| x.packets_delivered).collect()));
@@ -892,20 +915,29 @@ impl Simulation {
         t.push("packets_dropped", Column::U64(f.iter().map(|x| x.packets_dropped).collect()));
         t.push("bytes_dropped", Column::U64(f.iter().map(|x| x.bytes_dropped).collect()));
         t.push("completed", Column::Bool(f.iter().map(|x| x.completed()).collect()));
-        t.push(
-            "fct_ps",
-            Column::I64(f.iter().map(|x| x.fct_ps().map_or(-1, |v| v as i64)).collect()),
-        );
+        t.push("fct_ps", Column::I64(f.iter().map(|x| x.fct_ps().map_or(-1, |v| v as i64)).collect()));
         t.push(
             "latency_mean_ps",
             Column::F64(
                 f.iter()
-                    .map(|x| if x.packets_delivered > 0 { x.latency_sum_ps as f64 / x.packets_delivered as f64 } else { f64::NAN })
+                    .map(|x| {
+                        if x.packets_delivered > 0 {
+                            x.latency_sum_ps as f64 / x.packets_delivered as f64
+                        } else {
+                            f64::NAN
+                        }
+                    })
                     .collect(),
             ),
         );
-        t.push("latency_min_ps", Column::I64(f.iter().map(|x| opt(x.packets_delivered > 0, x.latency_min_ps)).collect()));
-        t.push("latency_max_ps", Column::I64(f.iter().map(|x| opt(x.packets_delivered > 0, x.latency_max_ps)).collect()));
+        t.push(
+            "latency_min_ps",
+            Column::I64(f.iter().map(|x| opt(x.packets_delivered > 0, x.latency_min_ps)).collect()),
+        );
+        t.push(
+            "latency_max_ps",
+            Column::I64(f.iter().map(|x| opt(x.packets_delivered > 0, x.latency_max_ps)).collect()),
+        );
         self.tcp_flow_columns(&mut t);
         self.roce_flow_columns(&mut t);
         t
@@ -944,7 +976,11 @@ impl Simulation {
                     .map(|x| {
                         let port = p(x);
                         let started = port.tx_packets + port.in_tx.is_some() as u64;
-                        if started > 0 { port.queue_delay_sum_ps as f64 / started as f64 } else { 0.0 }
+                        if started > 0 {
+                            port.queue_delay_sum_ps as f64 / started as f64
+                        } else {
+                            0.0
+                        }
                     })
                     .collect(),
             ),

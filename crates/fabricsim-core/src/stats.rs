@@ -132,7 +132,10 @@ pub enum Column {
     F64(Vec<f64>),
     Bool(Vec<bool>),
     /// Categorical strings: codes into `labels`.
-    Cat { codes: Vec<u32>, labels: Vec<String> },
+    Cat {
+        codes: Vec<u32>,
+        labels: Vec<String>,
+    },
 }
 
 impl Column {

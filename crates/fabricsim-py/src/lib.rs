@@ -12,7 +12,12 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-create_exception!(_core, ConfigError, PyValueError, "The resolved scenario is invalid; the message starts with the field path.");
+create_exception!(
+    _core,
+    ConfigError,
+    PyValueError,
+    "The resolved scenario is invalid; the message starts with the field path."
+);
 create_exception!(_core, SimulationError, PyRuntimeError, "The simulation failed internally.");
 
 fn panic_message(e: Box<dyn std::any::Any + Send>) -> String {
@@ -47,9 +52,8 @@ impl Simulation {
 impl Simulation {
     #[new]
     fn new(py: Python<'_>, scenario_json: &str) -> PyResult<Self> {
-        let built = py.allow_threads(|| {
-            guarded(|| Scenario::from_json(scenario_json).and_then(|sc| CoreSim::new(&sc)))
-        })?;
+        let built =
+            py.allow_threads(|| guarded(|| Scenario::from_json(scenario_json).and_then(|sc| CoreSim::new(&sc))))?;
         built.map(|s| Simulation { inner: Some(s) }).map_err(|e| ConfigError::new_err(e.to_string()))
     }
 

@@ -16,11 +16,11 @@ pub mod voq;
 use crate::config::BufferConfig;
 use crate::error::ConfigError;
 use crate::stats::DropReason;
+use crate::units::{Rate, SimTime};
+pub use intelligent::IntelligentBuffer;
 pub use shared::{SharedBuffer, SharedParams};
 pub use static_buffer::StaticBuffer;
-pub use intelligent::IntelligentBuffer;
 pub use voq::VoqBuffer;
-use crate::units::{Rate, SimTime};
 
 /// What the device knows about a packet asking for buffer.
 #[derive(Clone, Copy, Debug)]
@@ -47,7 +47,10 @@ pub enum Verdict {
     Drop(DropReason),
     /// Admitted into queue `class` of the egress port (which may differ from
     /// the packet's class), CE-marked if `mark`.
-    Steer { class: u8, mark: bool },
+    Steer {
+        class: u8,
+        mark: bool,
+    },
 }
 
 /// The buffer models; see each variant's module for its rules.

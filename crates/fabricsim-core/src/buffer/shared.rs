@@ -200,7 +200,10 @@ impl SharedParams {
                     return Err(err("port_slice", format!("expected {ports} entries (one per port), got {}", m.len())));
                 }
                 if let Some(i) = m.iter().position(|&s| s as u32 >= slices) {
-                    return Err(err(&format!("port_slice[{i}]"), format!("slice {} does not exist (0..{})", m[i], slices - 1)));
+                    return Err(err(
+                        &format!("port_slice[{i}]"),
+                        format!("slice {} does not exist (0..{})", m[i], slices - 1),
+                    ));
                 }
                 m.to_vec()
             }

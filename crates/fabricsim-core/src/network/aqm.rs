@@ -91,7 +91,10 @@ impl Aqm {
             Some(list) => {
                 for &c in list {
                     if c as usize >= classes {
-                        return Err(err("classes", format!("class {c} does not exist (classes are 0..{})", classes - 1)));
+                        return Err(err(
+                            "classes",
+                            format!("class {c} does not exist (classes are 0..{})", classes - 1),
+                        ));
                     }
                     class_mask |= 1 << c;
                 }

@@ -80,14 +80,7 @@ impl Graph {
                     g.connect(h, r, *edge_link);
                 }
             }
-            TopologyConfig::LeafSpine {
-                leaves,
-                spines,
-                hosts_per_leaf,
-                host_link,
-                fabric_link,
-                links_per_spine,
-            } => {
+            TopologyConfig::LeafSpine { leaves, spines, hosts_per_leaf, host_link, fabric_link, links_per_spine } => {
                 positive(*leaves, &format!("{path}.leaves"))?;
                 positive(*links_per_spine, &format!("{path}.links_per_spine"))?;
                 if *spines == 0 && *leaves > 1 {
@@ -110,8 +103,7 @@ impl Graph {
                         v.clone()
                     }
                 };
-                let leaf_ids: Vec<usize> =
-                    (0..*leaves).map(|i| g.add(format!("leaf{i}"), NodeKind::Switch)).collect();
+                let leaf_ids: Vec<usize> = (0..*leaves).map(|i| g.add(format!("leaf{i}"), NodeKind::Switch)).collect();
                 let spine_ids: Vec<usize> =
                     (0..*spines).map(|j| g.add(format!("spine{j}"), NodeKind::Switch)).collect();
                 for &l in &leaf_ids {
@@ -142,12 +134,10 @@ impl Graph {
                 }
                 check_link(link, &format!("{path}.link"))?;
                 let half = (k / 2) as usize;
-                let cores: Vec<usize> =
-                    (0..half * half).map(|i| g.add(format!("core{i}"), NodeKind::Switch)).collect();
+                let cores: Vec<usize> = (0..half * half).map(|i| g.add(format!("core{i}"), NodeKind::Switch)).collect();
                 let mut n = 0;
                 for p in 0..*k as usize {
-                    let aggs: Vec<usize> =
-                        (0..half).map(|i| g.add(format!("agg{p}_{i}"), NodeKind::Switch)).collect();
+                    let aggs: Vec<usize> = (0..half).map(|i| g.add(format!("agg{p}_{i}"), NodeKind::Switch)).collect();
                     let edges: Vec<usize> =
                         (0..half).map(|i| g.add(format!("edge{p}_{i}"), NodeKind::Switch)).collect();
                     for (i, &a) in aggs.iter().enumerate() {
@@ -190,9 +180,10 @@ impl Graph {
                 for (i, ExplicitLink { a, b, rate_bps, delay_ps, loss }) in links.iter().enumerate() {
                     let lp = format!("{path}.links[{i}]");
                     let find = |name: &str, field: &str| {
-                        index.get(name).copied().ok_or_else(|| {
-                            ConfigError::new(format!("{lp}.{field}"), format!("unknown node '{name}'"))
-                        })
+                        index
+                            .get(name)
+                            .copied()
+                            .ok_or_else(|| ConfigError::new(format!("{lp}.{field}"), format!("unknown node '{name}'")))
                     };
                     let (ia, ib) = (find(a, "a")?, find(b, "b")?);
                     if ia == ib {

@@ -186,7 +186,10 @@ impl Simulation {
                 labels: ["static", "shared", "voq", "intelligent"].iter().map(|x| x.to_string()).collect(),
             },
         );
-        t.push("capacity_bytes", Column::U64(switches.iter().map(|&i| self.nodes[i].buffer.capacity_bytes()).collect()));
+        t.push(
+            "capacity_bytes",
+            Column::U64(switches.iter().map(|&i| self.nodes[i].buffer.capacity_bytes()).collect()),
+        );
         t.push("high_water_bytes", Column::U64(switches.iter().map(|&i| self.fabric.high_water[i]).collect()));
         tables.insert("buffers".into(), t);
 

@@ -79,7 +79,10 @@ impl Simulation {
             let mut mask = 0u8;
             for &c in &p.classes {
                 if c as usize >= self.classes {
-                    return Err(err("classes", format!("class {c} does not exist (classes are 0..{})", self.classes - 1)));
+                    return Err(err(
+                        "classes",
+                        format!("class {c} does not exist (classes are 0..{})", self.classes - 1),
+                    ));
                 }
                 mask |= 1 << c;
             }

@@ -145,13 +145,17 @@ impl Simulation {
         for (j, s) in r.src.iter().enumerate() {
             let src = host(s, format!("{path}.src[{j}]"))?;
             if src == dst {
-                return Err(ConfigError::new(format!("{path}.src[{j}]"), format!("source '{s}' is also the destination")));
+                return Err(ConfigError::new(
+                    format!("{path}.src[{j}]"),
+                    format!("source '{s}' is also the destination"),
+                ));
             }
             let port = self.nodes[src.idx()].port(0);
             let line = self.ports[port.idx()].rate.bps();
             for _ in 0..r.qps {
                 let flow = FlowId(self.flows.len() as u32);
-                let hash = mix64(mix64(src.0 as u64) ^ mix64((dst.0 as u64) << 20) ^ mix64(0x7_0000_0000 + flow.0 as u64));
+                let hash =
+                    mix64(mix64(src.0 as u64) ^ mix64((dst.0 as u64) << 20) ^ mix64(0x7_0000_0000 + flow.0 as u64));
                 self.flows.push(FlowStats {
                     name,
                     kind: ROCE_KIND,
@@ -372,7 +376,8 @@ impl Simulation {
     fn roce_control(&mut self, q: u32, op: u8, epsn: u64) {
         let qp = &self.roce.qps[q as usize];
         let cfg = &self.roce.cfgs[qp.cfg as usize];
-        let (size, class) = if op == OP_CNP { (cfg.cnp_frame(), cfg.cnp_class) } else { (cfg.ack_frame(), cfg.ack_class()) };
+        let (size, class) =
+            if op == OP_CNP { (cfg.cnp_frame(), cfg.cnp_class) } else { (cfg.ack_frame(), cfg.ack_class()) };
         let (src, dst, hash) = (qp.dst, qp.src, mix64(qp.hash ^ 0xac));
         self.roce_emit(q, src, dst, class, hash, op, 0, epsn, 0, size, ECN_NOT_ECT);
     }
@@ -491,18 +496,19 @@ impl Simulation {
             "msg_time_mean_ps",
             Column::I64(
                 (0..n)
-                    .map(|f| get(f).filter(|q| q.msgs_done > 0).map_or(-1, |q| (q.msg_time_sum / q.msgs_done as u128) as i64))
+                    .map(|f| {
+                        get(f).filter(|q| q.msgs_done > 0).map_or(-1, |q| (q.msg_time_sum / q.msgs_done as u128) as i64)
+                    })
                     .collect(),
             ),
         );
         t.push(
             "msg_time_max_ps",
-            Column::I64((0..n).map(|f| get(f).filter(|q| q.msgs_done > 0).map_or(-1, |q| q.msg_time_max as i64)).collect()),
+            Column::I64(
+                (0..n).map(|f| get(f).filter(|q| q.msgs_done > 0).map_or(-1, |q| q.msg_time_max as i64)).collect(),
+            ),
         );
-        t.push(
-            "final_rate_bps",
-            Column::I64((0..n).map(|f| get(f).map_or(-1, |q| q.cc.rate_bps() as i64)).collect()),
-        );
+        t.push("final_rate_bps", Column::I64((0..n).map(|f| get(f).map_or(-1, |q| q.cc.rate_bps() as i64)).collect()));
     }
 
     /// RoCE summary counters.

@@ -137,12 +137,7 @@ fn packet_segment(p: &Packet) -> Segment {
     }
 }
 
-fn resolve_host(
-    index: &BTreeMap<&str, usize>,
-    graph: &Graph,
-    name: &str,
-    path: &str,
-) -> Result<NodeId, ConfigError> {
+fn resolve_host(index: &BTreeMap<&str, usize>, graph: &Graph, name: &str, path: &str) -> Result<NodeId, ConfigError> {
     match index.get(name) {
         Some(&n) if graph.kinds[n] == NodeKind::Host => Ok(NodeId(n as u32)),
         Some(_) => Err(ConfigError::new(path, format!("'{name}' is a switch, not a host"))),
@@ -275,7 +270,10 @@ impl Simulation {
         for (j, s) in b.src.iter().enumerate() {
             let src = resolve_host(index, graph, s, &format!("{path}.src[{j}]"))?;
             if src == dst {
-                return Err(ConfigError::new(format!("{path}.src[{j}]"), format!("source '{s}' is also the destination")));
+                return Err(ConfigError::new(
+                    format!("{path}.src[{j}]"),
+                    format!("source '{s}' is also the destination"),
+                ));
             }
             for _ in 0..b.streams {
                 let t = self.new_tcp_flow(name, TCP_KIND_BULK, src, dst, b.class, b.bytes, start, stop, cfg, None, 0);
@@ -310,7 +308,10 @@ impl Simulation {
         for (j, s) in c.servers.iter().enumerate() {
             let h = resolve_host(index, graph, s, &format!("{path}.servers[{j}]"))?;
             if h == client {
-                return Err(ConfigError::new(format!("{path}.servers[{j}]"), format!("server '{s}' is also the client")));
+                return Err(ConfigError::new(
+                    format!("{path}.servers[{j}]"),
+                    format!("server '{s}' is also the client"),
+                ));
             }
             servers.push(h);
         }
@@ -370,7 +371,8 @@ impl Simulation {
                 return Err(ConfigError::new(format!("{fp}.size"), "must be > 0"));
             }
             let start = SimTime(spec.start_ps);
-            let t = self.new_tcp_flow(name, TCP_KIND_FLOW, src, dst, f.class, Some(spec.bytes), start, None, cfg, None, 0);
+            let t =
+                self.new_tcp_flow(name, TCP_KIND_FLOW, src, dst, f.class, Some(spec.bytes), start, None, cfg, None, 0);
             self.queue.push(start, Event::TcpOpen(t));
         }
         Ok(())
@@ -429,7 +431,8 @@ impl Simulation {
         for (from_receiver, seg) in out.drain(..) {
             let f = &self.tcp[t as usize];
             let cfg = &self.tcp_cfgs[f.cfg as usize];
-            let (src, dst, hash) = if from_receiver { (f.dst, f.src, mix64(f.hash ^ 0xac)) } else { (f.src, f.dst, f.hash) };
+            let (src, dst, hash) =
+                if from_receiver { (f.dst, f.src, mix64(f.hash ^ 0xac)) } else { (f.src, f.dst, f.hash) };
             let mut flags = seg_kind_bits(seg.kind);
             if seg.ece {
                 flags |= FLAG_ECE;
@@ -530,10 +533,7 @@ impl Simulation {
             self.flow_tcp.get(f).filter(|&&x| x != u32::MAX).map(|&x| &self.tcp[x as usize])
         };
         let u64col = |g: &dyn Fn(&TcpFlow) -> u64| Column::U64((0..n).map(|f| get(f).map_or(0, g)).collect());
-        t.push(
-            "size_bytes",
-            Column::I64(self.flows.iter().map(|f| f.size_bytes.map_or(-1, |b| b as i64)).collect()),
-        );
+        t.push("size_bytes", Column::I64(self.flows.iter().map(|f| f.size_bytes.map_or(-1, |b| b as i64)).collect()));
         t.push("app_bytes_delivered", u64col(&|x| x.conn.receiver.delivered()));
         t.push("retransmits", u64col(&|x| x.conn.sender.retransmits));
         t.push("fast_retransmits", u64col(&|x| x.conn.sender.fast_retransmits));

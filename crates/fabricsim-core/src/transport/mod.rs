@@ -8,5 +8,5 @@
 //! per connection.
 
 pub mod apps;
-pub mod tcp;
 pub mod roce;
+pub mod tcp;

@@ -100,7 +100,8 @@ fn incast_with_pfc_is_lossless_and_dcqcn_halves_both_rates() {
 /// Rows of the pauses table as (node, port, priority, xoff_sent, xoff_received, paused_ps).
 fn pauses(out: &RunOutput) -> Vec<(i64, i64, i64, i64, i64, i64)> {
     let c = |n| i64_col(out, "pauses", n);
-    let (nd, p, pr, xs, xr, ps) = (c("node"), c("port"), c("priority"), c("xoff_sent"), c("xoff_received"), c("paused_ps"));
+    let (nd, p, pr, xs, xr, ps) =
+        (c("node"), c("port"), c("priority"), c("xoff_sent"), c("xoff_received"), c("paused_ps"));
     (0..nd.len()).map(|i| (nd[i], p[i], pr[i], xs[i], xr[i], ps[i])).collect()
 }
 

@@ -46,7 +46,8 @@ fn step_marking_marks_exactly_the_packets_that_find_more_than_k_queued() {
     // (plus the start-up ones) find <= K queued and every later one finds more.
     let k = 30_000u64;
     let frames = 1000u64;
-    let out = two_to_one(&format!(r#"{{"kmin_bytes": {k}, "kmax_bytes": {k}, "pmax": 1.0, "mode": "ecn"}}"#), true, frames);
+    let out =
+        two_to_one(&format!(r#"{{"kmin_bytes": {k}, "kmax_bytes": {k}, "pmax": 1.0, "mode": "ecn"}}"#), true, frames);
     ok(&out);
     assert_eq!(int(&out, "packets_created"), 2 * frames as i64);
     assert_eq!(int(&out, "packets_dropped"), 0);
@@ -183,7 +184,11 @@ fn intelligent(traffic: &str, extra: &str, classes: u32, duration_ps: u64) -> Ru
 
 /// Delivered rate (Gb/s) of each flow over time bins starting at `from_ps`.
 fn rates_after(out: &RunOutput, from_ps: u64, to_ps: u64) -> Vec<f64> {
-    let (t, f, b) = (i64_col(out, "throughput", "time_ps"), i64_col(out, "throughput", "flow_id"), i64_col(out, "throughput", "bytes"));
+    let (t, f, b) = (
+        i64_col(out, "throughput", "time_ps"),
+        i64_col(out, "throughput", "flow_id"),
+        i64_col(out, "throughput", "bytes"),
+    );
     let n = out.tables["flows"].rows();
     let mut bytes = vec![0i64; n];
     for k in 0..t.len() {

@@ -74,8 +74,14 @@ fn newreno_throughput_under_random_loss_follows_mathis() {
     let per_link = 5e-4;
     let p = 1.0 - (1.0f64 - per_link).powi(2);
     let secs = 10.0;
-    let out = star_bulk(250_000_000, 10_000_000, None, Some((secs * 1e12) as u64),
-        r#"{"delack_count": 1, "quickack_segments": 0}"#, per_link);
+    let out = star_bulk(
+        250_000_000,
+        10_000_000,
+        None,
+        Some((secs * 1e12) as u64),
+        r#"{"delack_count": 1, "quickack_segments": 0}"#,
+        per_link,
+    );
     let delivered = i64_col(&out, "flows", "app_bytes_delivered")[0] as f64;
     let rate = delivered * 8.0 / secs;
     let rtt = i64_col(&out, "flows", "srtt_ps")[0] as f64 * 1e-12;
@@ -182,7 +188,8 @@ fn dctcp_holds_the_queue_near_k_with_full_link_use() {
     // Queue at the bottleneck over the last 80 ms (after slow start).
     let names = &out.node_names;
     let sw = names.iter().position(|n| n == "sw").unwrap() as i64;
-    let (t, node, bytes) = (i64_col(&out, "queues", "time_ps"), i64_col(&out, "queues", "node"), i64_col(&out, "queues", "bytes"));
+    let (t, node, bytes) =
+        (i64_col(&out, "queues", "time_ps"), i64_col(&out, "queues", "node"), i64_col(&out, "queues", "bytes"));
     let port = i64_col(&out, "queues", "port");
     let to_h0 = 4; // the switch's fifth link (links are numbered in order)
     let samples: Vec<f64> = (0..t.len())
@@ -197,7 +204,8 @@ fn dctcp_holds_the_queue_near_k_with_full_link_use() {
     // Full link use: goodput over the last 80 ms.
     let tt = i64_col(&out, "throughput", "time_ps");
     let tb = i64_col(&out, "throughput", "bytes");
-    let late: i64 = tt.iter().zip(&tb).filter(|(t, _)| **t >= 20_000_000_000 && **t < 100_000_000_000).map(|(_, b)| *b).sum();
+    let late: i64 =
+        tt.iter().zip(&tb).filter(|(t, _)| **t >= 20_000_000_000 && **t < 100_000_000_000).map(|(_, b)| *b).sum();
     let goodput = late as f64 * 8.0 / 0.08;
     assert!(goodput >= 0.95 * GOODPUT_10G, "goodput {:.3} Gb/s", goodput / 1e9);
     assert!(i64_col(&out, "flows", "ecn_marked").iter().all(|&m| m > 0));

@@ -153,7 +153,11 @@ impl TcpConfig {
         if self.header_bytes >= self.mtu_bytes || self.mtu_bytes - self.header_bytes < 64 {
             return Err(ConfigError::new(
                 format!("{path}.mtu"),
-                format!("leaves a segment of {} bytes after {} header bytes; need at least 64", self.mtu_bytes.saturating_sub(self.header_bytes), self.header_bytes),
+                format!(
+                    "leaves a segment of {} bytes after {} header bytes; need at least 64",
+                    self.mtu_bytes.saturating_sub(self.header_bytes),
+                    self.header_bytes
+                ),
             ));
         }
         if self.init_cwnd_segments == 0 {

@@ -89,7 +89,8 @@ mod tests {
         let mut now = SimTime::ZERO;
         for _ in 0..100 {
             for _ in 0..w.cwnd / w.mss {
-                let info = AckInfo { now, acked: 1000, ack: 0, snd_nxt: 0, ece: false, srtt: Some(rtt), min_rtt: Some(rtt) };
+                let info =
+                    AckInfo { now, acked: 1000, ack: 0, snd_nxt: 0, ece: false, srtt: Some(rtt), min_rtt: Some(rtt) };
                 c.increase(&mut w, &info);
             }
             now += rtt;
@@ -125,7 +126,8 @@ mod tests {
         while now < SimTime::from_ms(4200) {
             let acks = w.cwnd / w.mss;
             for _ in 0..acks {
-                let info = AckInfo { now, acked: 1000, ack: 0, snd_nxt: 0, ece: false, srtt: Some(rtt), min_rtt: Some(rtt) };
+                let info =
+                    AckInfo { now, acked: 1000, ack: 0, snd_nxt: 0, ece: false, srtt: Some(rtt), min_rtt: Some(rtt) };
                 c.increase(&mut w, &info);
             }
             now += rtt;
