@@ -59,12 +59,6 @@ impl<E: Copy> EventQueue<E> {
         self.heap[i] = Entry { key, event };
     }
 
-    /// Time of the earliest pending event.
-    #[inline]
-    pub fn peek_time(&self) -> Option<SimTime> {
-        self.heap.first().map(|e| SimTime((e.key >> 64) as u64))
-    }
-
     /// The earliest pending event, without removing it.
     #[inline]
     pub fn peek(&self) -> Option<(SimTime, E)> {

@@ -64,6 +64,45 @@ pub struct Packet {
     pub in_port: u16,
 }
 
+impl Packet {
+    /// A packet created at `src` at time `now`, not ECN-capable, with the
+    /// transport fields zero (`ts` is `now`); set the others with struct
+    /// update syntax: `Packet { seq, ..Packet::new(..) }`.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub fn new(
+        flow: FlowId,
+        src: NodeId,
+        dst: NodeId,
+        size: u32,
+        kind: PacketKind,
+        class: u8,
+        hash: u64,
+        now: SimTime,
+    ) -> Packet {
+        Packet {
+            flow,
+            src,
+            dst,
+            size,
+            kind,
+            class,
+            ecn: ECN_NOT_ECT,
+            hash,
+            seq: 0,
+            ack: 0,
+            len: 0,
+            flags: 0,
+            ts: now,
+            ts_echo: SimTime::ZERO,
+            created: now,
+            first_bit: now,
+            enqueued: now,
+            in_port: LOCAL_PORT,
+        }
+    }
+}
+
 /// `Packet::in_port` of a packet created at the node that holds it.
 pub const LOCAL_PORT: u16 = u16::MAX;
 

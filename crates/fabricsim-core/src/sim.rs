@@ -29,7 +29,7 @@ use crate::network::aqm::AqmAction;
 use crate::network::routing::RoutingTable;
 use crate::network::topology::{Graph, NodeKind};
 use crate::network::{Channel, Node, Port};
-use crate::packet::{Packet, PacketKind, PacketPool, ECN_ECT, ECN_NOT_ECT, LOCAL_PORT};
+use crate::packet::{Packet, PacketKind, PacketPool, CONTROL_FLOW, ECN_ECT, ECN_NOT_ECT, LOCAL_PORT};
 use crate::rng::{mix64, RandomStream};
 use crate::stats::{Column, DropCounters, DropReason, FlowStats, QueueSamples, RunOutput, Table, Value};
 use crate::traffic::Source;
@@ -292,18 +292,7 @@ impl Simulation {
             return result;
         }
         let path = format!("traffic[{i}]");
-        let host = |name: &str, field: &str| -> Result<NodeId, ConfigError> {
-            match index.get(name) {
-                Some(&n) if graph.kinds[n] == NodeKind::Host => Ok(NodeId(n as u32)),
-                Some(_) => {
-                    Err(ConfigError::new(format!("{path}.{field}"), format!("'{name}' is a switch, not a host")))
-                }
-                None => Err(ConfigError::new(
-                    format!("{path}.{field}"),
-                    format!("unknown host '{name}' (hosts: {})", list_names(graph, NodeKind::Host)),
-                )),
-            }
-        };
+        let host = |name: &str, field: &str| resolve_host(index, graph, name, &format!("{path}.{field}"));
         let (kind, name, srcs, dst, class, frame) = match t {
             TrafficConfig::UdpCbr(u) => (0u32, &u.name, &u.src, &u.dst, u.class, u.frame_bytes),
             TrafficConfig::UdpPoisson(u) => (1, &u.name, &u.src, &u.dst, u.class, u.frame_bytes),
@@ -318,12 +307,7 @@ impl Simulation {
         if srcs.is_empty() {
             return Err(ConfigError::new(format!("{path}.src"), "must name at least one host"));
         }
-        if class as usize >= self.classes {
-            return Err(ConfigError::new(
-                format!("{path}.class"),
-                format!("must be between 0 and {} (network.classes = {})", self.classes - 1, self.classes),
-            ));
-        }
+        self.check_class(class, &path)?;
         if frame == 0 || frame > 65_535 {
             return Err(ConfigError::new(
                 format!("{path}.frame_size"),
@@ -516,33 +500,12 @@ impl Simulation {
         let now = self.now;
         let s = &self.sources[sid.idx()];
         let pkt = Packet {
-            flow: s.flow,
-            src: s.src,
-            dst: s.dst,
-            size: s.frame_bytes,
-            kind: PacketKind::Data,
-            class: s.class,
-            hash: s.hash,
             seq: s.sent,
-            created: now,
-            first_bit: now,
-            enqueued: now,
-            in_port: LOCAL_PORT,
             ecn: s.ecn,
-            ack: 0,
-            len: 0,
-            flags: 0,
-            ts: now,
-            ts_echo: SimTime::ZERO,
+            ..Packet::new(s.flow, s.src, s.dst, s.frame_bytes, PacketKind::Data, s.class, s.hash, now)
         };
-        let f = &mut self.flows[s.flow.idx()];
-        f.packets_sent += 1;
-        f.bytes_sent += pkt.size as u64;
-        self.created_packets += 1;
-        self.created_bytes += pkt.size as u64;
-        let node = s.src;
-        let id = self.pool.alloc(pkt);
-        self.inject(node, id);
+        let id = self.create_packet(pkt);
+        self.inject(pkt.src, id);
         let s = &mut self.sources[sid.idx()];
         match s.advance(now) {
             Some(t) => {
@@ -554,6 +517,19 @@ impl Simulation {
                 self.flows[flow.idx()].source_done = true;
             }
         }
+    }
+
+    /// Allocates a packet made at its source node now and counts it as created
+    /// (and as sent by its flow, unless it is a control frame).
+    fn create_packet(&mut self, pkt: Packet) -> PacketId {
+        self.created_packets += 1;
+        self.created_bytes += pkt.size as u64;
+        if pkt.flow != CONTROL_FLOW {
+            let f = &mut self.flows[pkt.flow.idx()];
+            f.packets_sent += 1;
+            f.bytes_sent += pkt.size as u64;
+        }
+        self.pool.alloc(pkt)
     }
 
     /// Hands a packet created at host `node` to the egress port its route picks.
@@ -607,7 +583,6 @@ impl Simulation {
         if red == AqmAction::Mark {
             self.mark_packet(node, out, class, id, fabric::MarkReason::Red);
         }
-        self.note_buffer_level(node);
         if let Some(sig) = self.nodes[node.idx()].buffer.take_pfc_signal() {
             self.pfc_signal(node, sig);
         }
@@ -747,7 +722,6 @@ impl Simulation {
         let lat = now - pkt.created.0;
         f.packets_delivered += 1;
         f.bytes_delivered += pkt.size as u64;
-        f.first_delivery_ps.get_or_insert(now);
         f.last_delivery_ps = now;
         f.latency_sum_ps += lat as u128;
         f.latency_min_ps = f.latency_min_ps.min(lat);
@@ -764,7 +738,7 @@ impl Simulation {
     fn drop_packet(&mut self, node: NodeId, port: u32, id: PacketId, reason: DropReason) {
         let pkt = *self.pool.get(id);
         self.drops.record(node.0, port, pkt.class, reason, pkt.size as u64);
-        if pkt.flow != crate::packet::CONTROL_FLOW {
+        if pkt.flow != CONTROL_FLOW {
             let f = &mut self.flows[pkt.flow.idx()];
             f.packets_dropped += 1;
             f.bytes_dropped += pkt.size as u64;
@@ -988,6 +962,36 @@ impl Simulation {
         t.push("queue_high_water_bytes", Column::U64(c.iter().map(|x| p(x).high_water_bytes).collect()));
         t.push("dropped_packets", Column::U64(c.iter().map(|x| p(x).dropped_packets).collect()));
         t
+    }
+}
+
+impl Simulation {
+    /// Checks that traffic entry `path` names an existing traffic class.
+    pub(super) fn check_class(&self, class: u8, path: &str) -> Result<(), ConfigError> {
+        if class as usize >= self.classes {
+            return Err(ConfigError::new(
+                format!("{path}.class"),
+                format!("must be between 0 and {} (network.classes = {})", self.classes - 1, self.classes),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The host named `name`; errors are reported at `field` (a full path).
+pub(super) fn resolve_host(
+    index: &BTreeMap<&str, usize>,
+    graph: &Graph,
+    name: &str,
+    field: &str,
+) -> Result<NodeId, ConfigError> {
+    match index.get(name) {
+        Some(&n) if graph.kinds[n] == NodeKind::Host => Ok(NodeId(n as u32)),
+        Some(_) => Err(ConfigError::new(field, format!("'{name}' is a switch, not a host"))),
+        None => Err(ConfigError::new(
+            field,
+            format!("unknown host '{name}' (hosts: {})", list_names(graph, NodeKind::Host)),
+        )),
     }
 }
 

@@ -79,7 +79,6 @@ pub struct FlowStats {
     pub bytes_delivered: u64,
     pub packets_dropped: u64,
     pub bytes_dropped: u64,
-    pub first_delivery_ps: Option<u64>,
     pub last_delivery_ps: u64,
     pub latency_sum_ps: u128,
     pub latency_min_ps: u64,
@@ -191,7 +190,8 @@ pub enum Value {
 pub struct RunOutput {
     pub summary: BTreeMap<String, Value>,
     pub node_names: Vec<String>,
-    /// `nodes`, `flows`, `queues`, `drops`, `links`.
+    /// `nodes`, `flows`, `queues`, `drops`, `links`, `throughput`, `marks`,
+    /// `pools`, `buffers`, `queue_peaks` and `pauses`.
     pub tables: BTreeMap<String, Table>,
 }
 

@@ -204,6 +204,16 @@ impl BufferModel {
         }
     }
 
+    /// The most bytes charged to the model at once (its high-water mark).
+    pub fn high_water_bytes(&self) -> u64 {
+        match self {
+            BufferModel::Static(m) => m.high_water_bytes(),
+            BufferModel::Shared(m) => m.high_water_bytes(),
+            BufferModel::Voq(m) => m.high_water_bytes(),
+            BufferModel::Intelligent(m) => m.base().high_water_bytes(),
+        }
+    }
+
     /// Name of the model as written in scenarios.
     pub fn name(&self) -> &'static str {
         match self {

@@ -246,6 +246,8 @@ pub struct SharedBuffer {
     /// Cells held by each (ingress port, priority group).
     pg_cells: Vec<u64>,
     bytes: u64,
+    /// The most frame bytes held at once.
+    high_water: u64,
     total_cells: u64,
     /// PFC ingress accounting of lossless classes (see `buffer/pfc.rs`).
     pub pfc: Option<Box<super::pfc::PfcIngress>>,
@@ -276,6 +278,7 @@ impl SharedBuffer {
             queue_cells: vec![0; ports * classes],
             pg_cells: if p.ingress_alpha.is_some() { vec![0; ports * classes] } else { Vec::new() },
             bytes: 0,
+            high_water: 0,
             total_cells: p.pool_cells.iter().sum::<u64>() * p.slices as u64
                 + p.reserved_cells * (ports * classes) as u64,
             pfc: None,
@@ -327,7 +330,7 @@ impl SharedBuffer {
                     return Verdict::Drop(reason);
                 }
                 self.queue_cells[q] += c;
-                self.bytes += r.bytes as u64;
+                self.charge_bytes(r.bytes);
                 return Verdict::Admit;
             }
         }
@@ -355,7 +358,7 @@ impl SharedBuffer {
         if pg != usize::MAX {
             self.pg_cells[pg] += c;
         }
-        self.bytes += r.bytes as u64;
+        self.charge_bytes(r.bytes);
         Verdict::Admit
     }
 
@@ -382,6 +385,17 @@ impl SharedBuffer {
             self.pg_cells[in_port as usize * self.classes + class] -= c;
         }
         self.bytes -= r.bytes as u64;
+    }
+
+    #[inline]
+    fn charge_bytes(&mut self, bytes: u32) {
+        self.bytes += bytes as u64;
+        self.high_water = self.high_water.max(self.bytes);
+    }
+
+    /// The most frame bytes charged at once.
+    pub fn high_water_bytes(&self) -> u64 {
+        self.high_water
     }
 
     /// Frame bytes currently charged (what the queues hold).

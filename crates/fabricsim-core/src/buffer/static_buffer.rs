@@ -14,6 +14,7 @@ pub struct StaticBuffer {
     port_used: Vec<u64>,
     queue_used: Vec<u64>,
     total: u64,
+    high_water: u64,
 }
 
 impl StaticBuffer {
@@ -25,6 +26,7 @@ impl StaticBuffer {
             port_used: vec![0; ports],
             queue_used: vec![0; ports * classes],
             total: 0,
+            high_water: 0,
         }
     }
 
@@ -44,6 +46,7 @@ impl StaticBuffer {
         self.port_used[p] += b;
         self.queue_used[q] += b;
         self.total += b;
+        self.high_water = self.high_water.max(self.total);
         Verdict::Admit
     }
 
@@ -58,6 +61,10 @@ impl StaticBuffer {
 
     pub fn used_bytes(&self) -> u64 {
         self.total
+    }
+
+    pub fn high_water_bytes(&self) -> u64 {
+        self.high_water
     }
 
     pub fn capacity_bytes(&self) -> u64 {

@@ -122,6 +122,10 @@ impl VoqBuffer {
         self.total
     }
 
+    pub fn high_water_bytes(&self) -> u64 {
+        self.high_water
+    }
+
     pub fn capacity_bytes(&self) -> u64 {
         self.total_limit
     }

@@ -120,14 +120,6 @@ impl ClassQueue {
             ClassQueue::PerIngress(s) => s.active.front().and_then(|&i| s.subs[i as usize].front()).map(|x| x.1),
         }
     }
-
-    /// Packets of sub-queue `i` (per-ingress discipline only; 0 otherwise).
-    pub fn sub_len(&self, i: usize) -> usize {
-        match self {
-            ClassQueue::Fifo(_) => 0,
-            ClassQueue::PerIngress(s) => s.subs.get(i).map_or(0, |q| q.len()),
-        }
-    }
 }
 
 #[derive(Debug)]

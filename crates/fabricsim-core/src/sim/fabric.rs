@@ -40,8 +40,6 @@ pub struct Fabric {
     pool_samples: Vec<(u64, u32, u32, u64)>,
     /// Per node: whether its last total sample was non-zero.
     pool_nonzero: Vec<bool>,
-    /// Per node: the most bytes its buffer model held.
-    high_water: Vec<u64>,
 }
 
 impl Simulation {
@@ -52,7 +50,6 @@ impl Simulation {
         let n = self.nodes.len();
         self.fabric.aqm = (0..n).map(|_| None).collect();
         self.fabric.pool_nonzero = vec![false; n];
-        self.fabric.high_water = vec![0; n];
         for i in 0..n {
             let node = &self.nodes[i];
             let ports: Vec<PortId> = (0..node.num_ports).map(|l| node.port(l)).collect();
@@ -103,16 +100,6 @@ impl Simulation {
         e.0 += 1;
         e.1 += p.size as u64;
         self.fabric.marked_packets += 1;
-    }
-
-    /// Tracks the high-water mark of a node's buffer after an admission.
-    #[inline]
-    pub(super) fn note_buffer_level(&mut self, node: NodeId) {
-        let used = self.nodes[node.idx()].buffer.used_bytes();
-        let hw = &mut self.fabric.high_water[node.idx()];
-        if used > *hw {
-            *hw = used;
-        }
     }
 
     /// Records the occupancy of every switch buffer (total and per pool).
@@ -190,7 +177,10 @@ impl Simulation {
             "capacity_bytes",
             Column::U64(switches.iter().map(|&i| self.nodes[i].buffer.capacity_bytes()).collect()),
         );
-        t.push("high_water_bytes", Column::U64(switches.iter().map(|&i| self.fabric.high_water[i]).collect()));
+        t.push(
+            "high_water_bytes",
+            Column::U64(switches.iter().map(|&i| self.nodes[i].buffer.high_water_bytes()).collect()),
+        );
         tables.insert("buffers".into(), t);
 
         let mut rows: Vec<(u32, u32, u8, u64)> = Vec::new();

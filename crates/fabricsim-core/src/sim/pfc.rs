@@ -18,7 +18,7 @@ use crate::error::ConfigError;
 use crate::ids::{NodeId, PacketId, PortId};
 use crate::network::pfc::{headroom_bytes, pause_time, PAUSE_FRAME_BYTES};
 use crate::network::topology::NodeKind;
-use crate::packet::{Packet, PacketKind, CONTROL_FLOW, ECN_NOT_ECT, LOCAL_PORT};
+use crate::packet::{Packet, PacketKind, CONTROL_FLOW};
 use crate::stats::{Column, Table, Value};
 use crate::units::SimTime;
 use std::collections::BTreeMap;
@@ -163,30 +163,13 @@ impl Simulation {
             ps.xoff_tx[class as usize] += 1;
         }
         let peer = self.channels[self.ports[pid.idx()].channel.idx()].to_node;
+        // The pause quanta travel in `seq`.
         let pkt = Packet {
-            flow: CONTROL_FLOW,
-            src: node,
-            dst: peer,
-            size: PAUSE_FRAME_BYTES,
-            kind: PacketKind::Pause,
-            class,
-            ecn: ECN_NOT_ECT,
-            hash: 0,
             seq: quanta as u64,
-            ack: 0,
-            len: 0,
-            flags: 0,
-            ts: now,
-            ts_echo: SimTime::ZERO,
-            created: now,
-            first_bit: now,
-            enqueued: now,
-            in_port: LOCAL_PORT,
+            ..Packet::new(CONTROL_FLOW, node, peer, PAUSE_FRAME_BYTES, PacketKind::Pause, class, 0, now)
         };
-        self.created_packets += 1;
-        self.created_bytes += PAUSE_FRAME_BYTES as u64;
+        let id = self.create_packet(pkt);
         self.pfc.ctrl_created += 1;
-        let id = self.pool.alloc(pkt);
         let port = &mut self.ports[pid.idx()];
         port.push_ctrl(id);
         if port.is_idle() {

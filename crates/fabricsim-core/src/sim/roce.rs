@@ -14,11 +14,11 @@
 //! time the port starts a frame. QPs of a host thus share the NIC in turn and
 //! stop sending while the NIC is paused by PFC, as NIC schedulers do.
 
-use super::{Event, Simulation};
+use super::{resolve_host, Event, Simulation};
 use crate::error::ConfigError;
 use crate::ids::{FlowId, NodeId, PortId};
-use crate::network::topology::{Graph, NodeKind};
-use crate::packet::{Packet, PacketKind, ECN_CE, ECN_ECT, ECN_NOT_ECT, LOCAL_PORT};
+use crate::network::topology::Graph;
+use crate::packet::{Packet, PacketKind, ECN_CE, ECN_ECT, ECN_NOT_ECT};
 use crate::rng::mix64;
 use crate::stats::{Column, FlowStats, Table};
 use crate::transport::roce::dcqcn::Dcqcn;
@@ -105,19 +105,8 @@ impl Simulation {
         graph: &Graph,
     ) -> Result<(), ConfigError> {
         let path = format!("traffic[{i}]");
-        let host = |name: &str, field: String| -> Result<NodeId, ConfigError> {
-            match index.get(name) {
-                Some(&n) if graph.kinds[n] == NodeKind::Host => Ok(NodeId(n as u32)),
-                Some(_) => Err(ConfigError::new(field, format!("'{name}' is a switch, not a host"))),
-                None => Err(ConfigError::new(field, format!("unknown host '{name}'"))),
-            }
-        };
-        if r.class as usize >= self.classes {
-            return Err(ConfigError::new(
-                format!("{path}.class"),
-                format!("must be between 0 and {} (network.classes = {})", self.classes - 1, self.classes),
-            ));
-        }
+        let host = |name: &str, field: String| resolve_host(index, graph, name, &field);
+        self.check_class(r.class, &path)?;
         if r.src.is_empty() {
             return Err(ConfigError::new(format!("{path}.src"), "must name at least one host"));
         }
@@ -344,31 +333,14 @@ impl Simulation {
         let now = self.now;
         let flow = self.roce.qps[q as usize].flow;
         let pkt = Packet {
-            flow,
-            src,
-            dst,
-            size,
-            kind: PacketKind::Roce,
-            class,
-            hash,
             seq: psn,
             ack,
             len,
             flags,
-            ts: now,
-            ts_echo: SimTime::ZERO,
-            created: now,
-            first_bit: now,
-            enqueued: now,
-            in_port: LOCAL_PORT,
             ecn,
+            ..Packet::new(flow, src, dst, size, PacketKind::Roce, class, hash, now)
         };
-        let fs = &mut self.flows[flow.idx()];
-        fs.packets_sent += 1;
-        fs.bytes_sent += size as u64;
-        self.created_packets += 1;
-        self.created_bytes += size as u64;
-        let id = self.pool.alloc(pkt);
+        let id = self.create_packet(pkt);
         self.inject(src, id);
     }
 

@@ -7,11 +7,11 @@
 //! one is ignored when it fires; when the deadline moves later, the pending
 //! event fires early, finds nothing expired and re-arms.
 
-use super::{Event, Simulation};
+use super::{resolve_host, Event, Simulation};
 use crate::error::ConfigError;
 use crate::ids::{FlowId, NodeId};
-use crate::network::topology::{Graph, NodeKind};
-use crate::packet::{Packet, PacketKind, ECN_CE, ECN_ECT, ECN_NOT_ECT, LOCAL_PORT};
+use crate::network::topology::Graph;
+use crate::packet::{Packet, PacketKind, ECN_CE, ECN_ECT, ECN_NOT_ECT};
 use crate::rng::mix64;
 use crate::stats::{Column, FlowStats, Table};
 use crate::transport::apps::{TcpBulkConfig, TcpFlowsConfig, TcpIncastConfig};
@@ -137,14 +137,6 @@ fn packet_segment(p: &Packet) -> Segment {
     }
 }
 
-fn resolve_host(index: &BTreeMap<&str, usize>, graph: &Graph, name: &str, path: &str) -> Result<NodeId, ConfigError> {
-    match index.get(name) {
-        Some(&n) if graph.kinds[n] == NodeKind::Host => Ok(NodeId(n as u32)),
-        Some(_) => Err(ConfigError::new(path, format!("'{name}' is a switch, not a host"))),
-        None => Err(ConfigError::new(path, format!("unknown host '{name}'"))),
-    }
-}
-
 impl Simulation {
     /// Adds a TCP traffic entry; `None` if `t` is not TCP traffic.
     pub(super) fn add_tcp_traffic(
@@ -169,16 +161,6 @@ impl Simulation {
         c.validate(path)?;
         self.tcp_cfgs.push(c);
         Ok(self.tcp_cfgs.len() as u32 - 1)
-    }
-
-    fn check_class(&self, class: u8, path: &str) -> Result<(), ConfigError> {
-        if class as usize >= self.classes {
-            return Err(ConfigError::new(
-                format!("{path}.class"),
-                format!("must be between 0 and {} (network.classes = {})", self.classes - 1, self.classes),
-            ));
-        }
-        Ok(())
     }
 
     fn flow_name(&mut self, name: &str, default: String) -> u32 {
@@ -399,8 +381,7 @@ impl Simulation {
             return;
         }
         f.timer_at = None;
-        let cfg = &self.tcp_cfgs[f.cfg as usize];
-        f.conn.on_timer(cfg, now, &mut self.outbox);
+        f.conn.on_timer(now, &mut self.outbox);
         self.tcp_flush(t);
     }
 
@@ -443,33 +424,17 @@ impl Simulation {
             if seg.retransmit {
                 flags |= FLAG_RETX;
             }
-            let size = cfg.frame_bytes(seg.len);
             let pkt = Packet {
-                flow: f.flow,
-                src,
-                dst,
-                size,
-                kind: PacketKind::Tcp,
-                class: f.class,
-                hash,
                 seq: seg.seq,
                 ack: seg.ack,
                 len: seg.len,
                 flags,
                 ts: seg.ts,
                 ts_echo: seg.ts_echo,
-                created: now,
-                first_bit: now,
-                enqueued: now,
-                in_port: LOCAL_PORT,
                 ecn: if seg.ect { ECN_ECT } else { ECN_NOT_ECT },
+                ..Packet::new(f.flow, src, dst, cfg.frame_bytes(seg.len), PacketKind::Tcp, f.class, hash, now)
             };
-            let fs = &mut self.flows[f.flow.idx()];
-            fs.packets_sent += 1;
-            fs.bytes_sent += size as u64;
-            self.created_packets += 1;
-            self.created_bytes += size as u64;
-            let id = self.pool.alloc(pkt);
+            let id = self.create_packet(pkt);
             self.inject(src, id);
         }
         self.outbox = out;

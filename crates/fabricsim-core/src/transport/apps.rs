@@ -1,4 +1,10 @@
 //! Application descriptions for TCP traffic (resolved scenario form).
+//!
+//! Each struct repeats the `name`, `class` and `tcp` fields that all TCP
+//! applications have (the scenario schema's `_TcpTraffic`). They are not
+//! gathered in one `#[serde(flatten)]` struct on purpose: serde does not
+//! support `flatten` together with `deny_unknown_fields`, and a misspelt field
+//! must stay an error.
 
 use super::tcp::TcpConfig;
 use serde::Deserialize;
@@ -63,6 +69,7 @@ pub struct TcpFlowsConfig {
     pub tcp: Option<TcpConfig>,
 }
 
+/// One flow of a [`TcpFlowsConfig`].
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TcpFlowSpec {

@@ -25,8 +25,11 @@ fn a_buffer_that_holds_the_whole_burst_drops_nothing() {
 fn a_small_buffer_tail_drops_and_still_conserves() {
     let out = incast(30_000, 100, true);
     let dropped = int(&out, "packets_dropped");
-    // 4 inputs into 1 output: about 3/4 of what exceeds the 20-frame buffer is lost.
-    assert!(dropped > 250 && dropped < 300, "dropped {dropped}");
+    // 4 line-rate inputs into 1 output: while the 400 frames arrive (100 frame
+    // times) the output sends about 100 of them and the buffer holds 20
+    // (30 000 B), so about 280 are lost; a few frames either way for the
+    // start-up (the output starts one frame time plus latency after the inputs).
+    assert!((275..=285).contains(&dropped), "dropped {dropped}");
     assert_eq!(int(&out, "packets_delivered") + dropped, 400);
     assert!(flag(&out, "conservation_ok") && flag(&out, "drained"));
     let reasons = &out.tables["drops"];

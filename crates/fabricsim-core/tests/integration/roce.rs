@@ -92,9 +92,13 @@ fn incast_with_pfc_is_lossless_and_dcqcn_halves_both_rates() {
         int(&out, "rdma_cnps"),
         int(&out, "pfc_pause_frames_sent")
     );
-    assert!((mean1 - 47.3).abs() < 6.0 && (mean2 - 47.3).abs() < 6.0, "{mean1} {mean2}");
-    assert!(mean1 + mean2 > 85.0);
-    assert!(fair >= 0.6, "{fair}");
+    // DCQCN's rates oscillate around the fair share and the two QPs are
+    // not in phase, so over the run each mean is within 4 Gb/s (8 %) of it,
+    // together they use at least 93 % of the goodput capacity (94.6 Gb/s),
+    // and nearly every 1 ms window is fair.
+    assert!((mean1 - 47.3).abs() < 4.0 && (mean2 - 47.3).abs() < 4.0, "{mean1} {mean2}");
+    assert!(mean1 + mean2 > 88.0, "{mean1} + {mean2}");
+    assert!(fair >= 0.9, "{fair}");
 }
 
 /// Rows of the pauses table as (node, port, priority, xoff_sent, xoff_received, paused_ps).
@@ -152,38 +156,34 @@ fn retransmission_timeout_recovers_a_lost_tail() {
 fn too_small_headroom_drops_with_headroom_overflow() {
     // Static XOFF at 20 KB and 4 KB of headroom: the bytes in flight when the
     // pause goes out (2 us of cable at 100G alone is 25 KB) overflow it.
-    let pfc = r#"{"classes": [3], "xoff_bytes": 20000, "headroom_bytes": 4096}"#;
-    let out = run_json(&format!(
-        r#"{{"duration_ps": 20000000000, "seed": 1,
-        "network": {{"switch": {sw}}},
-        "topology": {{"kind": "star", "hosts": 3, "link": {{"rate_bps": {G100}, "delay_ps": 1000000}}}},
-        "roce": {{"dcqcn": {{"enabled": false}}, "ack_every": 4}},
-        "traffic": [{{"kind": "rdma_write", "src": ["h1", "h2"], "dst": "h0", "qps": 1, "messages": 5,
-                      "message_bytes": 1000000, "class": 3}}],
-        "stats": {{"queue_sample_interval_ps": 0, "throughput_interval_ps": 0}}}}"#,
-        sw = switch(pfc, "null")
-    ));
-    check_ok(&out);
+    let run = |pfc: &str| {
+        let out = run_json(&format!(
+            r#"{{"duration_ps": 20000000000, "seed": 1,
+            "network": {{"switch": {sw}}},
+            "topology": {{"kind": "star", "hosts": 3, "link": {{"rate_bps": {G100}, "delay_ps": 1000000}}}},
+            "roce": {{"dcqcn": {{"enabled": false}}, "ack_every": 4}},
+            "traffic": [{{"kind": "rdma_write", "src": ["h1", "h2"], "dst": "h0", "qps": 1, "messages": 5,
+                          "message_bytes": 1000000, "class": 3}}],
+            "stats": {{"queue_sample_interval_ps": 0, "throughput_interval_ps": 0}}}}"#,
+            sw = switch(pfc, "null")
+        ));
+        check_ok(&out);
+        assert!(int(&out, "pfc_pause_frames_sent") > 0);
+        assert_eq!(int(&out, "rdma_qps_completed"), 2, "go-back-N repairs any overflow");
+        out
+    };
+    let out = run(r#"{"classes": [3], "xoff_bytes": 20000, "headroom_bytes": 4096}"#);
     let reasons = cat_col(&out, "drops", "reason");
     assert!(!reasons.is_empty() && reasons.iter().all(|r| r == "headroom_overflow"), "{reasons:?}");
-    assert!(int(&out, "pfc_pause_frames_sent") > 0);
-    assert_eq!(int(&out, "rdma_qps_completed"), 2, "go-back-N repairs the overflow");
 
-    // With the formula's headroom the same run loses nothing.
-    let pfc = r#"{"classes": [3], "xoff_bytes": 20000}"#;
-    let out = run_json(&format!(
-        r#"{{"duration_ps": 20000000000, "seed": 1,
-        "network": {{"switch": {sw}}},
-        "topology": {{"kind": "star", "hosts": 3, "link": {{"rate_bps": {G100}, "delay_ps": 1000000}}}},
-        "roce": {{"dcqcn": {{"enabled": false}}, "ack_every": 4}},
-        "traffic": [{{"kind": "rdma_write", "src": ["h1", "h2"], "dst": "h0", "qps": 1, "messages": 5,
-                      "message_bytes": 1000000, "class": 3}}],
-        "stats": {{"queue_sample_interval_ps": 0, "throughput_interval_ps": 0}}}}"#,
-        sw = switch(pfc, "null")
-    ));
-    check_ok(&out);
+    // With the formula's headroom the same run loses nothing, and it needs
+    // far more than the 4 KB above.
+    let out = run(r#"{"classes": [3], "xoff_bytes": 20000}"#);
     assert_eq!(int(&out, "packets_dropped"), 0);
-    eprintln!("headroom peak {} B", int(&out, "pfc_headroom_peak_bytes"));
+    assert_eq!(int(&out, "rdma_retransmits"), 0);
+    let peak = int(&out, "pfc_headroom_peak_bytes");
+    eprintln!("headroom peak {peak} B");
+    assert!(peak > 4096, "headroom peak {peak} B");
 }
 
 #[test]

@@ -14,7 +14,6 @@ fn f64_col(out: &RunOutput, table: &str, col: &str) -> Vec<f64> {
 /// Two hosts through one switch, 10G links with `delay_ps` each, a static port
 /// buffer, one TCP bulk transfer from h0 to h1.
 fn star_bulk(delay_ps: u64, buffer: u64, size: Option<u64>, duration: Option<u64>, tcp: &str, loss: f64) -> RunOutput {
-    // Also exercised with sizes by other callers; keep both forms.
     let size = size.map_or("null".to_string(), |s| s.to_string());
     let duration = duration.map_or("null".to_string(), |s| s.to_string());
     run_json(&format!(
@@ -145,7 +144,10 @@ fn incast_into_a_small_buffer_times_out_and_pays_the_minimum_rto() {
     let fast = incast(16, 200_000, 60_000, 1, 1_000_000_000);
     let fct_fast = *i64_col(&fast, "flows", "fct_ps").iter().max().unwrap() as f64 * 1e-12;
     assert!(fct_fast < fct_max / 20.0, "{fct_fast} vs {fct_max}");
-    let _ = f64_col(&out, "flows", "latency_mean_ps");
+    // Unloaded, a packet takes 2 x 1 us of propagation + 500 ns of switch
+    // latency + two serializations; queueing only adds to that.
+    let lat = f64_col(&out, "flows", "latency_mean_ps");
+    assert!(lat.iter().all(|&l| l >= 2_500_000.0), "{lat:?}");
 }
 
 #[test]
@@ -200,7 +202,11 @@ fn dctcp_holds_the_queue_near_k_with_full_link_use() {
     let expected = (80_000_000_000u64 / 10_000_000) as usize;
     assert!(samples.len() + 10 >= expected, "the queue never drained: {} of {expected} samples", samples.len());
     let mean = samples.iter().sum::<f64>() / samples.len() as f64;
-    assert!((48.0..=69.0 + 5.0).contains(&mean), "mean queue {mean:.1} packets");
+    let min = samples.iter().copied().fold(f64::MAX, f64::min);
+    eprintln!("DCTCP: mean queue {mean:.1} packets, lowest sample {min:.1}");
+    assert!((48.0..=69.0).contains(&mean), "mean queue {mean:.1} packets");
+    // The queue never drains below K - A: the link stays busy.
+    assert!(min >= 48.0, "lowest queue sample {min:.1} packets");
     // Full link use: goodput over the last 80 ms.
     let tt = i64_col(&out, "throughput", "time_ps");
     let tb = i64_col(&out, "throughput", "bytes");

@@ -152,11 +152,15 @@ mod tests {
         let at = d.inc_at.unwrap();
         d.on_timer(&cfg, at);
         assert_eq!(d.rc, 75e9);
-        // Alpha decays lazily: 1000 intervals without CNP.
-        let a0 = d.alpha;
-        d.on_cnp(&cfg, SimTime::from_us(55_011)); // 1000 intervals after the last CNP
-        let expect = (1.0 - cfg.g) * a0 * libm::pow(1.0 - cfg.g, 1000.0) + cfg.g; // 55 ms / 55 us
-        assert!((d.alpha - expect).abs() < 1e-12);
+        // Alpha decays lazily: a CNP 55 ms = 1000 alpha intervals after the last
+        // one sees alpha decayed as by 1000 timer steps, then the CNP's update.
+        let mut expect = d.alpha;
+        for _ in 0..1000 {
+            expect *= 1.0 - cfg.g;
+        }
+        expect = (1.0 - cfg.g) * expect + cfg.g;
+        d.on_cnp(&cfg, SimTime::from_us(55_011));
+        assert!((d.alpha - expect).abs() < 1e-12, "{} vs {expect}", d.alpha);
     }
 
     #[test]
@@ -164,10 +168,12 @@ mod tests {
         let cfg = DcqcnConfig { fast_recovery_stages: 1, byte_counter_bytes: None, ..Default::default() };
         let mut d = Dcqcn::new(&cfg, 100_000_000_000);
         d.on_cnp(&cfg, SimTime::from_us(1));
-        let rc0 = d.rc;
-        d.on_timer(&cfg, SimTime::from_us(301)); // T = 1 = F: additive (20 Mb/s at 100G)
-        assert_eq!(d.rt, 100e9);
-        assert!((d.rc - (rc0 + 100e9) / 2.0).abs() < 1.0);
+        assert_eq!((d.rc, d.rt), (50e9, 100e9));
+        // A target below line rate, so that the additive step is visible.
+        d.rt = 60e9;
+        d.on_timer(&cfg, SimTime::from_us(56)); // T = 1 = F: additive (20 Mb/s at 100G)
+        assert!((d.rt - 60.02e9).abs() < 1.0, "rt {}", d.rt);
+        assert!((d.rc - (50e9 + 60.02e9) / 2.0).abs() < 1.0, "rc {}", d.rc);
         let mut d = Dcqcn::new(&cfg, 100_000_000_000);
         d.rc = 10e9;
         d.rt = 10e9;

@@ -10,6 +10,7 @@
 
 pub mod dcqcn;
 
+use crate::ConfigError;
 use serde::Deserialize;
 
 /// Opcodes carried in `Packet::flags`.
@@ -22,135 +23,95 @@ pub const FLAG_LAST: u8 = 8;
 /// Flag bit on data packets: a retransmission.
 pub const FLAG_RETX: u8 = 16;
 
-/// DCQCN parameters (resolved). Defaults: the DCQCN paper's timing as used
-/// by HPCC's `dcqcn_paper` variant and htsim (g = 1/256, alpha and increase
-/// timers 55 us, rate decrease and CNP interval 50 us, F = 5), increase
-/// driven by the timer only as in HPCC's `RdmaHw` (the byte counter, 10 MB in
-/// the paper, is available but off), with HPCC's increase steps scaled by link speed (5 / 50 Mb/s per
-/// 25G) and the `RdmaHw` minimum rate of 100 Mb/s.
+/// DCQCN parameters (resolved); missing fields take [`DcqcnConfig::default`].
+/// Defaults: the DCQCN paper's timing as used by HPCC's `dcqcn_paper` variant
+/// and htsim (g = 1/256, alpha and increase timers 55 us, rate decrease and CNP
+/// interval 50 us, F = 5), increase driven by the timer only as in HPCC's
+/// `RdmaHw` (the byte counter, 10 MB in the paper, is available but off), with
+/// HPCC's increase steps scaled by link speed (5 / 50 Mb/s per 25G) and the
+/// `RdmaHw` minimum rate of 100 Mb/s.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct DcqcnConfig {
     /// Run DCQCN; otherwise QPs always send at line rate.
-    #[serde(default = "d_true")]
     pub enabled: bool,
     /// EWMA gain g of alpha.
-    #[serde(default = "d_g")]
     pub g: f64,
-    #[serde(default = "d_one")]
     pub initial_alpha: f64,
     /// Alpha decays by (1 - g) every this long without a CNP.
-    #[serde(default = "d_alpha_interval")]
     pub alpha_interval_ps: u64,
     /// At most one rate cut per this interval.
-    #[serde(default = "d_decrease_interval")]
     pub rate_decrease_interval_ps: u64,
     /// Rate-increase timer period.
-    #[serde(default = "d_increase_timer")]
     pub rate_increase_timer_ps: u64,
     /// Rate-increase byte counter; `None`: timer only.
-    #[serde(default = "d_byte_counter")]
     pub byte_counter_bytes: Option<u64>,
     /// Fast-recovery stages F.
-    #[serde(default = "d_f")]
     pub fast_recovery_stages: u32,
     /// Additive increase step; `None`: 5 Mb/s per 25 Gb/s of NIC rate.
-    #[serde(default)]
     pub rate_ai_bps: Option<u64>,
     /// Hyper increase step; `None`: 50 Mb/s per 25 Gb/s of NIC rate.
-    #[serde(default)]
     pub rate_hai_bps: Option<u64>,
-    #[serde(default = "d_min_rate")]
     pub min_rate_bps: u64,
     /// Notification point: at most one CNP per QP per this interval.
-    #[serde(default = "d_cnp_interval")]
     pub cnp_interval_ps: u64,
 }
 
-/// RoCEv2 parameters of a QP (resolved).
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct RoceConfig {
-    /// Payload bytes per packet (the RoCE path MTU: 256, 512, 1024, 2048 or 4096).
-    #[serde(default = "d_mtu")]
-    pub mtu_bytes: u32,
-    /// Header bytes per frame: Ethernet 14 + IPv4 20 + UDP 8 + BTH 12 + ICRC 4 + FCS 4.
-    #[serde(default = "d_header")]
-    pub header_bytes: u32,
-    /// Receiver ACKs every this many in-order packets, and at every message end.
-    #[serde(default = "d_ack_every")]
-    pub ack_every: u32,
-    /// Class of ACKs and NACKs; `None`: the CNP class.
-    #[serde(default)]
-    pub ack_class: Option<u8>,
-    /// Class of CNPs (strict priority).
-    #[serde(default = "d_cnp_class")]
-    pub cnp_class: u8,
-    /// Retransmission timeout (go-back-N from the oldest unacknowledged PSN).
-    #[serde(default = "d_rto")]
-    pub rto_ps: u64,
-    /// Data packets are ECN-capable (ECT(0)).
-    #[serde(default = "d_true")]
-    pub ecn: bool,
-    #[serde(default)]
-    pub dcqcn: DcqcnConfig,
-}
-
-fn d_true() -> bool {
-    true
-}
-fn d_one() -> f64 {
-    1.0
-}
-fn d_g() -> f64 {
-    1.0 / 256.0
-}
-fn d_alpha_interval() -> u64 {
-    55_000_000
-}
-fn d_decrease_interval() -> u64 {
-    50_000_000
-}
-fn d_increase_timer() -> u64 {
-    55_000_000
-}
-fn d_f() -> u32 {
-    5
-}
-fn d_min_rate() -> u64 {
-    100_000_000
-}
-fn d_cnp_interval() -> u64 {
-    50_000_000
-}
-fn d_byte_counter() -> Option<u64> {
-    None
-}
-fn d_mtu() -> u32 {
-    1024
-}
-fn d_header() -> u32 {
-    62
-}
-fn d_ack_every() -> u32 {
-    1
-}
-fn d_cnp_class() -> u8 {
-    7
-}
-fn d_rto() -> u64 {
-    1_000_000_000
-}
+const US: u64 = 1_000_000;
 
 impl Default for DcqcnConfig {
     fn default() -> Self {
-        serde_json::from_str("{}").expect("defaults")
+        DcqcnConfig {
+            enabled: true,
+            g: 1.0 / 256.0,
+            initial_alpha: 1.0,
+            alpha_interval_ps: 55 * US,
+            rate_decrease_interval_ps: 50 * US,
+            rate_increase_timer_ps: 55 * US,
+            byte_counter_bytes: None,
+            fast_recovery_stages: 5,
+            rate_ai_bps: None,
+            rate_hai_bps: None,
+            min_rate_bps: 100_000_000,
+            cnp_interval_ps: 50 * US,
+        }
     }
+}
+
+/// RoCEv2 parameters of a QP (resolved); missing fields take [`RoceConfig::default`].
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct RoceConfig {
+    /// Payload bytes per packet (the RoCE path MTU, usually 256, 512, 1024,
+    /// 2048 or 4096; any 1..9000 is accepted).
+    pub mtu_bytes: u32,
+    /// Header bytes per frame: Ethernet 14 + IPv4 20 + UDP 8 + BTH 12 + ICRC 4 + FCS 4.
+    pub header_bytes: u32,
+    /// Receiver ACKs every this many in-order packets, and at every message end.
+    pub ack_every: u32,
+    /// Class of ACKs and NACKs; `None`: the CNP class.
+    pub ack_class: Option<u8>,
+    /// Class of CNPs (strict priority).
+    pub cnp_class: u8,
+    /// Retransmission timeout (go-back-N from the oldest unacknowledged PSN).
+    pub rto_ps: u64,
+    /// Data packets are ECN-capable (ECT(0)).
+    pub ecn: bool,
+    pub dcqcn: DcqcnConfig,
 }
 
 impl Default for RoceConfig {
     fn default() -> Self {
-        serde_json::from_str("{}").expect("defaults")
+        RoceConfig {
+            mtu_bytes: 1024,
+            header_bytes: 62,
+            ack_every: 1,
+            ack_class: None,
+            cnp_class: 7,
+            rto_ps: 1000 * US,
+            ecn: true,
+            dcqcn: DcqcnConfig::default(),
+        }
     }
 }
 
@@ -172,9 +133,8 @@ impl RoceConfig {
     }
 
     /// Checks ranges; `path` prefixes field names.
-    pub fn validate(&self, path: &str, classes: usize) -> Result<(), crate::ConfigError> {
-        use crate::ConfigError;
-        let e = |f: &str, m: String| Err(ConfigError::new(format!("{path}.{f}"), m));
+    pub fn validate(&self, path: &str, classes: usize) -> Result<(), ConfigError> {
+        let e = |field: &str, msg: String| Err(ConfigError::new(format!("{path}.{field}"), msg));
         if self.mtu_bytes == 0 || self.mtu_bytes > 9000 {
             return e("mtu", format!("must be 1..9000 bytes (got {})", self.mtu_bytes));
         }
@@ -196,8 +156,11 @@ impl RoceConfig {
         if !(0.0..=1.0).contains(&d.initial_alpha) {
             return e("dcqcn.initial_alpha", "must be in [0, 1]".into());
         }
-        if d.alpha_interval_ps == 0 || d.rate_increase_timer_ps == 0 {
-            return e("dcqcn.rate_increase_timer", "timers must be > 0".into());
+        if d.alpha_interval_ps == 0 {
+            return e("dcqcn.alpha_interval", "must be > 0".into());
+        }
+        if d.rate_increase_timer_ps == 0 {
+            return e("dcqcn.rate_increase_timer", "must be > 0".into());
         }
         if d.min_rate_bps == 0 {
             return e("dcqcn.min_rate", "must be > 0".into());
@@ -219,12 +182,12 @@ pub struct RdmaWriteConfig {
     pub name: String,
     pub src: Vec<String>,
     pub dst: String,
-    #[serde(default = "d_one_u32")]
+    #[serde(default = "one")]
     pub qps: u32,
-    #[serde(default = "d_one_u32")]
+    #[serde(default = "one")]
     pub messages: u32,
     pub message_bytes: u64,
-    #[serde(default = "d_one_u32")]
+    #[serde(default = "one")]
     pub window: u32,
     #[serde(default)]
     pub start_ps: u64,
@@ -234,9 +197,10 @@ pub struct RdmaWriteConfig {
     pub roce: Option<RoceConfig>,
 }
 
-fn d_one_u32() -> u32 {
+fn one() -> u32 {
     1
 }
+/// RDMA traffic defaults to class 3, the usual RoCE priority.
 fn d_class() -> u8 {
     3
 }

@@ -18,118 +18,74 @@ pub mod receiver;
 pub mod rtt;
 pub mod sender;
 
-use crate::units::SimTime;
+use crate::error::ConfigError;
+use crate::units::{SimTime, PS_PER_SEC};
 pub use cc::CcKind;
 pub use receiver::Receiver;
 pub use sender::Sender;
 use serde::Deserialize;
 
 /// TCP parameters of one flow (resolved: integers in bytes and picoseconds).
+/// Missing fields take the values of [`TcpConfig::default`].
 #[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct TcpConfig {
-    #[serde(default = "d_cc")]
     pub cc: CcKind,
     /// IP MTU; MSS = mtu - header_bytes.
-    #[serde(default = "d_mtu")]
     pub mtu_bytes: u32,
     /// IP + TCP header bytes per segment, options included (20 + 20 + 12 with timestamps).
-    #[serde(default = "d_header")]
     pub header_bytes: u32,
     /// Link-layer header + trailer per frame (Ethernet 14 + 4).
-    #[serde(default = "d_l2")]
     pub l2_bytes: u32,
     /// Smallest frame on the wire (Ethernet: 64).
-    #[serde(default = "d_min_frame")]
     pub min_frame_bytes: u32,
-    #[serde(default = "d_init_cwnd")]
     pub init_cwnd_segments: u32,
     /// Receive window: the sender never has more than this in flight.
-    #[serde(default = "d_rwnd")]
     pub rwnd_bytes: u64,
-    #[serde(default = "d_min_rto")]
     pub min_rto_ps: u64,
-    #[serde(default = "d_initial_rto")]
     pub initial_rto_ps: u64,
-    #[serde(default = "d_max_rto")]
     pub max_rto_ps: u64,
-    #[serde(default = "d_granularity")]
     pub clock_granularity_ps: u64,
     /// ACK after this many full segments.
-    #[serde(default = "d_delack_count")]
     pub delack_count: u32,
-    #[serde(default = "d_delack_timeout")]
     pub delack_timeout_ps: u64,
     /// ACK every segment for the first this many segments (Linux quick-ACK mode).
-    #[serde(default = "d_quickack")]
     pub quickack_segments: u32,
     /// Negotiate ECN (RFC 3168). DCTCP always uses ECN.
-    #[serde(default)]
     pub ecn: bool,
-    #[serde(default = "d_dctcp_g")]
     pub dctcp_g: f64,
     /// Appropriate byte counting (RFC 3465, Linux-like growth with delayed ACKs).
-    #[serde(default)]
     pub byte_counting: bool,
-    #[serde(default = "d_dupack")]
     pub dupack_threshold: u32,
     /// Pace data segments at this rate (bit/s of frames), if set.
-    #[serde(default)]
     pub pacing_bps: Option<u64>,
 }
 
-fn d_cc() -> CcKind {
-    CcKind::Newreno
-}
-fn d_mtu() -> u32 {
-    1500
-}
-fn d_header() -> u32 {
-    52
-}
-fn d_l2() -> u32 {
-    18
-}
-fn d_min_frame() -> u32 {
-    64
-}
-fn d_init_cwnd() -> u32 {
-    10
-}
-fn d_rwnd() -> u64 {
-    6 * 1024 * 1024
-}
-fn d_min_rto() -> u64 {
-    200 * 1_000_000_000
-}
-fn d_initial_rto() -> u64 {
-    crate::units::PS_PER_SEC
-}
-fn d_max_rto() -> u64 {
-    120 * crate::units::PS_PER_SEC
-}
-fn d_granularity() -> u64 {
-    1_000_000_000
-}
-fn d_delack_count() -> u32 {
-    2
-}
-fn d_delack_timeout() -> u64 {
-    40 * 1_000_000_000
-}
-fn d_quickack() -> u32 {
-    16
-}
-fn d_dctcp_g() -> f64 {
-    1.0 / 16.0
-}
-fn d_dupack() -> u32 {
-    3
-}
-
+/// Linux-like defaults (the same as the scenario schema's, docs/models/tcp.md).
 impl Default for TcpConfig {
     fn default() -> Self {
-        serde_json::from_str("{}").expect("defaults")
+        const MS: u64 = 1_000_000_000;
+        TcpConfig {
+            cc: CcKind::Newreno,
+            mtu_bytes: 1500,
+            header_bytes: 52,
+            l2_bytes: 18,
+            min_frame_bytes: 64,
+            init_cwnd_segments: 10,
+            rwnd_bytes: 6 * 1024 * 1024,
+            min_rto_ps: 200 * MS,
+            initial_rto_ps: PS_PER_SEC,
+            max_rto_ps: 120 * PS_PER_SEC,
+            clock_granularity_ps: MS,
+            delack_count: 2,
+            delack_timeout_ps: 40 * MS,
+            quickack_segments: 16,
+            ecn: false,
+            dctcp_g: 1.0 / 16.0,
+            byte_counting: false,
+            dupack_threshold: 3,
+            pacing_bps: None,
+        }
     }
 }
 
@@ -148,38 +104,38 @@ impl TcpConfig {
     }
 
     /// Checks ranges; `path` prefixes the field names in errors.
-    pub fn validate(&self, path: &str) -> Result<(), crate::error::ConfigError> {
-        use crate::error::ConfigError;
+    pub fn validate(&self, path: &str) -> Result<(), ConfigError> {
+        let err = |field: &str, msg: String| Err(ConfigError::new(format!("{path}.{field}"), msg));
         if self.header_bytes >= self.mtu_bytes || self.mtu_bytes - self.header_bytes < 64 {
-            return Err(ConfigError::new(
-                format!("{path}.mtu"),
+            return err(
+                "mtu",
                 format!(
                     "leaves a segment of {} bytes after {} header bytes; need at least 64",
                     self.mtu_bytes.saturating_sub(self.header_bytes),
                     self.header_bytes
                 ),
-            ));
+            );
         }
         if self.init_cwnd_segments == 0 {
-            return Err(ConfigError::new(format!("{path}.init_cwnd"), "must be >= 1"));
+            return err("init_cwnd", "must be >= 1".into());
         }
         if self.rwnd_bytes < self.mss() as u64 {
-            return Err(ConfigError::new(format!("{path}.rwnd"), "must hold at least one segment"));
+            return err("rwnd", "must hold at least one segment".into());
         }
         if self.delack_count == 0 {
-            return Err(ConfigError::new(format!("{path}.delayed_ack.count"), "must be >= 1"));
+            return err("delayed_ack.count", "must be >= 1".into());
         }
         if !(self.dctcp_g > 0.0 && self.dctcp_g <= 1.0) {
-            return Err(ConfigError::new(format!("{path}.dctcp_g"), "must be in (0, 1]"));
+            return err("dctcp_g", "must be in (0, 1]".into());
         }
         if self.dupack_threshold == 0 {
-            return Err(ConfigError::new(format!("{path}.dupack_threshold"), "must be >= 1"));
+            return err("dupack_threshold", "must be >= 1".into());
         }
         if self.pacing_bps == Some(0) {
-            return Err(ConfigError::new(format!("{path}.pacing_rate"), "must be positive"));
+            return err("pacing_rate", "must be positive".into());
         }
         if self.min_rto_ps > self.max_rto_ps {
-            return Err(ConfigError::new(format!("{path}.min_rto"), "must not exceed max_rto"));
+            return err("min_rto", "must not exceed max_rto".into());
         }
         Ok(())
     }
@@ -257,8 +213,8 @@ impl Connection {
     }
 
     /// Runs the timers that have expired at `now`.
-    pub fn on_timer(&mut self, cfg: &TcpConfig, now: SimTime, out: &mut Outbox) {
+    pub fn on_timer(&mut self, now: SimTime, out: &mut Outbox) {
         self.receiver.on_timer(now, out);
-        self.sender.on_timer(cfg, now, out);
+        self.sender.on_timer(now, out);
     }
 }

@@ -2,9 +2,10 @@
 //! ECN-Echo.
 //!
 //! - In-order data is acknowledged after `delack_count` full segments or when
-//!   the delayed-ACK timer expires (RFC 1122 4.2.3.2, RFC 5681 4.2); the first
-//!   `quickack_segments` segments are acknowledged at once, like Linux's
-//!   quick-ACK mode at the start of a connection.
+//!   the delayed-ACK timer expires (RFC 1122 4.2.3.2, RFC 5681 4.2); a short
+//!   segment and the last byte of the flow are acknowledged at once, and so are
+//!   the first `quickack_segments` segments, like Linux's quick-ACK mode at the
+//!   start of a connection.
 //! - Out-of-order segments, duplicates and segments that fill a hole are
 //!   acknowledged at once (RFC 5681 4.2), which drives fast retransmit.
 //! - ECN: classic mode sets ECE on every ACK from a CE mark until a segment with
@@ -46,9 +47,8 @@ pub struct Receiver {
     last_ce: bool,
     /// When every byte had arrived in order.
     pub complete_at: Option<SimTime>,
+    /// CE-marked data segments received.
     pub ce_segments: u64,
-    pub data_segments: u64,
-    pub duplicate_segments: u64,
 }
 
 impl Receiver {
@@ -71,8 +71,6 @@ impl Receiver {
             last_ce: false,
             complete_at: None,
             ce_segments: 0,
-            data_segments: 0,
-            duplicate_segments: 0,
         }
     }
 
@@ -98,7 +96,6 @@ impl Receiver {
     }
 
     fn on_data(&mut self, now: SimTime, seg: &Segment, ce: bool, out: &mut Outbox) {
-        self.data_segments += 1;
         if ce {
             self.ce_segments += 1;
         }
@@ -121,7 +118,6 @@ impl Receiver {
         let (start, end) = (seg.seq, seg.seq + seg.len as u64);
         if end <= self.rcv_nxt {
             // Entirely old: a spurious retransmission. ACK at once.
-            self.duplicate_segments += 1;
             self.ack_now(now, out);
             return;
         }
@@ -132,6 +128,7 @@ impl Receiver {
             return;
         }
         if self.unacked_segments == 0 {
+            // The next ACK echoes the first segment it covers (RFC 7323 4.3).
             self.ts_recent = seg.ts;
         }
         let had_hole = !self.ooo.is_empty();

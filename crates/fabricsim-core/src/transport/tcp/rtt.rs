@@ -23,18 +23,19 @@ impl RttEstimator {
     /// Takes one RTT measurement (RFC 6298 (2.2) and (2.3), alpha = 1/8, beta = 1/4).
     pub fn sample(&mut self, rtt: SimTime) {
         let r = rtt.0 as f64;
-        match self.srtt {
+        let s = match self.srtt {
             None => {
-                self.srtt = Some(r);
                 self.rttvar = r / 2.0;
+                r
             }
             Some(s) => {
+                // RTTVAR first, from the previous SRTT.
                 self.rttvar = 0.75 * self.rttvar + 0.25 * (s - r).abs();
-                self.srtt = Some(0.875 * s + 0.125 * r);
+                0.875 * s + 0.125 * r
             }
-        }
+        };
+        self.srtt = Some(s);
         self.min_rtt = Some(self.min_rtt.map_or(rtt, |m| m.min(rtt)));
-        let s = self.srtt.unwrap_or(r);
         let rto = s + (self.granularity.0 as f64).max(4.0 * self.rttvar);
         // (2.4): round up to the minimum; (2.5): a maximum may be placed.
         self.rto = SimTime((rto.ceil() as u64).clamp(self.min_rto.0, self.max_rto.0));

@@ -9,9 +9,10 @@
 //!   3 SMSS`, inflation per further duplicate, a partial ACK retransmits the next
 //!   hole and deflates, a full ACK (covering `recover`) ends recovery with
 //!   `cwnd = ssthresh`;
-//! - the retransmission timer (RFC 6298 5.1-5.7): on expiry `ssthresh` from the
-//!   controller, `cwnd = 1 SMSS`, go back to the first unacknowledged byte,
-//!   double the RTO;
+//! - the retransmission timer (RFC 6298 5.1-5.6): on expiry `ssthresh` from the
+//!   controller (held on a repeated expiry, RFC 5681 3.1), `cwnd = 1 SMSS`,
+//!   `recover` moves to the highest byte sent (RFC 6582 3.2 step 4), go back to
+//!   the first unacknowledged byte, double the RTO;
 //! - ECN (RFC 3168 6.1.2): at most one window reduction per window of data on
 //!   ECN-Echo, CWR set on the next new segment; DCTCP does its own reduction;
 //! - optional pacing: data segments leave no closer than their frame time at
@@ -129,11 +130,6 @@ impl Sender {
         }
     }
 
-    /// Bytes the application still wants to send beyond `snd_nxt`.
-    fn limit(&self) -> u64 {
-        self.total
-    }
-
     fn flight(&self) -> u64 {
         self.snd_max - self.snd_una
     }
@@ -143,7 +139,7 @@ impl Sender {
     }
 
     fn can_send_more(&self) -> bool {
-        self.snd_nxt < self.limit()
+        self.snd_nxt < self.total
     }
 
     /// A segment from the receiver arrived.
@@ -214,14 +210,16 @@ impl Sender {
                     self.dupacks = 0;
                     self.window.cwnd = self.window.ssthresh;
                 } else {
-                    // Partial acknowledgment: retransmit the next hole, deflate.
+                    // Partial acknowledgment: retransmit the next hole, deflate by
+                    // the acknowledged bytes and add back one SMSS if at least one
+                    // was acknowledged. The timer restarts below on every partial
+                    // ACK (the "Slow-but-Steady" variant of RFC 6582 section 4).
                     self.retransmit_head(now, out);
                     self.window.cwnd = self.window.cwnd.saturating_sub(acked);
                     if acked >= self.window.mss {
                         self.window.cwnd += self.window.mss;
                     }
                     self.window.cwnd = self.window.cwnd.max(self.window.mss);
-                    self.restart_rto(now);
                 }
             } else {
                 self.dupacks = 0;
@@ -234,7 +232,7 @@ impl Sender {
             } else {
                 self.restart_rto(now);
             }
-            if self.snd_una >= self.limit() || (self.sending_stopped(now) && self.snd_una >= self.snd_max) {
+            if self.snd_una >= self.total || (self.sending_stopped(now) && self.snd_una >= self.snd_max) {
                 self.finish(now);
                 return;
             }
@@ -242,7 +240,7 @@ impl Sender {
             self.dupacks += 1;
             if !self.in_recovery {
                 if self.dupacks == self.dupack_threshold && self.recover.map_or(true, |r| ack > r) {
-                    // Fast retransmit (RFC 5681 3.2 step 2; RFC 6582 3.2 step 2).
+                    // Fast retransmit (RFC 5681 3.2 steps 2-3; RFC 6582 3.2 step 2).
                     let flight = self.flight();
                     self.window.ssthresh = self.cc.ssthresh_after_loss(&self.window, flight);
                     self.recover = Some(self.snd_max);
@@ -253,7 +251,7 @@ impl Sender {
                     self.restart_rto(now);
                 }
             } else {
-                // Window inflation per additional duplicate (RFC 6582 3.2 step 4).
+                // Window inflation per additional duplicate (RFC 5681 3.2 step 4).
                 self.window.cwnd += self.window.mss;
             }
         }
@@ -271,11 +269,10 @@ impl Sender {
     }
 
     fn segment_at(&self, seq: u64, now: SimTime) -> Segment {
-        let len = (self.limit() - seq).min(self.window.mss) as u32;
+        let len = (self.total - seq).min(self.window.mss) as u32;
         let mut s = Segment::control(SegKind::Data, now);
         s.seq = seq;
         s.len = len;
-        s.ack = 0;
         s.ect = self.ecn;
         s
     }
@@ -294,11 +291,11 @@ impl Sender {
             return;
         }
         let wnd = self.window.cwnd.min(self.rwnd);
-        while self.snd_nxt < self.limit() {
+        while self.snd_nxt < self.total {
             if self.snd_nxt >= self.snd_max && self.sending_stopped(now) {
                 break;
             }
-            let len = (self.limit() - self.snd_nxt).min(self.window.mss);
+            let len = (self.total - self.snd_nxt).min(self.window.mss);
             if self.snd_nxt + len > self.snd_una + wnd && self.snd_nxt > self.snd_una {
                 break;
             }
@@ -328,7 +325,9 @@ impl Sender {
         }
     }
 
-    pub fn on_timer(&mut self, _cfg: &TcpConfig, now: SimTime, out: &mut Outbox) {
+    /// Runs the retransmission timer or, when pacing, sends what the pacing
+    /// deadline held back.
+    pub fn on_timer(&mut self, now: SimTime, out: &mut Outbox) {
         if let Some(t) = self.rto_deadline {
             if t <= now {
                 self.on_rto(now, out);
@@ -340,8 +339,12 @@ impl Sender {
         }
     }
 
-    /// Retransmission timeout (RFC 6298 5.4-5.7, RFC 5681 3.1 equation 4).
+    /// Retransmission timeout (RFC 6298 5.4-5.6; RFC 5681 3.1 equation 4 and
+    /// loss window; RFC 6582 3.2 step 4).
     fn on_rto(&mut self, now: SimTime, out: &mut Outbox) {
+        // `backoff` is cleared by every ACK of new data, so a non-zero value here
+        // means the head segment has already been resent by this timer.
+        let repeated = self.backoff > 0;
         self.backoff += 1;
         match self.state {
             SenderState::SynSent => {
@@ -352,8 +355,12 @@ impl Sender {
             }
             SenderState::Established => {
                 self.timeouts += 1;
-                let flight = self.flight();
-                self.window.ssthresh = self.cc.ssthresh_after_timeout(&self.window, flight);
+                // RFC 5681 3.1: ssthresh is held constant when the segment was
+                // already retransmitted by the timer.
+                if !repeated {
+                    let flight = self.flight();
+                    self.window.ssthresh = self.cc.ssthresh_after_loss(&self.window, flight);
+                }
                 self.window.cwnd = self.window.mss;
                 self.in_recovery = false;
                 self.dupacks = 0;
@@ -388,15 +395,19 @@ mod tests {
         s
     }
 
-    /// A sender that has completed the handshake and sent its initial window.
-    fn established(total: u64) -> (Sender, Outbox) {
-        let c = cfg();
-        let mut s = Sender::new(&c, total, None);
+    /// A sender that has completed the handshake at 10 us (the first RTT
+    /// sample) and sent what its window allows; `out` holds those segments.
+    fn established_with(c: &TcpConfig, total: u64) -> (Sender, Outbox) {
+        let mut s = Sender::new(c, total, None);
         let mut out = Vec::new();
         s.open(SimTime(0), &mut out);
         out.clear();
         s.on_segment(SimTime::from_us(10), &Segment::control(SegKind::SynAck, SimTime(0)), &mut out);
         (s, out)
+    }
+
+    fn established(total: u64) -> (Sender, Outbox) {
+        established_with(&cfg(), total)
     }
 
     #[test]
@@ -414,7 +425,6 @@ mod tests {
         let m = 1448;
         let mut out = Vec::new();
         s.on_segment(SimTime::from_us(20), &ack(m), &mut out); // one segment acked
-        let cwnd_before = s.window.cwnd;
         out.clear();
         for _ in 0..3 {
             s.on_segment(SimTime::from_us(21), &ack(m), &mut out);
@@ -425,9 +435,11 @@ mod tests {
         assert_eq!(retx.len(), 1);
         assert_eq!(retx[0].seq, m);
         let flight = s.snd_max - m;
-        let _ = cwnd_before;
         assert_eq!(s.window.ssthresh, flight / 2);
-        assert!(s.window.cwnd >= s.window.ssthresh + 3 * m);
+        assert_eq!(s.window.cwnd, s.window.ssthresh + 3 * m);
+        // A further duplicate inflates the window by one segment.
+        s.on_segment(SimTime::from_us(22), &ack(m), &mut out);
+        assert_eq!(s.window.cwnd, s.window.ssthresh + 4 * m);
         // A partial ACK retransmits the next hole and stays in recovery.
         out.clear();
         s.on_segment(SimTime::from_us(30), &ack(3 * m), &mut out);
@@ -437,6 +449,7 @@ mod tests {
         let recover = s.recover.unwrap();
         s.on_segment(SimTime::from_us(40), &ack(recover), &mut out);
         assert!(!s.in_recovery);
+        assert_eq!(s.window.cwnd, s.window.ssthresh);
     }
 
     #[test]
@@ -445,7 +458,7 @@ mod tests {
         let mut out = Vec::new();
         let t = s.next_deadline().unwrap();
         assert_eq!(t, SimTime::from_us(10) + SimTime::from_ms(200));
-        s.on_timer(&cfg(), t, &mut out);
+        s.on_timer(t, &mut out);
         assert_eq!(s.timeouts, 1);
         assert_eq!(s.window.cwnd, 1448);
         assert_eq!(out.len(), 1);
@@ -454,13 +467,22 @@ mod tests {
     }
 
     #[test]
+    fn a_repeated_timeout_holds_ssthresh() {
+        // CUBIC's ssthresh depends on cwnd, which is 1 SMSS after the first
+        // timeout: recomputing it on the second would collapse it to 2 SMSS.
+        let (mut s, mut out) = established_with(&TcpConfig { cc: super::super::CcKind::Cubic, ..cfg() }, 1_000_000);
+        s.on_timer(s.next_deadline().unwrap(), &mut out);
+        let ssthresh = s.window.ssthresh;
+        assert!(ssthresh > 2 * 1448, "{ssthresh}");
+        s.on_timer(s.next_deadline().unwrap(), &mut out);
+        assert_eq!(s.timeouts, 2);
+        assert_eq!(s.window.ssthresh, ssthresh, "RFC 5681 3.1: held when the timer resends again");
+        assert_eq!(s.window.cwnd, 1448);
+    }
+
+    #[test]
     fn receive_window_caps_the_flight() {
-        let c = TcpConfig { rwnd_bytes: 4 * 1448, ..cfg() };
-        let mut s = Sender::new(&c, 1_000_000, None);
-        let mut out = Vec::new();
-        s.open(SimTime(0), &mut out);
-        out.clear();
-        s.on_segment(SimTime(10), &Segment::control(SegKind::SynAck, SimTime(0)), &mut out);
+        let (_, out) = established_with(&TcpConfig { rwnd_bytes: 4 * 1448, ..cfg() }, 1_000_000);
         assert_eq!(out.len(), 4);
     }
 
@@ -478,18 +500,13 @@ mod tests {
     #[test]
     fn pacing_spaces_data_segments_by_their_frame_time() {
         // 1 Gb/s pacing: a 1448 B segment is 1518 B on the wire = 12.144 us.
-        let c = TcpConfig { pacing_bps: Some(1_000_000_000), ..cfg() };
-        let mut s = Sender::new(&c, 1_000_000, None);
-        let mut out = Vec::new();
-        s.open(SimTime(0), &mut out);
-        out.clear();
-        s.on_segment(SimTime::from_us(10), &Segment::control(SegKind::SynAck, SimTime(0)), &mut out);
+        let (mut s, mut out) = established_with(&TcpConfig { pacing_bps: Some(1_000_000_000), ..cfg() }, 1_000_000);
         assert_eq!(out.len(), 1, "only one segment may leave at once");
         let mut times = vec![SimTime::from_us(10)];
         for _ in 0..4 {
             let t = s.next_deadline().unwrap();
             out.clear();
-            s.on_timer(&c, t, &mut out);
+            s.on_timer(t, &mut out);
             assert_eq!(out.len(), 1);
             times.push(t);
         }
@@ -500,23 +517,19 @@ mod tests {
 
     #[test]
     fn classic_ecn_echo_halves_once_per_window_and_sets_cwr() {
-        let c = TcpConfig { ecn: true, ..cfg() };
-        let mut s = Sender::new(&c, 10_000_000, None);
-        let mut out = Vec::new();
-        s.open(SimTime(0), &mut out);
-        s.on_segment(SimTime(10), &Segment::control(SegKind::SynAck, SimTime(0)), &mut out);
+        let (mut s, mut out) = established_with(&TcpConfig { ecn: true, ..cfg() }, 10_000_000);
         out.clear();
         let mut a = ack(1448);
         a.ece = true;
-        s.on_segment(SimTime(20), &a, &mut out);
+        s.on_segment(SimTime::from_us(20), &a, &mut out);
         assert_eq!(s.ecn_reductions, 1);
         assert_eq!(s.window.cwnd, 5 * 1448, "half of the flight");
         let mut a = ack(2 * 1448);
         a.ece = true;
-        s.on_segment(SimTime(30), &a, &mut out);
+        s.on_segment(SimTime::from_us(30), &a, &mut out);
         assert_eq!(s.ecn_reductions, 1, "one reduction per window");
         // Once the flight drops below the window, the first new segment carries CWR.
-        s.on_segment(SimTime(40), &ack(7 * 1448), &mut out);
+        s.on_segment(SimTime::from_us(40), &ack(7 * 1448), &mut out);
         let new: Vec<&Segment> = out.iter().map(|(_, seg)| seg).filter(|seg| seg.seq >= 10 * 1448).collect();
         assert!(!new.is_empty() && new[0].cwr && !new[1..].iter().any(|seg| seg.cwr));
     }

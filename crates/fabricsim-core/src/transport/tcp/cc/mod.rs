@@ -2,7 +2,7 @@
 //!
 //! The sender owns the window ([`Window`]) and the loss-recovery machinery; a
 //! controller decides how the window grows on new ACKs and where `ssthresh`
-//! goes after a loss, a timeout or an ECN echo.
+//! goes after a loss, a timeout or an ECN echo (DCTCP cuts on ECN itself).
 
 pub mod cubic;
 pub mod dctcp;
@@ -100,27 +100,13 @@ impl CongestionControl {
         }
     }
 
-    /// New `ssthresh` on entering loss recovery or on a classic ECN echo.
+    /// New `ssthresh` on entering loss recovery, on a (first) retransmission
+    /// timeout, or on a classic ECN echo: the same rule for all three
+    /// (RFC 5681 equation 4, RFC 9438 4.6 and 4.8, RFC 3168 6.1.2).
     pub fn ssthresh_after_loss(&mut self, w: &Window, flight: u64) -> u64 {
         match self {
             CongestionControl::NewReno(_) | CongestionControl::Dctcp(_) => newreno::half_flight(w, flight),
             CongestionControl::Cubic(c) => c.ssthresh_after_loss(w),
-        }
-    }
-
-    /// New `ssthresh` after a retransmission timeout.
-    pub fn ssthresh_after_timeout(&mut self, w: &Window, flight: u64) -> u64 {
-        match self {
-            CongestionControl::NewReno(_) | CongestionControl::Dctcp(_) => newreno::half_flight(w, flight),
-            CongestionControl::Cubic(c) => c.ssthresh_after_loss(w),
-        }
-    }
-
-    /// Current DCTCP alpha, if this is DCTCP.
-    pub fn dctcp_alpha(&self) -> Option<f64> {
-        match self {
-            CongestionControl::Dctcp(d) => Some(d.alpha()),
-            _ => None,
         }
     }
 }

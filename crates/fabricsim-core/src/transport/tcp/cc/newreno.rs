@@ -74,8 +74,9 @@ mod tests {
         for _ in 0..10 {
             c.increase(&mut w, &info(mss));
         }
-        // 10 ACKs of 100 bytes each (integer division, as per ACK).
-        assert!(w.cwnd >= 10 * mss + 950 && w.cwnd <= 11 * mss, "{}", w.cwnd);
+        // SMSS * SMSS / cwnd per ACK in whole bytes (100, 99, 98, ... as cwnd
+        // grows): 956 bytes over the window's 10 ACKs.
+        assert_eq!(w.cwnd, 10 * mss + 956);
         let mut w = Window { cwnd: 10 * mss, ssthresh: 5 * mss, mss };
         let mut c = NewReno::new(true);
         for _ in 0..10 {
