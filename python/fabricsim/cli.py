@@ -1,5 +1,5 @@
-"""The ``fabricsim`` command: ``run``, ``validate``, ``bench``, ``devices``, ``workloads``, ``sweep`` and
-``burst-absorption``.
+"""The ``fabricsim`` command: ``run``, ``validate``, ``devices``, ``burst-absorption``, ``workloads``,
+``sweep``, ``report`` and ``bench``.
 
 Exit status: 0 on success, 2 for problems the user can fix (invalid scenario,
 missing file, unwritable output; reported as ``error: ...``), 1 for internal

@@ -126,11 +126,16 @@ def _tcp_of(scenario: "Scenario") -> dict[str, Any]:
     }
 
 
-def _settings(scenario: Optional["Scenario"]) -> tuple[int, int, list[int]]:
+def _settings(
+    scenario: Optional["Scenario"], warmup: Optional[int], cooldown: Optional[int], edges: Optional[Sequence[int]]
+) -> tuple[int, int, list[int]]:
+    """``warmup``, ``cooldown`` and bucket ``edges``, each defaulting to the scenario's ``fct`` setting."""
     settings = getattr(scenario, "fct", None) if scenario is not None else None
     if settings is None:
-        return 0, 0, list(BUCKET_EDGES)
-    return settings.warmup, settings.cooldown, list(settings.buckets)
+        w0, c0, e0 = 0, 0, list(BUCKET_EDGES)
+    else:
+        w0, c0, e0 = settings.warmup, settings.cooldown, list(settings.buckets)
+    return (w0 if warmup is None else warmup, c0 if cooldown is None else cooldown, list(e0 if edges is None else edges))
 
 
 def flow_table(
@@ -146,10 +151,7 @@ def flow_table(
     scenario's ``fct`` settings (0, 0 and 100KB/1MB/10MB).
     """
     scenario = result.scenario
-    w0, c0, e0 = _settings(scenario)
-    warmup = w0 if warmup is None else warmup
-    cooldown = c0 if cooldown is None else cooldown
-    edges = list(e0 if edges is None else edges)
+    warmup, cooldown, edges = _settings(scenario, warmup, cooldown, edges)
     flows = result.flows
     empty = pl.DataFrame(
         schema={"flow_id": pl.UInt32, "name": pl.String, "src": pl.String, "dst": pl.String,
@@ -188,6 +190,15 @@ def flow_table(
     )
 
 
+def _stat(values: np.ndarray, fn: str) -> Optional[float]:
+    """``mean``, ``median`` or ``p99`` (the value at or above the quantile) of ``values``; None when empty."""
+    if values.size == 0:
+        return None
+    if fn == "mean":
+        return float(values.mean())
+    return float(np.quantile(values, 0.5 if fn == "median" else 0.99, method="higher"))
+
+
 def bucket_table(
     result: "Result",
     *,
@@ -200,8 +211,7 @@ def bucket_table(
     flows = flow_table(result, warmup=warmup, cooldown=cooldown, edges=edges)
     if flows.height == 0:
         return pl.DataFrame()
-    _, _, e0 = _settings(result.scenario)
-    labels = bucket_labels(list(e0 if edges is None else edges))
+    labels = bucket_labels(_settings(result.scenario, warmup, cooldown, edges)[2])
     counted = flows.filter(pl.col("counted"))
     rows = []
     for label in [*labels, "all"]:
@@ -209,25 +219,17 @@ def bucket_table(
         done = group.filter(pl.col("completed") & pl.col("fct_ps").is_not_null())
         fct = done["fct_ps"].cast(pl.Float64).to_numpy()
         slow = done["slowdown"].to_numpy()
-
-        def stat(values: np.ndarray, fn: str) -> Optional[float]:
-            if values.size == 0:
-                return None
-            if fn == "mean":
-                return float(values.mean())
-            return float(np.quantile(values, 0.5 if fn == "median" else 0.99, method="higher"))
-
         rows.append(
             {
                 "bucket": label,
                 "count": done.height,
                 "incomplete": group.height - done.height,
-                "mean_fct_ps": stat(fct, "mean"),
-                "median_fct_ps": stat(fct, "median"),
-                "p99_fct_ps": stat(fct, "p99"),
-                "mean_slowdown": stat(slow, "mean"),
-                "median_slowdown": stat(slow, "median"),
-                "p99_slowdown": stat(slow, "p99"),
+                "mean_fct_ps": _stat(fct, "mean"),
+                "median_fct_ps": _stat(fct, "median"),
+                "p99_fct_ps": _stat(fct, "p99"),
+                "mean_slowdown": _stat(slow, "mean"),
+                "median_slowdown": _stat(slow, "median"),
+                "p99_slowdown": _stat(slow, "p99"),
             }
         )
     schema = {"bucket": pl.String, "count": pl.UInt64, "incomplete": pl.UInt64}
@@ -239,7 +241,6 @@ def summary_metrics(table: pl.DataFrame) -> dict[str, Any]:
     """Flat ``fct_*`` figures of a :func:`bucket_table` for summaries and catalogs."""
     out: dict[str, Any] = {}
     for row in table.iter_rows(named=True):
-        key = "all" if row["bucket"] == "all" else row["bucket"]
         for name in ("count", "mean_fct_ps", "p99_fct_ps", "mean_slowdown", "p99_slowdown"):
-            out[f"fct.{key}.{name}"] = row[name]
+            out[f"fct.{row['bucket']}.{name}"] = row[name]
     return out

@@ -229,10 +229,4 @@ def expand(scenario: "Scenario", index: int) -> dict[str, Any]:
     # An arrivals window too short for this load may hold no flow at all: that
     # is a valid (empty) workload, not an error.
     flows = generate(scenario, index)
-    return {
-        "kind": "tcp_flows",
-        "name": entry.name,
-        "flows": flows,
-        "class": entry.class_,
-        "tcp": entry.tcp.to_resolved() if entry.tcp is not None else None,
-    }
+    return entry._resolved("tcp_flows", {"flows": flows})

@@ -59,9 +59,7 @@ def _table(frame: pl.DataFrame, limit: int = 50) -> str:
 def _svg(fig: Any) -> str:
     buf = io.StringIO()
     fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
+    _pyplot().close(fig)
     text = buf.getvalue()
     return text[text.index("<svg") :]
 
@@ -90,6 +88,7 @@ def write_plot_files(page: str, directory: str | Path) -> list[Path]:
 
 
 def _pyplot() -> Any:
+    """``matplotlib.pyplot`` on the headless backend, with reproducible SVG ids."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -107,13 +106,39 @@ def _time_unit(max_ps: float) -> tuple[float, str]:
     return 1e3, "ns"
 
 
+def _step_plot(name: str, series: Iterable[tuple[str, Any, Any]], scale: float, unit: str, ylabel: str, title: str) -> str:
+    """Step lines of ``(label, times_ps, values)`` over a time axis in ``unit``."""
+    fig, ax = _pyplot().subplots(figsize=(10, 3.6))
+    for label, times, values in series:
+        ax.step(times / scale, values, where="post", label=label)
+    ax.set_xlabel(f"time ({unit})")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=8, loc="upper right")
+    ax.grid(alpha=0.3)
+    return _figure(name, _svg(fig))
+
+
+def _bar_plot(
+    name: str, labels: list[str], values: Any, color: str, xlabel: str, title: str, xlim: tuple[float, float] | None = None
+) -> str:
+    """Horizontal bars, the first label on top."""
+    fig, ax = _pyplot().subplots(figsize=(10, 0.3 * len(labels) + 1))
+    ax.barh(labels[::-1], values[::-1], color=color)
+    ax.set_xlabel(xlabel)
+    if xlim is not None:
+        ax.set_xlim(*xlim)
+    ax.set_title(title)
+    ax.grid(alpha=0.3, axis="x")
+    return _figure(name, _svg(fig))
+
+
 def _throughput_plot(result: Result, top: int = 8) -> str:
     t = result.throughput
     if t.height == 0 or "time_ps" not in t.columns:
         return '<p class="muted">no throughput samples (stats.throughput_interval is 0, or nothing was delivered)</p>'
     import numpy as np
 
-    plt = _pyplot()
     width = 0
     if result.scenario is not None:
         width = int(result.scenario.stats.throughput_interval)
@@ -129,34 +154,31 @@ def _throughput_plot(result: Result, top: int = 8) -> str:
     first, last = int(times.min()) // width, int(times.max()) // width
     grid = np.arange(first, last + 2) * width
     scale, unit = _time_unit(float(grid[-1]))
-    fig, ax = plt.subplots(figsize=(10, 3.6))
-    for host, _ in busiest.iter_rows():
+
+    def gbps(host: Any) -> Any:
         s = per_host.filter(pl.col("host") == host)
         dense = np.zeros(len(grid))
         dense[(s["time_ps"].to_numpy() // width - first).astype(int)] = s["bytes"].to_numpy()
-        ax.step(grid / scale, dense * 8 / (width * 1e-12) / 1e9, where="post", label=str(host))
-    ax.set_xlabel(f"time ({unit})")
-    ax.set_ylabel("received (Gb/s)")
-    ax.set_title(f"In-order delivered bytes per receiving host ({width / 1e9:g} ms bins), {len(busiest)} busiest")
-    ax.legend(fontsize=8, loc="upper right")
-    ax.grid(alpha=0.3)
-    return _figure("throughput", _svg(fig))
+        return dense * 8 / (width * 1e-12) / 1e9
+
+    return _step_plot(
+        "throughput",
+        ((str(host), grid, gbps(host)) for host, _ in busiest.iter_rows()),
+        scale,
+        unit,
+        "received (Gb/s)",
+        f"In-order delivered bytes per receiving host ({width / 1e9:g} ms bins), {len(busiest)} busiest",
+    )
 
 
 def _drops_plot(result: Result) -> str:
     d = result.drops
     if d.height == 0:
         return ""
-    plt = _pyplot()
     by = d.group_by(["node", "reason"]).agg(pl.col("packets").sum()).sort(["packets", "node"], descending=[True, False])
     by = by.head(16)
     labels = [f"{n} · {r}" for n, r in zip(by["node"].to_list(), by["reason"].to_list())]
-    fig, ax = plt.subplots(figsize=(10, 0.3 * len(labels) + 1))
-    ax.barh(labels[::-1], by["packets"].to_numpy()[::-1], color="#c0392b")
-    ax.set_xlabel("packets dropped")
-    ax.set_title("Drops by node and reason")
-    ax.grid(alpha=0.3, axis="x")
-    return _figure("drops", _svg(fig))
+    return _bar_plot("drops", labels, by["packets"].to_numpy(), "#c0392b", "packets dropped", "Drops by node and reason")
 
 
 def _fct_plot(result: Result) -> str:
@@ -166,8 +188,7 @@ def _fct_plot(result: Result) -> str:
     rows = fct.filter(pl.col("bucket") != "all").filter(pl.col("count") > 0)
     if rows.height == 0:
         return ""
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(8, 3.4))
+    fig, ax = _pyplot().subplots(figsize=(8, 3.4))
     x = list(range(rows.height))
     ax.bar([i - 0.2 for i in x], rows["mean_fct_ps"].to_numpy() / 1e6, width=0.4, label="mean")
     ax.bar([i + 0.2 for i in x], rows["p99_fct_ps"].to_numpy() / 1e6, width=0.4, label="p99")
@@ -185,48 +206,42 @@ def _queue_plot(result: Result, top: int = 6) -> str:
     q = result.queues
     if q.height == 0:
         return '<p class="muted">no queue built up (or sampling was off)</p>'
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    matplotlib.rcParams["svg.hashsalt"] = "fabricsim"
     per_port = q.group_by(["time_ps", "node", "port"]).agg(pl.col("bytes").sum()).sort("time_ps")
     busiest = (
         per_port.group_by(["node", "port"]).agg(pl.col("bytes").max().alias("peak"))
         .sort(["peak", "node", "port"], descending=[True, False, False]).head(top)
     )
-    fig, ax = plt.subplots(figsize=(10, 3.6))
     scale, unit = _time_unit(float(per_port["time_ps"].max()))
-    for node, port, _ in busiest.iter_rows():
+
+    def port_series(node: Any, port: Any) -> tuple[str, Any, Any]:
         s = per_port.filter((pl.col("node") == node) & (pl.col("port") == port))
-        ax.step(s["time_ps"].to_numpy() / scale, s["bytes"].to_numpy() / 1e3, where="post", label=f"{node} port {port}")
-    ax.set_xlabel(f"time ({unit})")
-    ax.set_ylabel("queued (KB)")
-    ax.set_title(f"Egress queue occupancy, {len(busiest)} busiest ports")
-    ax.legend(fontsize=8, loc="upper right")
-    ax.grid(alpha=0.3)
-    return _figure("queues", _svg(fig))
+        return f"{node} port {port}", s["time_ps"].to_numpy(), s["bytes"].to_numpy() / 1e3
+
+    return _step_plot(
+        "queues",
+        (port_series(node, port) for node, port, _ in busiest.iter_rows()),
+        scale,
+        unit,
+        "queued (KB)",
+        f"Egress queue occupancy, {len(busiest)} busiest ports",
+    )
 
 
 def _link_plot(result: Result, top: int = 16) -> str:
     links = result.links
     if links.height == 0:
         return ""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     busy = links.sort("utilization", descending=True, maintain_order=True).head(top)
     labels = [f"{a}→{b}" for a, b in zip(busy["src"].to_list(), busy["dst"].to_list())]
-    fig, ax = plt.subplots(figsize=(10, 0.3 * len(labels) + 1))
-    ax.barh(labels[::-1], (busy["utilization"].to_numpy() * 100)[::-1], color="#3a7bd5")
-    ax.set_xlabel("utilization over the run (%)")
-    ax.set_xlim(0, 100)
-    ax.set_title(f"Busiest {len(labels)} link directions")
-    ax.grid(alpha=0.3, axis="x")
-    return _figure("links", _svg(fig))
+    return _bar_plot(
+        "links",
+        labels,
+        busy["utilization"].to_numpy() * 100,
+        "#3a7bd5",
+        "utilization over the run (%)",
+        f"Busiest {len(labels)} link directions",
+        xlim=(0, 100),
+    )
 
 
 def _fct_section(result: Result) -> str:

@@ -162,18 +162,8 @@ class Result:
         def table(name: str) -> pl.DataFrame:
             return _decode_table(name, tables.get(name, {}), strings, node_names)
 
-        result = cls(
-            dict(raw.get("summary", {})),
-            nodes=_with_names(table("nodes"), node_names),
-            flows=table("flows"),
-            queues=table("queues"),
-            drops=table("drops"),
-            links=table("links"),
-            throughput=table("throughput"),
-            scenario=scenario,
-        )
-        for name in _BUFFER_TABLES:
-            setattr(result, name, table(name))
+        nodes = _with_names(table("nodes"), node_names)
+        result = cls._from_tables(dict(raw.get("summary", {})), nodes, table, _BUFFER_TABLES, scenario)
         if scenario is not None:
             from fabricsim.fct import bucket_table
 
@@ -254,9 +244,21 @@ class Result:
             from fabricsim.scenario import load
 
             scenario = load(directory / "scenario.yaml")
+        return cls._from_tables(summary, pl.DataFrame(), table, (*_BUFFER_TABLES, "fct"), scenario)
+
+    @classmethod
+    def _from_tables(
+        cls,
+        summary: dict[str, Any],
+        nodes: pl.DataFrame,
+        table: Callable[[str], pl.DataFrame],
+        extra: Sequence[str],
+        scenario: Scenario | None,
+    ) -> Result:
+        """A result with ``nodes``, the core tables from ``table(name)`` and the ``extra`` ones set as attributes."""
         result = cls(
             summary,
-            nodes=pl.DataFrame(),
+            nodes=nodes,
             flows=table("flows"),
             queues=table("queues"),
             drops=table("drops"),
@@ -264,7 +266,7 @@ class Result:
             throughput=table("throughput"),
             scenario=scenario,
         )
-        for name in (*_BUFFER_TABLES, "fct"):
+        for name in extra:
             setattr(result, name, table(name))
         return result
 

@@ -456,14 +456,18 @@ class Buffer(_Model):
                 "voq_limit_bytes": value if kind == "size" else None,
                 "voq_limit_ps": value if kind == "time" else None,
             }
+        # shared and intelligent: dynamic thresholds over a cell-based shared buffer
+        dynamic = {
+            "model": self.model,
+            "total_bytes": self.size,
+            "cell_bytes": self.cell,
+            "per_packet_overhead_bytes": self.per_packet_overhead,
+            "alpha": self.alpha,
+            "reserved_bytes_per_queue": self.reserved_per_queue,
+        }
         if self.model == "intelligent":
             return {
-                "model": "intelligent",
-                "total_bytes": self.size,
-                "cell_bytes": self.cell,
-                "per_packet_overhead_bytes": self.per_packet_overhead,
-                "alpha": self.alpha,
-                "reserved_bytes_per_queue": self.reserved_per_queue,
+                **dynamic,
                 "port_max_bytes": self.port_max,
                 "elephant_bytes": self.elephant_bytes,
                 "etrap_age_ps": self.etrap_age,
@@ -479,12 +483,7 @@ class Buffer(_Model):
                 "dpp_class": self.dpp_class,
             }
         return {
-            "model": self.model,
-            "total_bytes": self.size,
-            "cell_bytes": self.cell,
-            "per_packet_overhead_bytes": self.per_packet_overhead,
-            "alpha": self.alpha,
-            "reserved_bytes_per_queue": self.reserved_per_queue,
+            **dynamic,
             "ingress_alpha": self.ingress_alpha,
             "pools": self.pools,
             "class_pool": self.class_pool,
@@ -871,6 +870,24 @@ class _Source(_Model):
     start: Time = 0
     class_: int = Field(default=0, ge=0, alias="class")
 
+    def _resolved(self, sending: dict[str, Any], until: dict[str, Any], ecn: bool) -> dict[str, Any]:
+        """The resolved entry: the shared fields around the kind's own ``sending``
+        (what is sent) and ``until`` (when it stops) fields; ``ecn`` only when set."""
+        out = {
+            "kind": self.kind,
+            "name": self.name,
+            "src": list(self.src),
+            "dst": self.dst,
+            **sending,
+            "frame_bytes": self.frame_size,
+            "start_ps": self.start,
+            **until,
+            "class": self.class_,
+        }
+        if ecn:
+            out["ecn"] = True
+        return out
+
 
 class UdpTraffic(_Source):
     """Constant-bit-rate or Poisson UDP frames from each ``src`` host to ``dst``."""
@@ -890,22 +907,11 @@ class UdpTraffic(_Source):
         return self
 
     def to_resolved(self) -> dict[str, Any]:
-        out = {
-            "kind": self.kind,
-            "name": self.name,
-            "src": list(self.src),
-            "dst": self.dst,
-            "rate_bps": self.rate.bps,
-            "load": self.rate.load,
-            "frame_bytes": self.frame_size,
-            "start_ps": self.start,
-            "stop_ps": self.stop,
-            "max_frames": self.max_frames,
-            "class": self.class_,
-        }
-        if self.ecn:
-            out["ecn"] = True
-        return out
+        return self._resolved(
+            {"rate_bps": self.rate.bps, "load": self.rate.load},
+            {"stop_ps": self.stop, "max_frames": self.max_frames},
+            self.ecn,
+        )
 
 
 class Burst(_Source):
@@ -916,19 +922,7 @@ class Burst(_Source):
     ecn: bool = False
 
     def to_resolved(self) -> dict[str, Any]:
-        out = {
-            "kind": self.kind,
-            "name": self.name,
-            "src": list(self.src),
-            "dst": self.dst,
-            "frames": self.frames,
-            "frame_bytes": self.frame_size,
-            "start_ps": self.start,
-            "class": self.class_,
-        }
-        if self.ecn:
-            out["ecn"] = True
-        return out
+        return self._resolved({"frames": self.frames}, {}, self.ecn)
 
 
 class DelayedAck(_Model):
@@ -1001,8 +995,15 @@ class _TcpTraffic(_Model):
     class_: int = Field(default=0, ge=0, alias="class")
     tcp: Optional[Tcp] = None
 
-    def _tcp(self) -> Optional[dict[str, Any]]:
-        return self.tcp.to_resolved() if self.tcp is not None else None
+    def _resolved(self, kind: str, fields: dict[str, Any]) -> dict[str, Any]:
+        """The resolved entry: ``kind``, ``name``, the app's own ``fields``, ``class`` and ``tcp``."""
+        return {
+            "kind": kind,
+            "name": self.name,
+            **fields,
+            "class": self.class_,
+            "tcp": self.tcp.to_resolved() if self.tcp is not None else None,
+        }
 
 
 class TcpBulk(_TcpTraffic):
@@ -1024,18 +1025,17 @@ class TcpBulk(_TcpTraffic):
         return self
 
     def to_resolved(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "name": self.name,
-            "src": list(self.src),
-            "dst": self.dst,
-            "streams": self.streams,
-            "bytes": self.size,
-            "duration_ps": self.duration,
-            "start_ps": self.start,
-            "class": self.class_,
-            "tcp": self._tcp(),
-        }
+        return self._resolved(
+            self.kind,
+            {
+                "src": list(self.src),
+                "dst": self.dst,
+                "streams": self.streams,
+                "bytes": self.size,
+                "duration_ps": self.duration,
+                "start_ps": self.start,
+            },
+        )
 
 
 class TcpIncast(_TcpTraffic):
@@ -1053,19 +1053,18 @@ class TcpIncast(_TcpTraffic):
     start: Time = 0
 
     def to_resolved(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "name": self.name,
-            "client": self.client,
-            "servers": list(self.servers),
-            "response_bytes": self.response_size,
-            "flows_per_server": self.flows_per_server,
-            "rounds": self.rounds,
-            "gap_ps": self.gap,
-            "start_ps": self.start,
-            "class": self.class_,
-            "tcp": self._tcp(),
-        }
+        return self._resolved(
+            self.kind,
+            {
+                "client": self.client,
+                "servers": list(self.servers),
+                "response_bytes": self.response_size,
+                "flows_per_server": self.flows_per_server,
+                "rounds": self.rounds,
+                "gap_ps": self.gap,
+                "start_ps": self.start,
+            },
+        )
 
 
 class TcpFlowItem(_Model):
@@ -1087,13 +1086,7 @@ class TcpFlows(_TcpTraffic):
     flows: list[TcpFlowItem] = Field(min_length=1)
 
     def to_resolved(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "name": self.name,
-            "flows": [f.to_resolved() for f in self.flows],
-            "class": self.class_,
-            "tcp": self._tcp(),
-        }
+        return self._resolved(self.kind, {"flows": [f.to_resolved() for f in self.flows]})
 
 
 def _load_fraction(value: Any) -> float:

@@ -363,17 +363,20 @@ def _run_star(
     senders,
     flows_per_sender,
     bytes_per_flow,
-    rate,
-    delay,
-    queue_packets,
-    cc,
-    window_bytes,
-    k_packets,
-    seed,
-    start_jitter_us,
-    max_sim_seconds,
-    extra_defaults,
+    rate="10Gbps",
+    delay="1us",
+    queue_packets=1000,
+    cc="newreno",
+    window_bytes=262144,
+    k_packets=None,
+    seed=1,
+    start_jitter_us=0,
+    max_sim_seconds=60.0,
+    extra_defaults=None,
 ):
+    """Run ``senders x flows_per_sender`` flows of ``bytes_per_flow`` towards one
+    receiver of a star; the keyword settings after ``bytes_per_flow`` are also
+    those of :func:`incast` and :func:`dumbbell`."""
     ns = _ns()
     H = ns.cppyy.gbl.fsref
     n_flows = senders * flows_per_sender
@@ -587,71 +590,25 @@ def _run_star(
     }
 
 
-def incast(
-    senders=16,
-    flows_per_sender=1,
-    bytes_per_flow=5_000_000,
-    rate="10Gbps",
-    delay="1us",
-    queue_packets=1000,
-    cc="newreno",
-    window_bytes=262144,
-    k_packets=None,
-    seed=1,
-    start_jitter_us=0,
-    max_sim_seconds=60.0,
-    extra_defaults=None,
-):
-    """All flows start at t=0 (+ optional uniform jitter) towards one receiver."""
+def incast(senders=16, flows_per_sender=1, bytes_per_flow=5_000_000, **settings):
+    """All flows start at t=0 (+ optional uniform jitter) towards one receiver.
+
+    ``settings``: ``rate``, ``delay``, ``queue_packets``, ``cc``, ``window_bytes``,
+    ``k_packets``, ``seed``, ``start_jitter_us``, ``max_sim_seconds`` and
+    ``extra_defaults``, as for :func:`_run_star`.
+    """
     return _run_star(
         experiment="incast",
         senders=senders,
         flows_per_sender=flows_per_sender,
         bytes_per_flow=bytes_per_flow,
-        rate=rate,
-        delay=delay,
-        queue_packets=queue_packets,
-        cc=cc,
-        window_bytes=window_bytes,
-        k_packets=k_packets,
-        seed=seed,
-        start_jitter_us=start_jitter_us,
-        max_sim_seconds=max_sim_seconds,
-        extra_defaults=extra_defaults,
+        **settings,
     )
 
 
-def dumbbell(
-    flows=4,
-    bytes_per_flow=50_000_000,
-    rate="10Gbps",
-    delay="1us",
-    queue_packets=1000,
-    cc="newreno",
-    window_bytes=262144,
-    k_packets=None,
-    seed=1,
-    start_jitter_us=0,
-    max_sim_seconds=60.0,
-    extra_defaults=None,
-):
-    """Few long flows, one per sender, through the same star bottleneck."""
-    return _run_star(
-        experiment="dumbbell",
-        senders=flows,
-        flows_per_sender=1,
-        bytes_per_flow=bytes_per_flow,
-        rate=rate,
-        delay=delay,
-        queue_packets=queue_packets,
-        cc=cc,
-        window_bytes=window_bytes,
-        k_packets=k_packets,
-        seed=seed,
-        start_jitter_us=start_jitter_us,
-        max_sim_seconds=max_sim_seconds,
-        extra_defaults=extra_defaults,
-    )
+def dumbbell(flows=4, bytes_per_flow=50_000_000, **settings):
+    """Few long flows, one per sender, through the same star bottleneck; ``settings`` as for :func:`incast`."""
+    return _run_star(experiment="dumbbell", senders=flows, flows_per_sender=1, bytes_per_flow=bytes_per_flow, **settings)
 
 
 def _summary(r):
