@@ -14,6 +14,8 @@ pub enum PacketKind {
     /// A UDP datagram.
     Data = 0,
     /// A TCP segment; its fields are `seq`, `ack`, `len`, `flags`, `ts`, `ts_echo`.
+    /// An ACK that carries SACK blocks reuses `seq`, `ts`, `len` and `aux`
+    /// for them (see `sim/transport.rs`).
     Tcp = 1,
     /// A PFC PAUSE frame (MAC control): `class` is the priority, `seq` the
     /// pause quanta (0 = XON). Belongs to no flow (`flow` is [`CONTROL_FLOW`]).
@@ -53,6 +55,9 @@ pub struct Packet {
     /// TCP: timestamp value and echo.
     pub ts: SimTime,
     pub ts_echo: SimTime,
+    /// A spare word for transport use (TCP: the last SACK edge of an ACK).
+    /// It fits in what would be padding: the packet stays 96 bytes.
+    pub aux: u32,
     /// When the source created the packet.
     pub created: SimTime,
     /// When its first bit reached the current node (for cut-through).
@@ -95,6 +100,7 @@ impl Packet {
             flags: 0,
             ts: now,
             ts_echo: SimTime::ZERO,
+            aux: 0,
             created: now,
             first_bit: now,
             enqueued: now,
@@ -102,6 +108,9 @@ impl Packet {
         }
     }
 }
+
+// The packet slab's memory per packet in flight: keep it at 96 bytes.
+const _: () = assert!(std::mem::size_of::<Packet>() <= 96);
 
 /// `Packet::in_port` of a packet created at the node that holds it.
 pub const LOCAL_PORT: u16 = u16::MAX;
