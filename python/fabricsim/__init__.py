@@ -19,7 +19,7 @@ from importlib.metadata import PackageNotFoundError, version
 from fabricsim.errors import FabricsimError, ScenarioError
 from fabricsim.results import Result
 from fabricsim.runner import run
-from fabricsim.scenario import Scenario, from_dict, load, loads
+from fabricsim.schema import Scenario, from_dict, load, loads
 
 try:
     __version__ = version("fabricsim")

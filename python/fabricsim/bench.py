@@ -74,7 +74,7 @@ def _incast_tcp(quick: bool) -> Dict[str, Any]:
     """16 senders x 50 MB of NewReno TCP into one 10G port (1 us links, a
     1000-packet drop-tail queue), mirroring ns-3's settings exactly so the same
     experiment can be timed in ns-3 (``--ns3``)."""
-    from fabricsim.scenario import from_dict
+    from fabricsim.schema import from_dict
     from fabricsim.validation import star_scenario
 
     size = 5_000_000 if quick else 50_000_000

@@ -15,7 +15,7 @@ import polars as pl
 from fabricsim.errors import OutputError
 
 if TYPE_CHECKING:
-    from fabricsim.scenario import Scenario
+    from fabricsim.schema import Scenario
 
 __all__ = ["Result"]
 
@@ -241,7 +241,7 @@ class Result:
 
         scenario = None
         if (directory / "scenario.yaml").is_file():
-            from fabricsim.scenario import load
+            from fabricsim.schema import load
 
             scenario = load(directory / "scenario.yaml")
         return cls._from_tables(summary, pl.DataFrame(), table, (*_BUFFER_TABLES, "fct"), scenario)

@@ -135,7 +135,7 @@ def run_point(scenario_path: str, overrides: Sequence[str], seed: int, out_dir: 
     directory = Path(out_dir)
     try:
         from fabricsim.runner import run
-        from fabricsim.scenario import load
+        from fabricsim.schema import load
 
         if directory.exists():
             shutil.rmtree(directory)
@@ -331,7 +331,7 @@ def run_sweep(
     series: Optional[str] = None,
 ) -> SweepOutcome:
     """Run (or resume) a sweep; see the module docstring for the files it writes."""
-    from fabricsim.scenario import load
+    from fabricsim.schema import load
 
     scenario_path = str(Path(scenario).resolve())
     base = load(scenario_path)  # validates the file before anything runs

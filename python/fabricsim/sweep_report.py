@@ -20,7 +20,7 @@ from typing import Any, Optional, Sequence
 import polars as pl
 
 from fabricsim.report import _CSS, _figure, _svg, _table, write_plot_files
-from fabricsim.workloads import BUCKET_EDGES, bucket_labels
+from fabricsim.workloads.cdf import BUCKET_EDGES, bucket_labels
 
 __all__ = ["summary_table", "write_report", "render_sweep_html"]
 

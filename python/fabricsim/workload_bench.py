@@ -17,8 +17,8 @@ _SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / "leafspine-datam
 
 def datamining_bench_scenario(min_flows: int = 10_000, load: str = "60%", seed: int = 1) -> dict[str, Any]:
     """Resolved leaf-spine data-mining scenario at ``load`` with >= ``min_flows`` flows."""
-    from fabricsim.flowgen import plan
-    from fabricsim.scenario import from_dict, load as load_file
+    from fabricsim.workloads.flowgen import plan
+    from fabricsim.schema import from_dict, load as load_file
 
     if _SCENARIO.is_file():
         base = load_file(_SCENARIO).source_data

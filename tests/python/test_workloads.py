@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 import fabricsim
-from fabricsim import flowgen
+from fabricsim.workloads import flowgen
 from fabricsim.errors import ScenarioError
 from fabricsim.fct import flow_table
-from fabricsim.scenario import loads
+from fabricsim.schema import loads
 from fabricsim.workloads import CdfError, builtin_names, load_cdf, parse_cdf
 
 ROOT = Path(__file__).resolve().parents[2]
