@@ -119,8 +119,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
     directory = Path(args.dir)
     if (directory / "summary.json").is_file():
-        from fabricsim.report import write_report
-        from fabricsim.results import Result
+        from fabricsim.outputs.report import write_report
+        from fabricsim.outputs.results import Result
 
         path = write_report(Result.read(directory), directory / "report.html")
     elif (directory / "sweep.parquet").is_file():

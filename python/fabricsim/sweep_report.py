@@ -19,7 +19,11 @@ from typing import Any, Optional, Sequence
 
 import polars as pl
 
-from fabricsim.report import _CSS, _figure, _svg, _table, write_plot_files
+from fabricsim.outputs.report.html import CSS as _CSS
+from fabricsim.outputs.report.html import figure as _figure
+from fabricsim.outputs.report.html import html_table as _table
+from fabricsim.outputs.report.html import write_plot_files
+from fabricsim.outputs.report.plots import svg as _svg
 from fabricsim.workloads.cdf import BUCKET_EDGES, bucket_labels
 
 __all__ = ["summary_table", "write_report", "render_sweep_html"]

@@ -8,7 +8,7 @@ import pytest
 import fabricsim
 from fabricsim.workloads import flowgen
 from fabricsim.errors import ScenarioError
-from fabricsim.fct import flow_table
+from fabricsim.outputs.fct import flow_table
 from fabricsim.schema import loads
 from fabricsim.workloads import CdfError, builtin_names, load_cdf, parse_cdf
 
