@@ -126,7 +126,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     elif (directory / "sweep.parquet").is_file():
         import polars as pl
 
-        from fabricsim.sweep_report import write_report as write_sweep_report
+        from fabricsim.sweeps.report import write_report as write_sweep_report
 
         meta_path = directory / "sweep.json"
         meta = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.is_file() else {}

@@ -74,7 +74,7 @@ def add_sweep_parser(commands: Any, handler: Callable[[argparse.Namespace], int]
 
 
 def sweep_command(args: argparse.Namespace) -> int:
-    from fabricsim.sweep import parse_grid, run_sweep
+    from fabricsim.sweeps import parse_grid, run_sweep
 
     show_progress = sys.stderr.isatty() if args.progress is None else args.progress
     outcome = run_sweep(
