@@ -180,7 +180,7 @@ def test_warmup_and_cooldown_exclude_flows():
 
 
 def test_bench_scenario_has_enough_flows():
-    from fabricsim.workload_bench import datamining_bench_scenario
+    from fabricsim.bench.workload import datamining_bench_scenario
 
     resolved = datamining_bench_scenario(min_flows=2_000)
     assert sum(len(e["flows"]) for e in resolved["traffic"]) >= 2_000
