@@ -545,7 +545,8 @@ impl Simulation {
         t.push("ecn_marked", u64col(&|x| x.conn.receiver.ce_segments));
         t.push("ecn_reductions", u64col(&|x| x.conn.sender.ecn_reductions));
         t.push("recovery_retransmits", u64col(&|x| x.conn.sender.recovery_retransmits));
-        t.push("recovery_time_ps", u64col(&|x| x.conn.sender.recovery_time.0));
+        let now = self.now;
+        t.push("recovery_time_ps", u64col(&|x| x.conn.sender.recovery_time_until(now).0));
         t.push("rack_losses", u64col(&|x| x.conn.sender.sack_stats().rack_losses));
         t.push("tlp_probes", u64col(&|x| x.conn.sender.sack_stats().tlp_probes));
         t.push("tlp_recoveries", u64col(&|x| x.conn.sender.sack_stats().tlp_recoveries));

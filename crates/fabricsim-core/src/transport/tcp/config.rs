@@ -7,11 +7,12 @@
 //!   the box: CUBIC with Linux's constants and its classic HyStart, SACK and
 //!   D-SACK, RACK-TLP loss detection, PRR during recovery, limited transmit,
 //!   window growth counted in acknowledged segments, growth only while the
-//!   window limits the flight, Linux's RTO formula, and Linux's 2 ms of slack
+//!   window limits the flight, Reno's `ssthresh` from cwnd, Linux's RTO
+//!   formula, and Linux's 2 ms of slack
 //!   on the RACK and TLP timers.
 //! - `rfc`: the RFC baseline without SACK: NewReno recovery (RFC 6582), RFC
-//!   5681 growth of one segment per ACK in slow start, RFC 6298 RTO, no
-//!   HyStart.
+//!   5681 growth of one segment per ACK in slow start, `ssthresh` from
+//!   FlightSize, RFC 6298 RTO, no HyStart.
 
 use super::cc::CcKind;
 use crate::error::ConfigError;
@@ -62,6 +63,19 @@ pub enum RtoFormula {
     Rfc6298,
     /// Linux: `SRTT + max(min_rto, 4 RTTVAR)` (the minimum is added, not a floor).
     Linux,
+}
+
+/// What a Reno-style window reduction halves (NewReno, and DCTCP on loss;
+/// CUBIC always scales cwnd by beta).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SsthreshFrom {
+    /// RFC 5681 (4) and RFC 6675 (4.2): `FlightSize / 2`, the data outstanding.
+    Flight,
+    /// RFC 6675's `pipe` (what ns-3 halves when SACK is on); FlightSize without SACK.
+    Pipe,
+    /// The congestion window (Linux `tcp_reno_ssthresh`: `cwnd / 2`).
+    Cwnd,
 }
 
 /// TCP parameters of one flow (resolved: integers in bytes and picoseconds).
@@ -116,6 +130,7 @@ pub struct TcpConfig {
     pub limited_transmit: bool,
     pub hystart: Hystart,
     pub cubic_flavor: CubicFlavor,
+    pub ssthresh_from: SsthreshFrom,
     /// Grow the window only while it limits the flight (Linux `tcp_is_cwnd_limited`).
     pub cwnd_validation: bool,
     /// Added to the RACK reordering timer and to the tail-loss-probe timeout
@@ -165,6 +180,7 @@ impl TcpConfig {
             limited_transmit: linux,
             hystart: if linux && cc == CcKind::Cubic { Hystart::Classic } else { Hystart::Off },
             cubic_flavor: if linux { CubicFlavor::Linux } else { CubicFlavor::Rfc9438 },
+            ssthresh_from: if linux { SsthreshFrom::Cwnd } else { SsthreshFrom::Flight },
             cwnd_validation: linux,
             loss_timer_slack_ps: if linux { 2 * MS } else { 0 },
         }
@@ -283,6 +299,7 @@ pub struct TcpConfigSpec {
     pub limited_transmit: Option<bool>,
     pub hystart: Option<Hystart>,
     pub cubic_flavor: Option<CubicFlavor>,
+    pub ssthresh_from: Option<SsthreshFrom>,
     pub cwnd_validation: Option<bool>,
     pub loss_timer_slack_ps: Option<u64>,
 }
@@ -323,6 +340,7 @@ impl From<TcpConfigSpec> for TcpConfig {
             limited_transmit: s.limited_transmit.unwrap_or(d.limited_transmit),
             hystart: s.hystart.unwrap_or(d.hystart),
             cubic_flavor: s.cubic_flavor.unwrap_or(d.cubic_flavor),
+            ssthresh_from: s.ssthresh_from.unwrap_or(d.ssthresh_from),
             cwnd_validation: s.cwnd_validation.unwrap_or(d.cwnd_validation),
             loss_timer_slack_ps: s.loss_timer_slack_ps.unwrap_or(d.loss_timer_slack_ps),
         }

@@ -293,7 +293,7 @@ impl Sender {
             return false;
         }
         self.note_congestion(now, SlowStartExit::Ecn);
-        self.window.ssthresh = self.cc.ssthresh_after_loss(&self.window, flight + acked);
+        self.window.ssthresh = self.ssthresh_after_loss(flight + acked);
         let snd_max = self.snd_max;
         let s = sk!(self);
         if s.prr_on {
@@ -361,7 +361,7 @@ impl Sender {
         let snd_max = self.snd_max;
         if sk!(self).ca != CaState::Cwr {
             // One reduction per congestion event: an ECN reduction under way stands.
-            self.window.ssthresh = self.cc.ssthresh_after_loss(&self.window, flight);
+            self.window.ssthresh = self.ssthresh_after_loss(flight);
             let s = sk!(self);
             s.prr.start(flight);
             if !s.prr_on {
@@ -556,7 +556,7 @@ impl Sender {
             s.stats.tlp_recoveries += 1;
             self.note_congestion(now, SlowStartExit::Loss);
             let flight = self.flight();
-            self.window.ssthresh = self.cc.ssthresh_after_loss(&self.window, flight);
+            self.window.ssthresh = self.ssthresh_after_loss(flight);
             self.window.cwnd = self.window.ssthresh;
         } else if !advanced && newly_sacked == 0 {
             tlp.end_seq = None;
@@ -611,7 +611,7 @@ impl Sender {
             self.recovery_time += now - self.recovery_started;
         }
         if !repeated && !reduced_already {
-            self.window.ssthresh = self.cc.ssthresh_after_loss(&self.window, flight);
+            self.window.ssthresh = self.ssthresh_after_loss(flight);
         }
         self.cc.on_timeout();
         self.window.cwnd = self.window.mss;
@@ -733,6 +733,9 @@ mod tests {
         let mut out = Vec::new();
         s.on_segment(SimTime::from_us(20), &ack(1, &[(2, 5)]), &mut out);
         assert_eq!(retransmitted(&out), vec![1]); // sent at 20 us
+                                                  // More SACKs: PRR lets new segments out after the retransmission.
+        s.on_segment(SimTime::from_us(21), &ack(1, &[(2, 10)]), &mut out);
+        assert!(s.snd_max > 10 * M);
         out.clear();
         // Segments sent after the retransmission are SACKed 15 us later: the
         // retransmission, sent before them, is lost too.
@@ -782,7 +785,7 @@ mod tests {
         out.clear();
         // The first two duplicate ACKs each let one new segment out (limited
         // transmit: SACKed segments leave pipe); the third starts recovery
-        // with RecoverFS = 22 segments and ssthresh = 11.
+        // with RecoverFS = 22 segments and ssthresh = cwnd / 2 = 10 (Linux).
         for k in 2..=3 {
             s.on_segment(SimTime::from_us(20), &ack(0, &[(1, k)]), &mut out);
         }
@@ -791,12 +794,12 @@ mod tests {
         for k in 4..=20 {
             s.on_segment(SimTime::from_us(20), &ack(0, &[(1, k)]), &mut out);
         }
-        assert_eq!(s.window.ssthresh, 11 * M);
-        // 17 segments delivered in recovery: ceil(17 * 11 / 22) = 9 sent, the
+        assert_eq!(s.window.ssthresh, 10 * M);
+        // 17 segments delivered in recovery: ceil(17 * 10 / 22) = 8 sent, the
         // retransmission first; pipe ends at ssthresh.
-        assert_eq!(out.len(), 9);
+        assert_eq!(out.len(), 8);
         assert_eq!(retransmitted(&out), vec![0]);
-        assert_eq!(s.sack.as_ref().unwrap().sb.pipe(), 11 * M);
+        assert_eq!(s.sack.as_ref().unwrap().sb.pipe(), 10 * M);
     }
 
     #[test]

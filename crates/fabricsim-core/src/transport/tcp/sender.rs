@@ -26,7 +26,7 @@
 
 use super::cc::hystart::HystartPlusPlus;
 use super::cc::{AckInfo, CongestionControl, SlowStartExit, Window};
-use super::config::Hystart;
+use super::config::{Hystart, SsthreshFrom};
 use super::recovery::SackRecovery;
 use super::rtt::RttEstimator;
 use super::{Outbox, SegKind, Segment, TcpConfig};
@@ -94,6 +94,7 @@ pub struct Sender {
     pub(super) next_send: SimTime,
     pub(super) frame_overhead: u32,
     pub(super) limited_transmit: bool,
+    ssthresh_from: SsthreshFrom,
     pub(super) min_rto: SimTime,
     /// Send the next segment whatever the window (RFC 6675 fast retransmit without PRR).
     pub(super) force_one: bool,
@@ -152,6 +153,7 @@ impl Sender {
             next_send: SimTime::ZERO,
             frame_overhead: cfg.header_bytes + cfg.l2_bytes,
             limited_transmit: cfg.limited_transmit,
+            ssthresh_from: cfg.ssthresh_from,
             min_rto: SimTime(cfg.min_rto_ps),
             force_one: false,
             sack: cfg.sack.then(|| SackRecovery::new(cfg, total)),
@@ -199,6 +201,18 @@ impl Sender {
 
     pub(super) fn flight(&self) -> u64 {
         self.snd_max - self.snd_una
+    }
+
+    /// The `ssthresh` a loss or an ECN echo leaves: the controller's rule
+    /// applied to what `ssthresh_from` names (`flight` is the FlightSize the
+    /// caller measured).
+    pub(super) fn ssthresh_after_loss(&mut self, flight: u64) -> u64 {
+        let base = match self.ssthresh_from {
+            SsthreshFrom::Flight => flight,
+            SsthreshFrom::Pipe => self.sack.as_ref().map_or(flight, |s| s.sb.pipe()),
+            SsthreshFrom::Cwnd => self.window.cwnd,
+        };
+        self.cc.ssthresh_after_loss(&self.window, base)
     }
 
     pub(super) fn sending_stopped(&self, now: SimTime) -> bool {
@@ -336,7 +350,7 @@ impl Sender {
                 } else if seg.ece && !self.in_recovery && self.ecn_recover.map_or(true, |r| ack > r) {
                     // RFC 3168 6.1.2: react as to a loss, once per window.
                     self.note_congestion(now, SlowStartExit::Ecn);
-                    self.window.ssthresh = self.cc.ssthresh_after_loss(&self.window, self.flight() + acked);
+                    self.window.ssthresh = self.ssthresh_after_loss(self.flight() + acked);
                     self.window.cwnd = self.window.ssthresh;
                     self.ecn_recover = Some(self.snd_max);
                     self.cwr_pending = true;
@@ -386,7 +400,7 @@ impl Sender {
                     // Fast retransmit (RFC 5681 3.2 steps 2-3; RFC 6582 3.2 step 2).
                     self.note_congestion(now, SlowStartExit::Loss);
                     let flight = self.flight();
-                    self.window.ssthresh = self.cc.ssthresh_after_loss(&self.window, flight);
+                    self.window.ssthresh = self.ssthresh_after_loss(flight);
                     self.recover = Some(self.snd_max);
                     self.in_recovery = true;
                     self.recovery_started = now;
@@ -535,7 +549,7 @@ impl Sender {
                 // already retransmitted by the timer.
                 if !repeated {
                     let flight = self.flight();
-                    self.window.ssthresh = self.cc.ssthresh_after_loss(&self.window, flight);
+                    self.window.ssthresh = self.ssthresh_after_loss(flight);
                 }
                 self.cc.on_timeout();
                 self.window.cwnd = self.window.mss;
@@ -558,6 +572,16 @@ impl Sender {
 
     pub fn srtt(&self) -> Option<SimTime> {
         self.rtt.srtt()
+    }
+
+    /// Time spent in fast recovery up to `now`, an episode still open included.
+    pub fn recovery_time_until(&self, now: SimTime) -> SimTime {
+        let open = self.in_recovery || self.sack.as_ref().map_or(false, |s| s.ca == super::recovery::CaState::Recovery);
+        if open && self.state == SenderState::Established {
+            self.recovery_time + now.saturating_sub(self.recovery_started)
+        } else {
+            self.recovery_time
+        }
     }
 
     /// SACK recovery statistics (zeros without SACK).
@@ -718,5 +742,68 @@ mod tests {
         s.on_segment(SimTime::from_us(40), &ack(7 * 1448), &mut out);
         let new: Vec<&Segment> = out.iter().map(|(_, seg)| seg).filter(|seg| seg.seq >= 10 * 1448).collect();
         assert!(!new.is_empty() && new[0].cwr && !new[1..].iter().any(|seg| seg.cwr));
+    }
+
+    #[test]
+    fn limited_transmit_sends_a_new_segment_on_each_of_the_first_two_duplicate_acks() {
+        let c = TcpConfig { limited_transmit: true, ..cfg() };
+        let (mut s, _) = established_with(&c, 1_000_000);
+        let m = 1448;
+        let mut out = Vec::new();
+        s.on_segment(SimTime::from_us(20), &ack(m), &mut out); // cwnd 11: segments 10 and 11 go out
+        out.clear();
+        s.on_segment(SimTime::from_us(21), &ack(m), &mut out);
+        s.on_segment(SimTime::from_us(21), &ack(m), &mut out);
+        let new: Vec<u64> = out.iter().map(|(_, seg)| seg.seq / m).collect();
+        assert_eq!(new, vec![12, 13], "RFC 3042: one new segment per duplicate ACK, cwnd unchanged");
+        assert_eq!(s.window.cwnd, 11 * m);
+        // The third duplicate starts fast recovery as usual.
+        out.clear();
+        s.on_segment(SimTime::from_us(21), &ack(m), &mut out);
+        assert_eq!(s.fast_retransmits, 1);
+        assert!(out[0].1.retransmit && out[0].1.seq == m);
+        // Without limited transmit the duplicates send nothing.
+        let (mut s, _) = established(1_000_000);
+        s.on_segment(SimTime::from_us(20), &ack(m), &mut out);
+        out.clear();
+        s.on_segment(SimTime::from_us(21), &ack(m), &mut out);
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn the_window_grows_only_while_it_limits_the_flight() {
+        // A 4-segment receive window: with window validation cwnd stops
+        // growing in slow start at twice the largest flight (Linux), without
+        // it cwnd climbs with every ACK.
+        let run = |validation: bool| {
+            let c = TcpConfig { rwnd_bytes: 4 * 1448, cwnd_validation: validation, ..cfg() };
+            let (mut s, _) = established_with(&c, 100_000_000);
+            let mut out = Vec::new();
+            for k in 1..200u64 {
+                s.on_segment(SimTime::from_us(10 + k), &ack(k * 1448), &mut out);
+            }
+            s.window.cwnd / 1448
+        };
+        assert_eq!(run(true), 10, "never more than the initial window: the flight stays at 4");
+        assert!(run(false) > 150);
+    }
+
+    #[test]
+    fn ssthresh_halves_what_ssthresh_from_names() {
+        // The receive window holds the flight at 8 segments while cwnd grows
+        // to 11: FlightSize / 2 = 4 segments (RFC 5681; without SACK pipe is
+        // FlightSize), cwnd / 2 = 5.5 (Linux).
+        let m = 1448;
+        use super::super::SsthreshFrom::{Cwnd, Flight, Pipe};
+        for (from, expected) in [(Flight, 4 * m), (Pipe, 4 * m), (Cwnd, 11 * m / 2)] {
+            let c = TcpConfig { ssthresh_from: from, rwnd_bytes: 8 * m, ..cfg() };
+            let (mut s, _) = established_with(&c, 1_000_000);
+            let mut out = Vec::new();
+            s.on_segment(SimTime::from_us(20), &ack(m), &mut out);
+            for _ in 0..3 {
+                s.on_segment(SimTime::from_us(21), &ack(m), &mut out);
+            }
+            assert_eq!(s.window.ssthresh, expected, "{from:?}");
+        }
     }
 }
