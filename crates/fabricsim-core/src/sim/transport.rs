@@ -442,7 +442,7 @@ impl Simulation {
     fn tcp_flush(&mut self, t: u32) {
         let now = self.now;
         let mut out = std::mem::take(&mut self.outbox);
-        for (from_receiver, seg) in out.drain(..) {
+        for &(from_receiver, ref seg) in out.iter() {
             let f = &self.tcp[t as usize];
             let cfg = &self.tcp_cfgs[f.cfg as usize];
             let (src, dst, hash) =
@@ -472,10 +472,11 @@ impl Simulation {
                 ecn: if seg.ect { ECN_ECT } else { ECN_NOT_ECT },
                 ..Packet::new(f.flow, src, dst, frame, PacketKind::Tcp, f.class, hash, now)
             };
-            pack_sack(&mut pkt, &seg);
+            pack_sack(&mut pkt, seg);
             let id = self.create_packet(pkt);
             self.inject(src, id);
         }
+        out.clear();
         self.outbox = out;
         self.tcp_rearm(t);
         self.tcp_check_complete(t);
