@@ -259,8 +259,8 @@ impl TcpConfig {
                 format!("'classic' is part of CUBIC (cc is '{}'); use 'hystart++' or 'off'", self.cc.name()),
             );
         }
-        if self.rwnd_bytes / self.mss() as u64 > i32::MAX as u64 / 2 {
-            return err("rwnd", "too large: SACK offsets are 32-bit".into());
+        if self.sack && self.rwnd_bytes > i32::MAX as u64 {
+            return err("rwnd", "must be below 2 GiB with SACK (SACK block edges travel as 32-bit offsets)".into());
         }
         Ok(())
     }
@@ -393,6 +393,9 @@ mod tests {
     fn contradictions_are_errors_naming_the_field() {
         let e = parse(r#"{"sack": false, "rack": true}"#).validate("tcp").unwrap_err();
         assert!(e.to_string().contains("tcp.rack"), "{e}");
+        let e = parse(r#"{"rwnd_bytes": 4294967296}"#).validate("tcp").unwrap_err();
+        assert!(e.to_string().contains("tcp.rwnd"), "{e}");
+        assert!(parse(r#"{"rwnd_bytes": 4294967296, "sack": false}"#).validate("tcp").is_ok());
         let e = parse(r#"{"cc": "dctcp", "hystart": "classic"}"#).validate("traffic[0].tcp").unwrap_err();
         assert!(e.to_string().contains("traffic[0].tcp.hystart"), "{e}");
         assert!(serde_json::from_str::<TcpConfig>(r#"{"profile": "bsd"}"#).is_err());

@@ -6,7 +6,7 @@
 //!
 //! In a packet the blocks travel as signed 32-bit offsets of their edges from
 //! the cumulative ACK ([`SackBlocks::offsets`]): a D-SACK block below the ACK
-//! has negative offsets. A window is limited to 2^30 segments' worth of bytes
+//! has negative offsets. With SACK the receive window is below 2 GiB
 //! (`TcpConfig::validate`), so the offsets always fit.
 
 /// Up to three `[start, end)` byte ranges, most relevant first.
