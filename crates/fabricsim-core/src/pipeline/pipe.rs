@@ -1,0 +1,131 @@
+//! One pipe: a packet-rate server with a queue in front and a fixed latency.
+//!
+//! ```text
+//!   offer ──> [ waiting queue (limit) ] ──> issue slot (busy ps) ──> delay line (latency) ──> out
+//! ```
+//!
+//! The pipe issues one packet at a time: a packet whose stages cost `c`
+//! passes holds the issue slot for `c / rate` seconds (its *busy* time), so
+//! the pipe forwards at most `rate / c` packets per second. A packet leaves
+//! `latency` (plus the latency of the stages it ran) after it was issued, never
+//! before the packet issued ahead of it. Packets that find the slot busy wait
+//! in a FIFO with its own limit; one that finds it full is dropped
+//! (`pipeline_queue_full`).
+//!
+//! The pipe is plain state: the simulation drives it (see `sim/pipeline.rs`)
+//! with at most one pending start event (for the head of the waiting queue)
+//! and one pending exit event (for the head of the delay line).
+
+use super::stage::Dir;
+use crate::ids::PacketId;
+use crate::units::SimTime;
+use std::collections::VecDeque;
+
+/// A packet inside a pipe, with what the pipe must remember about it.
+#[derive(Clone, Copy, Debug)]
+pub struct Held {
+    pub id: PacketId,
+    /// Local port it arrived on ([`crate::packet::LOCAL_PORT`] when sent by the host).
+    pub in_port: u16,
+    pub dir: Dir,
+    pub bytes: u32,
+    /// When it was offered to the pipe.
+    pub since: SimTime,
+}
+
+/// Counters of one pipe.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PipeStats {
+    pub offered: u64,
+    pub queue_drops: u64,
+    /// Packets issued (whatever the stages decided).
+    pub issued: u64,
+    pub busy_ps: u64,
+    pub wait_sum_ps: u128,
+    pub wait_max_ps: u64,
+    pub high_water_packets: u64,
+    pub high_water_bytes: u64,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Pipe {
+    waiting: VecDeque<Held>,
+    waiting_bytes: u64,
+    line: VecDeque<(SimTime, Held)>,
+    /// When the issue slot is free again.
+    pub free_at: SimTime,
+    last_exit: SimTime,
+    /// A start event for the head of the waiting queue is pending.
+    pub start_pending: bool,
+    pub stats: PipeStats,
+}
+
+impl Pipe {
+    /// Whether a packet offered now is issued at once.
+    #[inline]
+    pub fn can_issue(&self, now: SimTime) -> bool {
+        self.waiting.is_empty() && self.free_at <= now
+    }
+
+    /// Queues a packet that cannot be issued now, within the limits; `false`
+    /// if the queue is full.
+    pub fn wait(&mut self, h: Held, max_packets: u64, max_bytes: u64) -> bool {
+        if self.waiting.len() as u64 >= max_packets || self.waiting_bytes + h.bytes as u64 > max_bytes {
+            self.stats.queue_drops += 1;
+            return false;
+        }
+        self.waiting.push_back(h);
+        self.waiting_bytes += h.bytes as u64;
+        self.stats.high_water_packets = self.stats.high_water_packets.max(self.waiting.len() as u64);
+        self.stats.high_water_bytes = self.stats.high_water_bytes.max(self.waiting_bytes);
+        true
+    }
+
+    /// The head of the waiting queue, taken out to be issued.
+    pub fn next_waiting(&mut self) -> Option<Held> {
+        let h = self.waiting.pop_front()?;
+        self.waiting_bytes -= h.bytes as u64;
+        Some(h)
+    }
+
+    pub fn has_waiting(&self) -> bool {
+        !self.waiting.is_empty()
+    }
+
+    /// Issues a packet at `now`, holding the slot for `busy`; returns when it
+    /// leaves (`latency` after issue, not before the previous one).
+    pub fn issue(&mut self, h: &Held, now: SimTime, busy: SimTime, latency: SimTime) -> SimTime {
+        let wait = (now - h.since).0;
+        self.stats.issued += 1;
+        self.stats.busy_ps += busy.0;
+        self.stats.wait_sum_ps += wait as u128;
+        self.stats.wait_max_ps = self.stats.wait_max_ps.max(wait);
+        self.free_at = now + busy;
+        let exit = (now + latency).max(self.last_exit);
+        self.last_exit = exit;
+        exit
+    }
+
+    /// Puts an issued packet on the delay line; `true` if it is now its head
+    /// (an exit event must be scheduled).
+    pub fn hold(&mut self, exit: SimTime, h: Held) -> bool {
+        self.line.push_back((exit, h));
+        self.line.len() == 1
+    }
+
+    /// Takes the head of the delay line; returns it and the next head's exit time.
+    pub fn leave(&mut self) -> (Held, Option<SimTime>) {
+        let (_, h) = self.line.pop_front().expect("exit from an empty pipe");
+        (h, self.line.front().map(|x| x.0))
+    }
+
+    /// Packets inside the pipe (waiting or on the delay line).
+    pub fn held_packets(&self) -> usize {
+        self.waiting.len() + self.line.len()
+    }
+
+    /// Waiting packets and bytes (the queue's occupancy).
+    pub fn queue(&self) -> (u64, u64) {
+        (self.waiting.len() as u64, self.waiting_bytes)
+    }
+}
