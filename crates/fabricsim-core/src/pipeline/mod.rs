@@ -18,7 +18,8 @@
 //!    [`Pipe::can_issue`], run [`Pipeline::process`] (the stages' decisions and
 //!    the packet's cost) and [`Pipe::issue`] it; otherwise [`Pipe::wait`];
 //! 3. when the pipe's slot frees ([`Pipe::free_at`]), issue the next waiting
-//!    packet the same way; a packet leaves at the time `issue` returned.
+//!    packet the same way; a packet the stages kept leaves at
+//!    [`Pipe::exit_time`].
 //!
 //! Stages see the packet and a [`Ctx`] (time, port, direction, inner 5-tuple,
 //! connection), may rewrite packet fields (DSCP, class, colour, size and VNI

@@ -31,6 +31,8 @@ pub struct Held {
     pub bytes: u32,
     /// When it was offered to the pipe.
     pub since: SimTime,
+    /// It waited in the queue before it was issued.
+    pub waited: bool,
 }
 
 /// Counters of one pipe.
@@ -92,15 +94,20 @@ impl Pipe {
         !self.waiting.is_empty()
     }
 
-    /// Issues a packet at `now`, holding the slot for `busy`; returns when it
-    /// leaves (`latency` after issue, not before the previous one).
-    pub fn issue(&mut self, h: &Held, now: SimTime, busy: SimTime, latency: SimTime) -> SimTime {
+    /// Issues a packet at `now`, holding the slot for `busy`.
+    pub fn issue(&mut self, h: &mut Held, now: SimTime, busy: SimTime) {
         let wait = (now - h.since).0;
+        h.waited = wait > 0;
         self.stats.issued += 1;
         self.stats.busy_ps += busy.0;
         self.stats.wait_sum_ps += wait as u128;
         self.stats.wait_max_ps = self.stats.wait_max_ps.max(wait);
         self.free_at = now + busy;
+    }
+
+    /// When a packet issued at `now` with `latency` leaves: never before the
+    /// packet issued ahead of it.
+    pub fn exit_time(&mut self, now: SimTime, latency: SimTime) -> SimTime {
         let exit = (now + latency).max(self.last_exit);
         self.last_exit = exit;
         exit
