@@ -46,7 +46,7 @@ impl Lpm {
         for (i, p) in cfg.prefixes.iter().enumerate() {
             table.push(Prefix::parse(p, &format!("{path}.prefixes[{i}]"))?);
         }
-        table.sort_by(|a, b| b.len.cmp(&a.len));
+        table.sort_by_key(|p| std::cmp::Reverse(p.len));
         Ok(Lpm { table, field: cfg.field, miss: cfg.miss })
     }
 

@@ -13,6 +13,11 @@ use crate::pipeline::port_pipes;
 use crate::stats::{Column, Table};
 use std::collections::BTreeMap;
 
+/// (node, port, class, input (-1: local), group, packets, bytes, share).
+type ShareRow = (u32, u32, u8, i64, u32, u64, u64, f64);
+/// (node, port, class, inputs, share_min, share_max, jain).
+type FairRow = (u32, u32, u8, u32, f64, f64, f64);
+
 impl Simulation {
     /// Installs the arbiter of every switch whose `arbitration` asks for one.
     pub(super) fn setup_arbitration(&mut self, sc: &Scenario) -> Result<(), ConfigError> {
@@ -46,9 +51,8 @@ impl Simulation {
     /// and bytes sent, share of the port's bytes) and the `fairness` table (per
     /// egress port and class: inputs, smallest and largest share, Jain's index).
     pub(super) fn arbitration_outputs(&self, tables: &mut BTreeMap<String, Table>) {
-        // (node, port, class, input (-1: local), group, packets, bytes, share)
-        let mut rows: Vec<(u32, u32, u8, i64, u32, u64, u64, f64)> = Vec::new();
-        let mut fair: Vec<(u32, u32, u8, u32, f64, f64, f64)> = Vec::new();
+        let mut rows: Vec<ShareRow> = Vec::new();
+        let mut fair: Vec<FairRow> = Vec::new();
         for port in &self.ports {
             if self.nodes[port.node.idx()].kind != NodeKind::Switch {
                 continue;
