@@ -126,7 +126,9 @@ pub fn port_pipes(cfg: &PipelineConfig, ports: usize, path: &str) -> Result<Vec<
 pub struct Processed {
     /// Why a stage dropped it, if one did.
     pub drop: Option<DropReason>,
-    /// How long the packet holds the pipe's issue slot.
+    /// Its cost in milli-passes (base cost plus the stages it ran).
+    pub cost_milli: u64,
+    /// How long the packet holds the pipe's issue slot (the cost at the pipe's rate).
     pub busy: SimTime,
     /// Latency from issue to exit (the pipe's plus the stages').
     pub latency: SimTime,
@@ -253,7 +255,7 @@ impl Pipeline {
                 break;
             }
         }
-        Processed { drop, busy: self.busy_time(milli), latency }
+        Processed { drop, cost_milli: milli, busy: self.busy_time(milli), latency }
     }
 }
 
