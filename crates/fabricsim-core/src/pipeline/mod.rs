@@ -7,16 +7,18 @@
 //! issues packets at a packet-rate capacity (`rate_pps` passes per second)
 //! and adds a fixed latency. A packet costs `base_cost` passes plus the cost
 //! of every stage it runs, so a pipe whose enabled features cost more than
-//! its capacity forwards below line rate; the excess waits in the pipe's
-//! queue and is dropped there when the queue is full (`pipeline_queue_full`),
-//! whatever port it came from.
+//! its capacity forwards below line rate; the excess waits in per-port queues
+//! in front of the pipe, served in round robin, and is dropped there when its
+//! port's queue is full (`pipeline_queue_full`): every port of an overloaded
+//! pipe is slowed, whether it enabled a feature or not.
 //!
 //! Using a pipeline (the simulation's glue is `sim/pipeline.rs`):
 //!
 //! 1. [`Pipeline::build`] from a [`PipelineConfig`] once the device's ports exist;
 //! 2. for each packet, pick its pipe with [`Pipeline::pipe_of`]; if
 //!    [`Pipe::can_issue`], run [`Pipeline::process`] (the stages' decisions and
-//!    the packet's cost) and [`Pipe::issue`] it; otherwise [`Pipe::wait`];
+//!    the packet's cost) and [`Pipe::issue`] it; otherwise [`Pipe::wait`] in
+//!    the port's slot ([`Pipeline::slot_of`]);
 //! 3. when the pipe's slot frees ([`Pipe::free_at`]), issue the next waiting
 //!    packet the same way; a packet the stages kept leaves at
 //!    [`Pipe::exit_time`].
@@ -76,10 +78,10 @@ pub struct PipelineConfig {
     /// Fixed latency of a pass through a pipe.
     #[serde(default)]
     pub latency_ps: u64,
-    /// Limit of each pipe's waiting queue in packets (`None`: no limit).
+    /// Limit of each port's waiting queue in front of its pipe, in packets (`None`: no limit).
     #[serde(default = "default_queue_packets")]
     pub queue_packets: Option<u64>,
-    /// Limit of each pipe's waiting queue in bytes (`None`: no limit).
+    /// Limit of each port's waiting queue in bytes (`None`: no limit).
     #[serde(default)]
     pub queue_bytes: Option<u64>,
     /// The device's cost (passes) of each stage kind, for stages that give none.
@@ -140,6 +142,8 @@ pub struct Pipeline {
     pub stages: Vec<Stage>,
     pub pipes: Vec<Pipe>,
     port_pipe: Vec<u16>,
+    /// Per port: its input slot in its pipe (the host's slot is the last).
+    port_slot: Vec<u16>,
     rate_pps: u64,
     base_milli: u32,
     latency: SimTime,
@@ -179,10 +183,20 @@ impl Pipeline {
             stages.push(Stage::build(s, &format!("{path}.stages[{i}]"), &env)?);
         }
         let pipes = cfg.pipes as usize;
+        let mut count = vec![0u16; pipes];
+        let port_slot: Vec<u16> = port_pipe
+            .iter()
+            .map(|&p| {
+                count[p as usize] += 1;
+                count[p as usize] - 1
+            })
+            .collect();
         Ok(Pipeline {
             stages,
-            pipes: (0..pipes).map(|_| Pipe::default()).collect(),
+            // One slot per port of the pipe, plus one for packets the host sends.
+            pipes: count.iter().map(|&n| Pipe::new(n as usize + 1)).collect(),
             port_pipe,
+            port_slot,
             rate_pps: cfg.rate_pps,
             base_milli: stage::milli_passes(cfg.base_cost, &format!("{path}.base_cost"))?,
             latency: SimTime(cfg.latency_ps),
@@ -219,12 +233,23 @@ impl Pipeline {
         self.port_pipe.get(p).copied().unwrap_or(0) as usize
     }
 
+    /// Input slot of local port `port` in its pipe (packets sent by the host
+    /// have the last slot of port 0's pipe).
+    #[inline]
+    pub fn slot_of(&self, port: u16) -> usize {
+        if port == LOCAL_PORT {
+            self.pipes[self.pipe_of(port)].slots() - 1
+        } else {
+            self.port_slot[port as usize] as usize
+        }
+    }
+
     /// The pipe of each port.
     pub fn port_pipe(&self) -> &[u16] {
         &self.port_pipe
     }
 
-    /// Waiting-queue limits (packets, bytes).
+    /// Limits of each port's waiting queue (packets, bytes).
     pub fn limits(&self) -> (u64, u64) {
         (self.max_packets, self.max_bytes)
     }

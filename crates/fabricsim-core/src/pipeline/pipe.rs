@@ -1,7 +1,10 @@
-//! One pipe: a packet-rate server with a queue in front and a fixed latency.
+//! One pipe: a packet-rate server fed by per-port waiting queues, with a
+//! fixed latency.
 //!
 //! ```text
-//!   offer ──> [ waiting queue (limit) ] ──> issue slot (busy ps) ──> delay line (latency) ──> out
+//!   port a ──> [ queue a (limit) ] ─┐
+//!   port b ──> [ queue b (limit) ] ─┼─ round robin ──> issue slot (busy ps) ──> delay line (latency) ──> out
+//!   host   ──> [ queue   (limit) ] ─┘
 //! ```
 //!
 //! The pipe issues one packet at a time: a packet whose stages cost `c`
@@ -9,12 +12,16 @@
 //! the pipe forwards at most `rate / c` packets per second. A packet leaves
 //! `latency` (plus the latency of the stages it ran) after it was issued, never
 //! before the packet issued ahead of it. Packets that find the slot busy wait
-//! in a FIFO with its own limit; one that finds it full is dropped
-//! (`pipeline_queue_full`).
+//! in their port's FIFO, each with its own limit; one that finds its queue
+//! full is dropped (`pipeline_queue_full`). When the slot frees, the pipe
+//! takes the next packet from the ports with waiting packets in turn (packet
+//! round robin), as an ingress scheduler does between the ports of a pipe:
+//! backlogged ports get equal packet rates, `rate / (sum of their packets'
+//! costs)` each, whatever their own line rate.
 //!
 //! The pipe is plain state: the simulation drives it (see `sim/pipeline.rs`)
-//! with at most one pending start event (for the head of the waiting queue)
-//! and one pending exit event (for the head of the delay line).
+//! with at most one pending start event (for the next packet to issue) and
+//! one pending exit event (for the head of the delay line).
 
 use super::stage::Dir;
 use crate::ids::PacketId;
@@ -51,47 +58,78 @@ pub struct PipeStats {
 
 #[derive(Clone, Debug, Default)]
 pub struct Pipe {
-    waiting: VecDeque<Held>,
+    /// Per input slot (a port of the pipe, or the host): its waiting packets.
+    queues: Vec<VecDeque<Held>>,
+    queue_bytes: Vec<u64>,
+    /// Slots with waiting packets, in service order.
+    active: VecDeque<u16>,
+    waiting: u64,
     waiting_bytes: u64,
     line: VecDeque<(SimTime, Held)>,
     /// When the issue slot is free again.
     pub free_at: SimTime,
     last_exit: SimTime,
-    /// A start event for the head of the waiting queue is pending.
+    /// A start event for the next waiting packet is pending.
     pub start_pending: bool,
     pub stats: PipeStats,
 }
 
 impl Pipe {
+    /// A pipe with `slots` input slots.
+    pub fn new(slots: usize) -> Pipe {
+        Pipe {
+            queues: (0..slots).map(|_| VecDeque::new()).collect(),
+            queue_bytes: vec![0; slots],
+            ..Default::default()
+        }
+    }
+
     /// Whether a packet offered now is issued at once.
     #[inline]
     pub fn can_issue(&self, now: SimTime) -> bool {
-        self.waiting.is_empty() && self.free_at <= now
+        self.waiting == 0 && self.free_at <= now
     }
 
-    /// Queues a packet that cannot be issued now, within the limits; `false`
-    /// if the queue is full.
-    pub fn wait(&mut self, h: Held, max_packets: u64, max_bytes: u64) -> bool {
-        if self.waiting.len() as u64 >= max_packets || self.waiting_bytes + h.bytes as u64 > max_bytes {
+    /// Queues a packet that cannot be issued now in input slot `slot`, within
+    /// that slot's limits; `false` if its queue is full.
+    pub fn wait(&mut self, slot: usize, h: Held, max_packets: u64, max_bytes: u64) -> bool {
+        let q = &mut self.queues[slot];
+        if q.len() as u64 >= max_packets || self.queue_bytes[slot] + h.bytes as u64 > max_bytes {
             self.stats.queue_drops += 1;
             return false;
         }
-        self.waiting.push_back(h);
+        if q.is_empty() {
+            self.active.push_back(slot as u16);
+        }
+        q.push_back(h);
+        self.queue_bytes[slot] += h.bytes as u64;
+        self.waiting += 1;
         self.waiting_bytes += h.bytes as u64;
-        self.stats.high_water_packets = self.stats.high_water_packets.max(self.waiting.len() as u64);
+        self.stats.high_water_packets = self.stats.high_water_packets.max(self.waiting);
         self.stats.high_water_bytes = self.stats.high_water_bytes.max(self.waiting_bytes);
         true
     }
 
-    /// The head of the waiting queue, taken out to be issued.
+    /// The next waiting packet (round robin over the slots), taken out to be issued.
     pub fn next_waiting(&mut self) -> Option<Held> {
-        let h = self.waiting.pop_front()?;
+        let slot = self.active.pop_front()? as usize;
+        let h = self.queues[slot].pop_front().expect("an active slot has a packet");
+        if !self.queues[slot].is_empty() {
+            self.active.push_back(slot as u16);
+        }
+        self.queue_bytes[slot] -= h.bytes as u64;
+        self.waiting -= 1;
         self.waiting_bytes -= h.bytes as u64;
         Some(h)
     }
 
     pub fn has_waiting(&self) -> bool {
-        !self.waiting.is_empty()
+        self.waiting > 0
+    }
+
+    /// Number of input slots.
+    pub fn slots(&self) -> usize {
+        self.queues.len()
     }
 
     /// Issues a packet at `now`, holding the slot for `busy`.
@@ -128,11 +166,11 @@ impl Pipe {
 
     /// Packets inside the pipe (waiting or on the delay line).
     pub fn held_packets(&self) -> usize {
-        self.waiting.len() + self.line.len()
+        self.waiting as usize + self.line.len()
     }
 
-    /// Waiting packets and bytes (the queue's occupancy).
+    /// Waiting packets and bytes (the queues' occupancy).
     pub fn queue(&self) -> (u64, u64) {
-        (self.waiting.len() as u64, self.waiting_bytes)
+        (self.waiting, self.waiting_bytes)
     }
 }

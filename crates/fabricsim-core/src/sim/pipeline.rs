@@ -177,6 +177,7 @@ impl Simulation {
         let mut h = Held { id, in_port, dir, bytes, since: now, waited: false };
         let dev = &mut self.pipeline.devices[d as usize];
         let p = dev.pipeline.pipe_of(in_port);
+        let slot = dev.pipeline.slot_of(in_port);
         let (max_packets, max_bytes) = dev.pipeline.limits();
         let g = dev.first_pipe + p as u32;
         let pipe = &mut dev.pipeline.pipes[p];
@@ -187,7 +188,7 @@ impl Simulation {
             }
             return;
         }
-        if !pipe.wait(h, max_packets, max_bytes) {
+        if !pipe.wait(slot, h, max_packets, max_bytes) {
             let node = dev.node;
             self.drop_packet(node, drop_port(in_port), id, DropReason::PipelineQueueFull);
             return;
