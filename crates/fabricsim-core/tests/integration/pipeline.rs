@@ -370,3 +370,32 @@ fn pipelines_are_deterministic() {
     };
     assert_eq!(run(), run());
 }
+
+#[test]
+fn tcp_runs_through_nic_pipelines_with_tunnels_and_connection_tracking() {
+    // Both NICs encapsulate, decapsulate and track connections in hardware
+    // whose pipe is slow enough to queue (20 Mpps); the switch matches the VNI.
+    let out = run_json(
+        r#"{"duration_ps": 1000000000000, "seed": 1,
+        "network": {
+          "switch": {"pipeline": {"rate_pps": 1000000000000, "stages": [{"kind": "vni_match", "vnis": [7]}]}},
+          "host": {"pipeline": {"rate_pps": 20000000, "latency_ps": 500000, "stages": [
+              {"kind": "vxlan_decap", "direction": "rx"},
+              {"kind": "conntrack", "table_size": 16},
+              {"kind": "vxlan_encap", "vni": 7, "direction": "tx"}]}}},
+        "topology": {"kind": "star", "hosts": 2, "link": {"rate_bps": 100000000000, "delay_ps": 1000000}},
+        "traffic": [{"kind": "tcp_bulk", "src": ["h0"], "dst": "h1", "bytes": 2000000}]}"#,
+    );
+    assert!(flag(&out, "conservation_ok") && flag(&out, "drained"));
+    assert!(i64_col(&out, "flows", "fct_ps")[0] > 0, "the transfer completes");
+    assert!(i64_col(&out, "flows", "bytes_delivered")[0] > 2_000_000);
+    // One connection per NIC, seen both ways.
+    for host in [1, 2] {
+        assert_eq!(counter(&out, host, "conntrack", "inserted"), 1);
+        assert_eq!(counter(&out, host, "conntrack", "replied"), 1);
+    }
+    let encapsulated =
+        counter(&out, 1, "vxlan_encap", "encapsulated") + counter(&out, 2, "vxlan_encap", "encapsulated");
+    assert_eq!(counter(&out, 0, "vni_match", "hits"), encapsulated);
+    assert_eq!(drops(&out, "vni_miss"), 0);
+}
