@@ -329,6 +329,10 @@ pub struct UdpConfig {
     /// UDP destination port seen by match-action stages (default 5001).
     #[serde(default)]
     pub dst_port: Option<u16>,
+    /// Each source starts at `start_ps` plus a uniform random offset below
+    /// this (traffic generators' ports are not phase-locked); 0: all at once.
+    #[serde(default)]
+    pub start_jitter_ps: u64,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -354,6 +358,10 @@ pub struct BurstConfig {
     /// UDP destination port seen by match-action stages (default 5001).
     #[serde(default)]
     pub dst_port: Option<u16>,
+    /// Each source starts at `start_ps` plus a uniform random offset below
+    /// this (traffic generators' ports are not phase-locked); 0: all at once.
+    #[serde(default)]
+    pub start_jitter_ps: u64,
 }
 
 fn default_frame() -> u32 {

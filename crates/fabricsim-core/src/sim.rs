@@ -304,10 +304,16 @@ impl Simulation {
         }
         let path = format!("traffic[{i}]");
         let host = |name: &str, field: &str| resolve_host(index, graph, name, &format!("{path}.{field}"));
-        let (kind, name, srcs, dst, class, frame, dscp, dport) = match t {
-            TrafficConfig::UdpCbr(u) => (0u32, &u.name, &u.src, &u.dst, u.class, u.frame_bytes, u.dscp, u.dst_port),
-            TrafficConfig::UdpPoisson(u) => (1, &u.name, &u.src, &u.dst, u.class, u.frame_bytes, u.dscp, u.dst_port),
-            TrafficConfig::Burst(b) => (2, &b.name, &b.src, &b.dst, b.class, b.frame_bytes, b.dscp, b.dst_port),
+        let (kind, name, srcs, dst, class, frame, dscp, dport, jitter) = match t {
+            TrafficConfig::UdpCbr(u) => {
+                (0u32, &u.name, &u.src, &u.dst, u.class, u.frame_bytes, u.dscp, u.dst_port, u.start_jitter_ps)
+            }
+            TrafficConfig::UdpPoisson(u) => {
+                (1, &u.name, &u.src, &u.dst, u.class, u.frame_bytes, u.dscp, u.dst_port, u.start_jitter_ps)
+            }
+            TrafficConfig::Burst(b) => {
+                (2, &b.name, &b.src, &b.dst, b.class, b.frame_bytes, b.dscp, b.dst_port, b.start_jitter_ps)
+            }
             TrafficConfig::TcpBulk(_)
             | TrafficConfig::TcpIncast(_)
             | TrafficConfig::TcpFlows(_)
@@ -380,6 +386,11 @@ impl Simulation {
                 | TrafficConfig::RdmaWrite(_) => {
                     unreachable!("TCP and RDMA traffic is added by add_tcp_traffic / add_roce_traffic")
                 }
+            };
+            let start = if jitter > 0 {
+                start + RandomStream::new(self.seed, "start-jitter", sid.0 as u64).below(jitter)
+            } else {
+                start
             };
             let stop = SimTime(stop.min(self.duration.0));
             let hash = mix64(mix64(src.0 as u64) ^ mix64((dst.0 as u64) << 20) ^ mix64(0x11_0000 + flow.0 as u64));

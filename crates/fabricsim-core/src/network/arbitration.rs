@@ -2,7 +2,8 @@
 //! divided among many congested inputs.
 //!
 //! - `fifo` (default): one queue per class; inputs share the port in the order
-//!   the buffer admitted their packets.
+//!   the buffer admitted their packets (with `input_queue_bytes`, each input's
+//!   bytes in the queue are counted and limited).
 //! - `round_robin`: one sub-queue per input port in each class, served packet
 //!   by packet in turn: backlogged inputs get equal packet rates.
 //! - `hierarchical`: inputs are grouped (by default the device's pipes, see
@@ -27,11 +28,13 @@ use crate::error::ConfigError;
 use serde::Deserialize;
 
 /// Resolved `arbitration` of a switch.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ArbitrationConfig {
-    #[default]
-    Fifo,
+    Fifo {
+        #[serde(default)]
+        input_queue_bytes: Option<u64>,
+    },
     RoundRobin {
         #[serde(default)]
         input_queue_bytes: Option<u64>,
@@ -48,9 +51,17 @@ pub enum ArbitrationConfig {
     },
 }
 
+impl Default for ArbitrationConfig {
+    fn default() -> Self {
+        ArbitrationConfig::Fifo { input_queue_bytes: None }
+    }
+}
+
 /// An arbiter ready to install on the device's ports.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Arbiter {
+    /// Per-input sub-queues in round robin (`false`: one FIFO counting each input's bytes).
+    pub round_robin: bool,
     /// Group of each input port.
     pub group: Vec<u16>,
     /// Per input sub-queue byte limit (`u64::MAX`: none).
@@ -59,7 +70,7 @@ pub struct Arbiter {
 
 impl ArbitrationConfig {
     /// The arbiter for a device with `ports` ports; `pipes` is the pipe of
-    /// each port when the device has a pipeline. `None` for `fifo`.
+    /// each port when the device has a pipeline. `None` for a plain `fifo`.
     pub fn arbiter(&self, ports: usize, pipes: Option<&[u16]>, path: &str) -> Result<Option<Arbiter>, ConfigError> {
         let limit = |l: &Option<u64>| -> Result<u64, ConfigError> {
             match *l {
@@ -69,9 +80,12 @@ impl ArbitrationConfig {
             }
         };
         match self {
-            ArbitrationConfig::Fifo => Ok(None),
+            ArbitrationConfig::Fifo { input_queue_bytes: None } => Ok(None),
+            ArbitrationConfig::Fifo { input_queue_bytes } => {
+                Ok(Some(Arbiter { round_robin: false, group: vec![0; ports], input_limit: limit(input_queue_bytes)? }))
+            }
             ArbitrationConfig::RoundRobin { input_queue_bytes } => {
-                Ok(Some(Arbiter { group: vec![0; ports], input_limit: limit(input_queue_bytes)? }))
+                Ok(Some(Arbiter { round_robin: true, group: vec![0; ports], input_limit: limit(input_queue_bytes)? }))
             }
             ArbitrationConfig::Hierarchical { input_queue_bytes, groups, port_group } => {
                 let group = match (port_group, groups, pipes) {
@@ -102,7 +116,7 @@ impl ArbitrationConfig {
                         ))
                     }
                 };
-                Ok(Some(Arbiter { group, input_limit: limit(input_queue_bytes)? }))
+                Ok(Some(Arbiter { round_robin: true, group, input_limit: limit(input_queue_bytes)? }))
             }
         }
     }

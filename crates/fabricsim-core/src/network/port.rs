@@ -12,6 +12,8 @@
 //!
 //! **Queue disciplines** (within a class):
 //! - FIFO (default).
+//! - FIFO with per-input accounting (`FifoInputs`): the same order, plus the
+//!   bytes each input has queued (for an input limit) and sent.
 //! - Per-ingress sub-queues served packet by packet in round robin, used by
 //!   VOQ devices and by input arbitration (`network/arbitration.rs`): the
 //!   sub-queue of ingress port `i` in class `c` of this port is the virtual
@@ -60,7 +62,34 @@ impl SchedulerConfig {
 #[derive(Debug)]
 pub enum ClassQueue {
     Fifo(VecDeque<(PacketId, u32)>),
+    FifoInputs(FifoInputs),
     PerIngress(SubQueues),
+}
+
+/// A FIFO that also counts, per input, the bytes queued and sent.
+#[derive(Debug, Default)]
+pub struct FifoInputs {
+    q: VecDeque<(PacketId, u32, u16)>,
+    bytes: Vec<u64>,
+    /// Per input (the last is the node's own packets): packets and bytes sent.
+    pub tx_packets: Vec<u64>,
+    pub tx_bytes: Vec<u64>,
+}
+
+impl FifoInputs {
+    fn new(inputs: usize) -> FifoInputs {
+        FifoInputs {
+            q: VecDeque::new(),
+            bytes: vec![0; inputs + 1],
+            tx_packets: vec![0; inputs + 1],
+            tx_bytes: vec![0; inputs + 1],
+        }
+    }
+
+    #[inline]
+    fn index(&self, in_port: u16) -> usize {
+        (in_port as usize).min(self.bytes.len() - 1)
+    }
 }
 
 /// Per-ingress sub-queues of one class, served in packet round robin over
@@ -117,6 +146,7 @@ impl ClassQueue {
     pub fn len(&self) -> usize {
         match self {
             ClassQueue::Fifo(q) => q.len(),
+            ClassQueue::FifoInputs(f) => f.q.len(),
             ClassQueue::PerIngress(s) => s.len,
         }
     }
@@ -130,6 +160,11 @@ impl ClassQueue {
     fn push(&mut self, pkt: PacketId, bytes: u32, in_port: u16) {
         match self {
             ClassQueue::Fifo(q) => q.push_back((pkt, bytes)),
+            ClassQueue::FifoInputs(f) => {
+                let i = f.index(in_port);
+                f.bytes[i] += bytes as u64;
+                f.q.push_back((pkt, bytes, i as u16));
+            }
             ClassQueue::PerIngress(s) => {
                 let i = s.index(in_port);
                 if s.subs[i].is_empty() {
@@ -150,6 +185,14 @@ impl ClassQueue {
     fn pop(&mut self) -> Option<(PacketId, u32)> {
         match self {
             ClassQueue::Fifo(q) => q.pop_front(),
+            ClassQueue::FifoInputs(f) => {
+                let (pkt, b, i) = f.q.pop_front()?;
+                let i = i as usize;
+                f.bytes[i] -= b as u64;
+                f.tx_packets[i] += 1;
+                f.tx_bytes[i] += b as u64;
+                Some((pkt, b))
+            }
             ClassQueue::PerIngress(s) => {
                 let g = s.active.pop_front()? as usize;
                 let i = s.members[g].pop_front().expect("an active group has a member") as usize;
@@ -175,6 +218,7 @@ impl ClassQueue {
     fn front_bytes(&self) -> Option<u32> {
         match self {
             ClassQueue::Fifo(q) => q.front().map(|x| x.1),
+            ClassQueue::FifoInputs(f) => f.q.front().map(|x| x.1),
             ClassQueue::PerIngress(s) => s
                 .active
                 .front()
@@ -300,12 +344,23 @@ impl Port {
         self.input_limit = limit;
     }
 
-    /// Whether the sub-queue of `in_port` in `class` can take `bytes` more
-    /// under the input limit (always true for FIFO classes).
+    /// FIFO classes that count each input's bytes, each input holding at
+    /// most `limit` bytes. Must be called while the port is empty.
+    pub fn use_fifo_inputs(&mut self, inputs: usize, limit: u64) {
+        assert!(self.is_empty() && self.is_idle());
+        for q in &mut self.queues {
+            *q = ClassQueue::FifoInputs(FifoInputs::new(inputs));
+        }
+        self.input_limit = limit;
+    }
+
+    /// Whether the queue of `class` can take `bytes` more from `in_port`
+    /// under the input limit (always true for plain FIFO classes).
     #[inline]
     pub fn input_has_room(&self, class: u8, in_port: u16, bytes: u32) -> bool {
         match &self.queues[class as usize] {
             ClassQueue::Fifo(_) => true,
+            ClassQueue::FifoInputs(f) => f.bytes[f.index(in_port)] + bytes as u64 <= self.input_limit,
             ClassQueue::PerIngress(s) => s.bytes[s.index(in_port)] + bytes as u64 <= self.input_limit,
         }
     }

@@ -92,14 +92,13 @@ pub struct PipelineConfig {
     pub stages: Vec<serde_json::Value>,
 }
 
-/// The pipe of each of `ports` ports under `cfg`.
+/// The pipe of each of `ports` ports under `cfg`. Without `port_pipe` the
+/// ports are split into `pipes` equal contiguous blocks; a device with fewer
+/// ports than pipes (a preset on a small switch) has one pipe per port.
 pub fn port_pipes(cfg: &PipelineConfig, ports: usize, path: &str) -> Result<Vec<u16>, ConfigError> {
     let pipes = cfg.pipes as usize;
-    if pipes == 0 || pipes > ports.max(1) {
-        return Err(ConfigError::new(
-            format!("{path}.pipes"),
-            format!("must be between 1 and the device's port count {ports} (got {pipes})"),
-        ));
+    if pipes == 0 || pipes > u16::MAX as usize {
+        return Err(ConfigError::new(format!("{path}.pipes"), format!("must be between 1 and 65535 (got {pipes})")));
     }
     match &cfg.port_pipe {
         Some(map) => {
@@ -119,7 +118,10 @@ pub fn port_pipes(cfg: &PipelineConfig, ports: usize, path: &str) -> Result<Vec<
             }
             Ok(map.clone())
         }
-        None => Ok((0..ports).map(|p| (p * pipes / ports) as u16).collect()),
+        None => {
+            let pipes = pipes.min(ports.max(1));
+            Ok((0..ports).map(|p| (p * pipes / ports) as u16).collect())
+        }
     }
 }
 
@@ -182,7 +184,10 @@ impl Pipeline {
         for (i, s) in cfg.stages.iter().enumerate() {
             stages.push(Stage::build(s, &format!("{path}.stages[{i}]"), &env)?);
         }
-        let pipes = cfg.pipes as usize;
+        let pipes = match cfg.port_pipe {
+            Some(_) => cfg.pipes as usize,
+            None => (cfg.pipes as usize).min(ports.max(1)),
+        };
         let mut count = vec![0u16; pipes];
         let port_slot: Vec<u16> = port_pipe
             .iter()
@@ -298,6 +303,10 @@ mod tests {
         assert_eq!(port_pipes(&c, 8, "p").unwrap(), vec![0, 0, 1, 1, 2, 2, 3, 3]);
         let c = cfg(r#"{"pipes": 2, "port_pipe": [1, 0, 1], "rate_pps": 1}"#);
         assert_eq!(port_pipes(&c, 3, "p").unwrap(), vec![1, 0, 1]);
+        // Fewer ports than pipes: one pipe per port.
+        let c = cfg(r#"{"pipes": 4, "rate_pps": 1}"#);
+        assert_eq!(port_pipes(&c, 2, "p").unwrap(), vec![0, 1]);
+        assert_eq!(Pipeline::build(&c, 2, 1, true, "p").unwrap().pipes.len(), 2);
         let e = port_pipes(&cfg(r#"{"pipes": 2, "port_pipe": [2, 0, 1], "rate_pps": 1}"#), 3, "p").unwrap_err();
         assert_eq!(e.path, "p.port_pipe[0]");
     }

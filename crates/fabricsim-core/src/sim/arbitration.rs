@@ -39,9 +39,17 @@ impl Simulation {
             let Some(arb) = cfg.arbitration.arbiter(ports, pipes.as_deref(), &format!("{path}.arbitration"))? else {
                 continue;
             };
+            // VOQ devices keep their per-ingress sub-queues; a FIFO arbiter only sets their limit.
+            let voq = node.buffer.per_ingress_queues();
             for l in 0..node.num_ports {
-                let pid = node.port(l);
-                self.ports[pid.idx()].use_input_groups(ports, &arb.group, arb.input_limit);
+                let port = &mut self.ports[node.port(l).idx()];
+                if voq && !arb.round_robin {
+                    port.input_limit = arb.input_limit;
+                } else if arb.round_robin {
+                    port.use_input_groups(ports, &arb.group, arb.input_limit);
+                } else {
+                    port.use_fifo_inputs(ports, arb.input_limit);
+                }
             }
         }
         Ok(())
@@ -58,20 +66,25 @@ impl Simulation {
                 continue;
             }
             for (c, q) in port.queues.iter().enumerate() {
-                let ClassQueue::PerIngress(s) = q else { continue };
-                let total: u64 = s.tx_bytes.iter().sum();
+                let (tx_packets, tx_bytes, groups) = match q {
+                    ClassQueue::PerIngress(s) => (&s.tx_packets, &s.tx_bytes, Some(s.groups())),
+                    ClassQueue::FifoInputs(f) => (&f.tx_packets, &f.tx_bytes, None),
+                    ClassQueue::Fifo(_) => continue,
+                };
+                let total: u64 = tx_bytes.iter().sum();
                 if total == 0 {
                     continue;
                 }
-                let local = s.tx_bytes.len() - 1;
+                let local = tx_bytes.len() - 1;
                 let mut shares = Vec::new();
-                for (i, (&p, &b)) in s.tx_packets.iter().zip(&s.tx_bytes).enumerate() {
+                for (i, (&p, &b)) in tx_packets.iter().zip(tx_bytes).enumerate() {
                     if p == 0 {
                         continue;
                     }
                     let share = b as f64 / total as f64;
                     let input = if i == local { -1 } else { i as i64 };
-                    rows.push((port.node.0, port.local as u32, c as u8, input, s.groups()[i] as u32, p, b, share));
+                    let group = groups.map_or(0, |g| g[i] as u32);
+                    rows.push((port.node.0, port.local as u32, c as u8, input, group, p, b, share));
                     shares.push(share);
                 }
                 let min = shares.iter().copied().fold(f64::INFINITY, f64::min);

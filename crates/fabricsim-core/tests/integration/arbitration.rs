@@ -109,3 +109,36 @@ fn hierarchical_groups_default_to_the_pipes_of_the_pipeline() {
     let groups = i64_col(&out, "arbitration", "group");
     assert!(groups.iter().all(|&g| g <= 1));
 }
+
+#[test]
+fn a_fifo_with_input_limits_shares_max_min_fairly() {
+    // One FIFO per port, but each input may hold at most 30 kB of it: the
+    // light input gets its demand, the backlogged ones split the rest evenly.
+    let loads = [0.1, 1.0, 1.0, 1.0, 1.0, 1.0];
+    let out = fan_in(r#"{"kind": "fifo", "input_queue_bytes": 30000}"#, loads);
+    assert_close(&shares(&out), &max_min(&loads, 1.0), 0.004);
+    let reasons = super::pipeline::cat_col(&out, "drops", "reason");
+    assert!(reasons.iter().all(|r| r == "input_queue_limit"), "{reasons:?}");
+    assert_eq!(i64_col(&out, "arbitration", "group"), vec![0; 6]);
+}
+
+#[test]
+fn start_jitter_offsets_each_source_within_the_bound() {
+    let run = |seed: u64| {
+        let out = run_json(&format!(
+            r#"{{"duration_ps": 10000000, "seed": {seed},
+            "topology": {{"kind": "star", "hosts": 5, "link": {{"rate_bps": 10000000000, "delay_ps": 0}}}},
+            "traffic": [{{"kind": "udp_cbr", "src": ["h1", "h2", "h3", "h4"], "dst": "h0", "load": 0.1,
+                         "start_ps": 1000, "start_jitter_ps": 500000, "max_frames": 1}}]}}"#
+        ));
+        i64_col(&out, "flows", "start_ps")
+    };
+    let starts = run(1);
+    assert!(starts.iter().all(|&s| (1000..501_000).contains(&s)), "{starts:?}");
+    let mut distinct = starts.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 4, "{starts:?}");
+    assert_eq!(run(1), starts, "the same seed gives the same offsets");
+    assert_ne!(run(2), starts);
+}

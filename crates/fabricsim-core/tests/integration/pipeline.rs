@@ -356,8 +356,10 @@ fn bad_pipeline_settings_name_the_field() {
     assert_eq!(e.path, "network.switch.pipeline.stages[0].rules[0].src");
     let e = err(r#"{"rate_pps": 1, "stages": [{"kind": "acl", "ports": [5], "rules": []}]}"#);
     assert_eq!(e.path, "network.switch.pipeline.stages[0].ports[0]");
-    let e = err(r#"{"rate_pps": 1, "pipes": 3}"#);
+    let e = err(r#"{"rate_pps": 1, "pipes": 0}"#);
     assert_eq!(e.path, "network.switch.pipeline.pipes");
+    let e = err(r#"{"rate_pps": 1, "pipes": 2, "port_pipe": [0, 2]}"#);
+    assert_eq!(e.path, "network.switch.pipeline.port_pipe[1]");
     let e = err(r#"{"rate_pps": 0}"#);
     assert_eq!(e.path, "network.switch.pipeline.rate");
 }
