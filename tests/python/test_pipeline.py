@@ -173,3 +173,50 @@ def test_shipped_feature_scenarios_write_their_tables_and_report(core, tmp_path)
     assert "<h2>Pipelines</h2>" in page and "<h2>Fairness</h2>" in page
     again = fabricsim.Result.read(tmp_path)
     assert again.source_shares.equals(result.source_shares)
+
+
+def _pipe_md1(load: float, seconds: str) -> tuple[float, float]:
+    """Mean wait and utilization of a 10 Mpps pipe (S = 100 ns) fed Poisson arrivals at ``load``."""
+    sc = fabricsim.from_dict({
+        "name": f"pipe-md1-{load}", "seed": 5, "duration": seconds,
+        "network": {"switch": {"latency": "0ns", "buffer": {"model": "static", "port_size": "1GB"},
+                               "pipeline": {"rate": "10Mpps", "queue_packets": None}}},
+        "topology": {"kind": "star", "hosts": 2, "link": {"rate": "1Tbps", "delay": "0ns"}},
+        "traffic": [{"kind": "udp_poisson", "src": "h0", "dst": "h1",
+                     "rate": str(int(load * 10e6 * 1020 * 8)), "frame_size": "1000B"}],
+        "stats": {"queue_sample_interval": "0s"},
+    })
+    pipes = fabricsim.run(sc).pipes.row(0, named=True)
+    return pipes["wait_mean_ps"], pipes["utilization"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("load", [0.3, 0.5, 0.7, 0.9])
+def test_pipe_queue_matches_md1_over_long_runs(core, load):
+    wq, util = _pipe_md1(load, "400ms")
+    theory = load * 100_000 / (2 * (1 - load))
+    assert wq == pytest.approx(theory, rel=0.02 if load < 0.9 else 0.05)
+    assert util == pytest.approx(load, rel=0.01)
+
+
+@pytest.mark.slow
+def test_forwarding_matches_the_pipe_closed_form_at_every_size(core):
+    sizes = [64, 82, 97, 98, 128, 256, 1518]
+    table = forwarding(ROOT / "scenarios" / "esg-acl.yaml", frame_sizes=sizes,
+                       devices=["trident3-like", "tomahawk-like"])
+    for row in table.iter_rows(named=True):
+        line = 100e9 / ((row["frame_bytes"] + 20) * 8)
+        if row["device"] == "trident3-like":
+            expected = 100.0
+        else:
+            per_port = 100 * min(1.0, 850e6 / 8 / line)
+            expected = (8 * per_port + 400) / 12
+        assert row["throughput_pct"] == pytest.approx(expected, abs=0.1), row
+
+
+@pytest.mark.slow
+def test_fairness_matches_the_closed_form_for_every_case(core):
+    _, summary = fairness(ROOT / "scenarios" / "esg-fairness.yaml", devices=["trident3-like", "tomahawk-like"])
+    assert summary.height == 18
+    assert summary["max_error"].max() < 0.002
+    assert (summary["jain"] - summary["expected_jain"]).abs().max() < 0.002
