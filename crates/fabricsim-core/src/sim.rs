@@ -744,13 +744,7 @@ impl Simulation {
         }
         match self.nodes[node.idx()].kind {
             NodeKind::Host => self.host_receive(node, ingress, id),
-            NodeKind::Switch => {
-                let pkt = self.pool.get(id);
-                match self.routing.route(node.idx(), pkt.dst.idx(), pkt.hash) {
-                    Some(out) => self.enqueue(node, out, id, Some(ingress), Some(rate)),
-                    None => self.drop_packet(node, ingress as u32, id, DropReason::NoRoute),
-                }
-            }
+            NodeKind::Switch => self.switch_forward(node, ingress, rate, id),
         }
     }
 
@@ -769,10 +763,11 @@ impl Simulation {
         }
     }
 
-    /// A packet received by switch `node` on local port `ingress` goes to the egress port its route picks.
-    fn switch_forward(&mut self, node: NodeId, ingress: u16, id: PacketId) {
+    /// A packet received by switch `node` on local port `ingress` (a link of
+    /// `rate`) goes to the egress port its route picks.
+    #[inline]
+    fn switch_forward(&mut self, node: NodeId, ingress: u16, rate: Rate, id: PacketId) {
         let pkt = self.pool.get(id);
-        let rate = self.ports[self.nodes[node.idx()].port(ingress).idx()].rate;
         match self.routing.route(node.idx(), pkt.dst.idx(), pkt.hash) {
             Some(out) => self.enqueue(node, out, id, Some(ingress), Some(rate)),
             None => self.drop_packet(node, ingress as u32, id, DropReason::NoRoute),

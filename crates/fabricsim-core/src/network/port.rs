@@ -12,8 +12,9 @@
 //!
 //! **Queue disciplines** (within a class):
 //! - FIFO (default).
-//! - FIFO with per-input accounting (`FifoInputs`): the same order, plus the
-//!   bytes each input has queued (for an input limit) and sent.
+//! - FIFO with per-input accounting (per-ingress sub-queues in arrival-order
+//!   mode): the same order as a FIFO, plus the bytes each input has queued
+//!   (for an input limit) and sent.
 //! - Per-ingress sub-queues served packet by packet in round robin, used by
 //!   VOQ devices and by input arbitration (`network/arbitration.rs`): the
 //!   sub-queue of ingress port `i` in class `c` of this port is the virtual
@@ -62,34 +63,7 @@ impl SchedulerConfig {
 #[derive(Debug)]
 pub enum ClassQueue {
     Fifo(VecDeque<(PacketId, u32)>),
-    FifoInputs(FifoInputs),
     PerIngress(SubQueues),
-}
-
-/// A FIFO that also counts, per input, the bytes queued and sent.
-#[derive(Debug, Default)]
-pub struct FifoInputs {
-    q: VecDeque<(PacketId, u32, u16)>,
-    bytes: Vec<u64>,
-    /// Per input (the last is the node's own packets): packets and bytes sent.
-    pub tx_packets: Vec<u64>,
-    pub tx_bytes: Vec<u64>,
-}
-
-impl FifoInputs {
-    fn new(inputs: usize) -> FifoInputs {
-        FifoInputs {
-            q: VecDeque::new(),
-            bytes: vec![0; inputs + 1],
-            tx_packets: vec![0; inputs + 1],
-            tx_bytes: vec![0; inputs + 1],
-        }
-    }
-
-    #[inline]
-    fn index(&self, in_port: u16) -> usize {
-        (in_port as usize).min(self.bytes.len() - 1)
-    }
 }
 
 /// Per-ingress sub-queues of one class, served in packet round robin over
@@ -109,6 +83,9 @@ pub struct SubQueues {
     /// Per sub-queue: packets and bytes that left it (started transmission).
     pub tx_packets: Vec<u64>,
     pub tx_bytes: Vec<u64>,
+    /// Arrival-order mode: one FIFO of `(packet, bytes, sub-queue)` instead of
+    /// round robin (the sub-queues only count bytes).
+    order: Option<VecDeque<(PacketId, u32, u16)>>,
 }
 
 impl SubQueues {
@@ -127,6 +104,7 @@ impl SubQueues {
             len: 0,
             tx_packets: vec![0; inputs + 1],
             tx_bytes: vec![0; inputs + 1],
+            order: None,
         }
     }
 
@@ -146,7 +124,6 @@ impl ClassQueue {
     pub fn len(&self) -> usize {
         match self {
             ClassQueue::Fifo(q) => q.len(),
-            ClassQueue::FifoInputs(f) => f.q.len(),
             ClassQueue::PerIngress(s) => s.len,
         }
     }
@@ -160,13 +137,14 @@ impl ClassQueue {
     fn push(&mut self, pkt: PacketId, bytes: u32, in_port: u16) {
         match self {
             ClassQueue::Fifo(q) => q.push_back((pkt, bytes)),
-            ClassQueue::FifoInputs(f) => {
-                let i = f.index(in_port);
-                f.bytes[i] += bytes as u64;
-                f.q.push_back((pkt, bytes, i as u16));
-            }
             ClassQueue::PerIngress(s) => {
                 let i = s.index(in_port);
+                if let Some(order) = &mut s.order {
+                    order.push_back((pkt, bytes, i as u16));
+                    s.bytes[i] += bytes as u64;
+                    s.len += 1;
+                    return;
+                }
                 if s.subs[i].is_empty() {
                     let g = s.group[i] as usize;
                     if s.members[g].is_empty() {
@@ -185,15 +163,16 @@ impl ClassQueue {
     fn pop(&mut self) -> Option<(PacketId, u32)> {
         match self {
             ClassQueue::Fifo(q) => q.pop_front(),
-            ClassQueue::FifoInputs(f) => {
-                let (pkt, b, i) = f.q.pop_front()?;
-                let i = i as usize;
-                f.bytes[i] -= b as u64;
-                f.tx_packets[i] += 1;
-                f.tx_bytes[i] += b as u64;
-                Some((pkt, b))
-            }
             ClassQueue::PerIngress(s) => {
+                if let Some(order) = &mut s.order {
+                    let (pkt, b, i) = order.pop_front()?;
+                    let i = i as usize;
+                    s.bytes[i] -= b as u64;
+                    s.tx_packets[i] += 1;
+                    s.tx_bytes[i] += b as u64;
+                    s.len -= 1;
+                    return Some((pkt, b));
+                }
                 let g = s.active.pop_front()? as usize;
                 let i = s.members[g].pop_front().expect("an active group has a member") as usize;
                 let head = s.subs[i].pop_front();
@@ -218,7 +197,7 @@ impl ClassQueue {
     fn front_bytes(&self) -> Option<u32> {
         match self {
             ClassQueue::Fifo(q) => q.front().map(|x| x.1),
-            ClassQueue::FifoInputs(f) => f.q.front().map(|x| x.1),
+            ClassQueue::PerIngress(s) if s.order.is_some() => s.order.as_ref().and_then(|o| o.front()).map(|x| x.1),
             ClassQueue::PerIngress(s) => s
                 .active
                 .front()
@@ -349,7 +328,9 @@ impl Port {
     pub fn use_fifo_inputs(&mut self, inputs: usize, limit: u64) {
         assert!(self.is_empty() && self.is_idle());
         for q in &mut self.queues {
-            *q = ClassQueue::FifoInputs(FifoInputs::new(inputs));
+            let mut s = SubQueues::new(inputs, &[]);
+            s.order = Some(VecDeque::new());
+            *q = ClassQueue::PerIngress(s);
         }
         self.input_limit = limit;
     }
@@ -360,7 +341,6 @@ impl Port {
     pub fn input_has_room(&self, class: u8, in_port: u16, bytes: u32) -> bool {
         match &self.queues[class as usize] {
             ClassQueue::Fifo(_) => true,
-            ClassQueue::FifoInputs(f) => f.bytes[f.index(in_port)] + bytes as u64 <= self.input_limit,
             ClassQueue::PerIngress(s) => s.bytes[s.index(in_port)] + bytes as u64 <= self.input_limit,
         }
     }
@@ -534,6 +514,21 @@ mod tests {
         assert_eq!(order, vec![0, 20, 10, 21, 1, 22, 11, 23]);
         let ClassQueue::PerIngress(s) = &p.queues[0] else { panic!() };
         assert_eq!((s.tx_packets[0], s.tx_packets[1], s.tx_packets[2]), (2, 2, 4));
+    }
+
+    #[test]
+    fn fifo_inputs_keep_arrival_order_and_count_each_input() {
+        let mut p = port(1);
+        p.use_fifo_inputs(2, 250);
+        p.push_from(0, PacketId(0), 100, 1);
+        p.push_from(0, PacketId(1), 100, 0);
+        p.push_from(0, PacketId(2), 100, 1);
+        assert!(!p.input_has_room(0, 1, 100) && p.input_has_room(0, 0, 100));
+        let order: Vec<u32> = std::iter::from_fn(|| p.pop().map(|x| x.1 .0)).collect();
+        assert_eq!(order, vec![0, 1, 2]);
+        let ClassQueue::PerIngress(s) = &p.queues[0] else { panic!() };
+        assert_eq!((s.tx_packets[0], s.tx_packets[1]), (1, 2));
+        assert!(p.input_has_room(0, 1, 200));
     }
 
     #[test]

@@ -66,11 +66,8 @@ impl Simulation {
                 continue;
             }
             for (c, q) in port.queues.iter().enumerate() {
-                let (tx_packets, tx_bytes, groups) = match q {
-                    ClassQueue::PerIngress(s) => (&s.tx_packets, &s.tx_bytes, Some(s.groups())),
-                    ClassQueue::FifoInputs(f) => (&f.tx_packets, &f.tx_bytes, None),
-                    ClassQueue::Fifo(_) => continue,
-                };
+                let ClassQueue::PerIngress(s) = q else { continue };
+                let (tx_packets, tx_bytes, groups) = (&s.tx_packets, &s.tx_bytes, s.groups());
                 let total: u64 = tx_bytes.iter().sum();
                 if total == 0 {
                     continue;
@@ -83,7 +80,7 @@ impl Simulation {
                     }
                     let share = b as f64 / total as f64;
                     let input = if i == local { -1 } else { i as i64 };
-                    let group = groups.map_or(0, |g| g[i] as u32);
+                    let group = groups[i] as u32;
                     rows.push((port.node.0, port.local as u32, c as u8, input, group, p, b, share));
                     shares.push(share);
                 }

@@ -269,7 +269,10 @@ impl Simulation {
             pkt.first_bit += now - h.since;
         }
         match (n.kind, h.dir) {
-            (NodeKind::Switch, _) => self.switch_forward(node, h.in_port, h.id),
+            (NodeKind::Switch, _) => {
+                let rate = self.ports[n.port(h.in_port).idx()].rate;
+                self.switch_forward(node, h.in_port, rate, h.id)
+            }
             (NodeKind::Host, Dir::Rx) => self.host_receive(node, h.in_port, h.id),
             (NodeKind::Host, Dir::Tx) => self.host_send(node, h.id),
         }

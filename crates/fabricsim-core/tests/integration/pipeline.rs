@@ -325,6 +325,22 @@ fn pipe_latency_adds_exactly_once() {
 }
 
 #[test]
+fn cut_through_counts_the_pipe_delay_from_the_header() {
+    // Cut-through without a pipeline: 1 us + 500 ns + 816 ns + 1 us = 3.316 us
+    // (timing.rs). An idle pipe with 100 ns of latency delays the header by
+    // exactly that much; the frame stays cut through.
+    let out = run_json(
+        r#"{"duration_ps": 100000000, "seed": 1,
+        "network": {"switch": {"forwarding": "cut_through", "latency_ps": 500000,
+            "pipeline": {"rate_pps": 1000000000, "latency_ps": 100000, "stages": [{"kind": "acl", "rules": []}]}}},
+        "topology": {"kind": "star", "hosts": 2, "link": {"rate_bps": 10000000000, "delay_ps": 1000000}},
+        "traffic": [{"kind": "udp_cbr", "src": ["h0"], "dst": "h1", "rate_bps": 1000000000,
+                     "frame_bytes": 1000, "max_frames": 1}]}"#,
+    );
+    assert_eq!(i64_col(&out, "flows", "latency_max_ps")[0], 3_316_000 + 100_000);
+}
+
+#[test]
 fn packets_inside_pipes_count_when_the_run_stops() {
     let out = run_json(
         r#"{"duration_ps": 20000000, "drain": false, "seed": 1,
