@@ -258,7 +258,7 @@ class MacRewrite(_Stage):
 
 
 FullPolicy = Literal["drop", "evict_lru", "early_drop"]
-S = 1_000_000_000_000
+_SECOND = 1_000_000_000_000
 
 
 class Conntrack(_Stage):
@@ -270,10 +270,10 @@ class Conntrack(_Stage):
     table_size: int = Field(ge=1, le=2**32 - 2)
     full_policy: Annotated[FullPolicy, one_of(FullPolicy)] = "drop"
     insert_cost: Passes = 0.0
-    tcp_unreplied_timeout: Duration = 120 * S
-    tcp_replied_timeout: Duration = 432_000 * S
-    udp_unreplied_timeout: Duration = 30 * S
-    udp_replied_timeout: Duration = 120 * S
+    tcp_unreplied_timeout: Duration = 120 * _SECOND
+    tcp_replied_timeout: Duration = 432_000 * _SECOND
+    udp_unreplied_timeout: Duration = 30 * _SECOND
+    udp_replied_timeout: Duration = 120 * _SECOND
 
     def to_resolved(self) -> dict[str, Any]:
         return self._resolved(
