@@ -1,7 +1,9 @@
 //! End-to-end behaviour of the core, one module per topic.
 
+mod arbitration;
 mod conservation;
 mod determinism;
+mod pipeline;
 mod roce;
 mod shared_buffer;
 mod switch_buffers;
