@@ -58,6 +58,9 @@ pub struct Packet {
     /// A spare word for transport use (TCP: the last SACK edge of an ACK).
     /// It fits in what would be padding: the packet does not grow.
     pub aux: u32,
+    /// TCP: the receive window an ACK advertises, in units of the
+    /// receiver's window scale (RFC 7323); 0 when the window is fixed.
+    pub wnd: u16,
     /// When the source created the packet.
     pub created: SimTime,
     /// When its first bit reached the current node (for cut-through).
@@ -111,6 +114,7 @@ impl Packet {
             ts: now,
             ts_echo: SimTime::ZERO,
             aux: 0,
+            wnd: 0,
             created: now,
             first_bit: now,
             enqueued: now,
@@ -129,8 +133,8 @@ impl Packet {
     }
 }
 
-// The packet slab's memory per packet in flight: 104 bytes (97 bytes of
-// fields, 8-byte aligned). TCP's `aux` word takes 4 of the 7 spare bytes.
+// The packet slab's memory per packet in flight: 104 bytes (99 bytes of
+// fields, 8-byte aligned). TCP's `aux` word and `wnd` take 6 of the 7 spare bytes.
 const _: () = assert!(std::mem::size_of::<Packet>() <= 104);
 
 /// `Packet::vni` of a packet that is not tunnelled.

@@ -720,6 +720,11 @@ impl Simulation {
         if more {
             self.start_next(pid, now);
         }
+        // A host's NIC completed a data segment charged to TCP Small Queues.
+        let pkt = self.pool.get(id);
+        if pkt.flags & transport::FLAG_TSQ != 0 && pkt.kind == PacketKind::Tcp {
+            self.tcp_tx_complete(id);
+        }
     }
 
     fn on_arrive(&mut self, cid: ChannelId) {
@@ -796,6 +801,9 @@ impl Simulation {
     /// The one place where packets are dropped.
     fn drop_packet(&mut self, node: NodeId, port: u32, id: PacketId, reason: DropReason) {
         let pkt = *self.pool.get(id);
+        if pkt.flags & transport::FLAG_TSQ != 0 && pkt.kind == PacketKind::Tcp {
+            self.tcp_tx_complete(id);
+        }
         self.drops.record(node.0, port, pkt.class, reason, pkt.size as u64);
         if pkt.flow != CONTROL_FLOW {
             let f = &mut self.flows[pkt.flow.idx()];

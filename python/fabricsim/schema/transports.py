@@ -2,9 +2,10 @@
 
 from typing import Annotated, Any, Literal, Optional
 
-from pydantic import Field, model_validator
+from pydantic import Field, PlainSerializer, PlainValidator, model_validator
 
-from fabricsim.schema._base import Duration, Model, Overhead, Rate, Size, Time, issues_error, one_of
+from fabricsim import units
+from fabricsim.schema._base import Duration, Model, Overhead, Rate, Size, Time, issues_error, one_of, show
 
 __all__ = ["Dcqcn", "DelayedAck", "Roce", "Tcp"]
 
@@ -14,6 +15,47 @@ HystartKind = Literal["off", "classic", "hystart++"]
 CubicFlavor = Literal["linux", "rfc9438"]
 RtoFormula = Literal["linux", "rfc6298"]
 SsthreshFrom = Literal["flight", "pipe", "cwnd"]
+PacingMode = Literal["off", "fixed", "internal", "fq"]
+
+
+def _ratio(value: Any) -> float:
+    """A ratio written as a percentage (``"120%"``) or a positive fraction."""
+    if isinstance(value, str):
+        fraction = units.parse_percent(value)
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        fraction = float(value)
+    else:
+        raise ValueError(f"expected a percentage like '120%', got {show(value)}")
+    if not fraction > 0:
+        raise ValueError(f"must be > 0% (got {show(value)})")
+    return fraction
+
+
+Ratio = Annotated[float, PlainValidator(_ratio), PlainSerializer(units.format_percent, return_type=str)]
+"""A ratio such as a pacing ratio, written like ``120%``."""
+
+
+def _three_sizes(value: Any) -> list[int]:
+    """``tcp_rmem``/``tcp_wmem``: min, default and max, sizes with units."""
+    if isinstance(value, str):
+        value = value.split()
+    if not isinstance(value, list) or len(value) != 3:
+        raise ValueError(f"expected [min, default, max] (three sizes), got {show(value)}")
+    sizes = []
+    for item in value:
+        if isinstance(item, bool):
+            raise ValueError(f"expected a size, got {show(item)}")
+        sizes.append(item if isinstance(item, int) else units.parse_size(item))
+    lo, default, hi = sizes
+    if not 0 < lo <= default <= hi:
+        raise ValueError(f"needs 0 < min <= default <= max, got {show(value)}")
+    return sizes
+
+
+BufferSizes = Annotated[
+    list[int], PlainValidator(_three_sizes), PlainSerializer(lambda v: [units.format_size(x) for x in v])
+]
+"""Three sizes: min, default, max (as the ``tcp_rmem`` and ``tcp_wmem`` sysctls)."""
 
 #: Defaults that depend on ``tcp.profile`` (the core holds the same table,
 #: ``transport/tcp/config.rs``). ``hystart`` is ``classic`` only for CUBIC;
@@ -34,6 +76,10 @@ TCP_PROFILES: dict[str, dict[str, Any]] = {
         "ssthresh_from": "cwnd",
         "cwnd_validation": True,
         "loss_timer_slack": 2_000_000_000,
+        "gso_max_size": 65_536,
+        "tsq": True,
+        "wmem": [4096, 16_384, 4_194_304],
+        "rcv_autotune": True,
     },
     "rfc": {
         "cc": "newreno",
@@ -50,9 +96,15 @@ TCP_PROFILES: dict[str, dict[str, Any]] = {
         "ssthresh_from": "flight",
         "cwnd_validation": False,
         "loss_timer_slack": 0,
+        "gso_max_size": 0,
+        "tsq": False,
+        "wmem": None,
+        "rcv_autotune": False,
     },
 }
 _NEEDS_SACK = ("dsack", "rack", "tlp", "prr")
+#: Profile defaults where ``None`` is a value ("no limit"), not "unset".
+_NONE_IS_VALUE = ("wmem",)
 
 
 class DelayedAck(Model):
@@ -70,7 +122,16 @@ class Tcp(Model):
     baseline without SACK (NewReno recovery). Both: initial window 10, minimum
     RTO 200 ms, delayed ACKs every 2 segments or 40 ms after a 16-segment
     quick-ACK start, timestamps (52 B of IP + TCP headers), 6 MiB receive
-    window. After validation every field holds its value."""
+    window. After validation every field holds its value.
+
+    The ``linux`` profile's sending host is Linux's too (docs/models/tcp-host.md):
+    TSO bursts sized by ``tcp_tso_autosize`` (``gso_max_size``,
+    ``min_tso_segs``, ``tso_rtt_log``), TCP Small Queues (``tsq``,
+    ``limit_output_bytes`` = ``tcp_limit_output_bytes``), a send buffer
+    autotuned within ``wmem`` (``tcp_wmem``) and receive-window autotuning
+    within ``rmem`` (``tcp_rmem``, ``tcp_moderate_rcvbuf``); pacing is off
+    (``pacing``) as on a host without ``fq``. A fixed ``rwnd`` (or ``sndbuf``)
+    is a socket buffer set by the application, which turns autotuning off."""
 
     profile: Annotated[TcpProfileName, one_of(TcpProfileName)] = "linux"
     cc: Optional[Annotated[CongestionControl, one_of(CongestionControl)]] = None
@@ -79,7 +140,12 @@ class Tcp(Model):
     l2_header: Overhead = 18
     min_frame: Overhead = 64
     init_cwnd: int = Field(default=10, ge=1)
-    rwnd: Size = 6 * 1024 * 1024
+    rwnd: Optional[Size] = None
+    rcv_autotune: Optional[bool] = None
+    rmem: BufferSizes = Field(default_factory=lambda: [4096, 131_072, 6_291_456])
+    rcv_scaling_ratio: Ratio = 0.5
+    wmem: Optional[BufferSizes] = None
+    sndbuf: Optional[Size] = None
     min_rto: Time = 200_000_000_000
     initial_rto: Duration = 10**12
     max_rto: Duration = 120 * 10**12
@@ -90,6 +156,14 @@ class Tcp(Model):
     byte_counting: Optional[bool] = None
     dupack_threshold: int = Field(default=3, ge=1)
     pacing_rate: Optional[Rate] = None
+    pacing: Optional[Annotated[PacingMode, one_of(PacingMode)]] = None
+    pacing_ss_ratio: Ratio = 2.0
+    pacing_ca_ratio: Ratio = 1.2
+    gso_max_size: Optional[Size] = None
+    min_tso_segs: int = Field(default=2, ge=1)
+    tso_rtt_log: int = Field(default=9, ge=0, le=31)
+    tsq: Optional[bool] = None
+    limit_output_bytes: Size = 4 << 20
     sack: Optional[bool] = None
     dsack: Optional[bool] = None
     rack: Optional[bool] = None
@@ -119,15 +193,31 @@ class Tcp(Model):
             self.cc = defaults["cc"]
         if self.sack is None:
             self.sack = defaults["sack"]
+        explicit = self.model_fields_set
         for name, value in defaults.items():
-            if getattr(self, name) is not None:
+            if getattr(self, name) is not None or (name in _NONE_IS_VALUE and name in explicit):
                 continue
+            if name == "rcv_autotune":
+                # A fixed window is a locked receive buffer (SO_RCVBUF).
+                value = value and self.rwnd is None
+            elif name == "wmem" and self.sndbuf is not None:
+                value = None
             if name in _NEEDS_SACK:
                 value = value and self.sack
             elif name == "hystart" and value == "classic" and self.cc != "cubic":
                 value = "off"
             setattr(self, name, value)
+        if self.rwnd is None:
+            self.rwnd = 6 * 1024 * 1024
+        if self.pacing is None:
+            self.pacing = "off" if self.pacing_rate is None else ("internal" if self.profile == "linux" else "fixed")
         issues = []
+        if self.pacing == "fixed" and self.pacing_rate is None:
+            issues.append(("pacing", "'fixed' needs a pacing_rate"))
+        if self.rcv_autotune and self.rmem[2] * self.rcv_scaling_ratio < self.mtu - self.header:
+            issues.append(("rmem", "the largest receive buffer must hold at least one segment"))
+        if not 0 < self.rcv_scaling_ratio < 1:
+            issues.append(("rcv_scaling_ratio", "must be between 0% and 100%"))
         if not self.sack:
             issues += [(n, "needs sack: true (without SACK the sender uses NewReno recovery)") for n in _NEEDS_SACK if getattr(self, n)]
         if self.hystart == "classic" and self.cc != "cubic":
@@ -146,6 +236,11 @@ class Tcp(Model):
             "min_frame_bytes": self.min_frame,
             "init_cwnd_segments": self.init_cwnd,
             "rwnd_bytes": self.rwnd,
+            "rcv_autotune": self.rcv_autotune,
+            "rmem": self.rmem,
+            "rcv_scaling_ratio": max(1, min(255, round(self.rcv_scaling_ratio * 256))),
+            "wmem": self.wmem,
+            "sndbuf_bytes": self.sndbuf,
             "min_rto_ps": self.min_rto,
             "initial_rto_ps": self.initial_rto,
             "max_rto_ps": self.max_rto,
@@ -158,6 +253,14 @@ class Tcp(Model):
             "byte_counting": self.byte_counting,
             "dupack_threshold": self.dupack_threshold,
             "pacing_bps": self.pacing_rate,
+            "pacing": self.pacing,
+            "pacing_ss_ratio_pct": round(self.pacing_ss_ratio * 100),
+            "pacing_ca_ratio_pct": round(self.pacing_ca_ratio * 100),
+            "gso_max_bytes": self.gso_max_size,
+            "min_tso_segs": self.min_tso_segs,
+            "tso_rtt_log": self.tso_rtt_log,
+            "tsq": self.tsq,
+            "limit_output_bytes": self.limit_output_bytes,
             "sack": self.sack,
             "dsack": self.dsack,
             "rack": self.rack,

@@ -5,8 +5,9 @@ receiver 50 ms apart (RTT) through one switch whose 10G egress port towards
 the receiver has a static buffer of ``buffer`` bytes; ``streams`` bulk TCP
 connections (iperf3 ``-P``), 9000 B MTU, for ``duration``. The sender's link is
 40G so that the switch port, not the sending host, is the bottleneck; the
-receive window is large enough never to limit (Linux hosts tuned for long
-paths).
+socket buffers are large enough never to limit (Linux hosts tuned for long
+paths, as iperf3 ``-w 512M`` sets them: a fixed receive window and send
+buffer).
 
 With a buffer well below the bandwidth-delay product (62.5 MB here), slow
 start overshoots and loses thousands of segments of one window. A NewReno
@@ -43,7 +44,7 @@ def long_rtt_scenario(
 ) -> dict[str, Any]:
     """The scenario of one case; ``cc`` overrides the profile's controller."""
     one_way = f"{rtt_ms / 4}ms"  # two links, each crossed twice per round trip
-    tcp: dict[str, Any] = {"profile": profile, "mtu": mtu, "rwnd": "512MB"}
+    tcp: dict[str, Any] = {"profile": profile, "mtu": mtu, "rwnd": "512MB", "sndbuf": "512MB"}
     if cc is not None:
         tcp["cc"] = cc
     return {

@@ -35,6 +35,8 @@ pub(super) struct TcpFlow {
     dst: NodeId,
     class: u8,
     hash: u64,
+    /// The receiver's window scale: ACKs carry `wnd >> wscale`.
+    wscale: u32,
     timer_gen: u32,
     timer_at: Option<SimTime>,
     incast: Option<u32>,
@@ -107,6 +109,10 @@ impl ThroughputBins {
 const FLAG_ECE: u8 = 4;
 const FLAG_CWR: u8 = 8;
 const FLAG_RETX: u8 = 16;
+/// Bit 7 of `flags`: a data segment charged to its sender's TCP Small
+/// Queues until it leaves the host (transmission completes at the NIC, it is
+/// dropped, or a delay line takes it over).
+pub(super) const FLAG_TSQ: u8 = 128;
 /// Bits 5-6 of `flags`: how many SACK blocks an ACK carries.
 const SACK_SHIFT: u8 = 5;
 const SACK_MASK: u8 = 3 << SACK_SHIFT;
@@ -137,7 +143,7 @@ fn pack_sack(p: &mut Packet, seg: &Segment) {
     p.flags |= (n as u8) << SACK_SHIFT;
 }
 
-fn packet_segment(p: &Packet) -> Segment {
+fn packet_segment(p: &Packet, wscale: u32) -> Segment {
     let kind = match p.flags & 3 {
         0 => SegKind::Syn,
         1 => SegKind::SynAck,
@@ -156,6 +162,8 @@ fn packet_segment(p: &Packet) -> Segment {
         ts_echo: p.ts_echo,
         retransmit: p.flags & FLAG_RETX != 0,
         sack: SackBlocks::EMPTY,
+        wnd: (p.wnd as u64) << wscale,
+        tsq: false,
     };
     let n = ((p.flags & SACK_MASK) >> SACK_SHIFT) as usize;
     if n > 0 {
@@ -219,6 +227,7 @@ impl Simulation {
         let flow = FlowId(self.flows.len() as u32);
         let c = &self.tcp_cfgs[cfg as usize];
         let conn = Connection::new(c, bytes.unwrap_or(u64::MAX), stop);
+        let wscale = c.rcv_wscale();
         let hash = mix64(mix64(src.0 as u64) ^ mix64((dst.0 as u64) << 20) ^ mix64(0x6_0000_0000 + flow.0 as u64));
         self.flows.push(FlowStats {
             name,
@@ -243,6 +252,7 @@ impl Simulation {
             dst,
             class,
             hash,
+            wscale,
             timer_gen: 0,
             timer_at: None,
             incast,
@@ -422,7 +432,7 @@ impl Simulation {
     pub(super) fn tcp_arrive(&mut self, node: NodeId, pkt: &Packet) {
         let t = self.flow_tcp[pkt.flow.idx()];
         let now = self.now;
-        let seg = packet_segment(pkt);
+        let seg = packet_segment(pkt, self.tcp[t as usize].wscale);
         let f = &mut self.tcp[t as usize];
         if node == f.dst {
             f.conn.receiver.on_segment(now, &seg, pkt.ecn == ECN_CE, &mut self.outbox);
@@ -457,6 +467,9 @@ impl Simulation {
             if seg.retransmit {
                 flags |= FLAG_RETX;
             }
+            if seg.tsq {
+                flags |= FLAG_TSQ;
+            }
             let frame = if seg.kind == SegKind::Ack {
                 cfg.ack_frame_bytes(seg.sack.len() as u32)
             } else {
@@ -470,6 +483,7 @@ impl Simulation {
                 ts: seg.ts,
                 ts_echo: seg.ts_echo,
                 ecn: if seg.ect { ECN_ECT } else { ECN_NOT_ECT },
+                wnd: (seg.wnd >> f.wscale).min(u16::MAX as u64) as u16,
                 ..Packet::new(f.flow, src, dst, frame, PacketKind::Tcp, f.class, hash, now)
             };
             pack_sack(&mut pkt, seg);
@@ -480,6 +494,19 @@ impl Simulation {
         self.outbox = out;
         self.tcp_rearm(t);
         self.tcp_check_complete(t);
+    }
+
+    /// A packet of flow `flow` charged to TCP Small Queues leaves its host's
+    /// accounting (transmission completed, dropped, or handed to a delay
+    /// line); `frame` is its size. A throttled sender wakes up now.
+    pub(super) fn tcp_tx_complete(&mut self, id: crate::ids::PacketId) {
+        let p = self.pool.get_mut(id);
+        p.flags &= !FLAG_TSQ;
+        let (flow, frame) = (p.flow, p.size as u64);
+        let t = self.flow_tcp[flow.idx()];
+        let now = self.now;
+        self.tcp[t as usize].conn.sender.on_tx_complete(now, frame);
+        self.tcp_rearm(t);
     }
 
     fn tcp_rearm(&mut self, t: u32) {

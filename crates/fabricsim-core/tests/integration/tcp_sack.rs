@@ -69,10 +69,13 @@ fn hystart_plus_plus_leaves_slow_start_before_a_deep_buffer_overflows() {
     // HyStart++ reacts; Conservative Slow Start then stays within the buffer.
     let run = |tcp: &str| one_flow(tcp, 4_000_000_000, 1_000_000_000, 250_000_000, 20_000_000, 40_000_000);
     for cc in ["cubic", "newreno"] {
-        let out = run(&format!(r#"{{"cc": "{cc}", "hystart": "hystart++", "rwnd_bytes": 100000000}}"#));
+        let out = run(&format!(
+            r#"{{"cc": "{cc}", "hystart": "hystart++", "rwnd_bytes": 100000000, "sndbuf_bytes": 100000000}}"#
+        ));
         assert_eq!(label(&out, "ss_exit_reason"), "hystart++", "{cc}");
         assert_eq!(int(&out, "packets_dropped"), 0, "{cc}");
-        let off = run(&format!(r#"{{"cc": "{cc}", "hystart": "off", "rwnd_bytes": 100000000}}"#));
+        let off =
+            run(&format!(r#"{{"cc": "{cc}", "hystart": "off", "rwnd_bytes": 100000000, "sndbuf_bytes": 100000000}}"#));
         assert_eq!(label(&off, "ss_exit_reason"), "loss", "{cc}");
         assert!(int(&off, "packets_dropped") > 100, "{cc}: the overshoot without HyStart");
         assert!(col(&off, "ss_exit_cwnd") > 5 * col(&out, "ss_exit_cwnd"));

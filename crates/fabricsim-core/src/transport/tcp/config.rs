@@ -78,6 +78,32 @@ pub enum SsthreshFrom {
     Cwnd,
 }
 
+/// How (and whether) a sender spaces its segments in time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Pacing {
+    /// No pacing: segments leave as fast as the window (and TCP Small
+    /// Queues) let them, as on a Linux host with `fq_codel` or `pfifo_fast`.
+    Off,
+    /// One frame time at `pacing_rate` between data segments (a constant
+    /// rate, whatever the window and RTT).
+    Fixed,
+    /// Linux internal pacing (`tcp_internal_pacing`, used without `fq`):
+    /// each TSO burst leaves `burst / sk_pacing_rate` after the previous one,
+    /// with `sk_pacing_rate = ratio x cwnd x MSS / SRTT` (capped by `pacing_rate`).
+    Internal,
+    /// The `fq` qdisc enforcing the same per-flow departure times (Linux's
+    /// early-departure-time model since 4.20 stamps them in TCP in both cases).
+    Fq,
+}
+
+impl Pacing {
+    /// Whether the rate follows cwnd / SRTT (`internal`, `fq`).
+    pub fn is_dynamic(self) -> bool {
+        matches!(self, Pacing::Internal | Pacing::Fq)
+    }
+}
+
 /// TCP parameters of one flow (resolved: integers in bytes and picoseconds).
 ///
 /// Deserialized through [`TcpConfigSpec`]: fields left out take the values of
@@ -114,8 +140,40 @@ pub struct TcpConfig {
     /// Appropriate byte counting (RFC 3465): growth by acknowledged bytes, not ACKs.
     pub byte_counting: bool,
     pub dupack_threshold: u32,
-    /// Pace data segments at this rate (bit/s of frames), if set.
+    /// `fixed` pacing: the rate (bit/s of frames); `internal`/`fq`: the
+    /// cap on `sk_pacing_rate` (Linux `SO_MAX_PACING_RATE`, fq's `maxrate`).
     pub pacing_bps: Option<u64>,
+    /// Pacing mode (see [`Pacing`]).
+    pub pacing: Pacing,
+    /// `sk_pacing_rate` in percent of cwnd / SRTT while `cwnd < ssthresh / 2`
+    /// (Linux `tcp_pacing_ss_ratio`) and otherwise (`tcp_pacing_ca_ratio`).
+    pub pacing_ss_ratio_pct: u32,
+    pub pacing_ca_ratio_pct: u32,
+    /// Largest TSO/GSO burst (`sk_gso_max_size`); 0: every segment its own
+    /// burst (no TSO sizing).
+    pub gso_max_bytes: u32,
+    /// Fewest segments per TSO burst (`tcp_min_tso_segs`).
+    pub min_tso_segs: u32,
+    /// The RTT allowance of a TSO burst halves every `2^tso_rtt_log` us of
+    /// minimum RTT (`tcp_tso_rtt_log`); 0 turns the allowance off.
+    pub tso_rtt_log: u32,
+    /// TCP Small Queues: bound the bytes a connection has below the socket
+    /// (qdisc, shaper, NIC queue) until their transmission completes.
+    pub tsq: bool,
+    /// `tcp_limit_output_bytes`: the TSQ bound of an unpaced connection.
+    pub limit_output_bytes: u64,
+    /// Receive buffer min / default / max (`tcp_rmem`).
+    pub rmem: [u64; 3],
+    /// Send buffer min / default / max (`tcp_wmem`); `None`: no send buffer limit.
+    pub wmem: Option<[u64; 3]>,
+    /// Receive-window autotuning (`tcp_moderate_rcvbuf` with buffers from
+    /// `rmem`); off: the window is `rwnd_bytes` (as a socket with `SO_RCVBUF`).
+    pub rcv_autotune: bool,
+    /// Fixed send buffer (a socket with `SO_SNDBUF`): caps the data outstanding.
+    pub sndbuf_bytes: Option<u64>,
+    /// Receive-window bytes per byte of buffer, in 256ths (Linux `scaling_ratio`,
+    /// 128 = 50% as `TCP_DEFAULT_SCALING_RATIO` and `tcp_adv_win_scale = 1`).
+    pub rcv_scaling_ratio: u32,
     /// Selective acknowledgments (RFC 2018) and SACK-based recovery (RFC 6675).
     pub sack: bool,
     /// Duplicate-SACK reports from the receiver (RFC 2883).
@@ -172,6 +230,19 @@ impl TcpConfig {
             byte_counting: linux,
             dupack_threshold: 3,
             pacing_bps: None,
+            pacing: Pacing::Off,
+            pacing_ss_ratio_pct: 200,
+            pacing_ca_ratio_pct: 120,
+            gso_max_bytes: if linux { 65_536 } else { 0 },
+            min_tso_segs: 2,
+            tso_rtt_log: 9,
+            tsq: linux,
+            limit_output_bytes: 4 << 20,
+            rmem: [4096, 131_072, 6_291_456],
+            wmem: linux.then_some([4096, 16_384, 4_194_304]),
+            rcv_autotune: linux,
+            sndbuf_bytes: None,
+            rcv_scaling_ratio: 128,
             sack: linux,
             dsack: linux,
             rack: linux,
@@ -212,6 +283,27 @@ impl TcpConfig {
         self.ecn || self.cc == CcKind::Dctcp
     }
 
+    /// The receiver's window scale (RFC 7323; Linux `tcp_select_initial_window`:
+    /// the smallest shift that fits the largest window in 16 bits, at most 14).
+    pub fn rcv_wscale(&self) -> u32 {
+        let space = if self.rcv_autotune { self.rmem[2] } else { self.rwnd_bytes };
+        let mut shift = 0;
+        while shift < 14 && (space >> shift) > 65_535 {
+            shift += 1;
+        }
+        shift
+    }
+
+    /// Receive-window bytes that `space` bytes of buffer hold (Linux `tcp_win_from_space`).
+    pub fn win_from_space(&self, space: u64) -> u64 {
+        space * self.rcv_scaling_ratio as u64 / 256
+    }
+
+    /// Buffer bytes needed for a window of `win` bytes (Linux `tcp_space_from_win`).
+    pub fn space_from_win(&self, win: u64) -> u64 {
+        win * 256 / self.rcv_scaling_ratio.max(1) as u64
+    }
+
     /// Checks ranges; `path` prefixes the field names in errors.
     pub fn validate(&self, path: &str) -> Result<(), ConfigError> {
         let err = |field: &str, msg: String| Err(ConfigError::new(format!("{path}.{field}"), msg));
@@ -243,6 +335,35 @@ impl TcpConfig {
         if self.pacing_bps == Some(0) {
             return err("pacing_rate", "must be positive".into());
         }
+        if self.pacing == Pacing::Fixed && self.pacing_bps.is_none() {
+            return err("pacing", "'fixed' needs a pacing_rate".into());
+        }
+        if self.pacing_ss_ratio_pct == 0 || self.pacing_ca_ratio_pct == 0 {
+            let field = if self.pacing_ss_ratio_pct == 0 { "pacing_ss_ratio" } else { "pacing_ca_ratio" };
+            return err(field, "must be > 0%".into());
+        }
+        if self.min_tso_segs == 0 {
+            return err("min_tso_segs", "must be >= 1".into());
+        }
+        if self.tso_rtt_log > 31 {
+            return err("tso_rtt_log", format!("must be 0..31 (got {})", self.tso_rtt_log));
+        }
+        for (field, v) in [("rmem", Some(self.rmem)), ("wmem", self.wmem)] {
+            if let Some([lo, def, hi]) = v {
+                if !(lo <= def && def <= hi) || lo == 0 {
+                    return err(field, format!("needs 0 < min <= default <= max (got {lo}, {def}, {hi})"));
+                }
+            }
+        }
+        if !(1..=255).contains(&self.rcv_scaling_ratio) {
+            return err("rcv_scaling_ratio", "must be in (0, 1) (1..255 256ths)".into());
+        }
+        if self.rcv_autotune && self.win_from_space(self.rmem[2]) < self.mss() as u64 {
+            return err("rmem", "the largest receive buffer must hold at least one segment".into());
+        }
+        if self.sndbuf_bytes.is_some_and(|b| b < self.mss() as u64) {
+            return err("sndbuf", "must hold at least one segment".into());
+        }
         if self.min_rto_ps > self.max_rto_ps {
             return err("min_rto", "must not exceed max_rto".into());
         }
@@ -259,11 +380,23 @@ impl TcpConfig {
                 format!("'classic' is part of CUBIC (cc is '{}'); use 'hystart++' or 'off'", self.cc.name()),
             );
         }
-        if self.sack && self.rwnd_bytes > i32::MAX as u64 {
+        if self.sack && self.rcv_autotune && self.win_from_space(self.rmem[2]) > i32::MAX as u64 {
+            return err("rmem", "the largest window must stay below 2 GiB with SACK (32-bit SACK offsets)".into());
+        }
+        if self.sack && !self.rcv_autotune && self.rwnd_bytes > i32::MAX as u64 {
             return err("rwnd", "must be below 2 GiB with SACK (SACK block edges travel as 32-bit offsets)".into());
         }
         Ok(())
     }
+}
+
+/// A field that tells "absent" (the profile's default) from JSON `null`.
+fn some_or_null<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d).map(Some)
 }
 
 /// The wire form of [`TcpConfig`]: every field optional; the profile fills the rest.
@@ -291,6 +424,21 @@ pub struct TcpConfigSpec {
     pub byte_counting: Option<bool>,
     pub dupack_threshold: Option<u32>,
     pub pacing_bps: Option<u64>,
+    pub pacing: Option<Pacing>,
+    pub pacing_ss_ratio_pct: Option<u32>,
+    pub pacing_ca_ratio_pct: Option<u32>,
+    pub gso_max_bytes: Option<u32>,
+    pub min_tso_segs: Option<u32>,
+    pub tso_rtt_log: Option<u32>,
+    pub tsq: Option<bool>,
+    pub limit_output_bytes: Option<u64>,
+    pub rmem: Option<[u64; 3]>,
+    /// `Some(None)` (JSON `null`) turns the send buffer limit off.
+    #[serde(default, deserialize_with = "some_or_null")]
+    pub wmem: Option<Option<[u64; 3]>>,
+    pub rcv_autotune: Option<bool>,
+    pub sndbuf_bytes: Option<u64>,
+    pub rcv_scaling_ratio: Option<u32>,
     pub sack: Option<bool>,
     pub dsack: Option<bool>,
     pub rack: Option<bool>,
@@ -332,6 +480,28 @@ impl From<TcpConfigSpec> for TcpConfig {
             byte_counting: s.byte_counting.unwrap_or(d.byte_counting),
             dupack_threshold: s.dupack_threshold.unwrap_or(d.dupack_threshold),
             pacing_bps: s.pacing_bps.or(d.pacing_bps),
+            // A rate alone asks for pacing: a constant rate in the RFC
+            // profile (as before), Linux's internal pacing capped at that
+            // rate in the Linux profile (what SO_MAX_PACING_RATE does).
+            pacing: s.pacing.unwrap_or(match (s.pacing_bps, d.profile) {
+                (None, _) => d.pacing,
+                (Some(_), TcpProfile::Linux) => Pacing::Internal,
+                (Some(_), TcpProfile::Rfc) => Pacing::Fixed,
+            }),
+            pacing_ss_ratio_pct: s.pacing_ss_ratio_pct.unwrap_or(d.pacing_ss_ratio_pct),
+            pacing_ca_ratio_pct: s.pacing_ca_ratio_pct.unwrap_or(d.pacing_ca_ratio_pct),
+            gso_max_bytes: s.gso_max_bytes.unwrap_or(d.gso_max_bytes),
+            min_tso_segs: s.min_tso_segs.unwrap_or(d.min_tso_segs),
+            tso_rtt_log: s.tso_rtt_log.unwrap_or(d.tso_rtt_log),
+            tsq: s.tsq.unwrap_or(d.tsq),
+            limit_output_bytes: s.limit_output_bytes.unwrap_or(d.limit_output_bytes),
+            rmem: s.rmem.unwrap_or(d.rmem),
+            wmem: s.wmem.unwrap_or(d.wmem),
+            // A fixed receive window is a locked receive buffer (SO_RCVBUF):
+            // no autotuning unless asked for.
+            rcv_autotune: s.rcv_autotune.unwrap_or(d.rcv_autotune && s.rwnd_bytes.is_none()),
+            sndbuf_bytes: s.sndbuf_bytes.or(d.sndbuf_bytes),
+            rcv_scaling_ratio: s.rcv_scaling_ratio.unwrap_or(d.rcv_scaling_ratio),
             sack,
             dsack: with_sack(s.dsack, d.dsack),
             rack: with_sack(s.rack, d.rack),

@@ -15,8 +15,10 @@
 
 pub mod cc;
 pub mod config;
+pub mod limits;
 pub mod prr;
 pub mod rack;
+pub mod rcvbuf;
 pub mod receiver;
 pub mod recovery;
 pub mod rtt;
@@ -26,7 +28,7 @@ pub mod sender;
 
 use crate::units::SimTime;
 pub use cc::CcKind;
-pub use config::{CubicFlavor, Hystart, RtoFormula, SsthreshFrom, TcpConfig, TcpProfile};
+pub use config::{CubicFlavor, Hystart, Pacing, RtoFormula, SsthreshFrom, TcpConfig, TcpProfile};
 pub use receiver::Receiver;
 pub use sack::SackBlocks;
 pub use sender::Sender;
@@ -61,6 +63,12 @@ pub struct Segment {
     pub retransmit: bool,
     /// SACK blocks of an ACK (RFC 2018), most recent first; D-SACK first if any.
     pub sack: SackBlocks,
+    /// The receive window an ACK or SYN-ACK advertises, in bytes (a multiple
+    /// of the window scale); 0: none (the sender keeps its fixed window).
+    pub wnd: u64,
+    /// A data segment charged to TCP Small Queues: its transmission
+    /// completion at the host's NIC is reported back to the sender.
+    pub tsq: bool,
 }
 
 impl Segment {
@@ -77,6 +85,8 @@ impl Segment {
             ts_echo: SimTime::ZERO,
             retransmit: false,
             sack: SackBlocks::EMPTY,
+            wnd: 0,
+            tsq: false,
         }
     }
 }
@@ -108,6 +118,7 @@ impl Connection {
     /// Runs the timers that have expired at `now`.
     pub fn on_timer(&mut self, now: SimTime, out: &mut Outbox) {
         self.receiver.on_timer(now, out);
+        self.sender.on_tsq_wake(now, out);
         self.sender.on_timer(now, out);
     }
 }

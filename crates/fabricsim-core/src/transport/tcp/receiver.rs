@@ -17,7 +17,10 @@
 //!   CWR arrives (RFC 3168 6.1.3). DCTCP mode echoes each packet's CE state, and
 //!   sends an immediate ACK when that state changes so the sender can tell
 //!   marked bytes from unmarked ones (RFC 8257 3.2).
+//! - Receive window: fixed (`rwnd`), or autotuned as Linux (`rcvbuf.rs`)
+//!   and advertised in every ACK and the SYN-ACK.
 
+use super::rcvbuf::RcvBuf;
 use super::{Outbox, SackBlocks, SegKind, Segment, TcpConfig};
 use crate::units::SimTime;
 
@@ -60,6 +63,8 @@ pub struct Receiver {
     pub complete_at: Option<SimTime>,
     /// CE-marked data segments received.
     pub ce_segments: u64,
+    /// Receive-window autotuning (`None`: the fixed window of the configuration).
+    pub rcvbuf: Option<RcvBuf>,
 }
 
 impl Receiver {
@@ -86,6 +91,7 @@ impl Receiver {
             last_ce: false,
             complete_at: None,
             ce_segments: 0,
+            rcvbuf: cfg.rcv_autotune.then(|| RcvBuf::new(cfg)),
         }
     }
 
@@ -102,6 +108,10 @@ impl Receiver {
                 self.state = ReceiverState::Established;
                 let mut s = Segment::control(SegKind::SynAck, now);
                 s.ts_echo = seg.ts;
+                if let Some(r) = &mut self.rcvbuf {
+                    r.start(now);
+                    s.wnd = r.window(self.rcv_nxt, 0);
+                }
                 out.push((true, s));
             }
             (ReceiverState::Established, SegKind::Data) => self.on_data(now, seg, ce, out),
@@ -111,6 +121,17 @@ impl Receiver {
     }
 
     fn on_data(&mut self, now: SimTime, seg: &Segment, ce: bool, out: &mut Outbox) {
+        if self.rcvbuf.is_some() {
+            let before = self.rcv_nxt;
+            // Measure first: the ACK this segment triggers advertises the new window.
+            let advances = seg.seq <= before && seg.seq + seg.len as u64 > before;
+            let ooo = if advances { 0 } else { self.ooo_bytes() };
+            let end = seg.seq + seg.len as u64;
+            let rcv_nxt_after = if advances { self.rcv_nxt_after(end) } else { before };
+            if let Some(r) = &mut self.rcvbuf {
+                r.on_data(now, seg.len as u64, seg.ts_echo, advances, rcv_nxt_after, ooo);
+            }
+        }
         if ce {
             self.ce_segments += 1;
         }
@@ -218,6 +239,12 @@ impl Receiver {
     fn send_ack(&mut self, now: SimTime, ece: bool, out: &mut Outbox) {
         let mut s = Segment::control(SegKind::Ack, now);
         s.ack = self.rcv_nxt;
+        if self.rcvbuf.is_some() {
+            let ooo = self.ooo_bytes();
+            if let Some(r) = &mut self.rcvbuf {
+                s.wnd = r.window(self.rcv_nxt, ooo);
+            }
+        }
         s.ece = ece;
         s.ts_echo = self.ts_recent;
         if let Some((ds, de)) = self.dsack_pending.take() {
@@ -240,6 +267,23 @@ impl Receiver {
                 self.ack_now(now, out);
             }
         }
+    }
+
+    /// Bytes held out of order.
+    fn ooo_bytes(&self) -> u64 {
+        self.ooo.iter().map(|&(s, e)| e - s).sum()
+    }
+
+    /// `rcv_nxt` once in-order data up to `end` and the held blocks it reaches are in.
+    fn rcv_nxt_after(&self, end: u64) -> u64 {
+        let mut n = end;
+        for &(s, e) in &self.ooo {
+            if s > n {
+                break;
+            }
+            n = n.max(e);
+        }
+        n
     }
 
     /// Bytes delivered in order to the application.

@@ -33,6 +33,7 @@
 //! retransmission (rule 4).
 
 use super::cc::{AckInfo, SlowStartExit};
+use super::limits::Burst;
 use super::prr::Prr;
 use super::rack::{Rack, Tlp};
 use super::scoreboard::{Delivered, Scoreboard, SACKED};
@@ -250,6 +251,7 @@ impl Sender {
             self.finish(now);
             return;
         }
+        self.update_pacing_rate();
         self.send_data_sack(now, out);
         if advanced && !newly_lost {
             self.arm_probe(now);
@@ -398,10 +400,11 @@ impl Sender {
     pub(super) fn send_data_sack(&mut self, now: SimTime, out: &mut Outbox) {
         let mut sent_new = false;
         let mut sent = false;
+        let mut burst = Burst::default();
         loop {
             let stopped = self.sending_stopped(now);
             let (snd_una, snd_max, total, rwnd, cwnd, mss) =
-                (self.snd_una, self.snd_max, self.total, self.rwnd, self.window.cwnd, self.window.mss);
+                (self.snd_una, self.snd_max, self.total, self.send_window(), self.window.cwnd, self.window.mss);
             let limited_transmit = self.limited_transmit;
             let force = self.force_one;
             let s = sk!(self);
@@ -430,6 +433,9 @@ impl Sender {
                 }
                 self.next_send = now + rate.serialization_time(len + self.frame_overhead as u64);
             }
+            if !self.burst_gate(now, &mut burst, retx) {
+                break;
+            }
             self.force_one = false;
             let mut seg = self.segment_at(seq, now);
             let s = sk!(self);
@@ -454,12 +460,14 @@ impl Sender {
                     self.cwr_pending = false;
                 }
             }
+            self.burst_add(now, &mut burst, &mut seg);
             out.push((false, seg));
             sent = true;
             if self.rto_deadline.is_none() {
                 self.restart_rto(now);
             }
         }
+        self.burst_close(now, &mut burst);
         let pipe = sk!(self).sb.pipe();
         self.note_window_use(pipe, sent);
         if sent_new {
@@ -495,7 +503,8 @@ impl Sender {
 
     /// RFC 8985 7.3: the probe timeout fired.
     pub(super) fn on_probe_timer(&mut self, now: SimTime, out: &mut Outbox) {
-        let (snd_una, snd_max, total, rwnd, mss) = (self.snd_una, self.snd_max, self.total, self.rwnd, self.window.mss);
+        let (snd_una, snd_max, total, rwnd, mss) =
+            (self.snd_una, self.snd_max, self.total, self.send_window(), self.window.mss);
         let stopped = self.sending_stopped(now);
         let s = sk!(self);
         s.tlp_deadline = None;
@@ -530,6 +539,7 @@ impl Sender {
             s.tlp = Some(Tlp { end_seq: Some(snd_max), is_retrans: true, probe_start: last });
             self.retransmits += 1;
         }
+        self.charge_single(&mut seg);
         let s = sk!(self);
         s.stats.tlp_probes += 1;
         if s.prr_on && s.reducing() {

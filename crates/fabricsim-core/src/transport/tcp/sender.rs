@@ -22,11 +22,14 @@
 //! - ECN (RFC 3168 6.1.2): at most one window reduction per window of data on
 //!   ECN-Echo, CWR set on the next new segment; DCTCP does its own reduction;
 //! - optional pacing: data segments leave no closer than their frame time at
-//!   the pacing rate.
+//!   a fixed rate, or Linux's pacing at a rate that follows cwnd / SRTT;
+//! - Linux's limits besides the windows (`limits.rs`): TSO burst sizes, TCP
+//!   Small Queues and the send buffer.
 
 use super::cc::hystart::HystartPlusPlus;
 use super::cc::{AckInfo, CongestionControl, SlowStartExit, Window};
-use super::config::{Hystart, SsthreshFrom};
+use super::config::{Hystart, Pacing, SsthreshFrom};
+use super::limits::{Burst, SendLimits};
 use super::recovery::SackRecovery;
 use super::rtt::RttEstimator;
 use super::{Outbox, SegKind, Segment, TcpConfig};
@@ -93,6 +96,13 @@ pub struct Sender {
     pub(super) pacing: Option<Rate>,
     pub(super) next_send: SimTime,
     pub(super) frame_overhead: u32,
+    min_frame: u32,
+    /// Pacing rate, TSO bursts, TCP Small Queues, send buffer (Linux profile).
+    pub limits: Option<SendLimits>,
+    /// The window comes from the receiver's ACKs (receive-window autotuning).
+    wnd_from_acks: bool,
+    /// Timestamp of the latest ACK, echoed by data segments (RFC 7323 TS.Recent).
+    ts_recent: SimTime,
     pub(super) limited_transmit: bool,
     ssthresh_from: SsthreshFrom,
     pub(super) min_rto: SimTime,
@@ -149,16 +159,20 @@ impl Sender {
             ecn: cfg.uses_ecn(),
             ecn_recover: None,
             cwr_pending: false,
-            pacing: cfg.pacing_bps.map(Rate),
+            pacing: if cfg.pacing == Pacing::Fixed { cfg.pacing_bps.map(Rate) } else { None },
             next_send: SimTime::ZERO,
             frame_overhead: cfg.header_bytes + cfg.l2_bytes,
+            min_frame: cfg.min_frame_bytes,
+            limits: SendLimits::new(cfg),
+            wnd_from_acks: cfg.rcv_autotune,
+            ts_recent: SimTime::ZERO,
             limited_transmit: cfg.limited_transmit,
             ssthresh_from: cfg.ssthresh_from,
             min_rto: SimTime(cfg.min_rto_ps),
             force_one: false,
             sack: cfg.sack.then(|| SackRecovery::new(cfg, total)),
             hystart_pp: (cfg.hystart == Hystart::HystartPlusPlus)
-                .then(|| HystartPlusPlus::new(cfg.pacing_bps.is_some())),
+                .then(|| HystartPlusPlus::new(cfg.pacing != Pacing::Off)),
             cwnd_use: cfg.cwnd_validation.then(CwndUse::default),
             recovery_started: SimTime::ZERO,
             retransmits: 0,
@@ -196,7 +210,113 @@ impl Sender {
                 d = Some(d.map_or(t, |x| x.min(t)));
             }
         }
+        if let Some(l) = &self.limits {
+            let pace =
+                if self.state == SenderState::Established && self.can_send_more() { l.pacing_deadline() } else { None };
+            for t in [pace, l.wake_at].into_iter().flatten() {
+                d = Some(d.map_or(t, |x| x.min(t)));
+            }
+        }
         d
+    }
+
+    /// The most data the sender may have outstanding besides cwnd: the
+    /// receive window, and the send buffer when it is limited.
+    #[inline]
+    pub(super) fn send_window(&self) -> u64 {
+        match &self.limits {
+            Some(l) => self.rwnd.min(l.send_buffer()),
+            None => self.rwnd,
+        }
+    }
+
+    /// Frame bytes of a data segment carrying `len` bytes.
+    #[inline]
+    pub(super) fn frame_of(&self, len: u64) -> u64 {
+        (len + self.frame_overhead as u64).max(self.min_frame as u64)
+    }
+
+    /// Linux's `tcp_update_pacing_rate`, after an ACK has been processed.
+    pub(super) fn update_pacing_rate(&mut self) {
+        let (cwnd, ssthresh, out, srtt) = (self.window.cwnd, self.window.ssthresh, self.flight(), self.rtt.srtt());
+        if let Some(l) = &mut self.limits {
+            l.update_rate(cwnd, ssthresh, out, srtt);
+        }
+    }
+
+    /// Before a segment leaves: whether it may start a new burst (or join
+    /// the current one). `false`: the send loop stops here.
+    #[inline]
+    pub(super) fn burst_gate(&mut self, now: SimTime, burst: &mut Burst, retransmit: bool) -> bool {
+        if burst.left > 0 {
+            return true;
+        }
+        let (mss, min_rtt, outstanding) = (self.window.mss, self.rtt.min_rtt(), self.flight());
+        let frame = self.frame_of(mss);
+        let Some(l) = &mut self.limits else { return true };
+        let segs = l.tso_segs(mss, min_rtt);
+        let bytes = segs * frame;
+        if !l.may_start(now, bytes, outstanding, retransmit) {
+            return false;
+        }
+        burst.left = segs;
+        burst.bytes = 0;
+        true
+    }
+
+    /// After a data segment of `len` bytes joined the current burst; marks
+    /// it for TSQ accounting.
+    #[inline]
+    pub(super) fn burst_add(&mut self, now: SimTime, burst: &mut Burst, seg: &mut Segment) {
+        let frame = self.frame_of(seg.len as u64);
+        seg.ts_echo = self.ts_recent;
+        let Some(l) = &mut self.limits else { return };
+        l.on_segment(frame);
+        seg.tsq = l.charges_tsq();
+        burst.bytes += frame;
+        burst.left -= 1;
+        if burst.left == 0 {
+            l.end_burst(now, burst.bytes);
+            burst.bytes = 0;
+        }
+    }
+
+    /// The send loop ended with a burst still open.
+    #[inline]
+    pub(super) fn burst_close(&mut self, now: SimTime, burst: &mut Burst) {
+        if let Some(l) = &mut self.limits {
+            if burst.bytes > 0 {
+                l.end_burst(now, burst.bytes);
+            }
+        }
+        *burst = Burst::default();
+    }
+
+    /// One of this connection's packets charged to TCP Small Queues finished
+    /// transmission at the host's NIC (or left the host's accounting); a
+    /// throttled sender is woken by its timer at `now`.
+    pub fn on_tx_complete(&mut self, now: SimTime, frame: u64) {
+        if let Some(l) = &mut self.limits {
+            l.on_tx_complete(now, frame);
+        }
+    }
+
+    /// A TSQ wake-up due at `now`: send what TSQ held back.
+    pub fn on_tsq_wake(&mut self, now: SimTime, out: &mut Outbox) {
+        if self.limits.as_mut().is_some_and(|l| l.take_wake(now)) {
+            self.send_data(now, out);
+        }
+    }
+
+    /// The receive window and timestamp an ACK carries.
+    #[inline]
+    pub(super) fn note_ack_fields(&mut self, seg: &Segment) {
+        if self.wnd_from_acks && seg.wnd > 0 {
+            self.rwnd = seg.wnd;
+        }
+        if seg.ts > SimTime::ZERO {
+            self.ts_recent = seg.ts;
+        }
     }
 
     pub(super) fn flight(&self) -> u64 {
@@ -229,12 +349,14 @@ impl Sender {
         match (self.state, seg.kind) {
             // RFC 793: SYN-SENT + SYN-ACK -> ESTABLISHED.
             (SenderState::SynSent, SegKind::SynAck) => {
+                self.note_ack_fields(seg);
                 if !self.syn_retransmitted {
                     self.rtt.sample(now - self.syn_sent_at);
                 }
                 self.backoff = 0;
                 self.rto_deadline = None;
                 self.state = SenderState::Established;
+                self.update_pacing_rate();
                 if self.sending_stopped(now) || self.total == 0 {
                     self.finish(now);
                 } else {
@@ -242,6 +364,7 @@ impl Sender {
                 }
             }
             (SenderState::Established, SegKind::Ack) => {
+                self.note_ack_fields(seg);
                 if self.sack.is_some() {
                     self.on_ack_sack(now, seg, out);
                 } else {
@@ -415,6 +538,7 @@ impl Sender {
                 self.window.cwnd += self.window.mss;
             }
         }
+        self.update_pacing_rate();
         self.send_data(now, out);
     }
 
@@ -445,7 +569,19 @@ impl Sender {
         let mut s = self.segment_at(self.snd_una, now);
         s.retransmit = true;
         self.retransmits += 1;
+        self.charge_single(&mut s);
         out.push((false, s));
+    }
+
+    /// A segment sent outside the send loop (a retransmission by the
+    /// timer or a probe): it passes pacing and TSQ but is accounted.
+    pub(super) fn charge_single(&mut self, seg: &mut Segment) {
+        let frame = self.frame_of(seg.len as u64);
+        seg.ts_echo = self.ts_recent;
+        if let Some(l) = &mut self.limits {
+            l.on_segment(frame);
+            seg.tsq = l.charges_tsq();
+        }
     }
 
     /// Sends new (or, after a timeout, re-sent) data while the window allows.
@@ -457,14 +593,16 @@ impl Sender {
             self.send_data_sack(now, out);
             return;
         }
-        let mut wnd = self.window.cwnd.min(self.rwnd);
+        let send_wnd = self.send_window();
+        let mut wnd = self.window.cwnd.min(send_wnd);
         if self.limited_transmit && !self.in_recovery && self.dupacks > 0 && self.snd_nxt == self.snd_max {
             // RFC 3042: each of the first two duplicate ACKs lets one new
             // segment out beyond cwnd (within the receive window).
             let extra = self.dupacks.min(2) as u64 * self.window.mss;
-            wnd = (self.window.cwnd + extra).min(self.rwnd);
+            wnd = (self.window.cwnd + extra).min(send_wnd);
         }
         let first = self.snd_nxt;
+        let mut burst = Burst::default();
         while self.snd_nxt < self.total {
             if self.snd_nxt >= self.snd_max && self.sending_stopped(now) {
                 break;
@@ -479,6 +617,9 @@ impl Sender {
                 }
                 self.next_send = now + rate.serialization_time(len + self.frame_overhead as u64);
             }
+            if !self.burst_gate(now, &mut burst, self.snd_nxt < self.snd_max) {
+                break;
+            }
             let mut s = self.segment_at(self.snd_nxt, now);
             if self.snd_nxt < self.snd_max {
                 s.retransmit = true;
@@ -487,6 +628,7 @@ impl Sender {
                 s.cwr = true;
                 self.cwr_pending = false;
             }
+            self.burst_add(now, &mut burst, &mut s);
             out.push((false, s));
             self.snd_nxt += len;
             self.snd_max = self.snd_max.max(self.snd_nxt);
@@ -494,6 +636,7 @@ impl Sender {
                 self.restart_rto(now);
             }
         }
+        self.burst_close(now, &mut burst);
         self.note_window_use(self.snd_nxt - self.snd_una, self.snd_nxt > first);
         if self.sending_stopped(now) && self.snd_una >= self.snd_max && self.state == SenderState::Established {
             self.finish(now);
@@ -523,6 +666,11 @@ impl Sender {
             }
         }
         if self.pacing.is_some() && self.state == SenderState::Established && now >= self.next_send {
+            self.send_data(now, out);
+        }
+        if self.state == SenderState::Established
+            && self.limits.as_ref().and_then(|l| l.pacing_deadline()).is_some_and(|t| t <= now)
+        {
             self.send_data(now, out);
         }
     }
@@ -710,7 +858,8 @@ mod tests {
     #[test]
     fn pacing_spaces_data_segments_by_their_frame_time() {
         // 1 Gb/s pacing: a 1448 B segment is 1518 B on the wire = 12.144 us.
-        let (mut s, mut out) = established_with(&TcpConfig { pacing_bps: Some(1_000_000_000), ..cfg() }, 1_000_000);
+        let c = TcpConfig { pacing_bps: Some(1_000_000_000), pacing: Pacing::Fixed, ..cfg() };
+        let (mut s, mut out) = established_with(&c, 1_000_000);
         assert_eq!(out.len(), 1, "only one segment may leave at once");
         let mut times = vec![SimTime::from_us(10)];
         for _ in 0..4 {

@@ -1,0 +1,212 @@
+//! Receive-window autotuning as Linux does it (`tcp_moderate_rcvbuf = 1`).
+//!
+//! - **Buffer and window**: the receive buffer starts at `tcp_rmem[1]`; the
+//!   window a buffer of `space` bytes holds is `space x scaling_ratio / 256`
+//!   (`tcp_win_from_space`; 50% by default). The initial window is that of
+//!   `tcp_rmem[1]`, rounded down to whole segments and at most 64 KB
+//!   (`tcp_select_initial_window`); the window scale is the smallest shift
+//!   that fits `tcp_rmem[2]` in 16 bits.
+//! - **`rcv_ssthresh`** (`tcp_grow_window`): the window offered grows by two
+//!   segments per full in-order segment received, up to `window_clamp`.
+//! - **Dynamic right-sizing** (`tcp_rcv_space_adjust` -> `tcp_rcvbuf_grow`):
+//!   once per receiver RTT, if the application read more than in the
+//!   previous RTT (`copied > space`), the buffer grows to hold a window of
+//!   `2 copied + 4 copied (copied - space) / space` (room for losses and for
+//!   a sender that doubles per RTT) plus the out-of-order data, at most
+//!   `tcp_rmem[2]`; `window_clamp` follows. The receiver's RTT comes from
+//!   the timestamps data segments echo (`tcp_rcv_rtt_measure_ts`, full-sized
+//!   segments with a new echo, smoothed with gain 1/8).
+//! - **The window advertised** (`__tcp_select_window`): the free space
+//!   (window of the buffer minus the out-of-order data held; the
+//!   application reads in-order data at once), at most `rcv_ssthresh` and
+//!   `window_clamp`, rounded down to the window scale; the right edge never
+//!   moves left (`tcp_select_window`).
+//!
+//! Simplifications: `scaling_ratio` is fixed (Linux measures `skb->len /
+//! skb->truesize` of received packets, which depends on the driver); no
+//! memory pressure, no zero windows (the application always reads).
+
+use super::TcpConfig;
+use crate::units::SimTime;
+
+#[derive(Clone, Debug)]
+pub struct RcvBuf {
+    rmem_max: u64,
+    ratio: u64,
+    advmss: u64,
+    wscale: u32,
+    /// `sk_rcvbuf`.
+    pub rcvbuf: u64,
+    window_clamp: u64,
+    rcv_ssthresh: u64,
+    /// `rcvq_space`: bytes read in the last measured RTT, and where it began.
+    space: u64,
+    space_seq: u64,
+    space_time: SimTime,
+    /// Smoothed receiver RTT (`rcv_rtt_est`), zero until measured.
+    rtt: SimTime,
+    last_tsecr: SimTime,
+    /// Right edge of the last window advertised.
+    right_edge: u64,
+    /// Times the buffer grew.
+    pub grows: u64,
+}
+
+impl RcvBuf {
+    pub fn new(cfg: &TcpConfig) -> Self {
+        let mss = cfg.mss() as u64;
+        let rcvbuf = cfg.rmem[1];
+        let full = cfg.win_from_space(rcvbuf);
+        let mut initial = if full > mss { full / mss * mss } else { full };
+        initial = initial.min(65_535);
+        let wscale = cfg.rcv_wscale();
+        RcvBuf {
+            rmem_max: cfg.rmem[2],
+            ratio: cfg.rcv_scaling_ratio as u64,
+            advmss: mss,
+            wscale,
+            rcvbuf,
+            window_clamp: full.min(65_535u64 << wscale),
+            rcv_ssthresh: initial,
+            space: initial.min(10 * mss),
+            space_seq: 0,
+            space_time: SimTime::ZERO,
+            rtt: SimTime::ZERO,
+            last_tsecr: SimTime::ZERO,
+            right_edge: 0,
+            grows: 0,
+        }
+    }
+
+    fn win_from_space(&self, space: u64) -> u64 {
+        space * self.ratio / 256
+    }
+
+    fn space_from_win(&self, win: u64) -> u64 {
+        win * 256 / self.ratio.max(1)
+    }
+
+    /// The connection is established at `now` (`tcp_init_buffer_space`).
+    pub fn start(&mut self, now: SimTime) {
+        self.space_time = now;
+    }
+
+    /// A data segment of `len` bytes arrived at `now` echoing `ts_echo`;
+    /// `in_order` if it advanced `rcv_nxt` (now `rcv_nxt`), with `ooo` bytes
+    /// held out of order.
+    pub fn on_data(&mut self, now: SimTime, len: u64, ts_echo: SimTime, in_order: bool, rcv_nxt: u64, ooo: u64) {
+        // tcp_rcv_rtt_measure_ts
+        if ts_echo > SimTime::ZERO && ts_echo != self.last_tsecr && ts_echo <= now {
+            self.last_tsecr = ts_echo;
+            if len >= self.advmss {
+                let sample = now - ts_echo;
+                self.rtt = if self.rtt == SimTime::ZERO {
+                    sample
+                } else {
+                    // rtt += (sample - rtt) / 8
+                    SimTime((self.rtt.0 as i128 + (sample.0 as i128 - self.rtt.0 as i128) / 8) as u64)
+                };
+            }
+        }
+        if !in_order {
+            return;
+        }
+        // tcp_grow_window (full segments; the buffer is never short here).
+        if len >= self.advmss && self.rcv_ssthresh < self.window_clamp {
+            let free = self.win_from_space(self.rcvbuf).saturating_sub(ooo);
+            if self.rcv_ssthresh < free {
+                self.rcv_ssthresh = (self.rcv_ssthresh + 2 * self.advmss).min(self.window_clamp);
+            }
+        }
+        // tcp_rcv_space_adjust: the application has read up to rcv_nxt.
+        if self.rtt == SimTime::ZERO || now - self.space_time < self.rtt {
+            return;
+        }
+        let copied = rcv_nxt - self.space_seq;
+        if copied > self.space {
+            let old = self.space.max(1);
+            let mut rcvwin = 2 * copied;
+            rcvwin += ((2 * rcvwin as u128 * (copied - old) as u128) / old as u128).min(u64::MAX as u128) as u64;
+            rcvwin += ooo;
+            let rcvbuf = self.space_from_win(rcvwin).min(self.rmem_max);
+            if rcvbuf > self.rcvbuf {
+                self.rcvbuf = rcvbuf;
+                self.window_clamp = self.win_from_space(rcvbuf).min(65_535u64 << self.wscale);
+                self.grows += 1;
+            }
+            self.space = copied;
+        }
+        self.space_seq = rcv_nxt;
+        self.space_time = now;
+    }
+
+    /// The window to advertise with `rcv_nxt` acknowledged and `ooo` bytes
+    /// held out of order: a multiple of `2^wscale`, never moving the right
+    /// edge left.
+    pub fn window(&mut self, rcv_nxt: u64, ooo: u64) -> u64 {
+        let free = self.win_from_space(self.rcvbuf).saturating_sub(ooo);
+        let w = free.min(self.rcv_ssthresh).min(self.window_clamp);
+        let unit = 1u64 << self.wscale;
+        let mut w = w / unit * unit;
+        let current = self.right_edge.saturating_sub(rcv_nxt);
+        if w < current {
+            w = current.div_ceil(unit) * unit;
+        }
+        self.right_edge = rcv_nxt + w;
+        w.max(unit)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn initial_window_and_scale_follow_tcp_rmem() {
+        let cfg = TcpConfig::default();
+        assert_eq!(cfg.rcv_wscale(), 7, "6 MB >> 7 fits in 16 bits");
+        let mut r = RcvBuf::new(&cfg);
+        // 131072 x 50% = 65536, rounded down to 45 segments of 1448 B, then to 128 B units.
+        assert_eq!(r.window(0, 0), 65_160 / 128 * 128);
+    }
+
+    #[test]
+    fn the_window_grows_two_segments_per_segment_then_the_buffer_per_rtt() {
+        let cfg = TcpConfig::default();
+        let mut r = RcvBuf::new(&cfg);
+        r.start(SimTime::ZERO);
+        let rtt = SimTime::from_ms(10);
+        let mss = 1448;
+        let mut seq = 0;
+        let mut now = SimTime::ZERO;
+        let mut last = 0;
+        // A sender doubling each RTT: 10, 20, 40, ... segments per 10 ms.
+        for round in 0..10u64 {
+            let n = 10u64 << round;
+            for k in 0..n {
+                now = SimTime(round * rtt.0 + k * rtt.0 / n);
+                seq += mss;
+                let echo = SimTime((round * rtt.0).saturating_sub(rtt.0)).max(SimTime(1));
+                r.on_data(now, mss, echo, true, seq, 0);
+            }
+            let w = r.window(seq, 0);
+            assert!(w >= last, "the window never shrinks");
+            last = w;
+        }
+        assert!(r.grows >= 3, "{}", r.grows);
+        assert_eq!(r.rcvbuf, 6_291_456, "reached tcp_rmem[2]");
+        assert_eq!(last, 3_145_728 / 128 * 128, "50% of tcp_rmem[2]");
+        let _ = now;
+    }
+
+    #[test]
+    fn out_of_order_data_takes_room_but_the_right_edge_holds() {
+        let cfg = TcpConfig::default();
+        let mut r = RcvBuf::new(&cfg);
+        let w0 = r.window(0, 0);
+        let w1 = r.window(0, 30_000);
+        assert_eq!(w1, w0, "the right edge does not move left");
+        let w2 = r.window(1448, 30_000);
+        assert!(w2 + 1448 >= w0 && w2 < w0);
+    }
+}
