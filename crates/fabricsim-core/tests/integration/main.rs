@@ -8,6 +8,7 @@ mod roce;
 mod shared_buffer;
 mod switch_buffers;
 mod tcp;
+mod tcp_limits;
 mod tcp_sack;
 mod timing;
 
