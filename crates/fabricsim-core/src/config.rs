@@ -159,6 +159,18 @@ pub enum BufferConfig {
         /// Slice of each egress port; `None` splits the ports into equal blocks.
         #[serde(default)]
         port_slice: Option<Vec<u8>>,
+        /// Guaranteed bytes per ingress priority group.
+        #[serde(default)]
+        pg_min_bytes: u64,
+        /// Priority group of each class; `None`: the group is the class.
+        #[serde(default)]
+        class_pg: Option<Vec<u8>>,
+        /// Headroom set aside per ingress port, by speed: `[up to rate_bps, bytes]`.
+        #[serde(default)]
+        headroom_per_port: Vec<[u64; 2]>,
+        /// Bytes set aside for the device's own queues (CPU, loopback, multicast).
+        #[serde(default)]
+        reserved_fixed_bytes: u64,
     },
     /// Deep-buffer VOQ switch (see `buffer/voq.rs`).
     Voq(crate::buffer::voq::VoqConfig),

@@ -41,6 +41,7 @@ pub mod buffer;
 pub mod config;
 pub mod error;
 pub mod event_queue;
+pub mod histogram;
 pub mod ids;
 pub mod network;
 pub mod packet;

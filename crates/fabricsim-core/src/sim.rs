@@ -36,6 +36,7 @@ use crate::traffic::Source;
 use crate::units::{Rate, SimTime};
 use std::collections::{BTreeMap, VecDeque};
 
+mod carried;
 mod fabric;
 mod pfc;
 mod roce;
@@ -105,6 +106,10 @@ pub struct Simulation {
     flow_tcp: Vec<u32>,
     outbox: Outbox,
     throughput: ThroughputBins,
+    /// Carried frames per link and per flow on the wire; see `sim/carried.rs`.
+    carried: carried::Carried,
+    /// The run stopped at its time cap (duration + drain limit) with events left.
+    capped: bool,
     /// Switch-buffer features (ECN/RED, schedulers, pools); see `sim/fabric.rs`.
     fabric: fabric::Fabric,
     /// PFC: lossless classes, pause state and counters; see `sim/pfc.rs`.
@@ -153,6 +158,14 @@ impl Simulation {
             }
         }
 
+        // Rate of each port of each node, for buffer reservations by port speed.
+        let mut port_rates: Vec<Vec<u64>> = adj.iter().map(|a| vec![0; a.len()]).collect();
+        for (l, &(a, b, cfg)) in graph.links.iter().enumerate() {
+            let (pa, pb) = link_ports[l];
+            port_rates[a][pa as usize] = cfg.rate_bps;
+            port_rates[b][pb as usize] = cfg.rate_bps;
+        }
+
         let mut nodes = Vec::with_capacity(n);
         let mut first_port = 0u32;
         for i in 0..n {
@@ -165,13 +178,13 @@ impl Simulation {
                         Some(c) => (c, format!("network.switch_overrides.{name}.buffer")),
                         None => (&net.switch, "network.switch.buffer".to_string()),
                     };
-                    let b = BufferModel::build(&cfg.buffer, num_ports, classes, &path)?;
+                    let b = BufferModel::build(&cfg.buffer, &port_rates[i], classes, &path)?;
                     (SimTime(cfg.latency_ps), cfg.forwarding, b)
                 }
                 NodeKind::Host => {
                     let b = BufferModel::build(
                         &BufferConfig::Static { port_bytes: net.host.nic_buffer_bytes, queue_bytes: None },
-                        num_ports,
+                        &port_rates[i],
                         classes,
                         "network.host.nic_buffer",
                     )?;
@@ -217,6 +230,7 @@ impl Simulation {
             }
         }
         let ports: Vec<Port> = port_slots.into_iter().map(|p| p.expect("every port belongs to a link")).collect();
+        let num_channels = channels.len();
         let routing = RoutingTable::build(&graph.kinds, &adj, sc.seed);
 
         let mut sim = Simulation {
@@ -258,6 +272,8 @@ impl Simulation {
             flow_tcp: Vec::new(),
             outbox: Vec::new(),
             throughput: ThroughputBins::new(sc.stats.throughput_interval_ps),
+            carried: carried::Carried::new(sc.stats.throughput_interval_ps, num_channels),
+            capped: false,
             fabric: fabric::Fabric::default(),
             pfc: pfc::PfcState::default(),
             roce: roce::RoceState { default: sc.roce.clone(), ..Default::default() },
@@ -468,6 +484,7 @@ impl Simulation {
                 self.horizon = self.horizon.max(limit);
                 if limit >= self.end_cap {
                     self.finished = true;
+                    self.capped = true;
                 }
                 return self.finished;
             }
@@ -622,6 +639,7 @@ impl Simulation {
             // A MAC control frame: no queue or buffer accounting.
             port.queue_delay_sum_ps += (at - pkt.enqueued).0 as u128;
             port.in_tx = Some(id);
+            port.tx_start = at;
             pkt.first_bit = at + self.channels[port.channel.idx()].delay;
             let end = at + port.rate.serialization_time(pkt.size as u64 + self.overhead);
             self.queue.push(end, Event::TxDone(pid));
@@ -630,6 +648,7 @@ impl Simulation {
         port.dequeued(class, pkt.size);
         port.queue_delay_sum_ps += (at - pkt.enqueued).0 as u128;
         port.in_tx = Some(id);
+        port.tx_start = at;
         let ch = &self.channels[port.channel.idx()];
         pkt.first_bit = at + ch.delay;
         let end = at + port.rate.serialization_time(pkt.size as u64 + self.overhead);
@@ -665,6 +684,7 @@ impl Simulation {
         port.tx_bytes += size;
         port.free_at = now;
         let ch_id = port.channel;
+        self.carried.on_link(ch_id.idx(), port.tx_start.0, now.0, size);
         let more = !port.is_empty();
         let ch = &mut self.channels[ch_id.idx()];
         let arrival = now + ch.arrival_delay;
@@ -723,9 +743,13 @@ impl Simulation {
         f.packets_delivered += 1;
         f.bytes_delivered += pkt.size as u64;
         f.last_delivery_ps = now;
-        f.latency_sum_ps += lat as u128;
-        f.latency_min_ps = f.latency_min_ps.min(lat);
-        f.latency_max_ps = f.latency_max_ps.max(lat);
+        if pkt.dst.0 == f.dst {
+            f.latency_sum_ps += lat as u128;
+            f.latency_min_ps = f.latency_min_ps.min(lat);
+            f.latency_max_ps = f.latency_max_ps.max(lat);
+            f.latency.record(lat);
+            self.carried.on_flow(pkt.flow.0, now, pkt.size as u64);
+        }
         if pkt.kind == PacketKind::Data {
             self.throughput.add(pkt.flow.0, now, pkt.size as u64);
         }
@@ -826,6 +850,11 @@ impl Simulation {
         s.insert("drained".into(), Value::Bool(in_network == 0));
         s.insert("flows_total".into(), int(self.flows.len() as u64));
         s.insert("flows_completed".into(), int(completed as u64));
+        s.insert("flows_incomplete".into(), int((self.flows.len() - completed) as u64));
+        s.insert("flows_lossy".into(), int(self.flows.iter().filter(|f| f.status() == 1).count() as u64));
+        // Draining was cut short: the time cap (duration + drain_limit) came
+        // with events still pending (flows unfinished or packets in flight).
+        s.insert("drain_limit_reached".into(), Value::Bool(self.capped && self.end_cap > self.duration));
         s.insert("peak_packets_alive".into(), int(self.pool.capacity_used() as u64));
         s.insert("nodes".into(), int(self.nodes.len() as u64));
         s.insert("links".into(), int(self.channels.len() as u64 / 2));
@@ -841,6 +870,14 @@ impl Simulation {
         self.roce_summary(&mut s);
         let throughput = std::mem::take(&mut self.throughput);
         tables.insert("throughput".to_string(), throughput.into_table(&self.flows));
+        let ends: Vec<(u32, u32, u32)> = self
+            .channels
+            .iter()
+            .map(|c| (c.from_node.0, self.ports[c.from_port.idx()].local as u32, c.to_node.0))
+            .collect();
+        tables.insert("carried_links".to_string(), self.carried.links_table(&ends));
+        tables.insert("carried_flows".to_string(), self.carried.flows_table(&self.flows));
+        tables.insert("latency_hist".to_string(), self.latency_table());
         RunOutput { summary: s, node_names: self.nodes.iter().map(|n| n.name.clone()).collect(), tables }
     }
 
@@ -889,14 +926,30 @@ impl Simulation {
         t.push("packets_dropped", Column::U64(f.iter().map(|x| x.packets_dropped).collect()));
         t.push("bytes_dropped", Column::U64(f.iter().map(|x| x.bytes_dropped).collect()));
         t.push("completed", Column::Bool(f.iter().map(|x| x.completed()).collect()));
+        t.push(
+            "status",
+            Column::Cat {
+                codes: f.iter().map(|x| x.status()).collect(),
+                labels: crate::stats::FLOW_STATUS.iter().map(|s| s.to_string()).collect(),
+            },
+        );
+        t.push(
+            "loss_ratio",
+            Column::F64(
+                f.iter()
+                    .map(|x| if x.packets_sent > 0 { x.packets_dropped as f64 / x.packets_sent as f64 } else { 0.0 })
+                    .collect(),
+            ),
+        );
         t.push("fct_ps", Column::I64(f.iter().map(|x| x.fct_ps().map_or(-1, |v| v as i64)).collect()));
         t.push(
             "latency_mean_ps",
             Column::F64(
                 f.iter()
                     .map(|x| {
-                        if x.packets_delivered > 0 {
-                            x.latency_sum_ps as f64 / x.packets_delivered as f64
+                        let n = x.latency.total();
+                        if n > 0 {
+                            x.latency_sum_ps as f64 / n as f64
                         } else {
                             f64::NAN
                         }
@@ -904,16 +957,29 @@ impl Simulation {
                     .collect(),
             ),
         );
-        t.push(
-            "latency_min_ps",
-            Column::I64(f.iter().map(|x| opt(x.packets_delivered > 0, x.latency_min_ps)).collect()),
-        );
-        t.push(
-            "latency_max_ps",
-            Column::I64(f.iter().map(|x| opt(x.packets_delivered > 0, x.latency_max_ps)).collect()),
-        );
+        t.push("latency_min_ps", Column::I64(f.iter().map(|x| opt(x.latency.total() > 0, x.latency_min_ps)).collect()));
+        for (name, q) in [("latency_p50_ps", 0.5), ("latency_p99_ps", 0.99), ("latency_p999_ps", 0.999)] {
+            t.push(name, Column::I64(f.iter().map(|x| x.latency.quantile(q).map_or(-1, |v| v as i64)).collect()));
+        }
+        t.push("latency_max_ps", Column::I64(f.iter().map(|x| opt(x.latency.total() > 0, x.latency_max_ps)).collect()));
         self.tcp_flow_columns(&mut t);
         self.roce_flow_columns(&mut t);
+        t
+    }
+
+    /// Per flow, the non-empty buckets of its one-way latency histogram
+    /// (see `histogram.rs`): `[low_ps, high_ps)` and the packets in it.
+    fn latency_table(&self) -> Table {
+        let mut rows: Vec<(u32, u8, u64, u64, u64)> = Vec::new();
+        for (i, f) in self.flows.iter().enumerate() {
+            rows.extend(f.latency.buckets().map(|(lo, hi, n)| (i as u32, f.class, lo, hi, n)));
+        }
+        let mut t = Table::default();
+        t.push("flow_id", Column::U32(rows.iter().map(|r| r.0).collect()));
+        t.push("class", Column::U8(rows.iter().map(|r| r.1).collect()));
+        t.push("low_ps", Column::U64(rows.iter().map(|r| r.2).collect()));
+        t.push("high_ps", Column::U64(rows.iter().map(|r| r.3).collect()));
+        t.push("packets", Column::U64(rows.iter().map(|r| r.4).collect()));
         t
     }
 

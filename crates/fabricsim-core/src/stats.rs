@@ -80,6 +80,10 @@ pub struct FlowStats {
     pub packets_dropped: u64,
     pub bytes_dropped: u64,
     pub last_delivery_ps: u64,
+    /// One-way latency of the packets delivered to the flow's destination
+    /// (data direction; TCP ACKs and RoCE ACKs/CNPs back to the source are
+    /// not counted): sum, min, max and a log-bucketed histogram.
+    pub latency: crate::histogram::LogHistogram,
     pub latency_sum_ps: u128,
     pub latency_min_ps: u64,
     pub latency_max_ps: u64,
@@ -108,6 +112,19 @@ impl FlowStats {
         }
     }
 
+    /// What became of the flow: 0 `complete`; 1 `lossy` (a UDP or burst flow
+    /// that finished with packets lost); 2 `incomplete` (not finished when the
+    /// run ended).
+    pub fn status(&self) -> u32 {
+        if !self.completed() {
+            2
+        } else if !self.tcp && self.packets_dropped > 0 {
+            1
+        } else {
+            0
+        }
+    }
+
     /// Flow completion time: UDP, last delivery minus start once complete; TCP,
     /// application completion minus start.
     pub fn fct_ps(&self) -> Option<u64> {
@@ -120,6 +137,9 @@ impl FlowStats {
         }
     }
 }
+
+/// Labels of [`FlowStats::status`].
+pub const FLOW_STATUS: [&str; 3] = ["complete", "lossy", "incomplete"];
 
 /// One output column.
 #[derive(Clone, Debug)]

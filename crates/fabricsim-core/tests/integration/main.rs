@@ -2,6 +2,7 @@
 
 mod conservation;
 mod determinism;
+mod outputs;
 mod roce;
 mod shared_buffer;
 mod switch_buffers;
