@@ -162,7 +162,7 @@ pub enum BufferConfig {
         /// Guaranteed bytes per ingress priority group.
         #[serde(default)]
         pg_min_bytes: u64,
-        /// Priority group of each class; `None`: the group is the class.
+        /// Priority group of each class (one value: every class); `None`: the group is the class.
         #[serde(default)]
         class_pg: Option<Vec<u8>>,
         /// Headroom set aside per ingress port, by speed: `[up to rate_bps, bytes]`.

@@ -83,6 +83,10 @@ _SHARED_FIELDS = (
     "class_pool",
     "slices",
     "port_slice",
+    "pg_min",
+    "class_pg",
+    "headroom_per_port",
+    "reserved_fixed",
 )
 _VOQ_FIELDS = ("size", "voq_limit")
 _INTELLIGENT_FIELDS = (
@@ -134,6 +138,42 @@ def _size_or_time_text(value: tuple[str, int]) -> str:
 SizeOrTime = Annotated[tuple[str, int], PlainValidator(_size_or_time), PlainSerializer(_size_or_time_text)]
 
 
+def _headroom(value: Any) -> list[tuple[int, int]]:
+    """Headroom per port: one size for every port, or ``{speed: size}`` (a port
+    takes the entry of the smallest listed speed at or above its own)."""
+    if isinstance(value, dict):
+        if not value:
+            raise ValueError("must not be empty")
+        out = []
+        for speed, size in value.items():
+            try:
+                rate = units.parse_rate(speed)
+            except ValueError:
+                raise ValueError(f"expected port speeds like '100Gbps' as keys, got {show(speed)}") from None
+            out.append((rate, units.parse_size(size)))
+        out.sort()
+        if len({r for r, _ in out}) != len(out):
+            raise ValueError("a speed is listed twice")
+        return out
+    return [(2**64 - 1, units.parse_size(value))]
+
+
+def _headroom_text(value: list[tuple[int, int]]) -> Any:
+    if len(value) == 1 and value[0][0] == 2**64 - 1:
+        return units.format_size(value[0][1])
+    return {units.format_rate(rate): units.format_size(size) for rate, size in value}
+
+
+HeadroomPerPort = Annotated[list[tuple[int, int]], PlainValidator(_headroom), PlainSerializer(_headroom_text)]
+
+
+def _class_pg(value: Any) -> Any:
+    return value if isinstance(value, list) else [value]
+
+
+ClassPg = Annotated[list[Annotated[int, Field(ge=0, le=7)]], BeforeValidator(_class_pg)]
+
+
 class Buffer(Model):
     """Packet buffer of a switch: ``static`` per-port drop-tail, ``shared``
     with dynamic thresholds, ``voq`` (deep-buffer virtual output queues) or
@@ -155,6 +195,10 @@ class Buffer(Model):
     class_pool: Optional[list[PoolIndex]] = None
     slices: int = Field(default=1, ge=1, le=16)
     port_slice: Optional[list[Annotated[int, Field(ge=0, le=15)]]] = None
+    pg_min: Overhead = 0
+    class_pg: Optional[ClassPg] = None
+    headroom_per_port: Optional[HeadroomPerPort] = None
+    reserved_fixed: Overhead = 0
     # voq
     voq_limit: Optional[SizeOrTime] = None
     # intelligent
@@ -230,6 +274,16 @@ class Buffer(Model):
                 "dpp_age_ps": self.dpp_age,
                 "dpp_class": self.dpp_class,
             }
+        # Reservations beyond the per-queue minimum are sent only when set.
+        reserve: dict[str, Any] = {}
+        if self.pg_min:
+            reserve["pg_min_bytes"] = self.pg_min
+        if self.class_pg is not None:
+            reserve["class_pg"] = self.class_pg
+        if self.headroom_per_port:
+            reserve["headroom_per_port"] = [list(entry) for entry in self.headroom_per_port]
+        if self.reserved_fixed:
+            reserve["reserved_fixed_bytes"] = self.reserved_fixed
         return {
             **dynamic,
             "ingress_alpha": self.ingress_alpha,
@@ -240,6 +294,7 @@ class Buffer(Model):
                 if self.slices != 1 or self.port_slice is not None
                 else {}
             ),
+            **reserve,
         }
 
 

@@ -21,7 +21,7 @@ import copy
 import os
 import re
 from pathlib import Path
-from typing import Any, Optional, Sequence, Union
+from typing import Annotated, Any, Optional, Sequence, Union
 
 import yaml
 from pydantic import Field, PrivateAttr, ValidationError, model_validator
@@ -32,7 +32,8 @@ from fabricsim.schema._base import Duration, Load, Model, U64_MAX, issues_error,
 from fabricsim.schema.network import Network
 from fabricsim.schema.stats import FctSettings, Stats
 from fabricsim.schema.topology import Topology
-from fabricsim.schema.traffic import Traffic, Workload
+from fabricsim.schema._base import one_of
+from fabricsim.schema.traffic import LoadBasis, Traffic, Workload
 from fabricsim.schema.transports import Roce, Tcp
 
 __all__ = ["Scenario", "from_dict", "load", "loads"]
@@ -70,6 +71,8 @@ class Scenario(Model):
     stats: Stats = Field(default_factory=Stats)
     tcp: Tcp = Field(default_factory=Tcp)
     load: Optional[Load] = None  # default offered load of workload traffic entries
+    # what that load counts by default: bytes on the wire (headers, preamble, gap) or application bytes
+    load_basis: Annotated[LoadBasis, one_of(LoadBasis)] = "wire"
     fct: FctSettings = Field(default_factory=FctSettings)
     roce: Optional[Roce] = None  # defaults of rdma_write traffic (core defaults when unset)
 

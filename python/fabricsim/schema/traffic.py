@@ -32,6 +32,7 @@ from fabricsim.schema.transports import Roce, Tcp
 __all__ = [
     "TRAFFIC_MODELS",
     "Burst",
+    "LoadBasis",
     "RdmaWrite",
     "TcpBulk",
     "TcpFlowItem",
@@ -246,6 +247,7 @@ class TcpFlows(_TcpTraffic):
 
 WorkloadPattern = Literal["all_to_all", "many_to_one", "permutation", "explicit"]
 Sampling = Literal["linear", "step"]
+LoadBasis = Literal["wire", "payload"]
 
 
 class WorkloadPair(Model):
@@ -265,6 +267,7 @@ class Workload(_TcpTraffic):
     sampling: Annotated[Sampling, one_of(Sampling)] = "linear"
     load: Optional[Load] = None
     load_scale: float = Field(default=1.0, gt=0)
+    load_basis: Optional[Annotated[LoadBasis, one_of(LoadBasis)]] = None
     load_on: Optional[str] = Field(default=None, min_length=1)
     pattern: Annotated[WorkloadPattern, one_of(WorkloadPattern)] = "all_to_all"
     hosts: Optional[NodeList] = None

@@ -86,7 +86,7 @@ pub struct SharedParams {
 pub struct Reservations {
     /// Guaranteed bytes per ingress priority group (all groups in use).
     pub pg_min_bytes: u64,
-    /// Priority group of each class; `None`: the group is the class.
+    /// Priority group of each class (one value: every class); `None`: the group is the class.
     pub class_pg: Option<Vec<u8>>,
     /// Headroom per ingress port by port speed: `(up to this rate in bit/s,
     /// bytes)`, increasing rates; a port faster than every entry takes the last.
@@ -240,13 +240,16 @@ impl SharedParams {
         let classes = self.class_pg.len();
         let cell = self.cell_bytes as u64;
         if let Some(m) = &r.class_pg {
-            if m.len() != classes {
-                return Err(err("class_pg", format!("expected {classes} entries (one per class), got {}", m.len())));
+            if m.len() != 1 && m.len() != classes {
+                return Err(err(
+                    "class_pg",
+                    format!("expected 1 or {classes} entries (one per class), got {}", m.len()),
+                ));
             }
             if let Some(i) = m.iter().position(|&g| g > 7) {
                 return Err(err(&format!("class_pg[{i}]"), format!("priority groups are 0..7 (got {})", m[i])));
             }
-            self.class_pg = m.clone();
+            self.class_pg = if m.len() == 1 { vec![m[0]; classes] } else { m.clone() };
         }
         if r.port_headroom.windows(2).any(|w| w[0].0 >= w[1].0) {
             return Err(err("headroom_per_port", "speeds must be increasing".into()));
