@@ -45,6 +45,7 @@ pub mod histogram;
 pub mod ids;
 pub mod network;
 pub mod packet;
+pub mod pipeline;
 pub mod rng;
 pub mod sim;
 pub mod stats;

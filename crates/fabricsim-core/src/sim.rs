@@ -36,9 +36,11 @@ use crate::traffic::Source;
 use crate::units::{Rate, SimTime};
 use std::collections::{BTreeMap, VecDeque};
 
+mod arbitration;
 mod carried;
 mod fabric;
 mod pfc;
+mod pipeline;
 mod roce;
 mod transport;
 
@@ -63,6 +65,10 @@ enum Event {
     RoceOpen(u32),
     /// A RoCE queue pair's timer; stale when the generation does not match.
     RoceTimer(u32, u32),
+    /// A pipe's issue slot is free: issue the head of its queue (global pipe index).
+    PipeStart(u32),
+    /// The head of a pipe's delay line leaves the pipeline (global pipe index).
+    PipeExit(u32),
 }
 
 const FLOW_KINDS: [&str; 7] = ["udp_cbr", "udp_poisson", "burst", "tcp_bulk", "tcp_incast", "tcp_flow", "rdma"];
@@ -116,6 +122,8 @@ pub struct Simulation {
     pfc: pfc::PfcState,
     /// RoCEv2 queue pairs; see `sim/roce.rs`.
     roce: roce::RoceState,
+    /// Match-action pipelines of switches and NICs; see `sim/pipeline.rs`.
+    pipeline: pipeline::PipelineState,
 }
 
 impl Simulation {
@@ -277,9 +285,12 @@ impl Simulation {
             fabric: fabric::Fabric::default(),
             pfc: pfc::PfcState::default(),
             roce: roce::RoceState { default: sc.roce.clone(), ..Default::default() },
+            pipeline: pipeline::PipelineState::default(),
         };
         sim.setup_fabric(sc)?;
         sim.setup_pfc(sc)?;
+        sim.setup_arbitration(sc)?;
+        sim.setup_pipelines(sc)?;
         sim.sampled_ports = (0..sim.ports.len() as u32)
             .map(PortId)
             .filter(|p| sc.stats.sample_hosts || sim.nodes[sim.ports[p.idx()].node.idx()].kind == NodeKind::Switch)
@@ -309,10 +320,16 @@ impl Simulation {
         }
         let path = format!("traffic[{i}]");
         let host = |name: &str, field: &str| resolve_host(index, graph, name, &format!("{path}.{field}"));
-        let (kind, name, srcs, dst, class, frame) = match t {
-            TrafficConfig::UdpCbr(u) => (0u32, &u.name, &u.src, &u.dst, u.class, u.frame_bytes),
-            TrafficConfig::UdpPoisson(u) => (1, &u.name, &u.src, &u.dst, u.class, u.frame_bytes),
-            TrafficConfig::Burst(b) => (2, &b.name, &b.src, &b.dst, b.class, b.frame_bytes),
+        let (kind, name, srcs, dst, class, frame, dscp, dport, jitter) = match t {
+            TrafficConfig::UdpCbr(u) => {
+                (0u32, &u.name, &u.src, &u.dst, u.class, u.frame_bytes, u.dscp, u.dst_port, u.start_jitter_ps)
+            }
+            TrafficConfig::UdpPoisson(u) => {
+                (1, &u.name, &u.src, &u.dst, u.class, u.frame_bytes, u.dscp, u.dst_port, u.start_jitter_ps)
+            }
+            TrafficConfig::Burst(b) => {
+                (2, &b.name, &b.src, &b.dst, b.class, b.frame_bytes, b.dscp, b.dst_port, b.start_jitter_ps)
+            }
             TrafficConfig::TcpBulk(_)
             | TrafficConfig::TcpIncast(_)
             | TrafficConfig::TcpFlows(_)
@@ -324,6 +341,7 @@ impl Simulation {
             return Err(ConfigError::new(format!("{path}.src"), "must name at least one host"));
         }
         self.check_class(class, &path)?;
+        crate::pipeline::stage::check_dscp(dscp, &format!("{path}.dscp"))?;
         if frame == 0 || frame > 65_535 {
             return Err(ConfigError::new(
                 format!("{path}.frame_size"),
@@ -385,6 +403,11 @@ impl Simulation {
                     unreachable!("TCP and RDMA traffic is added by add_tcp_traffic / add_roce_traffic")
                 }
             };
+            let start = if jitter > 0 {
+                start + RandomStream::new(self.seed, "start-jitter", sid.0 as u64).below(jitter)
+            } else {
+                start
+            };
             let stop = SimTime(stop.min(self.duration.0));
             let hash = mix64(mix64(src.0 as u64) ^ mix64((dst.0 as u64) << 20) ^ mix64(0x11_0000 + flow.0 as u64));
             let mut source = Source {
@@ -405,7 +428,11 @@ impl Simulation {
                     TrafficConfig::Burst(b) if b.ecn => ECN_ECT,
                     _ => ECN_NOT_ECT,
                 },
+                dscp,
             };
+            if let Some(port) = dport {
+                self.pipeline.set_dport(flow.0, port);
+            }
             let first = source.first_time();
             let done = first >= stop || max_frames == 0;
             source.next = first;
@@ -502,6 +529,8 @@ impl Simulation {
                 Event::PfcRefresh(p, c, generation) => self.on_pfc_refresh(p, c, generation),
                 Event::RoceOpen(q) => self.on_roce_open(q),
                 Event::RoceTimer(q, generation) => self.on_roce_timer(q, generation),
+                Event::PipeStart(g) => self.on_pipe_start(g),
+                Event::PipeExit(g) => self.on_pipe_exit(g),
             }
         }
         self.finished = true;
@@ -519,6 +548,7 @@ impl Simulation {
         let pkt = Packet {
             seq: s.sent,
             ecn: s.ecn,
+            dscp: s.dscp,
             ..Packet::new(s.flow, s.src, s.dst, s.frame_bytes, PacketKind::Data, s.class, s.hash, now)
         };
         let id = self.create_packet(pkt);
@@ -549,8 +579,17 @@ impl Simulation {
         self.pool.alloc(pkt)
     }
 
-    /// Hands a packet created at host `node` to the egress port its route picks.
+    /// Hands a packet created at host `node` to its NIC's pipeline, if any,
+    /// then to the egress port its route picks.
     fn inject(&mut self, node: NodeId, id: PacketId) {
+        if let Some(d) = self.pipeline.at(node) {
+            return self.pipeline_offer(d, id, LOCAL_PORT, crate::pipeline::Dir::Tx);
+        }
+        self.host_send(node, id);
+    }
+
+    /// Sends a packet of host `node` to the egress port its route picks.
+    fn host_send(&mut self, node: NodeId, id: PacketId) {
         let pkt = self.pool.get(id);
         match self.routing.route(node.idx(), pkt.dst.idx(), pkt.hash) {
             Some(out) => self.enqueue(node, out, id, None, None),
@@ -571,6 +610,12 @@ impl Simulation {
         if red == AqmAction::Drop {
             self.ports[pid.idx()].dropped_packets += 1;
             self.drop_packet(node, out as u32, id, DropReason::Wred);
+            return;
+        }
+        let port = &self.ports[pid.idx()];
+        if port.input_limit != u64::MAX && !port.input_has_room(pkt.class, ingress.unwrap_or(LOCAL_PORT), pkt.size) {
+            self.ports[pid.idx()].dropped_packets += 1;
+            self.drop_packet(node, out as u32, id, DropReason::InputQueueLimit);
             return;
         }
         let req = AdmitRequest {
@@ -710,28 +755,42 @@ impl Simulation {
                 return;
             }
         }
-        let pkt = *self.pool.get(id);
-        if pkt.kind == PacketKind::Pause {
+        if self.pool.get(id).kind == PacketKind::Pause {
             self.on_pause_frame(node, ingress, id);
             return;
         }
+        if let Some(d) = self.pipeline.at(node) {
+            return self.pipeline_offer(d, id, ingress, crate::pipeline::Dir::Rx);
+        }
         match self.nodes[node.idx()].kind {
-            NodeKind::Host => {
-                if pkt.dst == node {
-                    self.deliver(id);
-                    if pkt.kind == PacketKind::Tcp {
-                        self.tcp_arrive(node, &pkt);
-                    } else if pkt.kind == PacketKind::Roce {
-                        self.roce_arrive(node, &pkt);
-                    }
-                } else {
-                    self.drop_packet(node, ingress as u32, id, DropReason::NoRoute);
-                }
+            NodeKind::Host => self.host_receive(node, ingress, id),
+            NodeKind::Switch => self.switch_forward(node, ingress, rate, id),
+        }
+    }
+
+    /// A packet received by host `node` on local port `ingress`: delivered if it is its destination.
+    fn host_receive(&mut self, node: NodeId, ingress: u16, id: PacketId) {
+        let pkt = *self.pool.get(id);
+        if pkt.dst == node {
+            self.deliver(id);
+            if pkt.kind == PacketKind::Tcp {
+                self.tcp_arrive(node, &pkt);
+            } else if pkt.kind == PacketKind::Roce {
+                self.roce_arrive(node, &pkt);
             }
-            NodeKind::Switch => match self.routing.route(node.idx(), pkt.dst.idx(), pkt.hash) {
-                Some(out) => self.enqueue(node, out, id, Some(ingress), Some(rate)),
-                None => self.drop_packet(node, ingress as u32, id, DropReason::NoRoute),
-            },
+        } else {
+            self.drop_packet(node, ingress as u32, id, DropReason::NoRoute);
+        }
+    }
+
+    /// A packet received by switch `node` on local port `ingress` (a link of
+    /// `rate`) goes to the egress port its route picks.
+    #[inline]
+    fn switch_forward(&mut self, node: NodeId, ingress: u16, rate: Rate, id: PacketId) {
+        let pkt = self.pool.get(id);
+        match self.routing.route(node.idx(), pkt.dst.idx(), pkt.hash) {
+            Some(out) => self.enqueue(node, out, id, Some(ingress), Some(rate)),
+            None => self.drop_packet(node, ingress as u32, id, DropReason::NoRoute),
         }
     }
 
@@ -741,7 +800,7 @@ impl Simulation {
         let f = &mut self.flows[pkt.flow.idx()];
         let lat = now - pkt.created.0;
         f.packets_delivered += 1;
-        f.bytes_delivered += pkt.size as u64;
+        f.bytes_delivered += pkt.flow_bytes();
         f.last_delivery_ps = now;
         if pkt.dst.0 == f.dst {
             f.latency_sum_ps += lat as u128;
@@ -751,10 +810,10 @@ impl Simulation {
             self.carried.on_flow(pkt.flow.0, now, pkt.size as u64);
         }
         if pkt.kind == PacketKind::Data {
-            self.throughput.add(pkt.flow.0, now, pkt.size as u64);
+            self.throughput.add(pkt.flow.0, now, pkt.flow_bytes());
         }
         self.delivered_packets += 1;
-        self.delivered_bytes += pkt.size as u64;
+        self.delivered_bytes += pkt.flow_bytes();
         self.pool.free(id);
     }
 
@@ -765,13 +824,14 @@ impl Simulation {
         if pkt.flow != CONTROL_FLOW {
             let f = &mut self.flows[pkt.flow.idx()];
             f.packets_dropped += 1;
-            f.bytes_dropped += pkt.size as u64;
+            f.bytes_dropped += pkt.flow_bytes();
         }
         self.pool.free(id);
     }
 
     fn on_sample(&mut self) {
         self.sample_pools();
+        self.sample_pipelines();
         let t = self.now.0;
         for &pid in &self.sampled_ports {
             let port = &mut self.ports[pid.idx()];
@@ -803,7 +863,7 @@ impl Simulation {
     pub fn packets_in_network(&self) -> u64 {
         let queued: usize = self.ports.iter().map(|p| p.queued_packets() + p.in_tx.is_some() as usize).sum();
         let wires: usize = self.channels.iter().map(|c| c.in_flight.len()).sum();
-        (queued + wires) as u64
+        (queued + wires + self.pipeline.held_packets()) as u64
     }
 
     /// Runs to the end (if needed) and returns every table and the summary.
@@ -867,6 +927,8 @@ impl Simulation {
         tables.insert("links".to_string(), self.links_table());
         self.fabric_outputs(&mut tables, &mut s);
         self.pfc_outputs(&mut tables, &mut s);
+        self.pipeline_outputs(&mut tables, &mut s);
+        self.arbitration_outputs(&mut tables);
         self.roce_summary(&mut s);
         let throughput = std::mem::take(&mut self.throughput);
         tables.insert("throughput".to_string(), throughput.into_table(&self.flows));

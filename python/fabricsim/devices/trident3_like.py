@@ -1,5 +1,14 @@
 """Broadcom Trident 3-like shared-buffer switch (e.g. 32x100G).
 
+Public facts: 129,024 usable cells of 256 B, 64 B MMU header per packet, one
+XPE (OpenBCM ``_TD3_MMU_*``, ``_TD3_XPES_PER_DEV 1``); two packet-processing
+pipes (``_TD3_PIPES_PER_DEV 2``); SONiC lossy egress ``dynamic_th 3``
+(alpha 8); "latency from as low as 800 ns" and "wire speed L2 and L3
+features" (Arista 7050X3 datasheet). Assumptions: features run in the one
+pass of each pipe at no extra cost, and each pipe forwards its ports' line
+rate at 64 B frames (16 x 100G: 2,380,952,381 packets/s), so the device is
+feature-invariant; egress queues are FIFO (shares follow buffer admission).
+
 The reservations are the SDK's default MMU settings (OpenBCM sdk-6.5.21,
 ``src/soc/esw/trident3.c``: ``_soc_td3_mmu_sw_info_config``,
 ``_soc_td3_default_pg_headroom``, ``_soc_td3_mmu_config_buf_phase1/2``), in
@@ -28,7 +37,8 @@ def _cells(n: int) -> str:
 NAME = "trident3-like"
 SUMMARY = (
     "shared buffer, 129,024 cells of 256 B (31.5 MB usable), one pool, +64 B/packet, alpha 8 (SONiC lossy), "
-    "SDK reservations (PG min 8 cells, 574 cells headroom per 100G port, 573 fixed), 800 ns"
+    "SDK reservations (PG min 8 cells, 574 cells headroom per 100G port, 573 fixed), 800 ns; "
+    "2 pipes at 64 B line rate, features in one pass"
 )
 SWITCH = {
     "latency": "800ns",
@@ -50,4 +60,5 @@ SWITCH = {
         },
         "reserved_fixed": _cells(76 + 77 + 2 * 150 + 4 * 8 + 11 * 8),
     },
+    "pipeline": {"pipes": 2, "rate": "2380952381pps"},
 }

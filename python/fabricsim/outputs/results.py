@@ -15,6 +15,7 @@ from fabricsim.errors import OutputError
 from fabricsim.outputs.fct import bucket_table
 from fabricsim.outputs.load import load_summary
 from fabricsim.outputs.report import render_html, write_plot_files
+from fabricsim.outputs.shares import source_shares
 from fabricsim.outputs.tables import RunTables, decode, read_tables
 from fabricsim.schema import Scenario, load
 
@@ -70,6 +71,7 @@ class Result(RunTables):
             if load:
                 summary["load"] = load
             summary["warnings"] = run_warnings(scenario, summary, result.flows)
+        result.source_shares = source_shares(result)
         return result
 
     def write(self, out_dir: str | os.PathLike[str], report: bool = True) -> list[Path]:

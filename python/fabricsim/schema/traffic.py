@@ -108,7 +108,28 @@ class _Source(Model):
         return out
 
 
-class UdpTraffic(_Source):
+class _Datagrams(_Source):
+    """UDP sources: the DSCP of their packets, the destination port that
+    match-action stages see (default 5001), and a random ``start_jitter``
+    (each source starts up to that much after ``start``, from its own random
+    stream: traffic generators' ports are not phase-locked)."""
+
+    dscp: int = Field(default=0, ge=0, le=63)
+    dst_port: Optional[int] = Field(default=None, ge=0, le=65535)
+    start_jitter: Time = 0
+
+    def _marking(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.start_jitter:
+            out["start_jitter_ps"] = self.start_jitter
+        if self.dscp:
+            out["dscp"] = self.dscp
+        if self.dst_port is not None:
+            out["dst_port"] = self.dst_port
+        return out
+
+
+class UdpTraffic(_Datagrams):
     """Constant-bit-rate or Poisson UDP frames from each ``src`` host to ``dst``."""
 
     kind: Literal["udp_cbr", "udp_poisson"]
@@ -126,14 +147,17 @@ class UdpTraffic(_Source):
         return self
 
     def to_resolved(self) -> dict[str, Any]:
-        return self._resolved(
-            {"rate_bps": self.rate.bps, "load": self.rate.load},
-            {"stop_ps": self.stop, "max_frames": self.max_frames},
-            self.ecn,
-        )
+        return {
+            **self._resolved(
+                {"rate_bps": self.rate.bps, "load": self.rate.load},
+                {"stop_ps": self.stop, "max_frames": self.max_frames},
+                self.ecn,
+            ),
+            **self._marking(),
+        }
 
 
-class Burst(_Source):
+class Burst(_Datagrams):
     """``frames`` frames queued at once on each ``src`` host at ``start``."""
 
     kind: Literal["burst"]
@@ -141,7 +165,7 @@ class Burst(_Source):
     ecn: bool = False
 
     def to_resolved(self) -> dict[str, Any]:
-        return self._resolved({"frames": self.frames}, {}, self.ecn)
+        return {**self._resolved({"frames": self.frames}, {}, self.ecn), **self._marking()}
 
 
 class _TcpTraffic(Model):

@@ -1,8 +1,10 @@
 //! End-to-end behaviour of the core, one module per topic.
 
+mod arbitration;
 mod conservation;
 mod determinism;
 mod outputs;
+mod pipeline;
 mod roce;
 mod shared_buffer;
 mod switch_buffers;
