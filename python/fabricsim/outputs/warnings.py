@@ -90,6 +90,17 @@ def _largest_incomplete(flows: Any) -> str:
     return "; the largest: " + ", ".join(shown)
 
 
+def _unfinished_transfers(flows: Any, incomplete: int) -> int:
+    """Incomplete flows with a size to transfer (TCP, RDMA); ``incomplete`` when the table cannot tell."""
+    if flows is None or getattr(flows, "height", 0) == 0 or "status" not in flows.columns:
+        return incomplete
+    if "size_bytes" not in flows.columns:
+        return 0
+    import polars as pl
+
+    return flows.filter((pl.col("status") == "incomplete") & pl.col("size_bytes").is_not_null()).height
+
+
 def run_warnings(scenario: "Scenario", summary: Mapping[str, Any], flows: Any = None) -> list[str]:
     """:func:`scenario_warnings` plus what the run's ``summary`` (and ``flows`` table) shows."""
     out = scenario_warnings(scenario)
@@ -103,12 +114,13 @@ def run_warnings(scenario: "Scenario", summary: Mapping[str, Any], flows: Any = 
             "the network; incomplete flows have no FCT and are left out of the FCT statistics. Raise drain_limit "
             "or shorten the arrivals window."
         )
-    elif incomplete and not scenario.drain:
-        out.append(
-            f"{incomplete:,} flow(s) did not finish before the run ended (drain is off); they have no FCT."
-        )
-    elif incomplete:
-        out.append(f"{incomplete:,} flow(s) did not finish; they have no FCT.")
+    else:
+        # Without a drain limit cut, only unfinished transfers (TCP, RDMA) matter:
+        # a UDP stream stopped by the end of the run has no completion time anyway.
+        unfinished = _unfinished_transfers(flows, incomplete)
+        if unfinished:
+            why = " before the run ended (drain is off)" if not scenario.drain else ""
+            out.append(f"{unfinished:,} TCP/RDMA transfer(s) did not finish{why}; they have no FCT.")
     if summary.get("conservation_ok") is False or summary.get("buffer_accounting_ok") is False:
         out.append("packet conservation or buffer accounting was VIOLATED: the results are not trustworthy.")
     return out

@@ -23,8 +23,11 @@ pub(super) struct Carried {
     interval: u64,
     /// Per channel: (bin, frames, bytes, busy ps).
     links: Vec<(u64, u64, u64, u64)>,
+    /// Per channel: `[start, end)` of its current bin in ps, so that a frame
+    /// inside it is counted without a division.
+    link_span: Vec<(u64, u64)>,
     link_rows: Vec<(u64, u32, u64, u64, u64)>,
-    /// Per flow: (bin, frames, bytes).
+    /// Per flow: (bin end in ps, frames, bytes); a bin end of 0 means none yet.
     flows: Vec<(u64, u64, u64)>,
     flow_rows: Vec<(u64, u32, u64, u64)>,
 }
@@ -36,11 +39,11 @@ impl Carried {
         Carried {
             interval: interval_ps,
             links: if interval_ps > 0 { vec![(NONE, 0, 0, 0); channels] } else { Vec::new() },
+            link_span: if interval_ps > 0 { vec![(0, 0); channels] } else { Vec::new() },
             ..Default::default()
         }
     }
 
-    #[inline]
     fn link_bin(&mut self, ch: usize, bin: u64) -> &mut (u64, u64, u64, u64) {
         let cur = &mut self.links[ch];
         if cur.0 != bin {
@@ -48,6 +51,7 @@ impl Carried {
                 self.link_rows.push((cur.0, ch as u32, cur.1, cur.2, cur.3));
             }
             *cur = (bin, 0, 0, 0);
+            self.link_span[ch] = (bin * self.interval, (bin + 1) * self.interval);
         }
         &mut self.links[ch]
     }
@@ -55,10 +59,24 @@ impl Carried {
     /// Channel `ch` transmitted a frame of `bytes` over `[start, end)` ps.
     #[inline]
     pub(super) fn on_link(&mut self, ch: usize, start: u64, end: u64, bytes: u64) {
-        let i = self.interval;
-        if i == 0 {
+        if self.interval == 0 {
             return;
         }
+        let (lo, hi) = self.link_span[ch];
+        if start >= lo && end <= hi && self.links[ch].0 != NONE {
+            // The usual case: the frame lies inside the channel's current bin.
+            let cur = &mut self.links[ch];
+            cur.1 += 1;
+            cur.2 += bytes;
+            cur.3 += end - start;
+            return;
+        }
+        self.on_link_slow(ch, start, end, bytes);
+    }
+
+    #[cold]
+    fn on_link_slow(&mut self, ch: usize, start: u64, end: u64, bytes: u64) {
+        let i = self.interval;
         let mut t = start;
         while t < end {
             let bin = t / i;
@@ -78,17 +96,17 @@ impl Carried {
         if i == 0 {
             return;
         }
-        let bin = now / i;
         let f = flow as usize;
         if self.flows.len() <= f {
-            self.flows.resize(f + 1, (NONE, 0, 0));
+            self.flows.resize(f + 1, (0, 0, 0));
         }
         let cur = &mut self.flows[f];
-        if cur.0 != bin {
-            if cur.0 != NONE {
-                self.flow_rows.push((cur.0, flow, cur.1, cur.2));
+        // Bins are `[end - i, end)`; arrivals at one receiver come in time order.
+        if now >= cur.0 {
+            if cur.0 != 0 {
+                self.flow_rows.push((cur.0 / i - 1, flow, cur.1, cur.2));
             }
-            *cur = (bin, 0, 0);
+            *cur = ((now / i + 1) * i, 0, 0);
         }
         cur.1 += 1;
         cur.2 += bytes;
@@ -119,8 +137,8 @@ impl Carried {
     pub(super) fn flows_table(&mut self, flows: &[FlowStats]) -> Table {
         let mut rows = std::mem::take(&mut self.flow_rows);
         for (f, cur) in self.flows.iter().enumerate() {
-            if cur.0 != NONE {
-                rows.push((cur.0, f as u32, cur.1, cur.2));
+            if cur.0 != 0 {
+                rows.push((cur.0 / self.interval - 1, f as u32, cur.1, cur.2));
             }
         }
         rows.sort_unstable();
