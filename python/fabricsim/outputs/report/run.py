@@ -471,6 +471,10 @@ def _switch_text(switch: Any) -> str:
         parts.append(f"ECN/RED ({switch.ecn.mode})")
     if switch.pfc is not None:
         parts.append(f"PFC on class(es) {', '.join(map(str, switch.pfc.classes))}")
+    pipeline = getattr(switch, "pipeline", None)
+    if pipeline is not None:
+        stages = f", {len(pipeline.stages)} stage(s)" if pipeline.stages else ""
+        parts.append(f"{pipeline.pipes} pipeline pipe(s) of {pipeline.rate / 1e6:,.0f} Mpps{stages}")
     return "; ".join(parts)
 
 
@@ -510,6 +514,15 @@ def _simulated(result: RunTables) -> str:
     items = [("Topology", _topology_text(sc.topology)), ("Switches", _switch_text(sc.network.switch))]
     for name, spec in sc.network.switch_overrides.items():
         items.append((name, _switch_text(spec)))
+    b = result.buffers
+    if _has(b, "node", "reserved_cells", "cell_bytes", "capacity_cells"):
+        reserved = b.filter(pl.col("reserved_cells") > 0)
+        if reserved.height:
+            texts = sorted({
+                f"{fmt_count(r)} of {fmt_count(c)} cells ({fmt_bytes(r * cell)})"
+                for r, c, cell in reserved.select("reserved_cells", "capacity_cells", "cell_bytes").iter_rows()
+            })
+            items.append(("Buffer set aside", "; ".join(texts) + " per switch (minimums, headroom, fixed), not shared"))
     items.append(("Hosts", f"NIC buffer {fmt_bytes(sc.network.host.nic_buffer)}, latency {fmt_time(sc.network.host.latency)}"))
     if any(e.kind in ("tcp_bulk", "tcp_incast", "tcp_flows", "workload") for e in sc.traffic):
         tcp = sc.tcp
