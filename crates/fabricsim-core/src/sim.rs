@@ -26,6 +26,7 @@ use crate::error::ConfigError;
 use crate::event_queue::EventQueue;
 use crate::ids::{ChannelId, FlowId, NodeId, PacketId, PortId, SourceId};
 use crate::network::aqm::AqmAction;
+use crate::network::multicast::MCAST_TAG;
 use crate::network::routing::RoutingTable;
 use crate::network::topology::{Graph, NodeKind};
 use crate::network::{Channel, Node, Port};
@@ -36,8 +37,11 @@ use crate::traffic::Source;
 use crate::units::{Rate, SimTime};
 use std::collections::{BTreeMap, VecDeque};
 
+mod broadcast;
 mod fabric;
+mod multicast;
 mod pfc;
+mod power;
 mod roce;
 mod transport;
 
@@ -62,6 +66,8 @@ enum Event {
     RoceOpen(u32),
     /// A RoCE queue pair's timer; stale when the generation does not match.
     RoceTimer(u32, u32),
+    /// A power bin ends (devices with a power model).
+    PowerBin,
 }
 
 const FLOW_KINDS: [&str; 7] = ["udp_cbr", "udp_poisson", "burst", "tcp_bulk", "tcp_incast", "tcp_flow", "rdma"];
@@ -111,6 +117,12 @@ pub struct Simulation {
     pfc: pfc::PfcState,
     /// RoCEv2 queue pairs; see `sim/roce.rs`.
     roce: roce::RoceState,
+    /// Multicast groups, trees and senders; see `sim/multicast.rs`.
+    mcast: multicast::MulticastState,
+    /// Device power bins; see `sim/power.rs`.
+    power: power::PowerState,
+    /// Broadcast fabrics; see `sim/broadcast.rs`.
+    broadcast: broadcast::BroadcastState,
 }
 
 impl Simulation {
@@ -158,7 +170,7 @@ impl Simulation {
         for i in 0..n {
             let kind = graph.kinds[i];
             let num_ports = adj[i].len();
-            let (latency, forwarding, buffer) = match kind {
+            let (latency, forwarding, cut_through_bytes, mtu, buffer) = match kind {
                 NodeKind::Switch => {
                     let name = &graph.names[i];
                     let (cfg, path) = match net.switch_overrides.get(name) {
@@ -166,7 +178,8 @@ impl Simulation {
                         None => (&net.switch, "network.switch.buffer".to_string()),
                     };
                     let b = BufferModel::build(&cfg.buffer, num_ports, classes, &path)?;
-                    (SimTime(cfg.latency_ps), cfg.forwarding, b)
+                    let mtu = cfg.mtu_bytes.unwrap_or(u32::MAX);
+                    (SimTime(cfg.latency_ps), cfg.forwarding, cfg.cut_through_bytes, mtu, b)
                 }
                 NodeKind::Host => {
                     let b = BufferModel::build(
@@ -175,7 +188,7 @@ impl Simulation {
                         classes,
                         "network.host.nic_buffer",
                     )?;
-                    (SimTime(net.host.latency_ps), Forwarding::StoreAndForward, b)
+                    (SimTime(net.host.latency_ps), Forwarding::StoreAndForward, 0, u32::MAX, b)
                 }
             };
             nodes.push(Node {
@@ -183,6 +196,8 @@ impl Simulation {
                 kind,
                 latency,
                 forwarding,
+                cut_through_bytes,
+                mtu,
                 first_port,
                 num_ports: num_ports as u16,
                 buffer,
@@ -261,14 +276,20 @@ impl Simulation {
             fabric: fabric::Fabric::default(),
             pfc: pfc::PfcState::default(),
             roce: roce::RoceState { default: sc.roce.clone(), ..Default::default() },
+            mcast: multicast::MulticastState::default(),
+            power: power::PowerState::default(),
+            broadcast: broadcast::BroadcastState::default(),
         };
         sim.setup_fabric(sc)?;
         sim.setup_pfc(sc)?;
+        sim.setup_broadcast(sc)?;
+        sim.setup_power(sc)?;
         sim.sampled_ports = (0..sim.ports.len() as u32)
             .map(PortId)
             .filter(|p| sc.stats.sample_hosts || sim.nodes[sim.ports[p.idx()].node.idx()].kind == NodeKind::Switch)
             .collect();
         let index: BTreeMap<&str, usize> = graph.names.iter().enumerate().map(|(i, s)| (s.as_str(), i)).collect();
+        sim.setup_multicast(sc, &index, &graph)?;
         for (i, t) in sc.traffic.iter().enumerate() {
             sim.add_traffic(i, t, &index, &graph)?;
         }
@@ -314,7 +335,19 @@ impl Simulation {
                 format!("must be 1..65535 bytes (got {frame})"),
             ));
         }
-        let dst = host(dst, "dst")?;
+        let group = match t {
+            TrafficConfig::UdpCbr(u) | TrafficConfig::UdpPoisson(u) => u.group.as_deref().map(|g| (g, u.replication)),
+            _ => None,
+        };
+        let (dst, group) = match group {
+            None => (host(dst, "dst")?, None),
+            Some((g, replication)) => {
+                if !dst.is_empty() {
+                    return Err(ConfigError::new(format!("{path}.dst"), "give either dst or group, not both"));
+                }
+                (NodeId(u32::MAX), Some((self.multicast_group(g, &format!("{path}.group"))?, replication)))
+            }
+        };
         let name_idx = self.flow_names.len() as u32;
         self.flow_names.push(if name.is_empty() {
             format!("{}{}", FLOW_KINDS[kind as usize], i)
@@ -324,6 +357,12 @@ impl Simulation {
         let wire = frame as u64 + self.overhead;
         for (j, s) in srcs.iter().enumerate() {
             let src = host(s, &format!("src[{j}]"))?;
+            let flow = FlowId(self.flows.len() as u32);
+            // A multicast source: its sender, the destination its frames carry, the member shown as `dst`.
+            let (sender, dst, flow_dst) = match group {
+                None => (multicast::NO_SENDER, dst, dst),
+                Some((g, r)) => self.add_multicast_sender(flow, src, g, r, &format!("{path}.src[{j}]"))?,
+            };
             if src == dst {
                 return Err(ConfigError::new(
                     format!("{path}.src[{j}]"),
@@ -331,7 +370,6 @@ impl Simulation {
                 ));
             }
             let nic_rate = self.ports[self.nodes[src.idx()].port(0).idx()].rate.bps();
-            let flow = FlowId(self.flows.len() as u32);
             let sid = SourceId(self.sources.len() as u32);
             let (pattern, start, stop, max_frames) = match t {
                 TrafficConfig::UdpCbr(u) | TrafficConfig::UdpPoisson(u) => {
@@ -389,6 +427,7 @@ impl Simulation {
                     TrafficConfig::Burst(b) if b.ecn => ECN_ECT,
                     _ => ECN_NOT_ECT,
                 },
+                multicast: sender,
             };
             let first = source.first_time();
             let done = first >= stop || max_frames == 0;
@@ -397,7 +436,7 @@ impl Simulation {
                 name: name_idx,
                 kind,
                 src: src.0,
-                dst: dst.0,
+                dst: flow_dst.0,
                 class,
                 start_ps: start,
                 source_done: done,
@@ -485,6 +524,7 @@ impl Simulation {
                 Event::PfcRefresh(p, c, generation) => self.on_pfc_refresh(p, c, generation),
                 Event::RoceOpen(q) => self.on_roce_open(q),
                 Event::RoceTimer(q, generation) => self.on_roce_timer(q, generation),
+                Event::PowerBin => self.on_power_bin(),
             }
         }
         self.finished = true;
@@ -499,13 +539,17 @@ impl Simulation {
     fn on_send(&mut self, sid: SourceId) {
         let now = self.now;
         let s = &self.sources[sid.idx()];
-        let pkt = Packet {
-            seq: s.sent,
-            ecn: s.ecn,
-            ..Packet::new(s.flow, s.src, s.dst, s.frame_bytes, PacketKind::Data, s.class, s.hash, now)
-        };
-        let id = self.create_packet(pkt);
-        self.inject(pkt.src, id);
+        if s.multicast == multicast::NO_SENDER {
+            let pkt = Packet {
+                seq: s.sent,
+                ecn: s.ecn,
+                ..Packet::new(s.flow, s.src, s.dst, s.frame_bytes, PacketKind::Data, s.class, s.hash, now)
+            };
+            let id = self.create_packet(pkt);
+            self.inject(pkt.src, id);
+        } else {
+            self.multicast_send(sid);
+        }
         let s = &mut self.sources[sid.idx()];
         match s.advance(now) {
             Some(t) => {
@@ -598,11 +642,17 @@ impl Simulation {
             if n.forwarding == Forwarding::CutThrough {
                 if let Some(r) = ingress_rate {
                     if r >= port.rate {
-                        // The port could have started once the header was in and
-                        // the pipeline latency had passed (RFC 1242 bit forwarding).
-                        let eligible = pkt.first_bit + n.latency;
-                        start = eligible.max(port.free_at).min(self.now);
-                        self.pool.get_mut(id).enqueued = start;
+                        // The port can start once the header (`cut_through_bytes`, or
+                        // the whole frame if shorter) is in and the pipeline latency
+                        // has passed (RFC 1242 bit forwarding: first bit in to first
+                        // bit out). If the port was still busy then, the frame had to
+                        // wait and is stored and forwarded.
+                        let header = r.serialization_time(pkt.size.min(n.cut_through_bytes) as u64);
+                        let eligible = pkt.first_bit + header + n.latency;
+                        if port.free_at <= eligible {
+                            start = eligible.min(self.now);
+                            self.pool.get_mut(id).enqueued = start;
+                        }
                     }
                 }
             }
@@ -708,10 +758,18 @@ impl Simulation {
                     self.drop_packet(node, ingress as u32, id, DropReason::NoRoute);
                 }
             }
-            NodeKind::Switch => match self.routing.route(node.idx(), pkt.dst.idx(), pkt.hash) {
-                Some(out) => self.enqueue(node, out, id, Some(ingress), Some(rate)),
-                None => self.drop_packet(node, ingress as u32, id, DropReason::NoRoute),
-            },
+            NodeKind::Switch => {
+                if pkt.size > self.nodes[node.idx()].mtu {
+                    return self.drop_packet(node, ingress as u32, id, DropReason::FrameTooLong);
+                }
+                if pkt.dst.0 & MCAST_TAG != 0 {
+                    return self.multicast_replicate(node, id, Some(ingress), Some(rate));
+                }
+                match self.routing.route(node.idx(), pkt.dst.idx(), pkt.hash) {
+                    Some(out) => self.enqueue(node, out, id, Some(ingress), Some(rate)),
+                    None => self.drop_packet(node, ingress as u32, id, DropReason::NoRoute),
+                }
+            }
         }
     }
 
@@ -729,6 +787,9 @@ impl Simulation {
         if pkt.kind == PacketKind::Data {
             self.throughput.add(pkt.flow.0, now, pkt.size as u64);
         }
+        if self.mcast.active {
+            self.multicast_delivered(&pkt, lat);
+        }
         self.delivered_packets += 1;
         self.delivered_bytes += pkt.size as u64;
         self.pool.free(id);
@@ -742,6 +803,9 @@ impl Simulation {
             let f = &mut self.flows[pkt.flow.idx()];
             f.packets_dropped += 1;
             f.bytes_dropped += pkt.size as u64;
+            if self.mcast.active {
+                self.multicast_dropped(&pkt);
+            }
         }
         self.pool.free(id);
     }
@@ -792,7 +856,8 @@ impl Simulation {
             .ports
             .iter()
             .all(|p| p.enqueued_packets == p.tx_packets + p.queued_packets() as u64 + p.in_tx.is_some() as u64);
-        let conservation_ok = self.created_packets == self.delivered_packets + dropped + in_network
+        let conservation_ok = self.created_packets + self.mcast.replicated
+            == self.delivered_packets + dropped + in_network
             && self.pool.live() as u64 == in_network
             && flows_sent + self.pfc.ctrl_created == self.created_packets
             && ports_ok;
@@ -838,6 +903,9 @@ impl Simulation {
         tables.insert("links".to_string(), self.links_table());
         self.fabric_outputs(&mut tables, &mut s);
         self.pfc_outputs(&mut tables, &mut s);
+        self.multicast_outputs(&mut tables, &mut s);
+        self.power_outputs(&mut tables, &mut s);
+        self.broadcast_outputs(&mut tables);
         self.roce_summary(&mut s);
         let throughput = std::mem::take(&mut self.throughput);
         tables.insert("throughput".to_string(), throughput.into_table(&self.flows));
@@ -855,8 +923,16 @@ impl Simulation {
         t.push(
             "kind",
             Column::Cat {
-                codes: self.nodes.iter().map(|x| (x.kind == NodeKind::Switch) as u32).collect(),
-                labels: vec!["host".into(), "switch".into()],
+                codes: (0..n)
+                    .map(|i| {
+                        if self.is_broadcast(i) {
+                            2
+                        } else {
+                            (self.nodes[i as usize].kind == NodeKind::Switch) as u32
+                        }
+                    })
+                    .collect(),
+                labels: vec!["host".into(), "switch".into(), "broadcast".into()],
             },
         );
         t.push("ports", Column::U32(self.nodes.iter().map(|x| x.num_ports as u32).collect()));

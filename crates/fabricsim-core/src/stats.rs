@@ -30,10 +30,14 @@ pub enum DropReason {
     RandomLoss = 9,
     /// PFC: a lossless packet found its priority group's headroom full.
     HeadroomOverflow = 10,
+    /// The frame is longer than the device's MTU (`mtu`).
+    FrameTooLong = 11,
+    /// Broadcast fabric: the receiving adapter's buffer was full.
+    ReceiverBufferFull = 12,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 11] = [
+    pub const ALL: [DropReason; 13] = [
         DropReason::PortBufferFull,
         DropReason::QueueLimit,
         DropReason::NoRoute,
@@ -45,6 +49,8 @@ impl DropReason {
         DropReason::Afd,
         DropReason::RandomLoss,
         DropReason::HeadroomOverflow,
+        DropReason::FrameTooLong,
+        DropReason::ReceiverBufferFull,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -60,6 +66,8 @@ impl DropReason {
             DropReason::Afd => "afd",
             DropReason::RandomLoss => "random_loss",
             DropReason::HeadroomOverflow => "headroom_overflow",
+            DropReason::FrameTooLong => "frame_too_long",
+            DropReason::ReceiverBufferFull => "receiver_buffer_full",
         }
     }
 }
@@ -75,6 +83,8 @@ pub struct FlowStats {
     pub start_ps: u64,
     pub packets_sent: u64,
     pub bytes_sent: u64,
+    /// Multicast: copies made by devices from this flow's packets.
+    pub packets_replicated: u64,
     pub packets_delivered: u64,
     pub bytes_delivered: u64,
     pub packets_dropped: u64,
@@ -95,7 +105,7 @@ pub struct FlowStats {
 
 impl FlowStats {
     pub fn in_network(&self) -> u64 {
-        self.packets_sent - self.packets_delivered - self.packets_dropped
+        self.packets_sent + self.packets_replicated - self.packets_delivered - self.packets_dropped
     }
 
     /// A flow is complete once its source has stopped and none of its packets

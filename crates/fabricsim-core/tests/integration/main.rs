@@ -1,7 +1,10 @@
 //! End-to-end behaviour of the core, one module per topic.
 
+mod broadcast;
 mod conservation;
 mod determinism;
+mod multicast;
+mod power;
 mod roce;
 mod shared_buffer;
 mod switch_buffers;
