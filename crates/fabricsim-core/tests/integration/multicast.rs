@@ -104,12 +104,10 @@ fn unicast_emulation_sends_one_copy_per_member_over_the_senders_link() {
 fn copies_lost_on_the_way_settle_their_messages_and_conserve_packets() {
     // A burst of 100 frames at line rate; leaf1 holds only 3000 B per port, so the
     // copies for h3..h5 are lost when leaf1's ports are busy.
-    let json = leaf_spine_group("native", 3000)
-        .replace(
-            r#""rate_bps": 1000000000, "frame_bytes": 1000, "max_frames": 100"#,
-            r#""rate_bps": 10000000000, "frame_bytes": 1000, "max_frames": 100"#,
-        )
-        .replace(r#""kind": "leaf_spine""#, r#""kind": "leaf_spine""#);
+    let json = leaf_spine_group("native", 3000).replace(
+        r#""rate_bps": 1000000000, "frame_bytes": 1000, "max_frames": 100"#,
+        r#""rate_bps": 10000000000, "frame_bytes": 1000, "max_frames": 100"#,
+    );
     let out = run_json(&json);
     assert!(flag(&out, "conservation_ok") && flag(&out, "drained"));
     let complete = i64_col(&out, "multicast", "messages_complete")[0];

@@ -26,7 +26,7 @@ fn store_and_forward_latency_is_two_serializations_two_propagations_and_the_pipe
 
 /// Picoseconds to serialize `bytes` at `rate` bit/s, rounded up.
 fn ser(bytes: u64, rate: u64) -> i64 {
-    ((bytes as u128 * 8 * 1_000_000_000_000 + rate as u128 - 1) / rate as u128) as i64
+    (bytes as u128 * 8 * 1_000_000_000_000).div_ceil(rate as u128) as i64
 }
 
 #[test]
