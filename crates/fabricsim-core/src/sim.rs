@@ -66,8 +66,6 @@ enum Event {
     RoceOpen(u32),
     /// A RoCE queue pair's timer; stale when the generation does not match.
     RoceTimer(u32, u32),
-    /// A power bin ends (devices with a power model).
-    PowerBin,
 }
 
 const FLOW_KINDS: [&str; 7] = ["udp_cbr", "udp_poisson", "burst", "tcp_bulk", "tcp_incast", "tcp_flow", "rdma"];
@@ -511,6 +509,9 @@ impl Simulation {
                 return self.finished;
             }
             self.queue.pop();
+            if t >= self.power.next_boundary {
+                self.close_power_bins(t);
+            }
             self.now = t;
             self.events += 1;
             match ev {
@@ -524,7 +525,6 @@ impl Simulation {
                 Event::PfcRefresh(p, c, generation) => self.on_pfc_refresh(p, c, generation),
                 Event::RoceOpen(q) => self.on_roce_open(q),
                 Event::RoceTimer(q, generation) => self.on_roce_timer(q, generation),
-                Event::PowerBin => self.on_power_bin(),
             }
         }
         self.finished = true;

@@ -11,4 +11,7 @@ SWITCH = {
         "per_packet_overhead": "64B",
         "alpha": 8,
     },
+    # 7050CX3-32S: "typical power consumption under 7 W per 100GbE port"; all of it per
+    # port, 10% proportional to traffic (assumption, docs/models/power.md).
+    "power": {"idle": "0W", "port": "6.3W", "per_bit": "7pJ", "per_packet": "0J"},
 }

@@ -2,14 +2,15 @@
 //! and mean power per device and time bin) and the `energy` table (per device,
 //! the whole run).
 //!
-//! Bins are closed by a `PowerBin` event every `stats.power_interval` up to the
-//! scenario's duration, and once more when the run ends (the last bin runs to
-//! the end of the run, drain included, or to the duration if the network went
-//! quiet earlier). A bin's traffic is read from the device's transmit counters:
-//! a frame counts in the bin where its transmission ends. No work is done per
-//! packet.
+//! Bins are `stats.power_interval` wide and cover the run from 0 to its end
+//! (drain included) or to the scenario's duration if the network went quiet
+//! earlier; the last bin may be shorter. A bin's traffic is read from the
+//! device's transmit counters when the first event at or after the bin's end is
+//! about to run (so the counters hold exactly the events before it; no event is
+//! added and nothing is done per packet): a frame counts in the bin where its
+//! transmission ends.
 
-use super::{Event, Simulation};
+use super::Simulation;
 use crate::config::Scenario;
 use crate::error::ConfigError;
 use crate::power::{PowerConfig, AJ_PER_J};
@@ -41,17 +42,32 @@ struct Bin {
 }
 
 /// Power state of the simulation.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct PowerState {
     devices: Vec<Powered>,
     interval: SimTime,
+    /// End of the open bin (`SimTime::MAX` when no device has a power model,
+    /// or bins are off): the event loop closes bins once it reaches it.
+    pub next_boundary: SimTime,
     /// Start of the open bin.
     bin_start: SimTime,
     bins: Vec<Bin>,
 }
 
+impl Default for PowerState {
+    fn default() -> Self {
+        PowerState {
+            devices: Vec::new(),
+            interval: SimTime::ZERO,
+            next_boundary: SimTime::MAX,
+            bin_start: SimTime::ZERO,
+            bins: Vec::new(),
+        }
+    }
+}
+
 impl Simulation {
-    /// Finds the devices with a `power` section and schedules the first bin boundary.
+    /// Finds the devices with a `power` section and sets the first bin boundary.
     pub(super) fn setup_power(&mut self, sc: &Scenario) -> Result<(), ConfigError> {
         let net = &sc.network;
         for (i, node) in self.nodes.iter().enumerate() {
@@ -74,8 +90,8 @@ impl Simulation {
             }
         }
         self.power.interval = SimTime(sc.stats.power_interval_ps);
-        if !self.power.devices.is_empty() && self.power.interval.0 > 0 && self.power.interval <= self.duration {
-            self.queue.push(self.power.interval, Event::PowerBin);
+        if !self.power.devices.is_empty() && self.power.interval.0 > 0 {
+            self.power.next_boundary = self.power.interval;
         }
         Ok(())
     }
@@ -112,12 +128,13 @@ impl Simulation {
         self.power.bin_start = end;
     }
 
-    /// A bin boundary: close the bin and schedule the next boundary up to the duration.
-    pub(super) fn on_power_bin(&mut self) {
-        self.close_power_bin(self.now);
-        let next = self.now + self.power.interval;
-        if next <= self.duration {
-            self.queue.push(next, Event::PowerBin);
+    /// Closes every bin ending at or before `t`, the time of the event about to
+    /// run (the events before it are all done).
+    pub(super) fn close_power_bins(&mut self, t: SimTime) {
+        while self.power.next_boundary <= t {
+            let end = self.power.next_boundary;
+            self.close_power_bin(end);
+            self.power.next_boundary = end + self.power.interval;
         }
     }
 
@@ -127,9 +144,11 @@ impl Simulation {
             return;
         }
         let end = self.now.max(self.duration);
+        self.close_power_bins(end);
         if end > self.power.bin_start || self.power.bins.is_empty() {
             self.close_power_bin(end);
         }
+        self.power.next_boundary = SimTime::MAX;
         let bins = std::mem::take(&mut self.power.bins);
         let j = |aj: u128| aj as f64 / AJ_PER_J;
         let mut t = Table::default();
