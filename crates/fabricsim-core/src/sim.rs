@@ -288,8 +288,9 @@ impl Simulation {
             .collect();
         let index: BTreeMap<&str, usize> = graph.names.iter().enumerate().map(|(i, s)| (s.as_str(), i)).collect();
         sim.setup_multicast(sc, &index, &graph)?;
+        let parts = graph.parts();
         for (i, t) in sc.traffic.iter().enumerate() {
-            sim.add_traffic(i, t, &index, &graph)?;
+            sim.add_traffic(i, t, &index, &graph, &parts)?;
         }
         if sim.sample_interval.0 > 0 {
             sim.queue.push(SimTime::ZERO, Event::Sample);
@@ -297,7 +298,33 @@ impl Simulation {
         Ok(sim)
     }
 
+    /// Adds traffic entry `i`, checking that each of its flows can reach its destination.
     fn add_traffic(
+        &mut self,
+        i: usize,
+        t: &TrafficConfig,
+        index: &BTreeMap<&str, usize>,
+        graph: &Graph,
+        parts: &[u32],
+    ) -> Result<(), ConfigError> {
+        let first = self.flows.len();
+        self.add_traffic_entry(i, t, index, graph)?;
+        for f in &self.flows[first..] {
+            let (src, dst) = (f.src as usize, f.dst as usize);
+            if parts[src] != parts[dst] {
+                return Err(ConfigError::new(
+                    format!("traffic[{i}]"),
+                    format!(
+                        "'{}' cannot reach '{}': they are in separate parts of the topology",
+                        graph.names[src], graph.names[dst]
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn add_traffic_entry(
         &mut self,
         i: usize,
         t: &TrafficConfig,

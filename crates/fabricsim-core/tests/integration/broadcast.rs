@@ -112,3 +112,29 @@ fn broadcast_fabric_configuration_errors_name_the_field() {
     let e = err(chain);
     assert!(e.starts_with("network.switch_overrides.bf.kind: broadcast fabric 'bf' is linked to 'sw'"), "{e}");
 }
+
+#[test]
+fn a_switch_and_a_fabric_side_by_side_in_one_run_and_no_traffic_between_them() {
+    let json = |dst: &str| {
+        format!(
+            r#"{{"duration_ps": 100000000,
+            "network": {{"switch_overrides": {{"bf": {{"kind": "broadcast", "forwarding": "cut_through", "latency_ps": 300000,
+                                                  "buffer": {{"model": "static", "port_bytes": 65536}}}}}}}},
+            "topology": {{"kind": "explicit",
+              "nodes": [{{"name": "sw", "kind": "switch"}}, {{"name": "bf", "kind": "switch"}},
+                        {{"name": "s0", "kind": "host"}}, {{"name": "s1", "kind": "host"}},
+                        {{"name": "f0", "kind": "host"}}, {{"name": "f1", "kind": "host"}}],
+              "links": [{{"a": "s0", "b": "sw", "rate_bps": 10000000000, "delay_ps": 0}},
+                        {{"a": "s1", "b": "sw", "rate_bps": 10000000000, "delay_ps": 0}},
+                        {{"a": "f0", "b": "bf", "rate_bps": 10000000000, "delay_ps": 0}},
+                        {{"a": "f1", "b": "bf", "rate_bps": 10000000000, "delay_ps": 0}}]}},
+            "traffic": [{{"kind": "burst", "src": ["s0"], "dst": "s1", "frames": 1}},
+                        {{"kind": "burst", "src": ["f0"], "dst": "{dst}", "frames": 1}}]}}"#
+        )
+    };
+    let out = run_json(&json("f1"));
+    assert!(flag(&out, "conservation_ok") && flag(&out, "drained"));
+    assert_eq!(i64_col(&out, "flows", "packets_delivered"), vec![1, 1]);
+    let e = Simulation::new(&Scenario::from_json(&json("s1")).unwrap()).err().unwrap().to_string();
+    assert!(e.starts_with("traffic[1]: 'f0' cannot reach 's1': they are in separate parts"), "{e}");
+}
