@@ -537,6 +537,7 @@ impl Simulation {
             }
             self.queue.pop();
             if t >= self.power.next_boundary {
+                // A power bin ended before this event (see `sim/power.rs`).
                 self.close_power_bins(t);
             }
             self.now = t;

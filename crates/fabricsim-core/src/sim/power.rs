@@ -130,6 +130,8 @@ impl Simulation {
 
     /// Closes every bin ending at or before `t`, the time of the event about to
     /// run (the events before it are all done).
+    #[cold]
+    #[inline(never)]
     pub(super) fn close_power_bins(&mut self, t: SimTime) {
         while self.power.next_boundary <= t {
             let end = self.power.next_boundary;
