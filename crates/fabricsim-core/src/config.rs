@@ -129,6 +129,12 @@ pub struct SwitchConfig {
     /// Priority flow control of lossless classes (see `network/pfc.rs`).
     #[serde(default)]
     pub pfc: Option<crate::network::pfc::PfcConfig>,
+    /// Ingress match-action pipeline (see `pipeline/`).
+    #[serde(default)]
+    pub pipeline: Option<crate::pipeline::PipelineConfig>,
+    /// How egress ports divide their bandwidth among inputs (see `network/arbitration.rs`).
+    #[serde(default)]
+    pub arbitration: crate::network::arbitration::ArbitrationConfig,
 }
 
 fn default_switch_latency() -> u64 {
@@ -154,6 +160,8 @@ impl Default for SwitchConfig {
             ecn: None,
             scheduler: Default::default(),
             pfc: None,
+            pipeline: None,
+            arbitration: Default::default(),
         }
     }
 }
@@ -223,6 +231,9 @@ pub struct HostConfig {
     pub latency_ps: u64,
     #[serde(default = "default_nic_buffer")]
     pub nic_buffer_bytes: u64,
+    /// Match-action pipeline of every host's NIC, on receive and transmit (see `pipeline/`).
+    #[serde(default)]
+    pub pipeline: Option<crate::pipeline::PipelineConfig>,
 }
 
 fn default_nic_buffer() -> u64 {
@@ -231,7 +242,7 @@ fn default_nic_buffer() -> u64 {
 
 impl Default for HostConfig {
     fn default() -> Self {
-        HostConfig { latency_ps: 0, nic_buffer_bytes: default_nic_buffer() }
+        HostConfig { latency_ps: 0, nic_buffer_bytes: default_nic_buffer(), pipeline: None }
     }
 }
 
@@ -357,6 +368,16 @@ pub struct UdpConfig {
     /// Send packets as ECN-capable (ECT(0)).
     #[serde(default)]
     pub ecn: bool,
+    /// DSCP of the packets (0..63).
+    #[serde(default)]
+    pub dscp: u8,
+    /// UDP destination port seen by match-action stages (default 5001).
+    #[serde(default)]
+    pub dst_port: Option<u16>,
+    /// Each source starts at `start_ps` plus a uniform random offset below
+    /// this (traffic generators' ports are not phase-locked); 0: all at once.
+    #[serde(default)]
+    pub start_jitter_ps: u64,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -376,6 +397,16 @@ pub struct BurstConfig {
     /// Send packets as ECN-capable (ECT(0)).
     #[serde(default)]
     pub ecn: bool,
+    /// DSCP of the packets (0..63).
+    #[serde(default)]
+    pub dscp: u8,
+    /// UDP destination port seen by match-action stages (default 5001).
+    #[serde(default)]
+    pub dst_port: Option<u16>,
+    /// Each source starts at `start_ps` plus a uniform random offset below
+    /// this (traffic generators' ports are not phase-locked); 0: all at once.
+    #[serde(default)]
+    pub start_jitter_ps: u64,
 }
 
 fn default_frame() -> u32 {

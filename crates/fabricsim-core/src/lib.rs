@@ -44,6 +44,7 @@ pub mod event_queue;
 pub mod ids;
 pub mod network;
 pub mod packet;
+pub mod pipeline;
 pub mod power;
 pub mod rng;
 pub mod sim;

@@ -62,6 +62,16 @@ pub struct Packet {
     /// Local port it arrived on at the current node ([`LOCAL_PORT`] if created
     /// there); buffer models that account per ingress port need it at release.
     pub in_port: u16,
+    /// DSCP of the (inner) IP header, 0..=63; match-action stages may rewrite it.
+    pub dscp: u8,
+    /// Meter colour ([`COLOR_GREEN`], [`COLOR_YELLOW`], [`COLOR_RED`]), set by
+    /// meters and read by colour-aware meters.
+    pub color: u8,
+    /// Bytes of tunnel headers currently added to `size` (0, or 50/70 for
+    /// VXLAN over IPv4/IPv6); flow byte counters leave them out.
+    pub encap: u8,
+    /// VXLAN network identifier while tunnelled, [`NO_VNI`] otherwise.
+    pub vni: u32,
 }
 
 impl Packet {
@@ -99,9 +109,27 @@ impl Packet {
             first_bit: now,
             enqueued: now,
             in_port: LOCAL_PORT,
+            dscp: 0,
+            color: COLOR_GREEN,
+            encap: 0,
+            vni: NO_VNI,
         }
     }
+
+    /// Bytes of the frame its flow sent: the size without tunnel headers.
+    #[inline]
+    pub fn flow_bytes(&self) -> u64 {
+        (self.size - self.encap as u32) as u64
+    }
 }
+
+/// `Packet::vni` of a packet that is not tunnelled.
+pub const NO_VNI: u32 = u32::MAX;
+
+/// Meter colours (RFC 2697 / RFC 2698).
+pub const COLOR_GREEN: u8 = 0;
+pub const COLOR_YELLOW: u8 = 1;
+pub const COLOR_RED: u8 = 2;
 
 /// `Packet::in_port` of a packet created at the node that holds it.
 pub const LOCAL_PORT: u16 = u16::MAX;
@@ -162,5 +190,16 @@ impl PacketPool {
     /// Peak number of packets alive at once.
     pub fn capacity_used(&self) -> usize {
         self.slots.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_packet_stays_compact() {
+        // The pool holds every packet in flight; keep each well under 200 B.
+        assert!(std::mem::size_of::<Packet>() <= 112, "{} B", std::mem::size_of::<Packet>());
     }
 }

@@ -37,10 +37,12 @@ use crate::traffic::Source;
 use crate::units::{Rate, SimTime};
 use std::collections::{BTreeMap, VecDeque};
 
+mod arbitration;
 mod broadcast;
 mod fabric;
 mod multicast;
 mod pfc;
+mod pipeline;
 mod power;
 mod roce;
 mod transport;
@@ -66,6 +68,10 @@ enum Event {
     RoceOpen(u32),
     /// A RoCE queue pair's timer; stale when the generation does not match.
     RoceTimer(u32, u32),
+    /// A pipe's issue slot is free: issue the head of its queue (global pipe index).
+    PipeStart(u32),
+    /// The head of a pipe's delay line leaves the pipeline (global pipe index).
+    PipeExit(u32),
 }
 
 const FLOW_KINDS: [&str; 7] = ["udp_cbr", "udp_poisson", "burst", "tcp_bulk", "tcp_incast", "tcp_flow", "rdma"];
@@ -115,6 +121,8 @@ pub struct Simulation {
     pfc: pfc::PfcState,
     /// RoCEv2 queue pairs; see `sim/roce.rs`.
     roce: roce::RoceState,
+    /// Match-action pipelines of switches and NICs; see `sim/pipeline.rs`.
+    pipeline: pipeline::PipelineState,
     /// Multicast groups, trees and senders; see `sim/multicast.rs`.
     mcast: multicast::MulticastState,
     /// Device power bins; see `sim/power.rs`.
@@ -274,12 +282,15 @@ impl Simulation {
             fabric: fabric::Fabric::default(),
             pfc: pfc::PfcState::default(),
             roce: roce::RoceState { default: sc.roce.clone(), ..Default::default() },
+            pipeline: pipeline::PipelineState::default(),
             mcast: multicast::MulticastState::default(),
             power: power::PowerState::default(),
             broadcast: broadcast::BroadcastState::default(),
         };
         sim.setup_fabric(sc)?;
         sim.setup_pfc(sc)?;
+        sim.setup_arbitration(sc)?;
+        sim.setup_pipelines(sc)?;
         sim.setup_broadcast(sc)?;
         sim.setup_power(sc)?;
         sim.sampled_ports = (0..sim.ports.len() as u32)
@@ -339,10 +350,16 @@ impl Simulation {
         }
         let path = format!("traffic[{i}]");
         let host = |name: &str, field: &str| resolve_host(index, graph, name, &format!("{path}.{field}"));
-        let (kind, name, srcs, dst, class, frame) = match t {
-            TrafficConfig::UdpCbr(u) => (0u32, &u.name, &u.src, &u.dst, u.class, u.frame_bytes),
-            TrafficConfig::UdpPoisson(u) => (1, &u.name, &u.src, &u.dst, u.class, u.frame_bytes),
-            TrafficConfig::Burst(b) => (2, &b.name, &b.src, &b.dst, b.class, b.frame_bytes),
+        let (kind, name, srcs, dst, class, frame, dscp, dport, jitter) = match t {
+            TrafficConfig::UdpCbr(u) => {
+                (0u32, &u.name, &u.src, &u.dst, u.class, u.frame_bytes, u.dscp, u.dst_port, u.start_jitter_ps)
+            }
+            TrafficConfig::UdpPoisson(u) => {
+                (1, &u.name, &u.src, &u.dst, u.class, u.frame_bytes, u.dscp, u.dst_port, u.start_jitter_ps)
+            }
+            TrafficConfig::Burst(b) => {
+                (2, &b.name, &b.src, &b.dst, b.class, b.frame_bytes, b.dscp, b.dst_port, b.start_jitter_ps)
+            }
             TrafficConfig::TcpBulk(_)
             | TrafficConfig::TcpIncast(_)
             | TrafficConfig::TcpFlows(_)
@@ -354,6 +371,7 @@ impl Simulation {
             return Err(ConfigError::new(format!("{path}.src"), "must name at least one host"));
         }
         self.check_class(class, &path)?;
+        crate::pipeline::stage::check_dscp(dscp, &format!("{path}.dscp"))?;
         if frame == 0 || frame > 65_535 {
             return Err(ConfigError::new(
                 format!("{path}.frame_size"),
@@ -432,6 +450,11 @@ impl Simulation {
                     unreachable!("TCP and RDMA traffic is added by add_tcp_traffic / add_roce_traffic")
                 }
             };
+            let start = if jitter > 0 {
+                start + RandomStream::new(self.seed, "start-jitter", sid.0 as u64).below(jitter)
+            } else {
+                start
+            };
             let stop = SimTime(stop.min(self.duration.0));
             let hash = mix64(mix64(src.0 as u64) ^ mix64((dst.0 as u64) << 20) ^ mix64(0x11_0000 + flow.0 as u64));
             let mut source = Source {
@@ -452,8 +475,12 @@ impl Simulation {
                     TrafficConfig::Burst(b) if b.ecn => ECN_ECT,
                     _ => ECN_NOT_ECT,
                 },
+                dscp,
                 multicast: sender,
             };
+            if let Some(port) = dport {
+                self.pipeline.set_dport(flow.0, port);
+            }
             let first = source.first_time();
             let done = first >= stop || max_frames == 0;
             source.next = first;
@@ -553,6 +580,8 @@ impl Simulation {
                 Event::PfcRefresh(p, c, generation) => self.on_pfc_refresh(p, c, generation),
                 Event::RoceOpen(q) => self.on_roce_open(q),
                 Event::RoceTimer(q, generation) => self.on_roce_timer(q, generation),
+                Event::PipeStart(g) => self.on_pipe_start(g),
+                Event::PipeExit(g) => self.on_pipe_exit(g),
             }
         }
         self.finished = true;
@@ -571,6 +600,7 @@ impl Simulation {
             let pkt = Packet {
                 seq: s.sent,
                 ecn: s.ecn,
+                dscp: s.dscp,
                 ..Packet::new(s.flow, s.src, s.dst, s.frame_bytes, PacketKind::Data, s.class, s.hash, now)
             };
             let id = self.create_packet(pkt);
@@ -604,9 +634,21 @@ impl Simulation {
         self.pool.alloc(pkt)
     }
 
-    /// Hands a packet created at host `node` to the egress port its route picks.
+    /// Hands a packet created at host `node` to its NIC's pipeline, if any,
+    /// then to the egress port its route picks.
     fn inject(&mut self, node: NodeId, id: PacketId) {
+        if let Some(d) = self.pipeline.at(node) {
+            return self.pipeline_offer(d, id, LOCAL_PORT, crate::pipeline::Dir::Tx);
+        }
+        self.host_send(node, id);
+    }
+
+    /// Sends a packet of host `node` to the egress port its route picks.
+    fn host_send(&mut self, node: NodeId, id: PacketId) {
         let pkt = self.pool.get(id);
+        if pkt.dst.0 & MCAST_TAG != 0 {
+            return self.multicast_replicate(node, id, None, None);
+        }
         match self.routing.route(node.idx(), pkt.dst.idx(), pkt.hash) {
             Some(out) => self.enqueue(node, out, id, None, None),
             None => self.drop_packet(node, 0, id, DropReason::NoRoute),
@@ -626,6 +668,12 @@ impl Simulation {
         if red == AqmAction::Drop {
             self.ports[pid.idx()].dropped_packets += 1;
             self.drop_packet(node, out as u32, id, DropReason::Wred);
+            return;
+        }
+        let port = &self.ports[pid.idx()];
+        if port.input_limit != u64::MAX && !port.input_has_room(pkt.class, ingress.unwrap_or(LOCAL_PORT), pkt.size) {
+            self.ports[pid.idx()].dropped_packets += 1;
+            self.drop_packet(node, out as u32, id, DropReason::InputQueueLimit);
             return;
         }
         let req = AdmitRequest {
@@ -768,36 +816,49 @@ impl Simulation {
                 return;
             }
         }
-        let pkt = *self.pool.get(id);
-        if pkt.kind == PacketKind::Pause {
+        if self.pool.get(id).kind == PacketKind::Pause {
             self.on_pause_frame(node, ingress, id);
             return;
         }
+        if let Some(d) = self.pipeline.at(node) {
+            return self.pipeline_offer(d, id, ingress, crate::pipeline::Dir::Rx);
+        }
         match self.nodes[node.idx()].kind {
-            NodeKind::Host => {
-                if pkt.dst == node {
-                    self.deliver(id);
-                    if pkt.kind == PacketKind::Tcp {
-                        self.tcp_arrive(node, &pkt);
-                    } else if pkt.kind == PacketKind::Roce {
-                        self.roce_arrive(node, &pkt);
-                    }
-                } else {
-                    self.drop_packet(node, ingress as u32, id, DropReason::NoRoute);
-                }
+            NodeKind::Host => self.host_receive(node, ingress, id),
+            NodeKind::Switch => self.switch_forward(node, ingress, rate, id),
+        }
+    }
+
+    /// A packet received by host `node` on local port `ingress`: delivered if it is its destination.
+    fn host_receive(&mut self, node: NodeId, ingress: u16, id: PacketId) {
+        let pkt = *self.pool.get(id);
+        if pkt.dst == node {
+            self.deliver(id);
+            if pkt.kind == PacketKind::Tcp {
+                self.tcp_arrive(node, &pkt);
+            } else if pkt.kind == PacketKind::Roce {
+                self.roce_arrive(node, &pkt);
             }
-            NodeKind::Switch => {
-                if pkt.size > self.nodes[node.idx()].mtu {
-                    return self.drop_packet(node, ingress as u32, id, DropReason::FrameTooLong);
-                }
-                if pkt.dst.0 & MCAST_TAG != 0 {
-                    return self.multicast_replicate(node, id, Some(ingress), Some(rate));
-                }
-                match self.routing.route(node.idx(), pkt.dst.idx(), pkt.hash) {
-                    Some(out) => self.enqueue(node, out, id, Some(ingress), Some(rate)),
-                    None => self.drop_packet(node, ingress as u32, id, DropReason::NoRoute),
-                }
-            }
+        } else {
+            self.drop_packet(node, ingress as u32, id, DropReason::NoRoute);
+        }
+    }
+
+    /// A packet received by switch `node` on local port `ingress` (a link of
+    /// `rate`) goes to the egress port its route picks (a multicast frame to
+    /// its tree ports); a frame longer than the device's MTU is dropped.
+    #[inline]
+    fn switch_forward(&mut self, node: NodeId, ingress: u16, rate: Rate, id: PacketId) {
+        let pkt = self.pool.get(id);
+        if pkt.size > self.nodes[node.idx()].mtu {
+            return self.drop_packet(node, ingress as u32, id, DropReason::FrameTooLong);
+        }
+        if pkt.dst.0 & MCAST_TAG != 0 {
+            return self.multicast_replicate(node, id, Some(ingress), Some(rate));
+        }
+        match self.routing.route(node.idx(), pkt.dst.idx(), pkt.hash) {
+            Some(out) => self.enqueue(node, out, id, Some(ingress), Some(rate)),
+            None => self.drop_packet(node, ingress as u32, id, DropReason::NoRoute),
         }
     }
 
@@ -807,19 +868,19 @@ impl Simulation {
         let f = &mut self.flows[pkt.flow.idx()];
         let lat = now - pkt.created.0;
         f.packets_delivered += 1;
-        f.bytes_delivered += pkt.size as u64;
+        f.bytes_delivered += pkt.flow_bytes();
         f.last_delivery_ps = now;
         f.latency_sum_ps += lat as u128;
         f.latency_min_ps = f.latency_min_ps.min(lat);
         f.latency_max_ps = f.latency_max_ps.max(lat);
         if pkt.kind == PacketKind::Data {
-            self.throughput.add(pkt.flow.0, now, pkt.size as u64);
+            self.throughput.add(pkt.flow.0, now, pkt.flow_bytes());
         }
         if self.mcast.active {
             self.multicast_delivered(&pkt, lat);
         }
         self.delivered_packets += 1;
-        self.delivered_bytes += pkt.size as u64;
+        self.delivered_bytes += pkt.flow_bytes();
         self.pool.free(id);
     }
 
@@ -830,7 +891,7 @@ impl Simulation {
         if pkt.flow != CONTROL_FLOW {
             let f = &mut self.flows[pkt.flow.idx()];
             f.packets_dropped += 1;
-            f.bytes_dropped += pkt.size as u64;
+            f.bytes_dropped += pkt.flow_bytes();
             if self.mcast.active {
                 self.multicast_dropped(&pkt);
             }
@@ -840,6 +901,7 @@ impl Simulation {
 
     fn on_sample(&mut self) {
         self.sample_pools();
+        self.sample_pipelines();
         let t = self.now.0;
         for &pid in &self.sampled_ports {
             let port = &mut self.ports[pid.idx()];
@@ -871,7 +933,7 @@ impl Simulation {
     pub fn packets_in_network(&self) -> u64 {
         let queued: usize = self.ports.iter().map(|p| p.queued_packets() + p.in_tx.is_some() as usize).sum();
         let wires: usize = self.channels.iter().map(|c| c.in_flight.len()).sum();
-        (queued + wires) as u64
+        (queued + wires + self.pipeline.held_packets()) as u64
     }
 
     /// Runs to the end (if needed) and returns every table and the summary.
@@ -931,6 +993,8 @@ impl Simulation {
         tables.insert("links".to_string(), self.links_table());
         self.fabric_outputs(&mut tables, &mut s);
         self.pfc_outputs(&mut tables, &mut s);
+        self.pipeline_outputs(&mut tables, &mut s);
+        self.arbitration_outputs(&mut tables);
         self.multicast_outputs(&mut tables, &mut s);
         self.power_outputs(&mut tables, &mut s);
         self.broadcast_outputs(&mut tables);

@@ -30,14 +30,28 @@ pub enum DropReason {
     RandomLoss = 9,
     /// PFC: a lossless packet found its priority group's headroom full.
     HeadroomOverflow = 10,
+    /// Match-action pipeline: the queue in front of a pipe was full.
+    PipelineQueueFull = 11,
+    /// Match-action pipeline: an ACL rule (or the ACL's default) denied the packet.
+    AclDeny = 12,
+    /// Match-action pipeline: a meter's colour action dropped the packet.
+    MeterDrop = 13,
+    /// Match-action pipeline: the connection table was full for a new connection.
+    ConntrackFull = 14,
+    /// Match-action pipeline: the packet's VNI (or its absence) matched no entry.
+    VniMiss = 15,
+    /// Match-action pipeline: no prefix of the LPM table matched.
+    LpmMiss = 16,
+    /// Arbitration: the packet's input sub-queue at the egress port was full.
+    InputQueueLimit = 17,
     /// The frame is longer than the device's MTU (`mtu`).
-    FrameTooLong = 11,
+    FrameTooLong = 18,
     /// Broadcast fabric: the receiving adapter's buffer was full.
-    ReceiverBufferFull = 12,
+    ReceiverBufferFull = 19,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 13] = [
+    pub const ALL: [DropReason; 20] = [
         DropReason::PortBufferFull,
         DropReason::QueueLimit,
         DropReason::NoRoute,
@@ -49,6 +63,13 @@ impl DropReason {
         DropReason::Afd,
         DropReason::RandomLoss,
         DropReason::HeadroomOverflow,
+        DropReason::PipelineQueueFull,
+        DropReason::AclDeny,
+        DropReason::MeterDrop,
+        DropReason::ConntrackFull,
+        DropReason::VniMiss,
+        DropReason::LpmMiss,
+        DropReason::InputQueueLimit,
         DropReason::FrameTooLong,
         DropReason::ReceiverBufferFull,
     ];
@@ -66,6 +87,13 @@ impl DropReason {
             DropReason::Afd => "afd",
             DropReason::RandomLoss => "random_loss",
             DropReason::HeadroomOverflow => "headroom_overflow",
+            DropReason::PipelineQueueFull => "pipeline_queue_full",
+            DropReason::AclDeny => "acl_deny",
+            DropReason::MeterDrop => "meter_drop",
+            DropReason::ConntrackFull => "conntrack_full",
+            DropReason::VniMiss => "vni_miss",
+            DropReason::LpmMiss => "lpm_miss",
+            DropReason::InputQueueLimit => "input_queue_limit",
             DropReason::FrameTooLong => "frame_too_long",
             DropReason::ReceiverBufferFull => "receiver_buffer_full",
         }

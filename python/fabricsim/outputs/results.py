@@ -14,6 +14,7 @@ import polars as pl
 from fabricsim.errors import OutputError
 from fabricsim.outputs.fct import bucket_table
 from fabricsim.outputs.report import render_html, write_plot_files
+from fabricsim.outputs.shares import source_shares
 from fabricsim.outputs.tables import RunTables, decode, read_tables
 from fabricsim.schema import Scenario, load
 
@@ -63,6 +64,7 @@ class Result(RunTables):
         result = cls(summary, nodes=nodes, tables=tables, scenario=scenario)
         if scenario is not None:
             result.fct = bucket_table(result)
+        result.source_shares = source_shares(result)
         return result
 
     def write(self, out_dir: str | os.PathLike[str], report: bool = True) -> list[Path]:

@@ -5,6 +5,7 @@ One module per section of a scenario file, each importing only
 
 - ``_base``: error plumbing, quantity types (``Time``, ``Rate``, ``Size``, ...), the ``Model`` base;
 - ``network``: ``network`` (switch buffer, ECN, PFC, scheduler; hosts; device presets; overrides);
+- ``pipeline``: match-action ``pipeline`` of a switch or NIC (stages, pipes) and a switch's ``arbitration``;
 - ``topology``: ``topology`` (links; star, dumbbell, leaf-spine, fat tree, explicit);
 - ``transports``: ``tcp`` and ``roce`` (with DCQCN);
 - ``traffic``: ``traffic`` entries (UDP, bursts, TCP applications, workloads, RDMA writes);
@@ -16,6 +17,7 @@ One module per section of a scenario file, each importing only
 
 from fabricsim.schema.multicast import Group, Multicast
 from fabricsim.schema.network import Buffer, DevicePower, Ecn, Host, Network, Pfc, Switch
+from fabricsim.schema.pipeline import Arbitration, Pipeline
 from fabricsim.schema.scenario import Scenario, from_dict, load, loads
 from fabricsim.schema.stats import FctSettings, Stats
 from fabricsim.schema.topology import Dumbbell, Explicit, ExplicitLink, ExplicitNode, FatTree, LeafSpine, Link, Star
@@ -34,6 +36,7 @@ from fabricsim.schema.traffic import (
 from fabricsim.schema.transports import Dcqcn, DelayedAck, Roce, Tcp
 
 __all__ = [
+    "Arbitration",
     "Buffer",
     "Burst",
     "Dcqcn",
@@ -53,6 +56,7 @@ __all__ = [
     "Multicast",
     "Network",
     "Pfc",
+    "Pipeline",
     "RdmaWrite",
     "Roce",
     "Scenario",

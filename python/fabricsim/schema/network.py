@@ -1,4 +1,5 @@
-"""The ``network`` section: switches (buffer, ECN, PFC, scheduler), hosts and per-switch overrides.
+"""The ``network`` section: switches (buffer, ECN, PFC, scheduler, pipeline,
+arbitration), hosts (NIC pipeline) and per-switch overrides.
 
 A switch may name a device preset (``device: tomahawk-like``, see
 :mod:`fabricsim.devices`): the preset's settings are put under the switch's
@@ -35,6 +36,7 @@ from fabricsim.schema._base import (
     quantity,
     show,
 )
+from fabricsim.schema.pipeline import Arbitration, Pipeline
 
 __all__ = ["Buffer", "DevicePower", "Ecn", "Host", "Network", "Pfc", "Switch"]
 
@@ -362,6 +364,8 @@ class Switch(Model):
     )
     drr_weights: Optional[list[Annotated[float, Field(gt=0)]]] = None
     pfc: Optional[Pfc] = None
+    pipeline: Optional[Pipeline] = None
+    arbitration: Arbitration = Field(default_factory=Arbitration)
 
     _expand = model_validator(mode="before")(classmethod(lambda cls, data: _expand_device(data)))
 
@@ -410,17 +414,26 @@ class Switch(Model):
             out["scheduler"] = scheduler
         if self.pfc is not None:
             out["pfc"] = self.pfc.to_resolved()
+        if self.pipeline is not None:
+            out["pipeline"] = self.pipeline.to_resolved()
+        if self.arbitration.kind != "fifo" or self.arbitration.input_queue_size is not None:
+            out["arbitration"] = self.arbitration.to_resolved()
         return out
 
 
 class Host(Model):
-    """Host (NIC) parameters."""
+    """Host (NIC) parameters; ``pipeline`` runs on every host's NIC, on receive
+    and transmit (each stage's ``direction``)."""
 
     latency: Time = 0
     nic_buffer: Size = 1_000_000_000
+    pipeline: Optional[Pipeline] = None
 
     def to_resolved(self) -> dict[str, Any]:
-        return {"latency_ps": self.latency, "nic_buffer_bytes": self.nic_buffer}
+        out: dict[str, Any] = {"latency_ps": self.latency, "nic_buffer_bytes": self.nic_buffer}
+        if self.pipeline is not None:
+            out["pipeline"] = self.pipeline.to_resolved()
+        return out
 
 
 _M = TypeVar("_M", bound=BaseModel)

@@ -107,10 +107,31 @@ class _Source(Model):
         return out
 
 
+class _Datagrams(_Source):
+    """UDP sources: the DSCP of their packets, the destination port that
+    match-action stages see (default 5001), and a random ``start_jitter``
+    (each source starts up to that much after ``start``, from its own random
+    stream: traffic generators' ports are not phase-locked)."""
+
+    dscp: int = Field(default=0, ge=0, le=63)
+    dst_port: Optional[int] = Field(default=None, ge=0, le=65535)
+    start_jitter: Time = 0
+
+    def _marking(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.start_jitter:
+            out["start_jitter_ps"] = self.start_jitter
+        if self.dscp:
+            out["dscp"] = self.dscp
+        if self.dst_port is not None:
+            out["dst_port"] = self.dst_port
+        return out
+
+
 Replication = Literal["native", "unicast"]
 
 
-class UdpTraffic(_Source):
+class UdpTraffic(_Datagrams):
     """Constant-bit-rate or Poisson UDP frames from each ``src`` host to ``dst``,
     or to the multicast ``group`` (``replication: native`` or ``unicast``; the
     rate is the group's stream rate, each member receives it)."""
@@ -135,11 +156,14 @@ class UdpTraffic(_Source):
         return self
 
     def to_resolved(self) -> dict[str, Any]:
-        out = self._resolved(
-            {"rate_bps": self.rate.bps, "load": self.rate.load},
-            {"stop_ps": self.stop, "max_frames": self.max_frames},
-            self.ecn,
-        )
+        out = {
+            **self._resolved(
+                {"rate_bps": self.rate.bps, "load": self.rate.load},
+                {"stop_ps": self.stop, "max_frames": self.max_frames},
+                self.ecn,
+            ),
+            **self._marking(),
+        }
         if self.group is not None:
             out["dst"] = ""
             out["group"] = self.group
@@ -147,7 +171,7 @@ class UdpTraffic(_Source):
         return out
 
 
-class Burst(_Source):
+class Burst(_Datagrams):
     """``frames`` frames queued at once on each ``src`` host at ``start``."""
 
     kind: Literal["burst"]
@@ -155,7 +179,7 @@ class Burst(_Source):
     ecn: bool = False
 
     def to_resolved(self) -> dict[str, Any]:
-        return self._resolved({"frames": self.frames}, {}, self.ecn)
+        return {**self._resolved({"frames": self.frames}, {}, self.ecn), **self._marking()}
 
 
 class _TcpTraffic(Model):

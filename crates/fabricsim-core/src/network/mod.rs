@@ -7,6 +7,7 @@
 //! leave the FIFO in order and the channel needs only one pending wake-up.
 
 pub mod aqm;
+pub mod arbitration;
 pub mod multicast;
 pub mod pfc;
 pub mod port;

@@ -63,6 +63,19 @@ impl Replication {
 /// this bit plus the tree index. Copies sent to a host carry the host's id.
 pub const MCAST_TAG: u32 = 1 << 31;
 
+/// The IPv4 destination address of a packet for match-action stages: the
+/// host's address (`addresses[dst]`), or for a native multicast frame between
+/// replication points an address in 239.0.0.0/8 (administratively scoped,
+/// RFC 2365) numbered by its tree.
+#[inline]
+pub fn ip_dst(addresses: &[u32], dst: NodeId) -> u32 {
+    if dst.0 & MCAST_TAG != 0 {
+        0xEF00_0000 | (dst.0 & 0x00FF_FFFF)
+    } else {
+        addresses[dst.idx()]
+    }
+}
+
 /// A source-specific distribution tree.
 #[derive(Clone, Debug)]
 pub struct Tree {

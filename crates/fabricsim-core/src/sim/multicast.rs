@@ -265,6 +265,7 @@ impl Simulation {
         let base = Packet {
             seq: s.sent,
             ecn: s.ecn,
+            dscp: s.dscp,
             ..Packet::new(s.flow, s.src, s.dst, s.frame_bytes, PacketKind::Data, s.class, s.hash, now)
         };
         let sender = &mut self.mcast.senders[sender_id];
@@ -277,7 +278,8 @@ impl Simulation {
         match sender.replication {
             Replication::Native => {
                 let id = self.create_packet(Packet { ack: expected as u64, ..base });
-                self.multicast_replicate(base.src, id, None, None);
+                // Through the NIC's transmit pipeline, if any, then onto the tree.
+                self.inject(base.src, id);
             }
             Replication::Unicast => {
                 for k in 0..expected as usize {

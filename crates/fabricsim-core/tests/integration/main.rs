@@ -1,9 +1,11 @@
 //! End-to-end behaviour of the core, one module per topic.
 
+mod arbitration;
 mod broadcast;
 mod conservation;
 mod determinism;
 mod multicast;
+mod pipeline;
 mod power;
 mod roce;
 mod shared_buffer;

@@ -149,6 +149,69 @@ def _link_plot(result: RunTables, top: int = 16) -> str:
     )
 
 
+def _stage_plot(result: RunTables, top: int = 16) -> str:
+    """Packets each pipeline stage ran on, and those it dropped."""
+    p = result.pipeline
+    wide = (
+        p.filter(pl.col("counter").is_in(["packets", "drops"]))
+        .pivot(on="counter", index=["node", "stage", "name"], values="value")
+        .sort(["node", "stage"])
+        .head(top)
+    )
+    if wide.height == 0:
+        return ""
+    labels = [f"{n} · {s} {name}" for n, s, name in zip(wide["node"], wide["stage"], wide["name"])]
+    fig, ax = pyplot().subplots(figsize=(10, 0.35 * len(labels) + 1))
+    y = np.arange(len(labels))[::-1]
+    ax.barh(y + 0.2, wide["packets"].to_numpy(), height=0.4, color="#3a7bd5", label="packets")
+    drops = wide["drops"].to_numpy() if "drops" in wide.columns else np.zeros(len(labels))
+    ax.barh(y - 0.2, drops, height=0.4, color="#c0392b", label="dropped")
+    ax.set_yticks(y, labels)
+    ax.set_xlabel("packets")
+    ax.set_title("Pipeline stages: packets run and dropped")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3, axis="x")
+    return figure("pipeline_stages", svg(fig))
+
+
+def _pipe_queue_plot(result: RunTables, top: int = 6) -> str:
+    q = result.pipeline_queues
+    if q.height == 0:
+        return ""
+    busiest = (
+        q.group_by(["node", "pipe"]).agg(pl.col("packets").max().alias("peak"))
+        .sort(["peak", "node", "pipe"], descending=[True, False, False]).head(top)
+    )
+    scale, unit = time_unit(float(q["time_ps"].max()))
+
+    def series(node: Any, pipe: Any) -> tuple[str, Any, Any]:
+        s = q.filter((pl.col("node") == node) & (pl.col("pipe") == pipe)).sort("time_ps")
+        return f"{node} pipe {pipe}", s["time_ps"].to_numpy(), s["packets"].to_numpy()
+
+    return step_plot(
+        "pipeline_queues",
+        (series(node, pipe) for node, pipe, _ in busiest.iter_rows()),
+        scale,
+        unit,
+        "waiting (packets)",
+        f"Packets waiting for a pipe, {len(busiest)} busiest pipes",
+    )
+
+
+def _share_plot(shares: pl.DataFrame, top: int = 32) -> str:
+    """Each source's share of the receiver with the most sources."""
+    dst = shares.sort(["sources", "dst"], descending=[True, False])["dst"][0]
+    rows = shares.filter(pl.col("dst") == dst).sort("src").head(top)
+    return bar_plot(
+        "shares",
+        [str(x) for x in rows["src"].to_list()],
+        rows["share"].to_numpy() * 100,
+        "#27ae60",
+        f"share of bytes received by {dst} (%)",
+        f"Per-source share at {dst} ({rows.height} sources, Jain's index {rows['jain'][0]:.3f})",
+    )
+
+
 # --------------------------------------------------------------------------
 # Sections, in page order
 
@@ -234,6 +297,43 @@ def _drops(result: RunTables) -> str:
     return f"<h2>Drops</h2>{_drops_plot(result)}{html_table(result.drops)}\n"
 
 
+def _pipeline(result: RunTables) -> str:
+    """Match-action pipelines: stage counters, pipes, waiting queues (runs with pipelines only)."""
+    if result.pipeline.height == 0 and result.pipes.height == 0:
+        return ""
+    pipes = result.pipes
+    if pipes.height:
+        pipes = pipes.select(
+            "node", "pipe", "ports", "offered", "issued", "queue_drops",
+            (pl.col("utilization") * 100).alias("utilization_pct"),
+            (pl.col("wait_mean_ps") / 1e3).alias("wait_mean_ns"),
+            (pl.col("wait_max_ps") / 1e3).alias("wait_max_ns"),
+            "queue_high_water_packets",
+        )
+    return (
+        f"<h2>Pipelines</h2>{_stage_plot(result)}{_pipe_queue_plot(result)}{html_table(pipes)}"
+        f'<p class="muted">per-stage counters: the pipeline table (long format)</p>\n'
+    )
+
+
+def _fairness(result: RunTables) -> str:
+    """Per-source shares of receivers with several sources, and of arbitrated egress ports."""
+    shares = result.source_shares
+    fair = result.fairness
+    if shares.height == 0 and fair.height == 0:
+        return ""
+    out = "<h2>Fairness</h2>"
+    if shares.height:
+        per_dst = shares.group_by("dst").agg(
+            pl.col("sources").first(), pl.col("share_min").first(), pl.col("share_max").first(),
+            pl.col("jain").first(),
+        ).sort("dst")
+        out += _share_plot(shares) + html_table(per_dst)
+    if fair.height:
+        out += "<p>Egress ports with input arbitration (shares by input port):</p>" + html_table(fair)
+    return out + "\n"
+
+
 def _fct(result: RunTables) -> str:
     """FCT by flow-size bucket (TCP runs only); times in microseconds."""
     fct = result.fct
@@ -271,6 +371,8 @@ SECTIONS: tuple[Callable[[RunTables], str], ...] = (
     _multicast,
     _fabric_receivers,
     _drops,
+    _pipeline,
+    _fairness,
     _fct,
     _flows,
     _summary,
