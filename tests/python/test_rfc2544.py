@@ -148,3 +148,16 @@ def test_rfc2544_command_writes_tables_and_page(core, tmp_path):
     assert "fm4000-like" in page and "optical-broadcast" in page
     bad = subprocess.run([*args[:4], "--pair", "h0"], capture_output=True, text=True)
     assert bad.returncode == 2 and "SRC:DST" in bad.stderr
+
+
+def test_throughput_finds_a_pipelines_packet_rate_where_it_is_below_line_rate(core):
+    """A device forwarding below line rate at small frames: one pipe of 5 M passes/s in front of
+    10G ports. At 64 B (14.88 Mframes/s of line rate) the throughput is the pipe's 5 Mframes/s; at
+    1518 B (812,743 frames/s) the line rate."""
+    sc = star(latency="500ns", pipeline={"pipes": 1, "rate": "5Mpps", "queue_packets": 4096,
+                                         "stages": [{"kind": "acl", "rules": []}]})
+    t = rfc2544(sc, tests=["throughput"], frame_sizes=[64, 1518], settings=Settings(trial_ps=10_000_000_000))
+    rows = t["throughput"].rows(named=True)
+    line64 = 10e9 / (84 * 8)
+    assert 5e6 - 0.001 * line64 <= rows[0]["frames_per_s"] <= 5e6 * 1.001 + 0.001 * line64, rows[0]
+    assert rows[1]["load"] == 1.0
