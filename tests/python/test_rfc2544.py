@@ -161,3 +161,24 @@ def test_throughput_finds_a_pipelines_packet_rate_where_it_is_below_line_rate(co
     line64 = 10e9 / (84 * 8)
     assert 5e6 - 0.001 * line64 <= rows[0]["frames_per_s"] <= 5e6 * 1.001 + 0.001 * line64, rows[0]
     assert rows[1]["load"] == 1.0
+
+
+@pytest.mark.slow
+def test_tolly_rfc2544_both_fabrics_every_size_default_trials(core):
+    """The R5 comparison at the command's defaults (10 ms trials, all four tests, 64..9216 B):
+    both fabrics forward at line rate with no loss, and their RFC 1242 latencies are the device
+    figures: 500 ns (fm4000-like, the 7124SX data sheet) and 14 B at 10G + 300 ns (optical-broadcast)."""
+    from pathlib import Path
+
+    scenario = Path(__file__).resolve().parents[2] / "scenarios" / "tolly-latency.yaml"
+    out = rfc2544(scenario, pairs=[("s0", "s1"), ("f0", "f1")])
+    t = out["throughput"]
+    assert t.height == 18 and t["load"].to_list() == [1.0] * 18
+    lat = {(d, f): v for d, f, v in zip(out["latency"]["device"], out["latency"]["frame_bytes"],
+                                        out["latency"]["latency_ps"])}
+    for size in SIZES:
+        assert lat[("ct10g", size)] == 500_000.0
+        assert lat[("bcast", size)] == 11_200 + 300_000.0
+    assert (out["latency"]["queueing_ps"] == 0).all()
+    assert (out["loss"]["loss_percent"] == 0).all() and out["loss"].height == 36
+    assert out["back_to_back"]["capped"].all()

@@ -46,29 +46,34 @@ class Hop:
 
 @dataclass
 class Breakdown:
-    """Where an unloaded frame's one-way latency goes, in picoseconds."""
+    """Where an unloaded frame's one-way latency goes, in picoseconds, part by part.
 
-    propagation_ps: int = 0
-    serialization_ps: int = 0
-    header_ps: int = 0
-    device_ps: int = 0
-    host_ps: int = 0
+    The parts are named ``<part>_ps`` and reported in this order (a host datapath
+    model adds its own, e.g. NIC and stack parts, with :meth:`add`); the total is
+    their sum."""
+
+    parts: dict[str, int] = field(
+        default_factory=lambda: {
+            "propagation_ps": 0,
+            "serialization_ps": 0,
+            "header_ps": 0,
+            "device_ps": 0,
+            "host_ps": 0,
+        }
+    )
     #: Per device on the path: ``store_and_forward`` or ``cut_through`` as it actually forwarded the frame.
     modes: list[str] = field(default_factory=list)
 
+    def add(self, part: str, ps: int) -> None:
+        """Add ``ps`` picoseconds to ``part`` (created after the others if new)."""
+        self.parts[part] = self.parts.get(part, 0) + ps
+
     @property
     def total_ps(self) -> int:
-        return self.propagation_ps + self.serialization_ps + self.header_ps + self.device_ps + self.host_ps
+        return sum(self.parts.values())
 
     def as_dict(self) -> dict[str, int]:
-        return {
-            "propagation_ps": self.propagation_ps,
-            "serialization_ps": self.serialization_ps,
-            "header_ps": self.header_ps,
-            "device_ps": self.device_ps,
-            "host_ps": self.host_ps,
-            "total_ps": self.total_ps,
-        }
+        return {**self.parts, "total_ps": self.total_ps}
 
 
 def _device(resolved: Mapping[str, Any], name: str) -> Mapping[str, Any]:
@@ -109,18 +114,18 @@ def unloaded_latency(resolved: Mapping[str, Any], hops: Sequence[Hop], frame: in
     host_latency = int(resolved["network"]["host"]["latency_ps"])
     b = Breakdown()
     for k, hop in enumerate(hops):
-        b.propagation_ps += hop.delay_ps
+        b.add("propagation_ps", hop.delay_ps)
         if hop.device is None:
-            b.serialization_ps += serialization_ps(frame + overhead, hop.rate_bps)
-            b.host_ps += host_latency
+            b.add("serialization_ps", serialization_ps(frame + overhead, hop.rate_bps))
+            b.add("host_ps", host_latency)
             break
         dev = hop.device
         cut = dev.get("forwarding") == "cut_through" and hop.rate_bps >= hops[k + 1].rate_bps
         if cut:
-            b.header_ps += serialization_ps(min(int(dev.get("cut_through_bytes", 64)), frame), hop.rate_bps)
+            b.add("header_ps", serialization_ps(min(int(dev.get("cut_through_bytes", 64)), frame), hop.rate_bps))
         else:
-            b.serialization_ps += serialization_ps(frame + overhead, hop.rate_bps)
-        b.device_ps += int(dev["latency_ps"])
+            b.add("serialization_ps", serialization_ps(frame + overhead, hop.rate_bps))
+        b.add("device_ps", int(dev["latency_ps"]))
         b.modes.append("cut_through" if cut else "store_and_forward")
     return b
 
