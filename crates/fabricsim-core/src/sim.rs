@@ -847,19 +847,27 @@ impl Simulation {
     /// A packet received by switch `node` on local port `ingress` (a link of
     /// `rate`) goes to the egress port its route picks (a multicast frame to
     /// its tree ports); a frame longer than the device's MTU is dropped.
-    #[inline]
+    #[inline(always)]
     fn switch_forward(&mut self, node: NodeId, ingress: u16, rate: Rate, id: PacketId) {
         let pkt = self.pool.get(id);
-        if pkt.size > self.nodes[node.idx()].mtu {
-            return self.drop_packet(node, ingress as u32, id, DropReason::FrameTooLong);
-        }
-        if pkt.dst.0 & MCAST_TAG != 0 {
-            return self.multicast_replicate(node, id, Some(ingress), Some(rate));
+        if pkt.size > self.nodes[node.idx()].mtu || pkt.dst.0 & MCAST_TAG != 0 {
+            return self.switch_forward_special(node, ingress, rate, id);
         }
         match self.routing.route(node.idx(), pkt.dst.idx(), pkt.hash) {
             Some(out) => self.enqueue(node, out, id, Some(ingress), Some(rate)),
             None => self.drop_packet(node, ingress as u32, id, DropReason::NoRoute),
         }
+    }
+
+    /// [`Simulation::switch_forward`] of a frame longer than the device's MTU
+    /// (dropped) or of a multicast frame (replicated onto its tree ports).
+    #[cold]
+    #[inline(never)]
+    fn switch_forward_special(&mut self, node: NodeId, ingress: u16, rate: Rate, id: PacketId) {
+        if self.pool.get(id).size > self.nodes[node.idx()].mtu {
+            return self.drop_packet(node, ingress as u32, id, DropReason::FrameTooLong);
+        }
+        self.multicast_replicate(node, id, Some(ingress), Some(rate));
     }
 
     fn deliver(&mut self, id: PacketId) {

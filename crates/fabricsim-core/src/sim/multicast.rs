@@ -296,6 +296,7 @@ impl Simulation {
     /// Replicates native multicast packet `id` at `node` onto the node's tree
     /// ports: each copy is offered to its egress port like any frame (buffer
     /// admission, queueing, cut-through).
+    #[inline(never)]
     pub(super) fn multicast_replicate(
         &mut self,
         node: NodeId,
