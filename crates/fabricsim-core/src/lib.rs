@@ -46,6 +46,7 @@ pub mod ids;
 pub mod network;
 pub mod packet;
 pub mod pipeline;
+pub mod power;
 pub mod rng;
 pub mod sim;
 pub mod stats;

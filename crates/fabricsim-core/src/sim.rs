@@ -26,6 +26,7 @@ use crate::error::ConfigError;
 use crate::event_queue::EventQueue;
 use crate::ids::{ChannelId, FlowId, NodeId, PacketId, PortId, SourceId};
 use crate::network::aqm::AqmAction;
+use crate::network::multicast::MCAST_TAG;
 use crate::network::routing::RoutingTable;
 use crate::network::topology::{Graph, NodeKind};
 use crate::network::{Channel, Node, Port};
@@ -37,10 +38,13 @@ use crate::units::{Rate, SimTime};
 use std::collections::{BTreeMap, VecDeque};
 
 mod arbitration;
+mod broadcast;
 mod carried;
 mod fabric;
+mod multicast;
 mod pfc;
 mod pipeline;
+mod power;
 mod roce;
 mod transport;
 
@@ -124,6 +128,12 @@ pub struct Simulation {
     roce: roce::RoceState,
     /// Match-action pipelines of switches and NICs; see `sim/pipeline.rs`.
     pipeline: pipeline::PipelineState,
+    /// Multicast groups, trees and senders; see `sim/multicast.rs`.
+    mcast: multicast::MulticastState,
+    /// Device power bins; see `sim/power.rs`.
+    power: power::PowerState,
+    /// Broadcast fabrics; see `sim/broadcast.rs`.
+    broadcast: broadcast::BroadcastState,
 }
 
 impl Simulation {
@@ -179,7 +189,7 @@ impl Simulation {
         for i in 0..n {
             let kind = graph.kinds[i];
             let num_ports = adj[i].len();
-            let (latency, forwarding, buffer) = match kind {
+            let (latency, forwarding, cut_through_bytes, mtu, buffer) = match kind {
                 NodeKind::Switch => {
                     let name = &graph.names[i];
                     let (cfg, path) = match net.switch_overrides.get(name) {
@@ -187,7 +197,8 @@ impl Simulation {
                         None => (&net.switch, "network.switch.buffer".to_string()),
                     };
                     let b = BufferModel::build(&cfg.buffer, &port_rates[i], classes, &path)?;
-                    (SimTime(cfg.latency_ps), cfg.forwarding, b)
+                    let mtu = cfg.mtu_bytes.unwrap_or(u32::MAX);
+                    (SimTime(cfg.latency_ps), cfg.forwarding, cfg.cut_through_bytes, mtu, b)
                 }
                 NodeKind::Host => {
                     let b = BufferModel::build(
@@ -196,7 +207,7 @@ impl Simulation {
                         classes,
                         "network.host.nic_buffer",
                     )?;
-                    (SimTime(net.host.latency_ps), Forwarding::StoreAndForward, b)
+                    (SimTime(net.host.latency_ps), Forwarding::StoreAndForward, 0, u32::MAX, b)
                 }
             };
             nodes.push(Node {
@@ -204,6 +215,8 @@ impl Simulation {
                 kind,
                 latency,
                 forwarding,
+                cut_through_bytes,
+                mtu,
                 first_port,
                 num_ports: num_ports as u16,
                 buffer,
@@ -286,18 +299,25 @@ impl Simulation {
             pfc: pfc::PfcState::default(),
             roce: roce::RoceState { default: sc.roce.clone(), ..Default::default() },
             pipeline: pipeline::PipelineState::default(),
+            mcast: multicast::MulticastState::default(),
+            power: power::PowerState::default(),
+            broadcast: broadcast::BroadcastState::default(),
         };
         sim.setup_fabric(sc)?;
         sim.setup_pfc(sc)?;
         sim.setup_arbitration(sc)?;
         sim.setup_pipelines(sc)?;
+        sim.setup_broadcast(sc)?;
+        sim.setup_power(sc)?;
         sim.sampled_ports = (0..sim.ports.len() as u32)
             .map(PortId)
             .filter(|p| sc.stats.sample_hosts || sim.nodes[sim.ports[p.idx()].node.idx()].kind == NodeKind::Switch)
             .collect();
         let index: BTreeMap<&str, usize> = graph.names.iter().enumerate().map(|(i, s)| (s.as_str(), i)).collect();
+        sim.setup_multicast(sc, &index, &graph)?;
+        let parts = graph.parts();
         for (i, t) in sc.traffic.iter().enumerate() {
-            sim.add_traffic(i, t, &index, &graph)?;
+            sim.add_traffic(i, t, &index, &graph, &parts)?;
         }
         if sim.sample_interval.0 > 0 {
             sim.queue.push(SimTime::ZERO, Event::Sample);
@@ -305,7 +325,33 @@ impl Simulation {
         Ok(sim)
     }
 
+    /// Adds traffic entry `i`, checking that each of its flows can reach its destination.
     fn add_traffic(
+        &mut self,
+        i: usize,
+        t: &TrafficConfig,
+        index: &BTreeMap<&str, usize>,
+        graph: &Graph,
+        parts: &[u32],
+    ) -> Result<(), ConfigError> {
+        let first = self.flows.len();
+        self.add_traffic_entry(i, t, index, graph)?;
+        for f in &self.flows[first..] {
+            let (src, dst) = (f.src as usize, f.dst as usize);
+            if parts[src] != parts[dst] {
+                return Err(ConfigError::new(
+                    format!("traffic[{i}]"),
+                    format!(
+                        "'{}' cannot reach '{}': they are in separate parts of the topology",
+                        graph.names[src], graph.names[dst]
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn add_traffic_entry(
         &mut self,
         i: usize,
         t: &TrafficConfig,
@@ -348,7 +394,19 @@ impl Simulation {
                 format!("must be 1..65535 bytes (got {frame})"),
             ));
         }
-        let dst = host(dst, "dst")?;
+        let group = match t {
+            TrafficConfig::UdpCbr(u) | TrafficConfig::UdpPoisson(u) => u.group.as_deref().map(|g| (g, u.replication)),
+            _ => None,
+        };
+        let (dst, group) = match group {
+            None => (host(dst, "dst")?, None),
+            Some((g, replication)) => {
+                if !dst.is_empty() {
+                    return Err(ConfigError::new(format!("{path}.dst"), "give either dst or group, not both"));
+                }
+                (NodeId(u32::MAX), Some((self.multicast_group(g, &format!("{path}.group"))?, replication)))
+            }
+        };
         let name_idx = self.flow_names.len() as u32;
         self.flow_names.push(if name.is_empty() {
             format!("{}{}", FLOW_KINDS[kind as usize], i)
@@ -358,6 +416,12 @@ impl Simulation {
         let wire = frame as u64 + self.overhead;
         for (j, s) in srcs.iter().enumerate() {
             let src = host(s, &format!("src[{j}]"))?;
+            let flow = FlowId(self.flows.len() as u32);
+            // A multicast source: its sender, the destination its frames carry, the member shown as `dst`.
+            let (sender, dst, flow_dst) = match group {
+                None => (multicast::NO_SENDER, dst, dst),
+                Some((g, r)) => self.add_multicast_sender(flow, src, g, r, &format!("{path}.src[{j}]"))?,
+            };
             if src == dst {
                 return Err(ConfigError::new(
                     format!("{path}.src[{j}]"),
@@ -365,7 +429,6 @@ impl Simulation {
                 ));
             }
             let nic_rate = self.ports[self.nodes[src.idx()].port(0).idx()].rate.bps();
-            let flow = FlowId(self.flows.len() as u32);
             let sid = SourceId(self.sources.len() as u32);
             let (pattern, start, stop, max_frames) = match t {
                 TrafficConfig::UdpCbr(u) | TrafficConfig::UdpPoisson(u) => {
@@ -429,6 +492,7 @@ impl Simulation {
                     _ => ECN_NOT_ECT,
                 },
                 dscp,
+                multicast: sender,
             };
             if let Some(port) = dport {
                 self.pipeline.set_dport(flow.0, port);
@@ -440,7 +504,7 @@ impl Simulation {
                 name: name_idx,
                 kind,
                 src: src.0,
-                dst: dst.0,
+                dst: flow_dst.0,
                 class,
                 start_ps: start,
                 source_done: done,
@@ -516,6 +580,10 @@ impl Simulation {
                 return self.finished;
             }
             self.queue.pop();
+            if t >= self.power.next_boundary {
+                // A power bin ended before this event (see `sim/power.rs`).
+                self.close_power_bins(t);
+            }
             self.now = t;
             self.events += 1;
             match ev {
@@ -545,14 +613,18 @@ impl Simulation {
     fn on_send(&mut self, sid: SourceId) {
         let now = self.now;
         let s = &self.sources[sid.idx()];
-        let pkt = Packet {
-            seq: s.sent,
-            ecn: s.ecn,
-            dscp: s.dscp,
-            ..Packet::new(s.flow, s.src, s.dst, s.frame_bytes, PacketKind::Data, s.class, s.hash, now)
-        };
-        let id = self.create_packet(pkt);
-        self.inject(pkt.src, id);
+        if s.multicast == multicast::NO_SENDER {
+            let pkt = Packet {
+                seq: s.sent,
+                ecn: s.ecn,
+                dscp: s.dscp,
+                ..Packet::new(s.flow, s.src, s.dst, s.frame_bytes, PacketKind::Data, s.class, s.hash, now)
+            };
+            let id = self.create_packet(pkt);
+            self.inject(pkt.src, id);
+        } else {
+            self.multicast_send(sid);
+        }
         let s = &mut self.sources[sid.idx()];
         match s.advance(now) {
             Some(t) => {
@@ -591,6 +663,9 @@ impl Simulation {
     /// Sends a packet of host `node` to the egress port its route picks.
     fn host_send(&mut self, node: NodeId, id: PacketId) {
         let pkt = self.pool.get(id);
+        if pkt.dst.0 & MCAST_TAG != 0 {
+            return self.multicast_replicate(node, id, None, None);
+        }
         match self.routing.route(node.idx(), pkt.dst.idx(), pkt.hash) {
             Some(out) => self.enqueue(node, out, id, None, None),
             None => self.drop_packet(node, 0, id, DropReason::NoRoute),
@@ -660,11 +735,17 @@ impl Simulation {
             if n.forwarding == Forwarding::CutThrough {
                 if let Some(r) = ingress_rate {
                     if r >= port.rate {
-                        // The port could have started once the header was in and
-                        // the pipeline latency had passed (RFC 1242 bit forwarding).
-                        let eligible = pkt.first_bit + n.latency;
-                        start = eligible.max(port.free_at).min(self.now);
-                        self.pool.get_mut(id).enqueued = start;
+                        // The port can start once the header (`cut_through_bytes`, or
+                        // the whole frame if shorter) is in and the pipeline latency
+                        // has passed (RFC 1242 bit forwarding: first bit in to first
+                        // bit out). If the port was still busy then, the frame had to
+                        // wait and is stored and forwarded.
+                        let header = r.serialization_time(pkt.size.min(n.cut_through_bytes) as u64);
+                        let eligible = pkt.first_bit + header + n.latency;
+                        if port.free_at <= eligible {
+                            start = eligible.min(self.now);
+                            self.pool.get_mut(id).enqueued = start;
+                        }
                     }
                 }
             }
@@ -784,14 +865,29 @@ impl Simulation {
     }
 
     /// A packet received by switch `node` on local port `ingress` (a link of
-    /// `rate`) goes to the egress port its route picks.
-    #[inline]
+    /// `rate`) goes to the egress port its route picks (a multicast frame to
+    /// its tree ports); a frame longer than the device's MTU is dropped.
+    #[inline(always)]
     fn switch_forward(&mut self, node: NodeId, ingress: u16, rate: Rate, id: PacketId) {
         let pkt = self.pool.get(id);
+        if pkt.size > self.nodes[node.idx()].mtu || pkt.dst.0 & MCAST_TAG != 0 {
+            return self.switch_forward_special(node, ingress, rate, id);
+        }
         match self.routing.route(node.idx(), pkt.dst.idx(), pkt.hash) {
             Some(out) => self.enqueue(node, out, id, Some(ingress), Some(rate)),
             None => self.drop_packet(node, ingress as u32, id, DropReason::NoRoute),
         }
+    }
+
+    /// [`Simulation::switch_forward`] of a frame longer than the device's MTU
+    /// (dropped) or of a multicast frame (replicated onto its tree ports).
+    #[cold]
+    #[inline(never)]
+    fn switch_forward_special(&mut self, node: NodeId, ingress: u16, rate: Rate, id: PacketId) {
+        if self.pool.get(id).size > self.nodes[node.idx()].mtu {
+            return self.drop_packet(node, ingress as u32, id, DropReason::FrameTooLong);
+        }
+        self.multicast_replicate(node, id, Some(ingress), Some(rate));
     }
 
     fn deliver(&mut self, id: PacketId) {
@@ -812,6 +908,9 @@ impl Simulation {
         if pkt.kind == PacketKind::Data {
             self.throughput.add(pkt.flow.0, now, pkt.flow_bytes());
         }
+        if self.mcast.active {
+            self.multicast_delivered(&pkt, lat);
+        }
         self.delivered_packets += 1;
         self.delivered_bytes += pkt.flow_bytes();
         self.pool.free(id);
@@ -825,6 +924,9 @@ impl Simulation {
             let f = &mut self.flows[pkt.flow.idx()];
             f.packets_dropped += 1;
             f.bytes_dropped += pkt.flow_bytes();
+            if self.mcast.active {
+                self.multicast_dropped(&pkt);
+            }
         }
         self.pool.free(id);
     }
@@ -876,7 +978,8 @@ impl Simulation {
             .ports
             .iter()
             .all(|p| p.enqueued_packets == p.tx_packets + p.queued_packets() as u64 + p.in_tx.is_some() as u64);
-        let conservation_ok = self.created_packets == self.delivered_packets + dropped + in_network
+        let conservation_ok = self.created_packets + self.mcast.replicated
+            == self.delivered_packets + dropped + in_network
             && self.pool.live() as u64 == in_network
             && flows_sent + self.pfc.ctrl_created == self.created_packets
             && ports_ok;
@@ -929,6 +1032,9 @@ impl Simulation {
         self.pfc_outputs(&mut tables, &mut s);
         self.pipeline_outputs(&mut tables, &mut s);
         self.arbitration_outputs(&mut tables);
+        self.multicast_outputs(&mut tables, &mut s);
+        self.power_outputs(&mut tables, &mut s);
+        self.broadcast_outputs(&mut tables);
         self.roce_summary(&mut s);
         let throughput = std::mem::take(&mut self.throughput);
         tables.insert("throughput".to_string(), throughput.into_table(&self.flows));
@@ -954,8 +1060,16 @@ impl Simulation {
         t.push(
             "kind",
             Column::Cat {
-                codes: self.nodes.iter().map(|x| (x.kind == NodeKind::Switch) as u32).collect(),
-                labels: vec!["host".into(), "switch".into()],
+                codes: (0..n)
+                    .map(|i| {
+                        if self.is_broadcast(i) {
+                            2
+                        } else {
+                            (self.nodes[i as usize].kind == NodeKind::Switch) as u32
+                        }
+                    })
+                    .collect(),
+                labels: vec!["host".into(), "switch".into(), "broadcast".into()],
             },
         );
         t.push("ports", Column::U32(self.nodes.iter().map(|x| x.num_ports as u32).collect()));

@@ -44,10 +44,14 @@ pub enum DropReason {
     LpmMiss = 16,
     /// Arbitration: the packet's input sub-queue at the egress port was full.
     InputQueueLimit = 17,
+    /// The frame is longer than the device's MTU (`mtu`).
+    FrameTooLong = 18,
+    /// Broadcast fabric: the receiving adapter's buffer was full.
+    ReceiverBufferFull = 19,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 18] = [
+    pub const ALL: [DropReason; 20] = [
         DropReason::PortBufferFull,
         DropReason::QueueLimit,
         DropReason::NoRoute,
@@ -66,6 +70,8 @@ impl DropReason {
         DropReason::VniMiss,
         DropReason::LpmMiss,
         DropReason::InputQueueLimit,
+        DropReason::FrameTooLong,
+        DropReason::ReceiverBufferFull,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -88,6 +94,8 @@ impl DropReason {
             DropReason::VniMiss => "vni_miss",
             DropReason::LpmMiss => "lpm_miss",
             DropReason::InputQueueLimit => "input_queue_limit",
+            DropReason::FrameTooLong => "frame_too_long",
+            DropReason::ReceiverBufferFull => "receiver_buffer_full",
         }
     }
 }
@@ -103,6 +111,8 @@ pub struct FlowStats {
     pub start_ps: u64,
     pub packets_sent: u64,
     pub bytes_sent: u64,
+    /// Multicast: copies made by devices from this flow's packets.
+    pub packets_replicated: u64,
     pub packets_delivered: u64,
     pub bytes_delivered: u64,
     pub packets_dropped: u64,
@@ -127,7 +137,7 @@ pub struct FlowStats {
 
 impl FlowStats {
     pub fn in_network(&self) -> u64 {
-        self.packets_sent - self.packets_delivered - self.packets_dropped
+        self.packets_sent + self.packets_replicated - self.packets_delivered - self.packets_dropped
     }
 
     /// A flow is complete once its source has stopped and none of its packets

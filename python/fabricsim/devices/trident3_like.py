@@ -61,4 +61,7 @@ SWITCH = {
         "reserved_fixed": _cells(76 + 77 + 2 * 150 + 4 * 8 + 11 * 8),
     },
     "pipeline": {"pipes": 2, "rate": "2380952381pps"},
+    # 7050CX3-32S: "typical power consumption under 7 W per 100GbE port"; all of it per
+    # port, 10% proportional to traffic (assumption, docs/models/power.md).
+    "power": {"idle": "0W", "port": "6.3W", "per_bit": "7pJ", "per_packet": "0J"},
 }

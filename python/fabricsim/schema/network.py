@@ -24,18 +24,27 @@ from fabricsim.errors import unknown_value
 from fabricsim.schema._base import (
     ByteCount,
     Duration,
+    Energy,
+    FrameSize,
     Model,
     Overhead,
+    Power,
     Size,
     Time,
     issues_error,
     one_of,
+    quantity,
     show,
 )
 from fabricsim.schema.pipeline import Arbitration, Pipeline
 
-__all__ = ["Buffer", "Ecn", "Host", "Network", "Pfc", "Switch"]
+__all__ = ["Buffer", "DevicePower", "Ecn", "Host", "Network", "Pfc", "Switch"]
 
+DeviceKind = Literal["switch", "broadcast"]
+HeaderSize = Annotated[
+    int, quantity(units.parse_size, units.format_size, 1, 65535), PlainSerializer(units.format_size, return_type=str)
+]
+"""Bytes of a frame a cut-through device receives before it forwards (1 B .. 64 KiB)."""
 ForwardingMode = Literal["store_and_forward", "cut_through"]
 BufferModel = Literal["static", "shared", "voq", "intelligent"]
 
@@ -363,6 +372,20 @@ class Pfc(Model):
         }
 
 
+class DevicePower(Model):
+    """Power model of a device (``docs/models/power.md``): ``idle`` with no
+    port in use, plus ``port`` per port in use, plus ``per_bit`` and
+    ``per_packet`` energy for the frames it forwards."""
+
+    idle: Power = 0
+    port: Power = 0
+    per_bit: Energy = 0
+    per_packet: Energy = 0
+
+    def to_resolved(self) -> dict[str, Any]:
+        return {"idle_uw": self.idle, "port_uw": self.port, "bit_fj": self.per_bit, "packet_fj": self.per_packet}
+
+
 def _expand_device(data: Any) -> Any:
     """Put the named device preset under the switch's explicit settings."""
     if not isinstance(data, dict) or data.get("device") is None:
@@ -374,10 +397,19 @@ def _expand_device(data: Any) -> Any:
 
 
 class Switch(Model):
-    """Switch parameters: the network-wide default or a per-switch override."""
+    """Switch parameters: the network-wide default or a per-switch override.
+
+    ``kind: broadcast`` makes the node a broadcast fabric with its own adapters
+    (``docs/models/broadcast-fabric.md``): it forwards from the header on
+    (``forwarding`` defaults to ``cut_through``), keeps one ``static`` receive
+    buffer per adapter, and has no ECN or PFC."""
 
     device: Optional[str] = None
+    kind: Annotated[DeviceKind, one_of(DeviceKind)] = "switch"
     forwarding: Annotated[ForwardingMode, one_of(ForwardingMode)] = "store_and_forward"
+    cut_through_header: HeaderSize = 64
+    mtu: Optional[FrameSize] = None
+    power: Optional[DevicePower] = None
     latency: Time = 500_000
     buffer: Buffer = Field(default_factory=Buffer)
     ecn: Optional[Ecn] = None
@@ -392,6 +424,25 @@ class Switch(Model):
 
     _expand = model_validator(mode="before")(classmethod(lambda cls, data: _expand_device(data)))
 
+    @model_validator(mode="after")
+    def _broadcast_fabric(self) -> "Switch":
+        if self.kind != "broadcast":
+            return self
+        if "forwarding" not in self.model_fields_set:
+            self.forwarding = "cut_through"
+        issues = []
+        if self.forwarding != "cut_through":
+            issues.append(("forwarding", "a broadcast fabric delivers from the header on: must be cut_through"))
+        if "buffer" in self.model_fields_set and self.buffer.model != "static":
+            issues.append(("buffer.model", "a broadcast fabric has one receive buffer per adapter: must be static"))
+        if self.ecn is not None:
+            issues.append(("ecn", "not available on a broadcast fabric"))
+        if self.pfc is not None:
+            issues.append(("pfc", "not available on a broadcast fabric"))
+        if issues:
+            raise issues_error(*issues)
+        return self
+
     def to_resolved(self) -> dict[str, Any]:
         if self.scheduler == "drr":
             quantum = list(self.drr_quantum)
@@ -401,7 +452,16 @@ class Switch(Model):
             scheduler: dict[str, Any] = {"kind": "drr", "quantum_bytes": quantum}
         else:
             scheduler = {"kind": "strict"}
-        out = {"forwarding": self.forwarding, "latency_ps": self.latency, "buffer": self.buffer.to_resolved()}
+        out: dict[str, Any] = {"forwarding": self.forwarding, "latency_ps": self.latency, "buffer": self.buffer.to_resolved()}
+        # Defaults (a plain switch; the header only matters when cutting through) are left out.
+        if self.kind != "switch":
+            out["kind"] = self.kind
+        if self.forwarding == "cut_through":
+            out["cut_through_bytes"] = self.cut_through_header
+        if self.mtu is not None:
+            out["mtu_bytes"] = self.mtu
+        if self.power is not None:
+            out["power"] = self.power.to_resolved()
         # Defaults (no ECN, strict priority) are left out, as the core assumes them.
         if self.ecn is not None:
             out["ecn"] = self.ecn.to_resolved()

@@ -129,10 +129,18 @@ class _Datagrams(_Source):
         return out
 
 
+Replication = Literal["native", "unicast"]
+
+
 class UdpTraffic(_Datagrams):
-    """Constant-bit-rate or Poisson UDP frames from each ``src`` host to ``dst``."""
+    """Constant-bit-rate or Poisson UDP frames from each ``src`` host to ``dst``,
+    or to the multicast ``group`` (``replication: native`` or ``unicast``; the
+    rate is the group's stream rate, each member receives it)."""
 
     kind: Literal["udp_cbr", "udp_poisson"]
+    dst: Optional[str] = Field(default=None, min_length=1)  # type: ignore[assignment]
+    group: Optional[str] = Field(default=None, min_length=1)
+    replication: Annotated[Replication, one_of(Replication)] = "native"
     rate: Annotated[TrafficRate, PlainValidator(_traffic_rate), PlainSerializer(str, return_type=str)]
     stop: Optional[Time] = None
     max_frames: Optional[int] = Field(default=None, ge=1)
@@ -144,10 +152,12 @@ class UdpTraffic(_Datagrams):
             raise issues_error(
                 ("stop", f"must be later than start ({as_time(self.start)}), got {as_time(self.stop)}")
             )
+        if (self.dst is None) == (self.group is None):
+            raise issues_error(("dst", "give either dst (a host) or group (a multicast group), not both"))
         return self
 
     def to_resolved(self) -> dict[str, Any]:
-        return {
+        out = {
             **self._resolved(
                 {"rate_bps": self.rate.bps, "load": self.rate.load},
                 {"stop_ps": self.stop, "max_frames": self.max_frames},
@@ -155,6 +165,11 @@ class UdpTraffic(_Datagrams):
             ),
             **self._marking(),
         }
+        if self.group is not None:
+            out["dst"] = ""
+            out["group"] = self.group
+            out["replication"] = self.replication
+        return out
 
 
 class Burst(_Datagrams):

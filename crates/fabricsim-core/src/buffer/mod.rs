@@ -161,6 +161,14 @@ impl BufferModel {
         }
     }
 
+    /// The static model itself, if this is one.
+    pub fn as_static_mut(&mut self) -> Option<&mut StaticBuffer> {
+        match self {
+            BufferModel::Static(m) => Some(m),
+            _ => None,
+        }
+    }
+
     /// Whether egress ports must keep per-ingress sub-queues (VOQ devices).
     pub fn per_ingress_queues(&self) -> bool {
         matches!(self, BufferModel::Voq(_))

@@ -267,6 +267,24 @@ def _queue_plot(result: RunTables, labels: dict[tuple[str, int], str], top: int 
     )
 
 
+def _power_plot(result: RunTables) -> str:
+    power = result.power
+    if power.height == 0:
+        return ""
+    end = float(power["end_ps"].max())
+    scale, unit = time_unit(end)
+
+    def device(node: Any) -> tuple[str, Any, Any]:
+        rows = power.filter(pl.col("node") == node).sort("time_ps")
+        # A step per bin, held to the bin's end.
+        times = np.append(rows["time_ps"].to_numpy(), rows["end_ps"].to_numpy()[-1])
+        watts = np.append(rows["watts"].to_numpy(), rows["watts"].to_numpy()[-1])
+        return str(node), times, watts
+
+    nodes = power["node"].unique(maintain_order=True).to_list()
+    return step_plot("power", (device(n) for n in nodes), scale, unit, "power (W)", "Device power per time bin")
+
+
 def _link_plot(result: RunTables, top: int = 16) -> str:
     links = result.links
     if not _has(links, "src", "dst", "utilization"):
@@ -678,6 +696,46 @@ def _links(result: RunTables) -> str:
     return section("Links", _link_plot(result))
 
 
+def _power(result: RunTables) -> str:
+    """Device power over the run and energy per device (devices with a power model only)."""
+    energy = result.energy
+    if energy.height == 0:
+        return ""
+    shown = energy.select("node", "ports", "idle_w", "port_w", "bit_pj", "packet_nj", "seconds", "bytes", "frames",
+                          "static_j", "dynamic_j", "energy_j", "mean_w")
+    note = ('<p class="muted">power = idle + ports x port + per_bit x bits/s + per_packet x frames/s forwarded '
+            "(docs/models/power.md)</p>")
+    return f"<h2>Power</h2>{_power_plot(result)}{html_table(shown)}{note}\n"
+
+
+def _multicast(result: RunTables) -> str:
+    """Multicast sources: messages delivered to every member, delivery time to the last member, copies."""
+    m = result.multicast
+    if m.height == 0:
+        return ""
+    shown = m.select(
+        "group", "src", "replication", "members", "messages", "messages_complete", "frames_sent", "copies",
+        *[(pl.col(c) / 1e6).alias(c.replace("_ps", "_us")) for c in
+          ("last_member_latency_mean_ps", "last_member_latency_max_ps")],
+    )
+    members = result.multicast_members
+    per_member = ""
+    if members.height:
+        per_member = "<h3>Per member</h3>" + html_table(members.select(
+            "src", "dst", "packets", "bytes",
+            *[(pl.col(c) / 1e6).alias(c.replace("_ps", "_us")) for c in ("latency_mean_ps", "latency_max_ps")],
+        ))
+    return f"<h2>Multicast</h2>{html_table(shown)}{per_member}\n"
+
+
+def _fabric_receivers(result: RunTables) -> str:
+    """Broadcast fabrics: what each receiving adapter saw, kept and filtered out."""
+    r = result.fabric_receivers
+    if r.height == 0:
+        return ""
+    return f"<h2>Broadcast fabric receivers</h2>{html_table(r)}\n"
+
+
 def _drops(result: RunTables) -> str:
     labels = port_labels(result)
     d = result.drops
@@ -850,6 +908,9 @@ SECTIONS: tuple[Section, ...] = (
     _queues,
     _throughput,
     _links,
+    _power,
+    _multicast,
+    _fabric_receivers,
     _drops,
     _pipeline,
     _fairness,
