@@ -898,7 +898,9 @@ impl Simulation {
         f.packets_delivered += 1;
         f.bytes_delivered += pkt.flow_bytes();
         f.last_delivery_ps = now;
-        if pkt.dst.0 == f.dst {
+        // The data direction: everything but what goes back to the source
+        // (TCP ACKs, RoCE ACKs and CNPs); multicast copies count at every member.
+        if pkt.dst.0 != f.src {
             f.latency_sum_ps += lat as u128;
             f.latency_min_ps = f.latency_min_ps.min(lat);
             f.latency_max_ps = f.latency_max_ps.max(lat);

@@ -118,9 +118,10 @@ pub struct FlowStats {
     pub packets_dropped: u64,
     pub bytes_dropped: u64,
     pub last_delivery_ps: u64,
-    /// One-way latency of the packets delivered to the flow's destination
-    /// (data direction; TCP ACKs and RoCE ACKs/CNPs back to the source are
-    /// not counted): sum, min, max and a log-bucketed histogram.
+    /// One-way latency of the packets delivered in the flow's data direction
+    /// (TCP ACKs and RoCE ACKs/CNPs back to the source are not counted;
+    /// multicast copies count at every member): sum, min, max and a
+    /// log-bucketed histogram.
     pub latency: crate::histogram::LogHistogram,
     pub latency_sum_ps: u128,
     pub latency_min_ps: u64,

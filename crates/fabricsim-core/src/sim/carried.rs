@@ -7,8 +7,8 @@
 //!   `busy_ps / interval` is the link's utilization in the bin and never
 //!   exceeds 1. Every frame counts: data, retransmissions, ACKs, PFC frames.
 //! - `carried_flows`: per flow, the frames and frame bytes (headers and
-//!   retransmissions included) that reached the flow's destination host in
-//!   the bin, counted when their last bit arrived. Per receiving host this is
+//!   retransmissions included) that reached the flow's destination host (every
+//!   member, for multicast) in the bin, counted when their last bit arrived. Per receiving host this is
 //!   bounded by the access link: at most `rate x interval` plus one frame.
 //!
 //! `throughput` (in-order application bytes when the receiver's application

@@ -481,6 +481,8 @@ def _buffer_text(buffer: Any) -> str:
 
 def _switch_text(switch: Any) -> str:
     parts = []
+    if getattr(switch, "kind", "switch") == "broadcast":
+        parts.append("broadcast fabric")
     if switch.device:
         parts.append(f"device {switch.device}")
     parts.append(_buffer_text(switch.buffer))
