@@ -22,7 +22,7 @@
 
 use crate::buffer::{AdmitRequest, BufferModel, Verdict};
 use crate::config::{BufferConfig, Forwarding, Scenario, TrafficConfig};
-use crate::error::ConfigError;
+use crate::error::{ConfigError, RunError};
 use crate::event_queue::EventQueue;
 use crate::ids::{ChannelId, FlowId, NodeId, PacketId, PortId, SourceId};
 use crate::network::aqm::AqmAction;
@@ -37,6 +37,7 @@ use crate::units::{Rate, SimTime};
 use std::collections::{BTreeMap, VecDeque};
 
 mod fabric;
+pub mod guard;
 mod pfc;
 mod roce;
 mod transport;
@@ -62,6 +63,17 @@ enum Event {
     RoceOpen(u32),
     /// A RoCE queue pair's timer; stale when the generation does not match.
     RoceTimer(u32, u32),
+}
+
+/// How a call to [`Simulation::advance`] ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Progress {
+    /// The run is over (no events left, the time cap reached, or stopped).
+    Finished,
+    /// Every event up to the requested time has been processed.
+    Reached,
+    /// The event budget of the call was used up first; call again.
+    Paused,
 }
 
 const FLOW_KINDS: [&str; 7] = ["udp_cbr", "udp_poisson", "burst", "tcp_bulk", "tcp_incast", "tcp_flow", "rdma"];
@@ -111,6 +123,10 @@ pub struct Simulation {
     pfc: pfc::PfcState,
     /// RoCEv2 queue pairs; see `sim/roce.rs`.
     roce: roce::RoceState,
+    /// Fails the run when simulated time stops advancing; see `sim/guard.rs`.
+    guard: guard::StallGuard,
+    /// Set when the run failed; every later call reports it again.
+    failure: Option<RunError>,
 }
 
 impl Simulation {
@@ -261,6 +277,8 @@ impl Simulation {
             fabric: fabric::Fabric::default(),
             pfc: pfc::PfcState::default(),
             roce: roce::RoceState { default: sc.roce.clone(), ..Default::default() },
+            guard: guard::StallGuard::default(),
+            failure: None,
         };
         sim.setup_fabric(sc)?;
         sim.setup_pfc(sc)?;
@@ -275,6 +293,7 @@ impl Simulation {
         if sim.sample_interval.0 > 0 {
             sim.queue.push(SimTime::ZERO, Event::Sample);
         }
+        sim.guard = guard::StallGuard::new(sim.stall_limit());
         Ok(sim)
     }
 
@@ -452,11 +471,31 @@ impl Simulation {
 
     /// Processes every event at or before `limit` (and before the time cap).
     /// Returns `true` once the run is over.
+    ///
+    /// # Panics
+    ///
+    /// If the run fails ([`RunError`]: simulated time stopped advancing).
+    /// Use [`Simulation::advance`] to get the error instead.
     pub fn run_until(&mut self, limit: SimTime) -> bool {
+        match self.advance(limit, u64::MAX) {
+            Ok(p) => p == Progress::Finished,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// Processes events at or before `limit` (and before the time cap), at
+    /// most `max_events` of them, so that a caller can stay responsive (check
+    /// for interrupts, report progress) however long a stretch of simulated
+    /// time takes. Once it failed, every call returns the same error.
+    pub fn advance(&mut self, limit: SimTime, max_events: u64) -> Result<Progress, RunError> {
+        if let Some(e) = &self.failure {
+            return Err(e.clone());
+        }
         if self.finished {
-            return true;
+            return Ok(Progress::Finished);
         }
         let limit = limit.min(self.end_cap);
+        let mut budget = max_events;
         while let Some((t, ev)) = self.queue.peek() {
             if self.is_cancelled(ev) {
                 // A cancelled timer: dropped unseen, it neither counts nor
@@ -468,8 +507,18 @@ impl Simulation {
                 self.horizon = self.horizon.max(limit);
                 if limit >= self.end_cap {
                     self.finished = true;
+                    return Ok(Progress::Finished);
                 }
-                return self.finished;
+                return Ok(Progress::Reached);
+            }
+            if budget == 0 {
+                return Ok(Progress::Paused);
+            }
+            budget -= 1;
+            if let Err(e) = self.guard_event(t, ev) {
+                // The event stays queued: what was computed so far is intact.
+                self.failure = Some(e.clone());
+                return Err(e);
             }
             self.queue.pop();
             self.now = t;
@@ -488,12 +537,30 @@ impl Simulation {
             }
         }
         self.finished = true;
-        true
+        Ok(Progress::Finished)
     }
 
     /// Runs to the end.
+    ///
+    /// # Panics
+    ///
+    /// As [`Simulation::run_until`].
     pub fn run(&mut self) {
         self.run_until(SimTime::MAX);
+    }
+
+    /// Ends the run now: no further event is processed, and
+    /// [`Simulation::finish`] returns the results so far (the packets still
+    /// queued or on wires count as in the network). Used when a run is
+    /// interrupted or failed and its partial results are wanted.
+    pub fn stop(&mut self) {
+        self.finished = true;
+        self.failure = None;
+    }
+
+    /// The error that ended the run, if it failed.
+    pub fn failure(&self) -> Option<&RunError> {
+        self.failure.as_ref()
     }
 
     fn on_send(&mut self, sid: SourceId) {
@@ -783,6 +850,11 @@ impl Simulation {
     }
 
     /// Runs to the end (if needed) and returns every table and the summary.
+    ///
+    /// # Panics
+    ///
+    /// As [`Simulation::run_until`], if the run fails on the way; after
+    /// [`Simulation::stop`] it returns the results so far.
     pub fn finish(&mut self) -> RunOutput {
         self.run();
         let in_network = self.packets_in_network();

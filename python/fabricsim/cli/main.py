@@ -2,9 +2,11 @@
 ``sweep``, ``report`` and ``bench``.
 
 Exit status: 0 on success, 2 for problems the user can fix (invalid scenario,
-missing file, unwritable output; reported as ``error: ...``), 1 for internal
-errors (``internal error: ...``; set ``FABRICSIM_DEBUG=1`` for a traceback),
-130 when interrupted.
+missing file, unwritable output; reported as ``error: ...``), 1 when the
+simulation cannot go on (``error: simulated time stopped advancing ...``, the
+partial results written) and for internal errors (``internal error: ...``; set
+``FABRICSIM_DEBUG=1`` for a traceback), 130 when interrupted (``run`` writes
+the results up to the interruption).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Sequence
 
 from fabricsim import __version__
 from fabricsim.cli import bench, burst, devices, report, run, sweep, workloads
-from fabricsim.errors import FabricsimError
+from fabricsim.errors import FabricsimError, SimulationError
 
 __all__ = ["main"]
 
@@ -41,6 +43,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         return int(args.handler(args))
+    except SimulationError as exc:
+        if os.environ.get("FABRICSIM_DEBUG") == "1":
+            traceback.print_exc()
+        for line in str(exc).splitlines() or [type(exc).__name__]:
+            print(f"error: {line}", file=sys.stderr)
+        return 1
     except FabricsimError as exc:
         for line in str(exc).splitlines() or [type(exc).__name__]:
             print(f"error: {line}", file=sys.stderr)

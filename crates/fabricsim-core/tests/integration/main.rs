@@ -4,6 +4,7 @@ mod conservation;
 mod determinism;
 mod roce;
 mod shared_buffer;
+mod stall;
 mod switch_buffers;
 mod tcp;
 mod timing;

@@ -143,8 +143,7 @@ def _heading(result: RunTables, title: str) -> str:
     headline = cards(
         [
             ("simulated time", f"{s.get('sim_time_s', 0) * 1e3:,.3f} ms"),
-            ("wall time", f"{s.get('wall_time_s', 0):,.2f} s"),
-            ("events/s", f"{s.get('events_per_sec', 0) / 1e6:,.1f} M"),
+            ("events", fmt(s.get("events"))),
             ("packets delivered", fmt(s.get("packets_delivered"))),
             ("packets dropped", fmt(s.get("packets_dropped"))),
             ("flows completed", f"{fmt(s.get('flows_completed'))} / {fmt(s.get('flows_total'))}"),
@@ -153,6 +152,10 @@ def _heading(result: RunTables, title: str) -> str:
     description = ""
     if result.scenario is not None and getattr(result.scenario, "description", None):
         description = f"<p>{html.escape(result.scenario.description)}</p>"
+    if s.get("interrupted") or s.get("error"):
+        why = f"it failed: {s['error']}" if s.get("error") else "it was interrupted"
+        description += f'<p class="bad">The run stopped early ({html.escape(str(why))}): partial results.</p>'
+    # Wall time and events per second are machine-dependent: they are in timing.json, not on the page.
     return f"""<h1>{html.escape(title)}</h1>{description}
 <p>seed {fmt(s.get('seed'))} · conservation (created = delivered + dropped + in network;
 buffer accounting matches queues): {status}</p>
