@@ -158,7 +158,7 @@ def render_sweep_html(table: pl.DataFrame, paths: Sequence[str], *, x: Optional[
     if failed.height:
         sections.append("<h2>Failed points</h2>" + html_table(failed.select([*paths, "seed", "error"])))
     keep = [c for c in ["point_id", *paths, "repeat", "seed", "status", "flows_total", "flows_completed",
-                        "packets_dropped", "max_buffer_bytes", "fct_all_mean_ps", "fct_all_p99_ps", "wall_time_s"]
+                        "packets_dropped", "max_buffer_bytes", "fct_all_mean_ps", "fct_all_p99_ps"]
             if c in table.columns]
     sections.append("<h2>Points</h2>" + html_table(table.select(keep), limit=1000))
     return html_page(title, "\n".join(sections))
