@@ -38,6 +38,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 mod fabric;
 pub mod guard;
+pub mod limits;
 mod pfc;
 mod roce;
 mod transport;
@@ -140,6 +141,7 @@ impl Simulation {
             return Err(ConfigError::new("network.classes", format!("must be between 1 and 8 (got {})", net.classes)));
         }
         let classes = net.classes as usize;
+        limits::check(sc)?;
         let graph = Graph::build(&sc.topology, "topology")?;
         let n = graph.names.len();
 
