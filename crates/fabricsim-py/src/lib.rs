@@ -138,6 +138,14 @@ impl Simulation {
     }
 }
 
+/// The resolved scenario `scenario_json` with the core's defaults filled in
+/// for every field it leaves out (checks that they agree with the schema's).
+#[pyfunction]
+fn fill_defaults(scenario_json: &str) -> PyResult<String> {
+    let sc = guarded(|| Scenario::from_json(scenario_json))?.map_err(|e| ConfigError::new_err(e.to_string()))?;
+    guarded(|| sc.to_json())
+}
+
 /// Panics inside the same guard as every call into the core, to check that a
 /// panic reaches Python as `SimulationError` (used by the tests only).
 #[pyfunction]
@@ -149,6 +157,7 @@ fn _panic_in_core(message: &str) -> PyResult<()> {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Simulation>()?;
     m.add_function(wrap_pyfunction!(_panic_in_core, m)?)?;
+    m.add_function(wrap_pyfunction!(fill_defaults, m)?)?;
     m.add("ConfigError", m.py().get_type::<ConfigError>())?;
     m.add("SimulationError", m.py().get_type::<SimulationError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

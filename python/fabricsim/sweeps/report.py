@@ -20,7 +20,7 @@ from typing import Any, Optional, Sequence
 import polars as pl
 
 from fabricsim.outputs.report.html import figure, html_page, html_table, write_plot_files
-from fabricsim.outputs.report.plots import pyplot, svg
+from fabricsim.outputs.report.plots import plain, pyplot, svg
 from fabricsim.sweeps.catalog import bucket_slug, metric_type
 from fabricsim.workloads.cdf import BUCKET_EDGES, bucket_labels
 
@@ -100,10 +100,10 @@ def _line_plots(agg: pl.DataFrame, x: str, group: list[str], panels: list[tuple[
             if not points:
                 continue
             name = ", ".join(f"{g}={v}" for g, v in zip(group, label)) or "all points"
-            ax.plot([p for p, _ in points], [v / scale for _, v in points], marker="o", label=name)
+            ax.plot([p for p, _ in points], [v / scale for _, v in points], marker="o", label=plain(name))
         ax.set_xticks(range(len(xs)))
-        ax.set_xticklabels(xs, rotation=30 if max(map(len, xs)) > 6 else 0)
-        ax.set_xlabel(x)
+        ax.set_xticklabels([plain(v) for v in xs], rotation=30 if max(map(len, xs)) > 6 else 0)
+        ax.set_xlabel(plain(x))
         ax.set_ylabel(ylabel)
         ax.set_title(panel_title, fontsize=10)
         if log and ax.has_data():
@@ -115,7 +115,7 @@ def _line_plots(agg: pl.DataFrame, x: str, group: list[str], panels: list[tuple[
     if handles:
         fig.legend(handles, names, loc="lower center", ncol=min(len(names), 3), fontsize=8,
                    bbox_to_anchor=(0.5, -0.02 - 0.03 * ((len(names) - 1) // 3)))
-    fig.suptitle(title)
+    fig.suptitle(plain(title))
     fig.tight_layout(rect=(0, 0.06, 1, 1))
     return figure(re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-"), svg(fig))
 

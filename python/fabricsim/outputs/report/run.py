@@ -22,6 +22,9 @@ from fabricsim.outputs.tables import RunTables
 __all__ = ["SECTIONS", "render_html", "write_report"]
 
 
+_MAX_PLOT_BINS = 2000
+
+
 def _throughput_plot(result: RunTables, top: int = 8) -> str:
     t = result.throughput
     if t.height == 0 or "time_ps" not in t.columns:
@@ -32,7 +35,14 @@ def _throughput_plot(result: RunTables, top: int = 8) -> str:
     times = np.unique(t["time_ps"].to_numpy())
     if width <= 0:
         width = int(np.diff(times).min()) if len(times) > 1 else 1
-    per_host = t.group_by(["time_ps", "host"]).agg(pl.col("bytes").sum())
+    # At most _MAX_PLOT_BINS bins across the plot: finer bins are summed into
+    # wider ones (the table itself is sparse, the plot is dense).
+    span = int(times.max()) - int(times.min()) + width
+    width *= max(1, -(-span // (width * _MAX_PLOT_BINS)))
+    per_host = (
+        t.with_columns((pl.col("time_ps") // width * width).alias("time_ps"))
+        .group_by(["time_ps", "host"]).agg(pl.col("bytes").sum())
+    )
     busiest = (
         per_host.group_by("host").agg(pl.col("bytes").sum().alias("total"))
         .sort(["total", "host"], descending=[True, False]).head(top)

@@ -23,11 +23,11 @@ use crate::units::{SimTime, PS_PER_SEC};
 pub use cc::CcKind;
 pub use receiver::Receiver;
 pub use sender::Sender;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// TCP parameters of one flow (resolved: integers in bytes and picoseconds).
 /// Missing fields take the values of [`TcpConfig::default`].
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TcpConfig {
     pub cc: CcKind,
