@@ -272,3 +272,42 @@ def test_a_value_the_schema_accepts_the_core_accepts_or_rejects_by_field(core, p
         except ScenarioError as exc:
             for issue in exc.issues:
                 assert issue.path and "invalid scenario" not in issue.message, (where, value, str(exc))
+
+
+# --------------------------------------------------------------------------
+# JSON Schema export
+
+
+def test_the_json_schema_is_valid_and_accepts_every_shipped_scenario(tmp_path):
+    jsonschema = pytest.importorskip("jsonschema")
+    from pathlib import Path
+
+    from fabricsim.cli.main import main
+
+    out = tmp_path / "scenario.schema.json"
+    assert main(["schema", "--out", str(out)]) == 0
+    schema = json.loads(out.read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    root = Path(__file__).resolve().parents[2]
+    scenarios = sorted((root / "scenarios").glob("*.yaml"))
+    assert scenarios
+    for path in scenarios:
+        errors = [e.message for e in validator.iter_errors(yaml.safe_load(path.read_text()))]
+        assert errors == [], path.name
+    assert not validator.is_valid(yaml.safe_load(FULL_YAML.replace("kind: leaf_spine", "kind: ring")))
+    assert not validator.is_valid({**yaml.safe_load(FULL_YAML), "colour": "blue"})
+    assert not validator.is_valid({**yaml.safe_load(FULL_YAML), "duration": "10 parsecs"})
+    assert validator.is_valid(yaml.safe_load(FULL_YAML))
+    # Defaults as they are written in a scenario, and the docstrings as descriptions.
+    switch = schema["$defs"]["Switch"]["properties"]
+    assert switch["latency"]["default"] == "500ns"
+    assert schema["$defs"]["Tcp"]["properties"]["rwnd"]["default"] == "6MiB"
+    assert "Linux" in schema["$defs"]["Tcp"]["description"]
+
+
+def test_the_json_schema_goes_to_stdout(capsys):
+    from fabricsim.cli.main import main
+
+    assert main(["schema"]) == 0
+    assert json.loads(capsys.readouterr().out)["title"] == "fabricsim scenario"

@@ -354,6 +354,12 @@ class Switch(Model):
         list[Size32],
         BeforeValidator(lambda v: v if isinstance(v, list) else [v]),
         Field(min_length=1, max_length=8),
+        WithJsonSchema(
+            {
+                "description": "the DRR quantum of every class, or one per class (sizes like '1500B')",
+                "anyOf": [{"type": ["string", "integer"]}, {"type": "array", "minItems": 1, "maxItems": 8}],
+            }
+        ),
     ] = Field(default_factory=lambda: [1500])
     drr_weights: Optional[list[Annotated[float, Field(gt=0)]]] = Field(default=None, min_length=1, max_length=8)
     pfc: Optional[Pfc] = None
