@@ -30,10 +30,28 @@ pub enum DropReason {
     RandomLoss = 9,
     /// PFC: a lossless packet found its priority group's headroom full.
     HeadroomOverflow = 10,
+    /// Match-action pipeline: the queue in front of a pipe was full.
+    PipelineQueueFull = 11,
+    /// Match-action pipeline: an ACL rule (or the ACL's default) denied the packet.
+    AclDeny = 12,
+    /// Match-action pipeline: a meter's colour action dropped the packet.
+    MeterDrop = 13,
+    /// Match-action pipeline: the connection table was full for a new connection.
+    ConntrackFull = 14,
+    /// Match-action pipeline: the packet's VNI (or its absence) matched no entry.
+    VniMiss = 15,
+    /// Match-action pipeline: no prefix of the LPM table matched.
+    LpmMiss = 16,
+    /// Arbitration: the packet's input sub-queue at the egress port was full.
+    InputQueueLimit = 17,
+    /// The frame is longer than the device's MTU (`mtu`).
+    FrameTooLong = 18,
+    /// Broadcast fabric: the receiving adapter's buffer was full.
+    ReceiverBufferFull = 19,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 11] = [
+    pub const ALL: [DropReason; 20] = [
         DropReason::PortBufferFull,
         DropReason::QueueLimit,
         DropReason::NoRoute,
@@ -45,6 +63,15 @@ impl DropReason {
         DropReason::Afd,
         DropReason::RandomLoss,
         DropReason::HeadroomOverflow,
+        DropReason::PipelineQueueFull,
+        DropReason::AclDeny,
+        DropReason::MeterDrop,
+        DropReason::ConntrackFull,
+        DropReason::VniMiss,
+        DropReason::LpmMiss,
+        DropReason::InputQueueLimit,
+        DropReason::FrameTooLong,
+        DropReason::ReceiverBufferFull,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -60,6 +87,15 @@ impl DropReason {
             DropReason::Afd => "afd",
             DropReason::RandomLoss => "random_loss",
             DropReason::HeadroomOverflow => "headroom_overflow",
+            DropReason::PipelineQueueFull => "pipeline_queue_full",
+            DropReason::AclDeny => "acl_deny",
+            DropReason::MeterDrop => "meter_drop",
+            DropReason::ConntrackFull => "conntrack_full",
+            DropReason::VniMiss => "vni_miss",
+            DropReason::LpmMiss => "lpm_miss",
+            DropReason::InputQueueLimit => "input_queue_limit",
+            DropReason::FrameTooLong => "frame_too_long",
+            DropReason::ReceiverBufferFull => "receiver_buffer_full",
         }
     }
 }
@@ -75,11 +111,18 @@ pub struct FlowStats {
     pub start_ps: u64,
     pub packets_sent: u64,
     pub bytes_sent: u64,
+    /// Multicast: copies made by devices from this flow's packets.
+    pub packets_replicated: u64,
     pub packets_delivered: u64,
     pub bytes_delivered: u64,
     pub packets_dropped: u64,
     pub bytes_dropped: u64,
     pub last_delivery_ps: u64,
+    /// One-way latency of the packets delivered in the flow's data direction
+    /// (TCP ACKs and RoCE ACKs/CNPs back to the source are not counted;
+    /// multicast copies count at every member): sum, min, max and a
+    /// log-bucketed histogram.
+    pub latency: crate::histogram::LogHistogram,
     pub latency_sum_ps: u128,
     pub latency_min_ps: u64,
     pub latency_max_ps: u64,
@@ -95,7 +138,7 @@ pub struct FlowStats {
 
 impl FlowStats {
     pub fn in_network(&self) -> u64 {
-        self.packets_sent - self.packets_delivered - self.packets_dropped
+        self.packets_sent + self.packets_replicated - self.packets_delivered - self.packets_dropped
     }
 
     /// A flow is complete once its source has stopped and none of its packets
@@ -105,6 +148,19 @@ impl FlowStats {
             self.app_complete_ps.is_some()
         } else {
             self.source_done && self.in_network() == 0
+        }
+    }
+
+    /// What became of the flow: 0 `complete`; 1 `lossy` (a UDP or burst flow
+    /// that finished with packets lost); 2 `incomplete` (not finished when the
+    /// run ended).
+    pub fn status(&self) -> u32 {
+        if !self.completed() {
+            2
+        } else if !self.tcp && self.packets_dropped > 0 {
+            1
+        } else {
+            0
         }
     }
 
@@ -120,6 +176,9 @@ impl FlowStats {
         }
     }
 }
+
+/// Labels of [`FlowStats::status`].
+pub const FLOW_STATUS: [&str; 3] = ["complete", "lossy", "incomplete"];
 
 /// One output column.
 #[derive(Clone, Debug)]

@@ -1,5 +1,5 @@
-"""The ``fabricsim`` command: ``run``, ``validate``, ``devices``, ``burst-absorption``, ``workloads``,
-``sweep``, ``report``, ``bench`` and ``schema``.
+"""The ``fabricsim`` command: ``run``, ``validate``, ``devices``, ``burst-absorption``, ``forwarding``,
+``fairness``, ``rfc2544``, ``power``, ``workloads``, ``sweep``, ``report``, ``bench`` and ``schema``.
 
 Exit status: 0 on success, 2 for problems the user can fix (invalid scenario,
 missing file, unwritable output; reported as ``error: ...``), 1 when the
@@ -18,13 +18,26 @@ import traceback
 from typing import Sequence
 
 from fabricsim import __version__
-from fabricsim.cli import bench, burst, devices, report, run, schema, sweep, workloads
+from fabricsim.cli import (
+    bench,
+    burst,
+    devices,
+    fairness,
+    forwarding,
+    power,
+    report,
+    rfc2544,
+    run,
+    schema,
+    sweep,
+    workloads,
+)
 from fabricsim.errors import FabricsimError, SimulationError
 
 __all__ = ["main"]
 
 # Subcommand modules, in --help order (run also adds validate).
-COMMANDS = (run, devices, burst, workloads, sweep, report, bench, schema)
+COMMANDS = (run, devices, burst, forwarding, fairness, rfc2544, power, workloads, sweep, report, bench, schema)
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -11,7 +11,7 @@ from fabricsim.cli.common import scenario_arguments
 from fabricsim.errors import OutputError, RunInterrupted, SimulationError
 from fabricsim.schema import load
 
-__all__ = ["add_parser"]
+__all__ = ["add_parser", "print_warnings"]
 
 
 def _summary_rows(summary: dict[str, Any], prefix: str = "") -> list[tuple[str, str]]:
@@ -39,11 +39,13 @@ def _print_outcome(result: Any, written: list[Any], title: str) -> None:
     table = Table(title=Text(title), title_justify="left")
     table.add_column("metric")
     table.add_column("value", justify="right")
-    for key, value in _summary_rows({**result.summary, **result.timing}):
+    shown = {key: value for key, value in {**result.summary, **result.timing}.items() if key != "warnings"}
+    for key, value in _summary_rows(shown):
         table.add_row(Text(key), Text(value))
     console.print(table)
     for path in written:
         console.print(f"wrote {path}", markup=False, soft_wrap=True)
+    print_warnings(result.summary.get("warnings") or [])
 
 
 def _write(result: Any, out: str) -> tuple[list[Any], OutputError | None]:
@@ -75,12 +77,26 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def print_warnings(warnings: list[str]) -> None:
+    """Each warning on stderr, prominently."""
+    if not warnings:
+        return
+    from rich.console import Console
+    from rich.text import Text
+
+    err = Console(stderr=True, highlight=False)
+    for message in warnings:
+        err.print(Text("WARNING: ", style="bold red") + Text(message, style="yellow"), soft_wrap=True)
+
+
 def _validate(args: argparse.Namespace) -> int:
+    from fabricsim.outputs.warnings import scenario_warnings
     from fabricsim.runner import check
 
     scenario = load(args.scenario, args.overrides)
     resolved = check(scenario)  # the same checks as run: the schema, then the core builds the world
     sys.stdout.write(json.dumps(resolved, indent=2, allow_nan=False) + "\n")
+    print_warnings(scenario_warnings(scenario))
     return 0
 
 

@@ -14,7 +14,9 @@ import polars as pl
 from fabricsim.errors import OutputError
 from fabricsim.outputs import rundir
 from fabricsim.outputs.fct import bucket_table
+from fabricsim.outputs.load import load_summary
 from fabricsim.outputs.report import render_html, write_plot_files
+from fabricsim.outputs.shares import source_shares
 from fabricsim.outputs.tables import RunTables, decode, read_tables
 from fabricsim.schema import Scenario, load
 
@@ -63,7 +65,14 @@ class Result(RunTables):
         summary, nodes, tables = decode(raw)
         result = cls(summary, nodes=nodes, tables=tables, scenario=scenario)
         if scenario is not None:
+            from fabricsim.outputs.warnings import run_warnings
+
             result.fct = bucket_table(result)
+            load = load_summary(result)
+            if load:
+                summary["load"] = load
+            summary["warnings"] = run_warnings(scenario, summary, result.flows)
+        result.source_shares = source_shares(result)
         return result
 
     def write(self, out_dir: str | os.PathLike[str], report: bool = True) -> list[Path]:

@@ -33,6 +33,7 @@ __all__ = [
     "ByteCount",
     "Count32",
     "Duration",
+    "Energy",
     "FrameSize",
     "HeaderSize",
     "Overhead32",
@@ -43,6 +44,7 @@ __all__ = [
     "Model",
     "NodeList",
     "Overhead",
+    "Power",
     "Rate",
     "Size",
     "Time",
@@ -260,6 +262,20 @@ PacketSize = Annotated[
     int, quantity(units.parse_size, units.format_size, 1, 65535), _SIZE_TEXT, _size_schema(1, 65535)
 ]
 """A packet size (an MTU): 1 to 65535 bytes."""
+Power = Annotated[
+    int,
+    quantity(units.parse_power, units.format_power, 0),
+    PlainSerializer(units.format_power, return_type=str),
+    WithJsonSchema({"description": "a power like '120W' or '350mW'", "type": "string"}),
+]
+"""A power >= 0, held in microwatts, written like ``120W``."""
+Energy = Annotated[
+    int,
+    quantity(units.parse_energy, units.format_energy, 0),
+    PlainSerializer(units.format_energy, return_type=str),
+    WithJsonSchema({"description": "an energy like '50pJ'", "type": "string"}),
+]
+"""An energy >= 0, held in femtojoules, written like ``50pJ``."""
 
 
 def one_of(choices: Any) -> BeforeValidator:

@@ -36,6 +36,7 @@ from fabricsim.schema.transports import Roce, Tcp
 __all__ = [
     "TRAFFIC_MODELS",
     "Burst",
+    "LoadBasis",
     "RdmaWrite",
     "TcpBulk",
     "TcpFlowItem",
@@ -115,10 +116,39 @@ class _Source(Model):
         return out
 
 
-class UdpTraffic(_Source):
-    """Constant-bit-rate or Poisson UDP frames from each ``src`` host to ``dst``."""
+class _Datagrams(_Source):
+    """UDP sources: the DSCP of their packets, the destination port that
+    match-action stages see (default 5001), and a random ``start_jitter``
+    (each source starts up to that much after ``start``, from its own random
+    stream: traffic generators' ports are not phase-locked)."""
+
+    dscp: int = Field(default=0, ge=0, le=63)
+    dst_port: Optional[int] = Field(default=None, ge=0, le=65535)
+    start_jitter: Time = 0
+
+    def _marking(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.start_jitter:
+            out["start_jitter_ps"] = self.start_jitter
+        if self.dscp:
+            out["dscp"] = self.dscp
+        if self.dst_port is not None:
+            out["dst_port"] = self.dst_port
+        return out
+
+
+Replication = Literal["native", "unicast"]
+
+
+class UdpTraffic(_Datagrams):
+    """Constant-bit-rate or Poisson UDP frames from each ``src`` host to ``dst``,
+    or to the multicast ``group`` (``replication: native`` or ``unicast``; the
+    rate is the group's stream rate, each member receives it)."""
 
     kind: Literal["udp_cbr", "udp_poisson"]
+    dst: Optional[str] = Field(default=None, min_length=1)  # type: ignore[assignment]
+    group: Optional[str] = Field(default=None, min_length=1)
+    replication: Annotated[Replication, one_of(Replication)] = "native"
     rate: Annotated[
         TrafficRate,
         PlainValidator(_traffic_rate),
@@ -141,17 +171,27 @@ class UdpTraffic(_Source):
             raise issues_error(
                 ("stop", f"must be later than start ({as_time(self.start)}), got {as_time(self.stop)}")
             )
+        if (self.dst is None) == (self.group is None):
+            raise issues_error(("dst", "give either dst (a host) or group (a multicast group), not both"))
         return self
 
     def to_resolved(self) -> dict[str, Any]:
-        return self._resolved(
-            {"rate_bps": self.rate.bps, "load": self.rate.load},
-            {"stop_ps": self.stop, "max_frames": self.max_frames},
-            self.ecn,
-        )
+        out = {
+            **self._resolved(
+                {"rate_bps": self.rate.bps, "load": self.rate.load},
+                {"stop_ps": self.stop, "max_frames": self.max_frames},
+                self.ecn,
+            ),
+            **self._marking(),
+        }
+        if self.group is not None:
+            out["dst"] = ""
+            out["group"] = self.group
+            out["replication"] = self.replication
+        return out
 
 
-class Burst(_Source):
+class Burst(_Datagrams):
     """``frames`` frames queued at once on each ``src`` host at ``start``."""
 
     kind: Literal["burst"]
@@ -159,7 +199,7 @@ class Burst(_Source):
     ecn: bool = False
 
     def to_resolved(self) -> dict[str, Any]:
-        return self._resolved({"frames": self.frames}, {}, self.ecn)
+        return {**self._resolved({"frames": self.frames}, {}, self.ecn), **self._marking()}
 
 
 class _TcpTraffic(Model):
@@ -265,6 +305,7 @@ class TcpFlows(_TcpTraffic):
 
 WorkloadPattern = Literal["all_to_all", "many_to_one", "permutation", "explicit"]
 Sampling = Literal["linear", "step"]
+LoadBasis = Literal["wire", "payload"]
 
 
 class WorkloadPair(Model):
@@ -284,6 +325,7 @@ class Workload(_TcpTraffic):
     sampling: Annotated[Sampling, one_of(Sampling)] = "linear"
     load: Optional[Load] = None
     load_scale: float = Field(default=1.0, gt=0)
+    load_basis: Optional[Annotated[LoadBasis, one_of(LoadBasis)]] = None
     load_on: Optional[str] = Field(default=None, min_length=1)
     pattern: Annotated[WorkloadPattern, one_of(WorkloadPattern)] = "all_to_all"
     hosts: Optional[NodeList] = None

@@ -13,7 +13,8 @@
 //! time and fails once the count exceeds
 //!
 //! `limit = max(2^20, 16 x components)`, components = ports x (1 + classes) +
-//! channels + traffic sources + TCP connections + RoCE queue pairs + 1,
+//! channels + traffic sources + TCP connections + RoCE queue pairs + pipeline
+//! pipes + 1,
 //!
 //! which no real scenario reaches (docs/scenarios.md, "Limits"). The owners of
 //! the last [`WATCHED`] events before the limit are tallied (only then, so the
@@ -69,6 +70,8 @@ fn owner(ev: Event) -> (u8, u32, u32) {
         Event::PfcRefresh(p, c, _) => (5, p.0, c as u32),
         Event::RoceOpen(q) => (6, q, 0),
         Event::RoceTimer(q, _) => (6, q, 1),
+        Event::PipeStart(g) => (7, g, 0),
+        Event::PipeExit(g) => (7, g, 1),
     }
 }
 
@@ -80,6 +83,7 @@ impl Simulation {
             + self.sources.len() as u64
             + self.tcp.len() as u64
             + self.roce.qps.len() as u64
+            + self.pipeline.pipe_count() as u64
             + 1;
         STALL_FLOOR.max(STALL_PER_COMPONENT.saturating_mul(components))
     }
@@ -167,6 +171,7 @@ impl Simulation {
                 }
             }
             5 => format!("PFC of class {detail} on {}", self.node_port(id)),
+            7 => format!("pipeline pipe {id} ({})", if detail == 1 { "its delay line" } else { "its issue slot" }),
             _ => {
                 let what = if detail == 1 { "the timer of the RoCE queue pair" } else { "the RoCE queue pair" };
                 match self.roce.flow_qp.iter().position(|&q| q == id) {
