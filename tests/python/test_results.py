@@ -114,6 +114,7 @@ def test_written_files_are_byte_identical_across_writes(core_output, tmp_path):
 
 
 def test_a_failed_write_does_not_stop_the_others(core_output, tmp_path):
+    (tmp_path / "summary.json").write_text("{}")  # a previous run's directory
     (tmp_path / "queues.parquet").mkdir()  # cannot be replaced by a file
     with pytest.raises(OutputError) as info:
         Result.from_core(core_output).write(tmp_path)

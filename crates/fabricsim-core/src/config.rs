@@ -5,10 +5,10 @@
 //! happen when the simulation is built and report the field path.
 
 use crate::error::ConfigError;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
     #[serde(default)]
@@ -45,7 +45,7 @@ fn default_drain_limit() -> u64 {
     crate::units::PS_PER_SEC
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct NetworkConfig {
     #[serde(default = "default_overhead")]
@@ -79,7 +79,7 @@ impl Default for NetworkConfig {
     }
 }
 
-#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum Forwarding {
     #[default]
@@ -88,7 +88,7 @@ pub enum Forwarding {
 }
 
 /// What kind of device a switch node is.
-#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum DeviceKind {
     /// An output-queued packet switch (the buffer models, schedulers, ECN, PFC).
@@ -99,7 +99,7 @@ pub enum DeviceKind {
     Broadcast,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct SwitchConfig {
     #[serde(default)]
@@ -167,7 +167,7 @@ impl Default for SwitchConfig {
 }
 
 /// Buffer (MMU) model of a device, chosen by `model`.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(tag = "model", rename_all = "snake_case", deny_unknown_fields)]
 pub enum BufferConfig {
     /// Static per-port drop-tail buffer, optionally with a per-queue cap.
@@ -236,7 +236,7 @@ impl Default for BufferConfig {
     }
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct HostConfig {
     #[serde(default)]
@@ -258,7 +258,7 @@ impl Default for HostConfig {
     }
 }
 
-#[derive(Clone, Copy, Debug, Deserialize)]
+#[derive(Clone, Copy, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct LinkConfig {
     pub rate_bps: u64,
@@ -268,28 +268,28 @@ pub struct LinkConfig {
     pub loss: f64,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(untagged)]
 pub enum HostsPerLeaf {
     Same(u32),
     Each(Vec<u32>),
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExplicitNode {
     pub name: String,
     pub kind: NodeKindConfig,
 }
 
-#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum NodeKindConfig {
     Host,
     Switch,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExplicitLink {
     pub a: String,
@@ -300,7 +300,7 @@ pub struct ExplicitLink {
     pub loss: f64,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum TopologyConfig {
     Star {
@@ -336,7 +336,7 @@ fn default_one() -> u32 {
     1
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum TrafficConfig {
     UdpCbr(UdpConfig),
@@ -348,7 +348,7 @@ pub enum TrafficConfig {
     RdmaWrite(crate::transport::roce::RdmaWriteConfig),
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct UdpConfig {
     #[serde(default)]
@@ -392,7 +392,7 @@ pub struct UdpConfig {
     pub start_jitter_ps: u64,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct BurstConfig {
     #[serde(default)]
@@ -425,7 +425,7 @@ fn default_frame() -> u32 {
     1500
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct StatsConfig {
     #[serde(default = "default_sample_interval")]
@@ -464,5 +464,11 @@ impl Scenario {
     /// offending field and, for enums, the allowed variants.
     pub fn from_json(text: &str) -> Result<Scenario, ConfigError> {
         serde_json::from_str(text).map_err(|e| ConfigError::new("", format!("invalid scenario: {e}")))
+    }
+
+    /// The scenario as resolved JSON, every default filled in: the core's own
+    /// defaults, which the tests compare with the scenario schema's.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a scenario always serializes")
     }
 }

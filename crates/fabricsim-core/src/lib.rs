@@ -55,5 +55,5 @@ pub mod transport;
 pub mod units;
 
 pub use config::Scenario;
-pub use error::ConfigError;
-pub use sim::Simulation;
+pub use error::{ConfigError, RunError};
+pub use sim::{Progress, Simulation};

@@ -18,10 +18,10 @@
 //! picoseconds gives attojoules (1e-18 J), as do bits times femtojoules x 1000.
 
 use crate::error::ConfigError;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// Resolved `power` section of a device.
-#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, Default)]
 #[serde(deny_unknown_fields)]
 pub struct PowerConfig {
     /// Power of the device with no port in use and no traffic, in microwatts.

@@ -22,7 +22,7 @@
 
 use crate::buffer::{AdmitRequest, BufferModel, Verdict};
 use crate::config::{BufferConfig, Forwarding, Scenario, TrafficConfig};
-use crate::error::ConfigError;
+use crate::error::{ConfigError, RunError};
 use crate::event_queue::EventQueue;
 use crate::ids::{ChannelId, FlowId, NodeId, PacketId, PortId, SourceId};
 use crate::network::aqm::AqmAction;
@@ -41,6 +41,8 @@ mod arbitration;
 mod broadcast;
 mod carried;
 mod fabric;
+pub mod guard;
+pub mod limits;
 mod multicast;
 mod pfc;
 mod pipeline;
@@ -73,6 +75,17 @@ enum Event {
     PipeStart(u32),
     /// The head of a pipe's delay line leaves the pipeline (global pipe index).
     PipeExit(u32),
+}
+
+/// How a call to [`Simulation::advance`] ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Progress {
+    /// The run is over (no events left, the time cap reached, or stopped).
+    Finished,
+    /// Every event up to the requested time has been processed.
+    Reached,
+    /// The event budget of the call was used up first; call again.
+    Paused,
 }
 
 const FLOW_KINDS: [&str; 7] = ["udp_cbr", "udp_poisson", "burst", "tcp_bulk", "tcp_incast", "tcp_flow", "rdma"];
@@ -134,6 +147,10 @@ pub struct Simulation {
     power: power::PowerState,
     /// Broadcast fabrics; see `sim/broadcast.rs`.
     broadcast: broadcast::BroadcastState,
+    /// Fails the run when simulated time stops advancing; see `sim/guard.rs`.
+    guard: guard::StallGuard,
+    /// Set when the run failed; every later call reports it again.
+    failure: Option<RunError>,
 }
 
 impl Simulation {
@@ -147,6 +164,7 @@ impl Simulation {
             return Err(ConfigError::new("network.classes", format!("must be between 1 and 8 (got {})", net.classes)));
         }
         let classes = net.classes as usize;
+        limits::check(sc)?;
         let graph = Graph::build(&sc.topology, "topology")?;
         let n = graph.names.len();
 
@@ -302,6 +320,8 @@ impl Simulation {
             mcast: multicast::MulticastState::default(),
             power: power::PowerState::default(),
             broadcast: broadcast::BroadcastState::default(),
+            guard: guard::StallGuard::default(),
+            failure: None,
         };
         sim.setup_fabric(sc)?;
         sim.setup_pfc(sc)?;
@@ -322,6 +342,7 @@ impl Simulation {
         if sim.sample_interval.0 > 0 {
             sim.queue.push(SimTime::ZERO, Event::Sample);
         }
+        sim.guard = guard::StallGuard::new(sim.stall_limit());
         Ok(sim)
     }
 
@@ -559,11 +580,31 @@ impl Simulation {
 
     /// Processes every event at or before `limit` (and before the time cap).
     /// Returns `true` once the run is over.
+    ///
+    /// # Panics
+    ///
+    /// If the run fails ([`RunError`]: simulated time stopped advancing).
+    /// Use [`Simulation::advance`] to get the error instead.
     pub fn run_until(&mut self, limit: SimTime) -> bool {
+        match self.advance(limit, u64::MAX) {
+            Ok(p) => p == Progress::Finished,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// Processes events at or before `limit` (and before the time cap), at
+    /// most `max_events` of them, so that a caller can stay responsive (check
+    /// for interrupts, report progress) however long a stretch of simulated
+    /// time takes. Once it failed, every call returns the same error.
+    pub fn advance(&mut self, limit: SimTime, max_events: u64) -> Result<Progress, RunError> {
+        if let Some(e) = &self.failure {
+            return Err(e.clone());
+        }
         if self.finished {
-            return true;
+            return Ok(Progress::Finished);
         }
         let limit = limit.min(self.end_cap);
+        let mut budget = max_events;
         while let Some((t, ev)) = self.queue.peek() {
             if self.is_cancelled(ev) {
                 // A cancelled timer: dropped unseen, it neither counts nor
@@ -576,8 +617,18 @@ impl Simulation {
                 if limit >= self.end_cap {
                     self.finished = true;
                     self.capped = true;
+                    return Ok(Progress::Finished);
                 }
-                return self.finished;
+                return Ok(Progress::Reached);
+            }
+            if budget == 0 {
+                return Ok(Progress::Paused);
+            }
+            budget -= 1;
+            if let Err(e) = self.guard_event(t, ev) {
+                // The event stays queued: what was computed so far is intact.
+                self.failure = Some(e.clone());
+                return Err(e);
             }
             self.queue.pop();
             if t >= self.power.next_boundary {
@@ -602,12 +653,30 @@ impl Simulation {
             }
         }
         self.finished = true;
-        true
+        Ok(Progress::Finished)
     }
 
     /// Runs to the end.
+    ///
+    /// # Panics
+    ///
+    /// As [`Simulation::run_until`].
     pub fn run(&mut self) {
         self.run_until(SimTime::MAX);
+    }
+
+    /// Ends the run now: no further event is processed, and
+    /// [`Simulation::finish`] returns the results so far (the packets still
+    /// queued or on wires count as in the network). Used when a run is
+    /// interrupted or failed and its partial results are wanted.
+    pub fn stop(&mut self) {
+        self.finished = true;
+        self.failure = None;
+    }
+
+    /// The error that ended the run, if it failed.
+    pub fn failure(&self) -> Option<&RunError> {
+        self.failure.as_ref()
     }
 
     fn on_send(&mut self, sid: SourceId) {
@@ -971,6 +1040,11 @@ impl Simulation {
     }
 
     /// Runs to the end (if needed) and returns every table and the summary.
+    ///
+    /// # Panics
+    ///
+    /// As [`Simulation::run_until`], if the run fails on the way; after
+    /// [`Simulation::stop`] it returns the results so far.
     pub fn finish(&mut self) -> RunOutput {
         self.run();
         let in_network = self.packets_in_network();

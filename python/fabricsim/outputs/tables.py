@@ -143,8 +143,10 @@ class RunTables:
     """The summary, scenario and tables of one run.
 
     Attributes:
-        summary: run-level figures from the core, plus ``scenario``, ``seed``,
-            ``wall_time_s`` and ``events_per_sec``.
+        summary: run-level figures from the core, plus ``scenario`` and ``seed``
+            (and ``interrupted`` or ``error`` when the run stopped early).
+        timing: what depends on the machine: ``wall_time_s`` and
+            ``events_per_sec`` (written apart, to ``timing.json``).
         nodes: ``id``, ``name``, ``kind`` and any other per-node columns.
         flows, queues, drops, links, throughput: the core's tables, node ids
             replaced by node names and coded string columns decoded.
@@ -202,6 +204,7 @@ class RunTables:
         nodes: Optional[pl.DataFrame] = None,
         tables: Optional[Mapping[str, pl.DataFrame]] = None,
         scenario: Optional[Scenario] = None,
+        timing: Optional[dict[str, Any]] = None,
         **frames: Optional[pl.DataFrame],
     ) -> None:
         """``tables`` (and ``frames``, keyword by keyword) by name; :data:`CORE_TABLES` not given are empty."""
@@ -211,6 +214,7 @@ class RunTables:
         given = {**(tables or {}), **{name: frame for name, frame in frames.items() if frame is not None}}
         self._tables.update(given)
         self.scenario = scenario
+        self.timing: dict[str, Any] = dict(timing or {})
 
     def __getattr__(self, name: str) -> pl.DataFrame:
         """A table without an attribute of its own (one the core added), by name."""

@@ -15,6 +15,7 @@ from pydantic import (
     PlainSerializer,
     PlainValidator,
     SerializerFunctionWrapHandler,
+    WithJsonSchema,
     model_serializer,
     model_validator,
 )
@@ -22,14 +23,17 @@ from pydantic import (
 from fabricsim import devices, units
 from fabricsim.errors import unknown_value
 from fabricsim.schema._base import (
+    U32_MAX,
     ByteCount,
     Duration,
     Energy,
     FrameSize,
     Model,
     Overhead,
+    Overhead32,
     Power,
     Size,
+    Size32,
     Time,
     issues_error,
     one_of,
@@ -70,8 +74,25 @@ def _alpha_text(values: list[float]) -> Any:
     return shown[0] if len(shown) == 1 else shown
 
 
-Alpha = Annotated[list[float], PlainValidator(_alpha), PlainSerializer(_alpha_text)]
+_ALPHA_SCHEMA = {"enum": _ALPHA_LADDER, "description": f"a power of two from 1/128 to 8 ({_ALPHA_TEXT})"}
+
+Alpha = Annotated[
+    list[float],
+    PlainValidator(_alpha),
+    PlainSerializer(_alpha_text),
+    WithJsonSchema({"anyOf": [_ALPHA_SCHEMA, {"type": "array", "items": _ALPHA_SCHEMA, "minItems": 1, "maxItems": 8}]}),
+]
 """A dynamic-threshold alpha (power of two, 1/128..8), or one per class."""
+
+
+def _one_alpha(value: Any) -> float:
+    if isinstance(value, list):
+        raise ValueError(f"expected one alpha; allowed: {_ALPHA_TEXT}")
+    return _alpha(value)[0]
+
+
+OneAlpha = Annotated[float, PlainValidator(_one_alpha), WithJsonSchema(_ALPHA_SCHEMA)]
+"""One dynamic-threshold alpha on the hardware ladder."""
 
 
 def _pool_index(value: Any) -> int:
@@ -80,7 +101,7 @@ def _pool_index(value: Any) -> int:
     return value
 
 
-PoolIndex = Annotated[int, PlainValidator(_pool_index)]
+PoolIndex = Annotated[int, PlainValidator(_pool_index), WithJsonSchema({"type": "integer", "minimum": 0, "maximum": 7})]
 
 _STATIC_FIELDS = ("port_size", "queue_size")
 _SHARED_FIELDS = (
@@ -146,7 +167,12 @@ def _size_or_time_text(value: tuple[str, int]) -> str:
     return units.format_time(value[1]) if value[0] == "time" else units.format_size(value[1])
 
 
-SizeOrTime = Annotated[tuple[str, int], PlainValidator(_size_or_time), PlainSerializer(_size_or_time_text)]
+SizeOrTime = Annotated[
+    tuple[str, int],
+    PlainValidator(_size_or_time),
+    PlainSerializer(_size_or_time_text),
+    WithJsonSchema({"type": "string", "description": "a size like '5MB' or a time at the port rate like '5ms'"}),
+]
 
 
 def _headroom(value: Any) -> list[tuple[int, int]]:
@@ -197,10 +223,10 @@ class Buffer(Model):
     queue_size: Optional[Size] = None
     # shared (and intelligent)
     size: Optional[Size] = None
-    cell: Size = 256
-    per_packet_overhead: Overhead = 0
+    cell: Size32 = 256
+    per_packet_overhead: Overhead32 = 0
     alpha: Alpha = Field(default_factory=lambda: [1.0])
-    reserved_per_queue: Overhead = 0
+    reserved_per_queue: ByteCount = 0
     ingress_alpha: Optional[Alpha] = None
     pools: Optional[Annotated[list[Size], Field(min_length=1, max_length=8)]] = None
     class_pool: Optional[list[PoolIndex]] = None
@@ -218,12 +244,12 @@ class Buffer(Model):
     etrap_age: Duration = 50_000_000
     afd_period: Duration = 25_000_000
     queue_desired: Size = 150_000
-    afd_a: float = 1.8
-    afd_b: float = 1.7
-    afd_queue_unit: Size = 16
+    afd_a: float = Field(default=1.8, ge=0, le=1000)
+    afd_b: float = Field(default=1.7, ge=0, le=1000)
+    afd_queue_unit: Size32 = 16
     afd_ecn: bool = False
     dpp: bool = True
-    dpp_packets: int = Field(default=120, ge=0)
+    dpp_packets: int = Field(default=120, ge=0, le=U32_MAX)
     dpp_age: Duration = 5_000_000_000
     dpp_class: Optional[int] = Field(default=None, ge=0, le=7)
 
@@ -352,7 +378,7 @@ class Pfc(Model):
 
     classes: list[Annotated[int, Field(ge=0, le=7)]] = Field(min_length=1)
     xoff: Optional[ByteCount] = None
-    xoff_alpha: float = 0.125
+    xoff_alpha: OneAlpha = 0.125
     resume_offset: ByteCount = 3072
     headroom: Optional[ByteCount] = None
     mtu: Size = 9216
@@ -414,10 +440,18 @@ class Switch(Model):
     buffer: Buffer = Field(default_factory=Buffer)
     ecn: Optional[Ecn] = None
     scheduler: Annotated[SchedulerKind, one_of(SchedulerKind)] = "strict"
-    drr_quantum: Annotated[list[Size], BeforeValidator(lambda v: v if isinstance(v, list) else [v])] = Field(
-        default_factory=lambda: [1500]
-    )
-    drr_weights: Optional[list[Annotated[float, Field(gt=0)]]] = None
+    drr_quantum: Annotated[
+        list[Size32],
+        BeforeValidator(lambda v: v if isinstance(v, list) else [v]),
+        Field(min_length=1, max_length=8),
+        WithJsonSchema(
+            {
+                "description": "the DRR quantum of every class, or one per class (sizes like '1500B')",
+                "anyOf": [{"type": ["string", "integer"]}, {"type": "array", "minItems": 1, "maxItems": 8}],
+            }
+        ),
+    ] = Field(default_factory=lambda: [1500])
+    drr_weights: Optional[list[Annotated[float, Field(gt=0)]]] = Field(default=None, min_length=1, max_length=8)
     pfc: Optional[Pfc] = None
     pipeline: Optional[Pipeline] = None
     arbitration: Arbitration = Field(default_factory=Arbitration)
@@ -441,6 +475,20 @@ class Switch(Model):
             issues.append(("pfc", "not available on a broadcast fabric"))
         if issues:
             raise issues_error(*issues)
+        return self
+
+    @model_validator(mode="after")
+    def _quanta_fit(self) -> "Switch":
+        """A weight times the base quantum must fit the core's 32-bit quantum."""
+        if self.drr_weights is not None:
+            base = self.drr_quantum[0]
+            for i, weight in enumerate(self.drr_weights):
+                quantum = round(weight * base)
+                if quantum > U32_MAX:
+                    raise issues_error(
+                        (f"drr_weights[{i}]", f"gives a quantum of {quantum:.3g} bytes ({weight:g} x {base} B); "
+                         f"at most {U32_MAX} bytes")
+                    )
         return self
 
     def to_resolved(self) -> dict[str, Any]:
@@ -518,7 +566,7 @@ class Network(Model):
     After validation each entry holds the complete merged switch.
     """
 
-    ethernet_overhead: Overhead = 20
+    ethernet_overhead: Overhead32 = 20
     classes: int = Field(default=8, ge=1, le=8)
     switch: Switch = Field(default_factory=Switch)
     host: Host = Field(default_factory=Host)

@@ -199,9 +199,28 @@ class Scenario(Model):
 # Loading
 
 
+MAX_DEPTH = 64
+"""Deepest nesting of mappings and lists a scenario document may have (scenarios use fewer than 10)."""
+
+
+def _depth_error(data: Any) -> Optional[str]:
+    """A message if ``data`` nests deeper than :data:`MAX_DEPTH` (checked without recursion)."""
+    stack = [(data, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, (dict, list)):
+            if depth > MAX_DEPTH:
+                return f"the document nests mappings and lists more than {MAX_DEPTH} levels deep"
+            children = node.values() if isinstance(node, dict) else node
+            stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return None
+
+
 def _parse_yaml(text: str, source: Optional[str]) -> Any:
     try:
         return _yaml.parse(text)
+    except RecursionError:
+        raise ScenarioError([("", f"invalid YAML: nested more than {MAX_DEPTH} levels deep")], source) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -226,6 +245,8 @@ def _apply_override(document: dict[str, Any], override: str, source: Optional[st
         raise ScenarioError([(label, f"expected KEY=VALUE, got {override!r}")], source)
     try:
         value = _yaml.parse_value(raw)
+    except RecursionError:
+        raise ScenarioError([(label, f"the value nests more than {MAX_DEPTH} levels deep")], source) from None
     except yaml.YAMLError as exc:
         problem = getattr(exc, "problem", None) or str(exc)
         raise ScenarioError([(label, f"invalid value {raw!r}: {problem}")], source) from None
@@ -268,9 +289,15 @@ def _build(
         raise ScenarioError([("", "the scenario is empty")], source)
     if not isinstance(data, dict):
         raise ScenarioError([("", f"expected a mapping of scenario settings, got {show(data)}")], source)
+    too_deep = _depth_error(data)
+    if too_deep:
+        raise ScenarioError([("", too_deep)], source)
     document = copy.deepcopy(data)
     for override in overrides:
         _apply_override(document, override, source)
+    too_deep = _depth_error(document)
+    if too_deep:
+        raise ScenarioError([("", too_deep)], source)
     candidate = document if "name" in document or not default_name else {"name": default_name, **document}
     try:
         scenario = Scenario.model_validate(candidate)

@@ -10,10 +10,14 @@ lists when the whole scenario is resolved
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import Field, PlainSerializer, PlainValidator, model_validator
+from pydantic import Field, PlainSerializer, PlainValidator, WithJsonSchema, model_validator
 
 from fabricsim import units
 from fabricsim.schema._base import (
+    PERCENT_PATTERN,
+    RATE_PATTERN,
+    U64_MAX,
+    Count32,
     Duration,
     FrameSize,
     Load,
@@ -44,6 +48,10 @@ __all__ = [
     "Workload",
     "WorkloadPair",
 ]
+
+
+MAX_FLOWS = 1 << 22
+"""Flows a scenario may hold in all (the core's limit, docs/scenarios.md "Limits")."""
 
 
 @dataclass(frozen=True)
@@ -87,7 +95,7 @@ class _Source(Model):
     dst: str = Field(min_length=1)
     frame_size: FrameSize = 1500
     start: Time = 0
-    class_: int = Field(default=0, ge=0, alias="class")
+    class_: int = Field(default=0, ge=0, le=7, alias="class")
 
     def _resolved(self, sending: dict[str, Any], until: dict[str, Any], ecn: bool) -> dict[str, Any]:
         """The resolved entry: the shared fields around the kind's own ``sending``
@@ -141,9 +149,20 @@ class UdpTraffic(_Datagrams):
     dst: Optional[str] = Field(default=None, min_length=1)  # type: ignore[assignment]
     group: Optional[str] = Field(default=None, min_length=1)
     replication: Annotated[Replication, one_of(Replication)] = "native"
-    rate: Annotated[TrafficRate, PlainValidator(_traffic_rate), PlainSerializer(str, return_type=str)]
+    rate: Annotated[
+        TrafficRate,
+        PlainValidator(_traffic_rate),
+        PlainSerializer(str, return_type=str),
+        WithJsonSchema(
+            {
+                "description": "a data rate like '10Gbps', or a load like '20%' of the source NIC rate",
+                "anyOf": [{"type": "string", "pattern": RATE_PATTERN}, {"type": "string", "pattern": PERCENT_PATTERN},
+                          {"type": "integer", "minimum": 1}],
+            }
+        ),
+    ]
     stop: Optional[Time] = None
-    max_frames: Optional[int] = Field(default=None, ge=1)
+    max_frames: Optional[int] = Field(default=None, ge=1, le=U64_MAX)
     ecn: bool = False
 
     @model_validator(mode="after")
@@ -176,7 +195,7 @@ class Burst(_Datagrams):
     """``frames`` frames queued at once on each ``src`` host at ``start``."""
 
     kind: Literal["burst"]
-    frames: int = Field(ge=1)
+    frames: int = Field(ge=1, le=U64_MAX)
     ecn: bool = False
 
     def to_resolved(self) -> dict[str, Any]:
@@ -187,7 +206,7 @@ class _TcpTraffic(Model):
     """Fields shared by TCP applications."""
 
     name: Optional[str] = Field(default=None, min_length=1)
-    class_: int = Field(default=0, ge=0, alias="class")
+    class_: int = Field(default=0, ge=0, le=7, alias="class")
     tcp: Optional[Tcp] = None
 
     def _resolved(self, kind: str, fields: dict[str, Any]) -> dict[str, Any]:
@@ -208,7 +227,7 @@ class TcpBulk(_TcpTraffic):
     kind: Literal["tcp_bulk"]
     src: NodeList
     dst: str = Field(min_length=1)
-    streams: int = Field(default=1, ge=1)
+    streams: Count32 = 1
     size: Optional[Size] = None
     duration: Optional[Duration] = None
     start: Time = 0
@@ -242,8 +261,8 @@ class TcpIncast(_TcpTraffic):
     client: str = Field(min_length=1)
     servers: NodeList
     response_size: Size
-    flows_per_server: int = Field(default=1, ge=1)
-    rounds: int = Field(default=1, ge=1)
+    flows_per_server: Count32 = 1
+    rounds: Count32 = 1
     gap: Time = 0
     start: Time = 0
 
@@ -315,7 +334,7 @@ class Workload(_TcpTraffic):
     pairs: Optional[list[WorkloadPair]] = Field(default=None, min_length=1)
     start: Time = 0
     stop: Optional[Time] = None
-    max_flows: Optional[int] = Field(default=None, ge=1)
+    max_flows: Optional[int] = Field(default=None, ge=1, le=MAX_FLOWS)
 
     @model_validator(mode="after")
     def _pattern_fields(self) -> "Workload":
@@ -337,12 +356,12 @@ class RdmaWrite(Model):
     name: Optional[str] = Field(default=None, min_length=1)
     src: NodeList
     dst: str = Field(min_length=1)
-    qps: int = Field(default=1, ge=1)
-    messages: int = Field(default=1, ge=1)
+    qps: Count32 = 1
+    messages: Count32 = 1
     message_size: Size
-    window: int = Field(default=1, ge=1)
+    window: Count32 = 1
     start: Time = 0
-    class_: int = Field(default=3, ge=0, alias="class")
+    class_: int = Field(default=3, ge=0, le=7, alias="class")
     roce: Optional[Roce] = None
 
     def to_resolved(self) -> dict[str, Any]:

@@ -4,7 +4,19 @@ from typing import Annotated, Any, Literal, Optional
 
 from pydantic import Field, model_validator
 
-from fabricsim.schema._base import Duration, Model, Overhead, Rate, Size, Time, issues_error, one_of
+from fabricsim.schema._base import (
+    U32_MAX,
+    Count32,
+    Duration,
+    HeaderSize,
+    Model,
+    PacketSize,
+    Rate,
+    Size,
+    Time,
+    issues_error,
+    one_of,
+)
 
 __all__ = ["Dcqcn", "DelayedAck", "Roce", "Tcp"]
 
@@ -58,9 +70,9 @@ _NEEDS_SACK = ("dsack", "rack", "tlp", "prr")
 class DelayedAck(Model):
     """Receiver acknowledgment policy."""
 
-    count: int = Field(default=2, ge=1)
+    count: Count32 = 2
     timeout: Time = 40_000_000_000
-    quickack: int = Field(default=16, ge=0)
+    quickack: int = Field(default=16, ge=0, le=U32_MAX)
 
 
 class Tcp(Model):
@@ -74,11 +86,11 @@ class Tcp(Model):
 
     profile: Annotated[TcpProfileName, one_of(TcpProfileName)] = "linux"
     cc: Optional[Annotated[CongestionControl, one_of(CongestionControl)]] = None
-    mtu: Size = 1500
-    header: Overhead = 52
-    l2_header: Overhead = 18
-    min_frame: Overhead = 64
-    init_cwnd: int = Field(default=10, ge=1)
+    mtu: PacketSize = 1500
+    header: HeaderSize = 52
+    l2_header: HeaderSize = 18
+    min_frame: HeaderSize = 64
+    init_cwnd: Count32 = 10
     rwnd: Size = 6 * 1024 * 1024
     min_rto: Time = 200_000_000_000
     initial_rto: Duration = 10**12
@@ -88,7 +100,7 @@ class Tcp(Model):
     ecn: bool = False
     dctcp_g: float = Field(default=1 / 16, gt=0, le=1)
     byte_counting: Optional[bool] = None
-    dupack_threshold: int = Field(default=3, ge=1)
+    dupack_threshold: Count32 = 3
     pacing_rate: Optional[Rate] = None
     sack: Optional[bool] = None
     dsack: Optional[bool] = None
@@ -184,7 +196,7 @@ class Dcqcn(Model):
     rate_decrease_interval: Time = 50_000_000
     rate_increase_timer: Duration = 55_000_000
     byte_counter: Optional[Size] = None
-    fast_recovery_stages: int = Field(default=5, ge=0)
+    fast_recovery_stages: int = Field(default=5, ge=0, le=U32_MAX)
     rate_ai: Optional[Rate] = None
     rate_hai: Optional[Rate] = None
     min_rate: Rate = 100_000_000
@@ -214,9 +226,9 @@ class Roce(Model):
     the NIC local ACK timeout 4.096 us x 2^14 = 67.108864 ms; time the QP's NIC
     spends paused by PFC does not count)."""
 
-    mtu: Size = 1024
-    header: Overhead = 62
-    ack_every: int = Field(default=1, ge=1)
+    mtu: PacketSize = 1024
+    header: HeaderSize = 62
+    ack_every: Count32 = 1
     ack_class: Optional[int] = Field(default=None, ge=0, le=7)
     cnp_class: int = Field(default=7, ge=0, le=7)
     rto: Duration = 67_108_864_000

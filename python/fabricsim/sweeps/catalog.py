@@ -12,7 +12,7 @@ from typing import Any, Sequence
 from fabricsim.outputs.tables import RunTables
 from fabricsim.sweeps.grid import SweepError
 
-__all__ = ["BASE_COLUMNS", "INTEGER_METRICS", "Catalog", "bucket_slug", "metric_type", "metrics_of"]
+__all__ = ["BASE_COLUMNS", "INTEGER_METRICS", "TIMING_COLUMNS", "Catalog", "bucket_slug", "metric_type", "metrics_of"]
 
 # --------------------------------------------------------------------------
 # Metrics of a run
@@ -24,7 +24,8 @@ def bucket_slug(label: str) -> str:
 
 
 def metrics_of(result: RunTables) -> dict[str, Any]:
-    """Flat summary metrics of a run for the catalog."""
+    """Flat summary metrics of a run for the catalog (reproducible ones only:
+    the timings are ``result.timing``)."""
     s = result.summary
     out: dict[str, Any] = {
         "flows_total": s.get("flows_total"),
@@ -36,7 +37,6 @@ def metrics_of(result: RunTables) -> dict[str, Any]:
         "drain_limit_reached": s.get("drain_limit_reached"),
         "events": s.get("events"),
         "sim_time_s": s.get("sim_time_s"),
-        "wall_time_s": s.get("wall_time_s"),
         "max_buffer_bytes": None,
     }
     if result.buffers.height:
@@ -59,6 +59,9 @@ def metrics_of(result: RunTables) -> dict[str, Any]:
             out[f"fct_{slug}_p99_slowdown"] = row["p99_slowdown"]
     return out
 
+
+TIMING_COLUMNS = ("wall_time_s", "events_per_sec")
+"""Machine-dependent figures of a point: in the catalog, not in ``sweep.parquet`` or the report."""
 
 INTEGER_METRICS = ("flows_total", "flows_completed", "flows_incomplete", "packets_delivered", "packets_dropped",
                    "events", "max_buffer_bytes")

@@ -22,7 +22,7 @@ from typing import Any, Optional, Sequence
 import polars as pl
 
 from fabricsim.outputs.report.html import banner, figure, html_page, html_table, write_plot_files
-from fabricsim.outputs.report.plots import pyplot, svg
+from fabricsim.outputs.report.plots import plain, pyplot, svg
 from fabricsim.sweeps.catalog import bucket_slug, metric_type
 from fabricsim.workloads.cdf import BUCKET_EDGES, bucket_labels
 
@@ -145,12 +145,12 @@ def _line_plots(agg: pl.DataFrame, x: str, group: list[str], panels: list[tuple[
             if any(p[2] is not None and p[3] is not None and p[3] > p[2] for p in points):
                 below = [max(0.0, (p[1] - (p[2] if p[2] is not None else p[1])) / scale) for p in points]
                 above = [max(0.0, ((p[3] if p[3] is not None else p[1]) - p[1]) / scale) for p in points]
-                ax.errorbar(xs_, ys_, yerr=[below, above], marker="o", capsize=3, label=name)
+                ax.errorbar(xs_, ys_, yerr=[below, above], marker="o", capsize=3, label=plain(name))
             else:
-                ax.plot(xs_, ys_, marker="o", label=name)
+                ax.plot(xs_, ys_, marker="o", label=plain(name))
         ax.set_xticks(range(len(xs)))
-        ax.set_xticklabels(xs, rotation=30 if max(map(len, xs)) > 6 else 0)
-        ax.set_xlabel(x)
+        ax.set_xticklabels([plain(v) for v in xs], rotation=30 if max(map(len, xs)) > 6 else 0)
+        ax.set_xlabel(plain(x))
         ax.set_ylabel(ylabel)
         ax.set_title(panel_title, fontsize=10)
         if log and ax.has_data():
@@ -162,7 +162,7 @@ def _line_plots(agg: pl.DataFrame, x: str, group: list[str], panels: list[tuple[
     if handles:
         fig.legend(handles, names, loc="lower center", ncol=min(len(names), 3), fontsize=8,
                    bbox_to_anchor=(0.5, -0.02 - 0.03 * ((len(names) - 1) // 3)))
-    fig.suptitle(title)
+    fig.suptitle(plain(title))
     fig.tight_layout(rect=(0, 0.06, 1, 1))
     return figure(re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-"), svg(fig))
 
@@ -223,7 +223,7 @@ def render_sweep_html(table: pl.DataFrame, paths: Sequence[str], *, x: Optional[
         sections.append("<h2>Failed points</h2>" + html_table(failed.select([*paths, "seed", "error"])))
     keep = [c for c in ["point_id", *paths, "repeat", "seed", "status", "flows_total", "flows_completed",
                         "flows_incomplete", "drain_limit_reached",
-                        "packets_dropped", "max_buffer_bytes", "fct_all_mean_ps", "fct_all_p99_ps", "wall_time_s"]
+                        "packets_dropped", "max_buffer_bytes", "fct_all_mean_ps", "fct_all_p99_ps"]
             if c in table.columns]
     sections.append("<h2>Points</h2>" + html_table(table.select(keep), limit=1000))
     return html_page(title, "\n".join(sections))

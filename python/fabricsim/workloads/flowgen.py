@@ -30,6 +30,8 @@ from __future__ import annotations
 
 from typing import Any, Optional, Protocol, Sequence
 
+import math
+
 import numpy as np
 
 from fabricsim.errors import ScenarioError
@@ -55,6 +57,8 @@ class Scenario(Protocol):
 
 _STREAM_SALT = 0x666C6F77  # "flow": keeps these draws apart from any other use of the seed
 _CHUNK = 4096
+DEFAULT_MAX_FLOWS = 1_000_000
+"""Flows a workload entry may generate when it sets no ``max_flows`` (docs/scenarios.md, "Limits")."""
 
 
 def host_rates(topology: Any) -> dict[str, int]:
@@ -211,8 +215,24 @@ def _sattolo(rng: np.random.Generator, n: int) -> np.ndarray:
     return perm
 
 
+def _too_many(index: int, limit: int, scenario: Scenario, expected: Optional[float] = None) -> ScenarioError:
+    entry = scenario.traffic[index]
+    what = f"about {expected:.3g}" if expected is not None else f"more than {limit:,}"
+    return _fail(
+        f"traffic[{index}].max_flows",
+        f"the workload would generate {what} flows; at most {limit:,} "
+        f"({'max_flows' if entry.max_flows is not None else 'the default when max_flows is not set'}): "
+        "lower the load or load_scale, shorten the arrivals window, or raise max_flows",
+        scenario,
+    )
+
+
 def generate(scenario: Scenario, index: int) -> list[dict[str, Any]]:
-    """The flows of workload entry ``index``: ``[{src, dst, bytes, start_ps}]`` sorted by start."""
+    """The flows of workload entry ``index``: ``[{src, dst, bytes, start_ps}]`` sorted by start.
+
+    At most ``max_flows`` (default :data:`DEFAULT_MAX_FLOWS`): a workload whose
+    expected number of flows is far above it fails before drawing any.
+    """
     entry = scenario.traffic[index]
     p = plan(scenario, index)
     rng = generator(scenario.seed, index)
@@ -221,9 +241,15 @@ def generate(scenario: Scenario, index: int) -> list[dict[str, Any]]:
     members = p["members"]
     position = {name: i for i, name in enumerate(members)}
     perm = _sattolo(rng, len(members)) if p["pattern"] == "permutation" else None
-    mean_gap_ps = 1e12 / p["arrival_rate_per_s"]
     start, stop = float(p["start_ps"]), p["stop_ps"]
-    limit = entry.max_flows
+    limit = entry.max_flows if entry.max_flows is not None else DEFAULT_MAX_FLOWS
+    rate = p["arrival_rate_per_s"]
+    expected = rate * (stop - start) / 1e12
+    if not expected < 2 * limit + 100:  # NaN included; the exact count is checked while drawing
+        raise _too_many(index, limit, scenario, expected)
+    mean_gap_ps = 1e12 / rate if rate > 0 else math.inf
+    if not math.isfinite(mean_gap_ps):
+        return []  # no arrival before the end of time: an empty workload
 
     flows: list[dict[str, Any]] = []
     clock = start
@@ -240,11 +266,13 @@ def generate(scenario: Scenario, index: int) -> list[dict[str, Any]]:
             src_index = np.minimum((u_src * len(senders)).astype(np.int64), len(senders) - 1)
         else:
             src_index = np.minimum(np.searchsorted(np.cumsum(p["weights"]), u_src, side="right"), len(senders) - 1)
-        starts = np.rint(times).astype(np.int64)
-        for k in range(_CHUNK):
-            if starts[k] >= stop:
-                done = True
-                break
+        # Start times in ps, compared with the window end as floats: only those
+        # inside it (far below 2**63) are converted to integers.
+        rounded = np.rint(times)
+        inside = int(np.searchsorted(rounded, float(stop), side="left"))
+        done = inside < _CHUNK
+        starts = rounded[:inside].astype(np.int64)
+        for k in range(inside):
             src = senders[src_index[k]]
             if p["pattern"] == "many_to_one":
                 dst = entry.requester
@@ -259,10 +287,6 @@ def generate(scenario: Scenario, index: int) -> list[dict[str, Any]]:
                     j += 1
                 dst = members[j]
             flows.append({"src": src, "dst": dst, "bytes": int(sizes[k]), "start_ps": int(starts[k])})
-            if limit is not None and len(flows) > limit:
-                raise _fail(
-                    f"traffic[{index}].max_flows",
-                    f"the workload generates more than {limit:,} flows; shorten the window or raise max_flows",
-                    scenario,
-                )
+            if len(flows) > limit:
+                raise _too_many(index, limit, scenario)
     return flows

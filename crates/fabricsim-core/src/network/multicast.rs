@@ -20,11 +20,11 @@
 //! to the source for a given flow hash, so the union of these paths is a tree.
 
 use crate::ids::NodeId;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 
 /// Resolved `multicast` section.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct MulticastConfig {
     #[serde(default)]
@@ -32,7 +32,7 @@ pub struct MulticastConfig {
 }
 
 /// A multicast group: a name and its member hosts.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct GroupConfig {
     pub name: String,
@@ -40,7 +40,7 @@ pub struct GroupConfig {
 }
 
 /// How a traffic entry reaches a group.
-#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum Replication {
     /// Switches replicate along the distribution tree.

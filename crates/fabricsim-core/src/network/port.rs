@@ -26,11 +26,11 @@
 
 use crate::ids::{ChannelId, NodeId, PacketId};
 use crate::units::{Rate, SimTime};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
 /// Resolved `scheduler` of a switch.
-#[derive(Clone, Debug, Deserialize, PartialEq, Eq, Default)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq, Default)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum SchedulerConfig {
     #[default]

@@ -72,6 +72,11 @@ pub(super) struct PipelineState {
 }
 
 impl PipelineState {
+    /// Pipes of every device (each keeps at most one `PipeStart` and one `PipeExit` pending).
+    pub(super) fn pipe_count(&self) -> usize {
+        self.pipes.len()
+    }
+
     /// The pipeline device of `node`, if it has one.
     #[inline]
     pub(super) fn at(&self, node: NodeId) -> Option<u32> {

@@ -7,11 +7,11 @@
 //! must stay an error.
 
 use super::tcp::TcpConfig;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// iperf3-like bulk transfer: `streams` parallel connections from each client
 /// to the server, each sending `bytes` (or until `duration` has passed).
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct TcpBulkConfig {
     #[serde(default)]
@@ -34,7 +34,7 @@ pub struct TcpBulkConfig {
 
 /// Incast: `client` asks every server for `response_bytes`; when all answers
 /// of a round have arrived (plus `gap`), the next round starts; `rounds` rounds.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct TcpIncastConfig {
     #[serde(default)]
@@ -57,7 +57,7 @@ pub struct TcpIncastConfig {
 }
 
 /// An explicit list of TCP flows.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct TcpFlowsConfig {
     #[serde(default)]
@@ -70,7 +70,7 @@ pub struct TcpFlowsConfig {
 }
 
 /// One flow of a [`TcpFlowsConfig`].
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct TcpFlowSpec {
     pub src: String,

@@ -10,6 +10,7 @@ mod pipeline;
 mod power;
 mod roce;
 mod shared_buffer;
+mod stall;
 mod switch_buffers;
 mod tcp;
 mod tcp_sack;

@@ -143,6 +143,9 @@ def _gbps_series(
 # Plots
 
 
+_MAX_PLOT_BINS = 2000
+
+
 def _throughput_plot(result: RunTables, top: int = 8) -> str:
     t = result.throughput
     if t.height == 0 or "time_ps" not in t.columns:
@@ -151,7 +154,14 @@ def _throughput_plot(result: RunTables, top: int = 8) -> str:
     times = np.unique(t["time_ps"].to_numpy())
     if width <= 0:
         width = int(np.diff(times).min()) if len(times) > 1 else 1
-    per_host = t.group_by(["time_ps", "host"]).agg(pl.col("bytes").sum())
+    # At most _MAX_PLOT_BINS bins across the plot: finer bins are summed into
+    # wider ones (the table itself is sparse, the plot is dense).
+    span = int(times.max()) - int(times.min()) + width
+    width *= max(1, -(-span // (width * _MAX_PLOT_BINS)))
+    per_host = (
+        t.with_columns((pl.col("time_ps") // width * width).alias("time_ps"))
+        .group_by(["time_ps", "host"]).agg(pl.col("bytes").sum())
+    )
     busiest = (
         per_host.group_by("host").agg(pl.col("bytes").sum().alias("total"))
         .sort(["total", "host"], descending=[True, False]).head(top)
@@ -176,6 +186,13 @@ def _carried_plot(result: RunTables, top: int = 6) -> str:
     if c.height == 0 or width <= 0:
         return ""
     c = c.with_columns((pl.col("src") + " -> " + pl.col("dst")).alias("link"))
+    # At most _MAX_PLOT_BINS bins across the plot, as for throughput.
+    span = int(c["time_ps"].max()) - int(c["time_ps"].min()) + width
+    width *= max(1, -(-span // (width * _MAX_PLOT_BINS)))
+    c = (
+        c.with_columns((pl.col("time_ps") // width * width).alias("time_ps"))
+        .group_by(["time_ps", "link"]).agg(pl.col("busy_ps").sum())
+    )
     busiest = (
         c.group_by("link").agg(pl.col("busy_ps").sum().alias("busy"))
         .sort(["busy", "link"], descending=[True, False]).head(top)
@@ -210,6 +227,13 @@ def _largest_flows_plot(result: RunTables, top: int = 6) -> str:
     largest = (
         flows.with_columns(pl.col(size).fill_null(pl.col("bytes_sent")).alias("_size"))
         .sort(["_size", "flow_id"], descending=[True, False]).head(top)
+    )
+    # At most _MAX_PLOT_BINS bins across the plot, as for throughput.
+    span = int(c["time_ps"].max()) - int(c["time_ps"].min()) + width
+    width *= max(1, -(-span // (width * _MAX_PLOT_BINS)))
+    c = (
+        c.with_columns((pl.col("time_ps") // width * width).alias("time_ps"))
+        .group_by(["time_ps", "flow_id"]).agg(pl.col("bytes").sum())
     )
     first, last = int(c["time_ps"].min()) // width, int(c["time_ps"].max()) // width
     grid = np.arange(first, last + 2) * width
@@ -573,8 +597,7 @@ def _heading(result: RunTables, title: str) -> str:
     headline = cards(
         [
             ("simulated time", fmt_time(s.get("sim_time_ps"))),
-            ("wall time", f"{s.get('wall_time_s', 0):,.2f} s"),
-            ("events/s", f"{s.get('events_per_sec', 0) / 1e6:,.1f} M"),
+            ("events", fmt_count(s.get("events"))),
             ("packets delivered", fmt_count(s.get("packets_delivered"))),
             ("packets dropped", f"{fmt_count(dropped)} ({fmt_pct(dropped / created) if created else '–'})"),
             ("flows", flows_text),
@@ -583,7 +606,12 @@ def _heading(result: RunTables, title: str) -> str:
     description = ""
     if result.scenario is not None and getattr(result.scenario, "description", None):
         description = f"<p>{html.escape(result.scenario.description)}</p>"
-    warnings = banner(s.get("warnings") or [], "Warnings: read these before the results", bad=not ok)
+    notes = list(s.get("warnings") or [])
+    if s.get("interrupted") or s.get("error"):
+        why = f"it failed: {s['error']}" if s.get("error") else "it was interrupted"
+        notes.insert(0, f"The run stopped early ({why}): these are partial results.")
+    # Wall time and events per second depend on the machine: they are in timing.json, not on the page.
+    warnings = banner(notes, "Warnings: read these before the results", bad=not ok or bool(s.get("error")))
     return f"""<h1>{html.escape(title)}</h1>{description}{warnings}
 <p>seed {fmt(s.get('seed'))} · conservation (created = delivered + dropped + in network;
 buffer accounting matches queues): {status}</p>

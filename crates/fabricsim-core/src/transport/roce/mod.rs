@@ -11,7 +11,7 @@
 pub mod dcqcn;
 
 use crate::ConfigError;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// Opcodes carried in `Packet::flags`.
 pub const OP_DATA: u8 = 0;
@@ -30,7 +30,7 @@ pub const FLAG_RETX: u8 = 16;
 /// `RdmaHw` (the byte counter, 10 MB in the paper, is available but off), with
 /// HPCC's increase steps scaled by link speed (5 / 50 Mb/s per 25G) and the
 /// `RdmaHw` minimum rate of 100 Mb/s.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct DcqcnConfig {
     /// Run DCQCN; otherwise QPs always send at line rate.
@@ -85,7 +85,7 @@ impl Default for DcqcnConfig {
 }
 
 /// RoCEv2 parameters of a QP (resolved); missing fields take [`RoceConfig::default`].
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct RoceConfig {
     /// Payload bytes per packet (the RoCE path MTU, usually 256, 512, 1024,
@@ -182,7 +182,7 @@ impl RoceConfig {
 /// `rdma_write`: from each client, `qps` queue pairs to `dst`; each QP writes
 /// `messages` messages of `message_bytes`, at most `window` outstanding
 /// (1 = closed loop: the next message starts once the previous is acknowledged).
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RdmaWriteConfig {
     #[serde(default)]

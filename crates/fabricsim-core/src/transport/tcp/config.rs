@@ -17,12 +17,12 @@
 use super::cc::CcKind;
 use crate::error::ConfigError;
 use crate::units::PS_PER_SEC;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 const MS: u64 = 1_000_000_000;
 
 /// Which set of defaults a TCP configuration starts from.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TcpProfile {
     #[default]
@@ -31,7 +31,7 @@ pub enum TcpProfile {
 }
 
 /// Slow-start exit algorithm.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
 pub enum Hystart {
     /// Standard slow start until the first loss.
     #[serde(rename = "off")]
@@ -45,7 +45,7 @@ pub enum Hystart {
 }
 
 /// Which CUBIC.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CubicFlavor {
     /// RFC 9438 as written: `C = 0.4`, `beta = 0.7`, smoothed RTT for the look-ahead.
@@ -56,7 +56,7 @@ pub enum CubicFlavor {
 }
 
 /// How the retransmission timeout follows the RTT estimate.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RtoFormula {
     /// RFC 6298: `max(min_rto, SRTT + max(G, 4 RTTVAR))`.
@@ -67,7 +67,7 @@ pub enum RtoFormula {
 
 /// What a Reno-style window reduction halves (NewReno, and DCTCP on loss;
 /// CUBIC always scales cwnd by beta).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SsthreshFrom {
     /// RFC 5681 (4) and RFC 6675 (4.2): `FlightSize / 2`, the data outstanding.
@@ -82,7 +82,7 @@ pub enum SsthreshFrom {
 ///
 /// Deserialized through [`TcpConfigSpec`]: fields left out take the values of
 /// the chosen `profile` ([`TcpConfig::for_profile`]).
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(from = "TcpConfigSpec")]
 pub struct TcpConfig {
     pub profile: TcpProfile,
@@ -267,7 +267,7 @@ impl TcpConfig {
 }
 
 /// The wire form of [`TcpConfig`]: every field optional; the profile fills the rest.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TcpConfigSpec {
     pub profile: Option<TcpProfile>,
