@@ -1,0 +1,383 @@
+"""CPU cost of a host's software datapath, measured in real Linux: veth + TCP/IP stack, VXLAN, conntrack.
+
+A small-scale version of configuration (c) of the SDN pipeline comparison
+(two servers joined by a VXLAN overlay, connection tracking done by the host
+kernel for every packet)::
+
+    server a                                   server b
+    iperf3 ── [conntrack] ── vx0 ── eth0 ═════ eth0 ── vx0 ── [conntrack] ── iperf3
+                           (VXLAN)   veth underlay, MTU m   (VXLAN)
+
+Four configurations (:data:`CONFIGS`), each at every underlay MTU of the sweep
+and with 1 and 4 iperf3 instances:
+
+- ``veth``: TCP straight over the veth (IP packets of m bytes): the stack baseline.
+- ``veth+ct``: the same with the stateful firewall in both namespaces.
+- ``vxlan``: TCP over the VXLAN tunnel (inner IP packets of m - 50 bytes).
+- ``vxlan+ct``: the tunnel with the firewall on the inner flows (the underlay's
+  UDP 4789 is exempt, so each packet is tracked once on each server).
+
+Method. Each client/server pair is pinned to one CPU (``taskset``; the
+instances alternate between CPUs), so a packet's whole path (send, encap,
+veth, decap, receive and the ACK back) runs on that CPU, in the context of
+the two iperf3 processes or the CPU's ``ksoftirqd`` thread. The CPU used is
+their scheduler run time (iperf3's own getrusage over the test, plus the
+ksoftirqd run-time delta); dividing by the data packets that crossed the
+underlay (``ip -s link``) gives the CPU time per data packet, its ACK share
+included. Other users of the machine do not enter this number (they would
+in /proc/stat, which is kept as a cross-check). Per configuration the points
+are fitted with ``cost = a + b * L`` (L: the inner IP packet length, the
+packet TCP builds); a stage's cost is the difference of two configurations'
+fits: VXLAN = vxlan - veth, conntrack = vxlan+ct - vxlan (and veth+ct - veth
+as a check).
+
+:func:`record` runs the sweep (root) and writes the raw points, the fits,
+their residuals and the throughput curves to
+``fabricsim/validation/data/linux_datapath.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from fabricsim.validation.linux import (
+    VXLAN_OVERHEAD,
+    Iperf3Job,
+    Lab,
+    LabError,
+    Topology,
+    environment,
+)
+
+__all__ = ["CONFIGS", "DATA", "MTUS", "Point", "fit", "measure_point", "record", "stage_costs"]
+
+#: Where :func:`record` writes (and the host model reads) the measurements.
+DATA = Path(__file__).resolve().parent / "data" / "linux_datapath.json"
+#: The underlay (wire) MTU sweep: ten sizes from 96 to 9000 B.
+MTUS = (96, 192, 256, 512, 1024, 1500, 2048, 4096, 8192, 9000)
+CONFIGS = ("veth", "veth+ct", "vxlan", "vxlan+ct")
+#: TCP/IPv4 header with the timestamp option, as Linux sends it.
+TCP_IP_HEADER = 52
+#: Linux refuses an MSS below this (net.ipv4.tcp_min_snd_mss, whose floor is 48).
+MIN_SND_MSS = 48
+
+
+def smallest_ip_mtu() -> int:
+    """The smallest IP MTU that carries TCP with timestamps without exceeding the MTU.
+
+    Linux computes MSS = MTU - 40 and raises it to ``tcp_min_snd_mss`` (48),
+    then takes 12 B of timestamp option out: below 88 B the segments it
+    builds are larger than the MTU and never leave the host.
+    """
+    return MIN_SND_MSS + 40
+
+
+def topology(config: str, mtu: int) -> Topology:
+    """Two servers ``a`` and ``b`` on one veth of MTU ``mtu``, with the tunnel and firewall of ``config``."""
+    if config not in CONFIGS:
+        raise LabError(f"config: unknown value {config!r}; allowed: {', '.join(CONFIGS)}")
+    data: dict[str, Any] = {
+        "hosts": ["a", "b"],
+        "links": [{"a": "a", "b": "b", "mtu": mtu}],
+        "steering": "none",
+        "sysctls": {"net.ipv4.tcp_rmem": "4096 131072 6291456", "net.ipv4.tcp_wmem": "4096 16384 4194304"},
+    }
+    if config.startswith("vxlan"):
+        data["tunnels"] = [{"a": "a", "b": "b", "vni": 42, "mtu": mtu - VXLAN_OVERHEAD}]
+    if config.endswith("+ct"):
+        data["conntrack"] = ["a", "b"]
+    return Topology.from_dict(data)
+
+
+def inner_mtu(config: str, mtu: int) -> int:
+    return mtu - VXLAN_OVERHEAD if config.startswith("vxlan") else mtu
+
+
+@dataclass(frozen=True)
+class Point:
+    """One measured (config, MTU, instances) point, averaged over its repeats."""
+
+    config: str
+    mtu: int
+    requested_mtu: int
+    inner_mtu: int
+    instances: int
+    repeats: int
+    duration_s: float
+    goodput_bps: float
+    data_packets_per_s: float
+    ack_packets_per_s: float
+    payload_bytes_per_packet: float
+    inner_packet_bytes: float
+    cpu_s_per_s: float
+    cpu_ns_per_packet: float
+    cpu_ns_per_packet_sd: float
+    system_busy_s_per_s: float
+    ksoftirqd_share: float
+    retransmits: int
+    load_average: float
+    conntrack_invalid: int
+
+
+def measure_point(
+    config: str, mtu: int, instances: int, duration_s: float = 5.0, repeats: int = 2, requested_mtu: Optional[int] = None
+) -> Point:
+    """Measure one point: ``instances`` iperf3 pairs (pinned to CPUs 0, 1, 0, 1, ...) for ``duration_s``."""
+    import os
+
+    cpus = os.cpu_count() or 1
+    samples = []
+    for _ in range(repeats):
+        with Lab(topology(config, mtu)) as lab:
+            tunnel = config.startswith("vxlan")
+            jobs = [
+                Iperf3Job(src="a", dst="b", cc="cubic", duration_s=duration_s, tunnel=tunnel, cpu=i % cpus)
+                for i in range(instances)
+            ]
+            run = lab.iperf3(jobs)
+            underlay = run.links["a"][lab.device("a", "b")]
+            invalid = 0
+            if config.endswith("+ct"):
+                for node in ("a", "b"):
+                    text = lab.run(node, ["nft", "-j", "list", "counters"]).stdout
+                    invalid += _nft_counter_packets(text)
+            samples.append((run, underlay, invalid))
+    rows = []
+    for run, underlay, invalid in samples:
+        seconds = run.wall_s
+        data = underlay.tx_packets
+        acks = underlay.rx_packets
+        tcp_bytes = sum(f.bytes_received for f in run.flows)
+        cpu = run.iperf3_cpu_s + run.cpu.ksoftirqd_s
+        rows.append(
+            {
+                "goodput": run.total_goodput_bps,
+                "pps": data / seconds,
+                "acks": acks / seconds,
+                "payload": tcp_bytes / data if data else float("nan"),
+                "cpu_rate": cpu / seconds,
+                "ns": 1e9 * cpu / data if data else float("nan"),
+                "busy": run.cpu.busy_s / seconds,
+                "ksoft": run.cpu.ksoftirqd_s / cpu if cpu else 0.0,
+                "retx": run.total_retransmits,
+                "load": run.load_before[0],
+                "invalid": invalid,
+            }
+        )
+
+    def mean(key: str) -> float:
+        return statistics.fmean(row[key] for row in rows)
+
+    payload = mean("payload")
+    return Point(
+        config=config,
+        mtu=mtu,
+        requested_mtu=requested_mtu or mtu,
+        inner_mtu=inner_mtu(config, mtu),
+        instances=instances,
+        repeats=repeats,
+        duration_s=duration_s,
+        goodput_bps=mean("goodput"),
+        data_packets_per_s=mean("pps"),
+        ack_packets_per_s=mean("acks"),
+        payload_bytes_per_packet=payload,
+        inner_packet_bytes=payload + TCP_IP_HEADER,
+        cpu_s_per_s=mean("cpu_rate"),
+        cpu_ns_per_packet=mean("ns"),
+        cpu_ns_per_packet_sd=statistics.stdev(row["ns"] for row in rows) if len(rows) > 1 else 0.0,
+        system_busy_s_per_s=mean("busy"),
+        ksoftirqd_share=mean("ksoft"),
+        retransmits=sum(row["retx"] for row in rows),
+        load_average=mean("load"),
+        conntrack_invalid=sum(row["invalid"] for row in rows),
+    )
+
+
+def _nft_counter_packets(text: str) -> int:
+    total = 0
+    for item in json.loads(text or "{}").get("nftables", []):
+        counter = item.get("counter")
+        if counter:
+            total += int(counter.get("packets", 0))
+    return total
+
+
+def working_mtu(config: str, mtu: int) -> tuple[int, str]:
+    """``mtu`` if TCP works over ``config`` at that underlay MTU, else the smallest that does, and why."""
+    floor = smallest_ip_mtu() + (VXLAN_OVERHEAD if config.startswith("vxlan") else 0)
+    if mtu >= floor:
+        return mtu, ""
+    return floor, (
+        f"underlay MTU {mtu} B leaves an inner MTU of {inner_mtu(config, mtu)} B; TCP with timestamps needs "
+        f"{smallest_ip_mtu()} B (MSS >= {MIN_SND_MSS}), so {floor} B is used"
+    )
+
+
+# --------------------------------------------------------------------------- fitting
+
+
+def fit(points: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Least-squares ``cpu_ns_per_packet = a + b * inner_packet_bytes``, with residuals."""
+    xs = [p["inner_packet_bytes"] for p in points]
+    ys = [p["cpu_ns_per_packet"] for p in points]
+    n = len(xs)
+    if n < 2:
+        raise LabError("fit: need at least two points")
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys))
+    b = sxy / sxx
+    a = my - b * mx
+    residuals = [y - (a + b * x) for x, y in zip(xs, ys)]
+    dof = max(1, n - 2)
+    s2 = sum(r * r for r in residuals) / dof
+    se_b = math.sqrt(s2 / sxx)
+    se_a = math.sqrt(s2 * (1 / n + mx * mx / sxx))
+    ss_tot = sum((y - my) ** 2 for y in ys)
+    return {
+        "a_ns": a,
+        "b_ns_per_byte": b,
+        "a_se_ns": se_a,
+        "b_se_ns_per_byte": se_b,
+        "r2": 1 - sum(r * r for r in residuals) / ss_tot if ss_tot else 1.0,
+        "points": n,
+        "residuals": [
+            {"mtu": p["mtu"], "x": x, "y": y, "residual_ns": r, "relative": r / y if y else float("nan")}
+            for p, x, y, r in zip(points, xs, ys, residuals)
+        ],
+    }
+
+
+def stage_costs(fits: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Per-stage costs from configuration fits (differences of ``a`` and ``b``, errors added in quadrature)."""
+
+    def diff(hi: str, lo: str) -> dict[str, float]:
+        f, g = fits[hi], fits[lo]
+        return {
+            "per_packet_ns": f["a_ns"] - g["a_ns"],
+            "per_packet_se_ns": math.hypot(f["a_se_ns"], g["a_se_ns"]),
+            "per_byte_ns": f["b_ns_per_byte"] - g["b_ns_per_byte"],
+            "per_byte_se_ns": math.hypot(f["b_se_ns_per_byte"], g["b_se_ns_per_byte"]),
+        }
+
+    out = {
+        "stack_veth": {
+            "per_packet_ns": fits["veth"]["a_ns"],
+            "per_packet_se_ns": fits["veth"]["a_se_ns"],
+            "per_byte_ns": fits["veth"]["b_ns_per_byte"],
+            "per_byte_se_ns": fits["veth"]["b_se_ns_per_byte"],
+        }
+    }
+    if "vxlan" in fits:
+        out["vxlan_encap_decap"] = diff("vxlan", "veth")
+    if "vxlan+ct" in fits and "vxlan" in fits:
+        out["conntrack"] = diff("vxlan+ct", "vxlan")
+    if "veth+ct" in fits:
+        out["conntrack_without_vxlan"] = diff("veth+ct", "veth")
+    return out
+
+
+# --------------------------------------------------------------------------- the whole sweep
+
+
+def record(
+    out: Path = DATA,
+    mtus: Sequence[int] = MTUS,
+    configs: Sequence[str] = CONFIGS,
+    instances: Sequence[int] = (1, 4),
+    duration_s: float = 5.0,
+    repeats: int = 2,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Run the sweep, fit, and write ``out`` (JSON). Needs root."""
+    env: dict[str, Any] = {}
+    with Lab(topology("veth", 1500)) as lab:
+        env = environment(lab, "a")
+    points: list[dict[str, Any]] = []
+    notes: list[str] = []
+    for config in configs:
+        for requested in mtus:
+            mtu, why = working_mtu(config, requested)
+            if why:
+                notes.append(f"{config}: {why}")
+            for count in instances:
+                point = measure_point(config, mtu, count, duration_s, repeats, requested_mtu=requested)
+                points.append(asdict(point))
+                if progress:
+                    print(
+                        f"{config:9s} mtu {mtu:5d} x{count}: {point.goodput_bps / 1e9:6.3f} Gbps "
+                        f"{point.data_packets_per_s / 1e3:7.1f} kpps {point.cpu_ns_per_packet:8.0f} ns/pkt "
+                        f"(load {point.load_average:.2f})",
+                        flush=True,
+                    )
+    return write(out, env, points, notes, {"duration_s": duration_s, "repeats": repeats})
+
+
+def write(
+    out: Path, env: dict[str, Any], points: list[dict[str, Any]], notes: list[str], settings: dict[str, Any]
+) -> dict[str, Any]:
+    """Fit the points and write everything to ``out``."""
+    fits: dict[str, dict[str, Any]] = {}
+    for count in sorted({p["instances"] for p in points}):
+        for config in CONFIGS:
+            chosen = [p for p in points if p["config"] == config and p["instances"] == count]
+            if len(chosen) >= 2:
+                fits[f"{config}/x{count}"] = fit(chosen)
+    single = {k.split("/")[0]: v for k, v in fits.items() if k.endswith("/x1")}
+    document = {
+        "description": "CPU cost per packet of a Linux host datapath: veth + TCP/IP stack, VXLAN, conntrack",
+        "method": __doc__.split("Method.")[1].split(":func:`record`")[0].strip() if __doc__ else "",
+        "units": {
+            "cpu_ns_per_packet": "CPU nanoseconds per TCP data packet, its ACK share included, both ends",
+            "inner_packet_bytes": "IP packet built by TCP (payload + 52 B of IPv4/TCP/timestamp headers)",
+            "fits": "cpu_ns_per_packet = a_ns + b_ns_per_byte * inner_packet_bytes",
+        },
+        "environment": env,
+        "settings": settings,
+        "notes": notes,
+        "fits": fits,
+        "stages": stage_costs(single) if "veth" in single else {},
+        "stages_4_instances": stage_costs({k.split("/")[0]: v for k, v in fits.items() if k.endswith("/x4")})
+        if any(k == "veth/x4" for k in fits)
+        else {},
+        "points": points,
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(document, indent=1) + "\n")
+    return document
+
+
+def load(path: Path = DATA) -> dict[str, Any]:
+    """The recorded datapath measurements (no root needed)."""
+    return json.loads(path.read_text())
+
+
+def _main(argv: Optional[Sequence[str]] = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m fabricsim.validation.linux_datapath")
+    parser.add_argument("--out", type=Path, default=DATA)
+    parser.add_argument("--mtu", type=int, action="append", help="underlay MTUs (default: the ten of the sweep)")
+    parser.add_argument("--config", action="append", choices=CONFIGS)
+    parser.add_argument("--instances", type=int, action="append")
+    parser.add_argument("--duration", type=float, default=5.0)
+    parser.add_argument("--repeats", type=int, default=2)
+    args = parser.parse_args(argv)
+    record(
+        args.out,
+        args.mtu or MTUS,
+        args.config or CONFIGS,
+        args.instances or (1, 4),
+        args.duration,
+        args.repeats,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main())
