@@ -218,6 +218,94 @@ def working_mtu(config: str, mtu: int) -> tuple[int, str]:
     )
 
 
+# --------------------------------------------------------------------------- profile cross-check
+
+#: Kernel and library functions by the stage they belong to (first match wins), for the
+#: sampled profile that cross-checks the stage costs found by differences.
+STAGE_SYMBOLS = (
+    ("conntrack+nftables", r"^_*nf_|^_*nft_|conntrack|^_*ct_"),
+    ("vxlan+outer udp", r"vxlan|udp_tunnel|iptunnel|ip_tunnel|gro_cell|^_*udp|skb_tunnel|INET_ECN"),
+    ("copy", r"copy_user|_copy_to_iter|_copy_from_iter|copyout|copyin|memcpy|memmove|rep_movs|skb_copy_datagram"),
+    ("tcp", r"tcp"),
+    ("segmentation", r"skb_segment|gso|validate_xmit"),
+    ("ip+routing", r"^_*ip_|^_*ip4|fib_|^_*dst_|^_*rt_|^_*inet_|^raw_|^ipv4_"),
+    ("veth+device", r"veth|netif|^_*dev_|napi|net_rx|backlog|qdisc|neigh|^eth_"),
+    ("skb+memory", r"skb|slab|kmem|kfree|alloc|page|memcg|mem_cgroup|sk_mem"),
+    # With cpu-clock sampling in a VM, time spent with interrupts off shows up where they are re-enabled.
+    ("irq-enable+locks", r"spin_unlock|spin_lock|rcu_read|irqrestore|local_bh"),
+    ("syscall+scheduler", r"sys_|syscall|entry_|schedule|sched|switch|wake|futex|poll|select|rseq|irq"),
+)
+
+
+def classify_symbol(symbol: str) -> str:
+    """The stage of a sampled function (``other`` when no pattern matches)."""
+    import re
+
+    for stage, pattern in STAGE_SYMBOLS:
+        if re.search(pattern, symbol):
+            return stage
+    return "other"
+
+
+def parse_perf_report(text: str, comms: Sequence[str]) -> dict[str, float]:
+    """Shares of samples per stage from ``perf report --stdio --sort comm,sym -F overhead,comm,sym``.
+
+    Only samples of the given commands count; the shares add up to 1.
+    """
+    totals: dict[str, float] = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) < 4 or line.startswith("#") or not parts[0].endswith("%"):
+            continue
+        share, comm, symbol = float(parts[0][:-1]), parts[1], parts[-1]
+        if comm not in comms:
+            continue
+        stage = classify_symbol(symbol)
+        totals[stage] = totals.get(stage, 0.0) + share
+    whole = sum(totals.values())
+    return {stage: value / whole for stage, value in sorted(totals.items())} if whole else {}
+
+
+def profile_point(config: str, mtu: int, duration_s: float = 4.0) -> dict[str, Any]:
+    """Sample where the CPU goes (``perf record -e cpu-clock``) for one iperf3 pair; shares per stage."""
+    import os
+    import signal
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        data = os.path.join(tmp, "perf.data")
+        with Lab(topology(config, mtu)) as lab:
+            perf = subprocess.Popen(
+                ["perf", "record", "-e", "cpu-clock", "-F", "1999", "-a", "-o", data],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            try:
+                run = lab.iperf3(
+                    [Iperf3Job("a", "b", cc="cubic", duration_s=duration_s, tunnel=config.startswith("vxlan"), cpu=0)]
+                )
+            finally:
+                perf.send_signal(signal.SIGINT)
+                perf.wait(timeout=30)
+        report = subprocess.run(
+            ["perf", "report", "-i", data, "--stdio", "--no-children", "--sort", "comm,sym", "-F", "overhead,comm,sym"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        ).stdout
+    underlay_packets = max(1, run.links["a"]["eth0"].tx_packets)
+    ns_per_packet = 1e9 * (run.iperf3_cpu_s + run.cpu.ksoftirqd_s) / underlay_packets
+    shares = parse_perf_report(report, ("iperf3", "ksoftirqd/0", "ksoftirqd/1"))
+    return {
+        "config": config,
+        "mtu": mtu,
+        "cpu_ns_per_packet": ns_per_packet,
+        "shares": shares,
+        "ns_per_packet_by_stage": {stage: share * ns_per_packet for stage, share in shares.items()},
+    }
+
+
 # --------------------------------------------------------------------------- fitting
 
 
@@ -293,8 +381,9 @@ def record(
     duration_s: float = 5.0,
     repeats: int = 2,
     progress: bool = True,
+    profile: bool = True,
 ) -> dict[str, Any]:
-    """Run the sweep, fit, and write ``out`` (JSON). Needs root."""
+    """Run the sweep, fit, and write ``out`` (JSON). Needs root (and ``perf`` for the profiles)."""
     env: dict[str, Any] = {}
     with Lab(topology("veth", 1500)) as lab:
         env = environment(lab, "a")
@@ -315,11 +404,22 @@ def record(
                         f"(load {point.load_average:.2f})",
                         flush=True,
                     )
-    return write(out, env, points, notes, {"duration_s": duration_s, "repeats": repeats})
+    profiles = []
+    if profile:
+        for config in configs:
+            for mtu in (1500, 9000):
+                profiles.append(profile_point(config, mtu, duration_s))
+    settings = {"duration_s": duration_s, "repeats": repeats}
+    return write(out, env, points, notes, settings, profiles)
 
 
 def write(
-    out: Path, env: dict[str, Any], points: list[dict[str, Any]], notes: list[str], settings: dict[str, Any]
+    out: Path,
+    env: dict[str, Any],
+    points: list[dict[str, Any]],
+    notes: list[str],
+    settings: dict[str, Any],
+    profiles: Sequence[dict[str, Any]] = (),
 ) -> dict[str, Any]:
     """Fit the points and write everything to ``out``."""
     fits: dict[str, dict[str, Any]] = {}
@@ -346,10 +446,56 @@ def write(
         if any(k == "veth/x4" for k in fits)
         else {},
         "points": points,
+        "profiles": list(profiles),
     }
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(document, indent=1) + "\n")
     return document
+
+
+def markdown(document: dict[str, Any]) -> str:
+    """Tables of a recorded document, for docs/validation/linux-datapath.md."""
+    lines = ["### Stage costs (1 instance)", "", "| stage | a (ns/packet) | b (ns/byte) |", "|---|---:|---:|"]
+    for key in ("stages", "stages_4_instances"):
+        if key == "stages_4_instances":
+            lines += ["", "### Stage costs (4 instances)", "", "| stage | a (ns/packet) | b (ns/byte) |", "|---|---:|---:|"]
+        for stage, cost in document.get(key, {}).items():
+            lines.append(
+                f"| {stage} | {cost['per_packet_ns']:.0f} ± {cost['per_packet_se_ns']:.0f} "
+                f"| {cost['per_byte_ns']:.4f} ± {cost['per_byte_se_ns']:.4f} |"
+            )
+    lines += ["", "### Fits", "", "| config | a (ns) | b (ns/B) | R² | largest residual |", "|---|---:|---:|---:|---:|"]
+    for name, f in document["fits"].items():
+        worst = max(f["residuals"], key=lambda r: abs(r["relative"]))
+        lines.append(
+            f"| {name} | {f['a_ns']:.0f} ± {f['a_se_ns']:.0f} | {f['b_ns_per_byte']:.4f} ± {f['b_se_ns_per_byte']:.4f} "
+            f"| {f['r2']:.3f} | {100 * worst['relative']:+.1f}% at MTU {worst['mtu']} |"
+        )
+    lines += [
+        "",
+        "### Points",
+        "",
+        "| config | inst. | MTU (asked) | inner IP B | Gbps | kpps | ACK kpps | CPU/s | ns/packet | fit residual | retx | load |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for p in document["points"]:
+        f = document["fits"].get(f"{p['config']}/x{p['instances']}")
+        residual = next((r["relative"] for r in f["residuals"] if r["mtu"] == p["mtu"]), float("nan")) if f else float("nan")
+        asked = f"{p['mtu']}" + (f" ({p['requested_mtu']})" if p["requested_mtu"] != p["mtu"] else "")
+        lines.append(
+            f"| {p['config']} | {p['instances']} | {asked} | {p['inner_packet_bytes']:.0f} | {p['goodput_bps'] / 1e9:.3f} "
+            f"| {p['data_packets_per_s'] / 1e3:.1f} | {p['ack_packets_per_s'] / 1e3:.1f} | {p['cpu_s_per_s']:.2f} "
+            f"| {p['cpu_ns_per_packet']:.0f} ± {p['cpu_ns_per_packet_sd']:.0f} | {100 * residual:+.1f}% "
+            f"| {p['retransmits']} | {p['load_average']:.2f} |"
+        )
+    if document.get("profiles"):
+        stages = sorted({s for prof in document["profiles"] for s in prof["shares"]})
+        lines += ["", "### Sampled profile (ns per packet by stage)", ""]
+        lines += ["| config | MTU | total | " + " | ".join(stages) + " |", "|---|---:|---:|" + "---:|" * len(stages)]
+        for prof in document["profiles"]:
+            cells = " | ".join(f"{prof['ns_per_packet_by_stage'].get(s, 0.0):.0f}" for s in stages)
+            lines.append(f"| {prof['config']} | {prof['mtu']} | {prof['cpu_ns_per_packet']:.0f} | {cells} |")
+    return "\n".join(lines)
 
 
 def load(path: Path = DATA) -> dict[str, Any]:
@@ -367,7 +513,12 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--instances", type=int, action="append")
     parser.add_argument("--duration", type=float, default=5.0)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--no-profile", action="store_true", help="skip the perf profiles")
+    parser.add_argument("--markdown", action="store_true", help="print the tables of the recorded file and exit")
     args = parser.parse_args(argv)
+    if args.markdown:
+        print(markdown(load(args.out)))
+        return 0
     record(
         args.out,
         args.mtu or MTUS,
@@ -375,6 +526,7 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
         args.instances or (1, 4),
         args.duration,
         args.repeats,
+        profile=not args.no_profile,
     )
     return 0
 
