@@ -1,4 +1,4 @@
-"""``fabricsim bench``: speed of the core on fixed scenarios.
+"""``fabricsim bench``: speed of the core on the fixed scenarios of :mod:`fabricsim.bench.scenarios`.
 
 Each scenario runs in its own Python process so that its peak memory is its own.
 The scenarios are fixed (same seed, same sizes) so numbers are comparable over
@@ -9,6 +9,7 @@ the core's event loop plus result conversion, not YAML parsing.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import platform
@@ -16,93 +17,12 @@ import resource
 import subprocess
 import sys
 import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
-G = 1_000_000_000
-US = 1_000_000
-MS = 1_000_000_000
+from fabricsim.bench.scenarios import NS3_TWINS, SCENARIOS
+from fabricsim.errors import FabricsimError
 
-
-def _leafspine_udp(quick: bool) -> Dict[str, Any]:
-    """4 leaves x 16 hosts at 100G, 4 spines at 400G; every host sends Poisson
-    UDP at 50% load to its partner on the next leaf (a permutation)."""
-    leaves, per_leaf = 4, 16
-    hosts = leaves * per_leaf
-    traffic = []
-    for h in range(hosts):
-        dst = (h + per_leaf) % hosts
-        traffic.append({"kind": "udp_poisson", "name": f"p{h}", "src": [f"h{h}"], "dst": f"h{dst}",
-                        "load": 0.5, "frame_bytes": 1500})
-    return {
-        "name": "leafspine-udp", "seed": 1, "duration_ps": (2 if quick else 10) * MS, "drain": True,
-        "network": {"switch": {"latency_ps": 500_000, "buffer": {"model": "static", "port_bytes": 2_000_000}}},
-        "topology": {"kind": "leaf_spine", "leaves": leaves, "spines": 4, "hosts_per_leaf": per_leaf,
-                     "host_link": {"rate_bps": 100 * G, "delay_ps": 1 * US},
-                     "fabric_link": {"rate_bps": 400 * G, "delay_ps": 1 * US}},
-        "traffic": traffic,
-        "stats": {"queue_sample_interval_ps": 10 * US},
-    }
-
-
-def _fattree_incast(quick: bool) -> Dict[str, Any]:
-    """k=8 fat-tree (128 hosts, 10G); 127 hosts send CBR UDP at 2% load to h0
-    (an oversubscribed last hop that drops), with a static 500 KB buffer per port."""
-    srcs = [f"h{i}" for i in range(1, 128)]
-    return {
-        "name": "fattree-incast", "seed": 1, "duration_ps": (5 if quick else 50) * MS, "drain": True,
-        "network": {"switch": {"latency_ps": 500_000, "buffer": {"model": "static", "port_bytes": 500_000}}},
-        "topology": {"kind": "fat_tree", "k": 8, "link": {"rate_bps": 10 * G, "delay_ps": 1 * US}},
-        "traffic": [{"kind": "udp_cbr", "src": srcs, "dst": "h0", "load": 0.02, "frame_bytes": 1000},
-                    {"kind": "udp_poisson", "src": [f"h{i}" for i in range(64, 128)], "dst": "h1",
-                     "load": 0.01, "frame_bytes": 1000}],
-        "stats": {"queue_sample_interval_ps": 10 * US},
-    }
-
-
-def _single_port_mm1(quick: bool) -> Dict[str, Any]:
-    """One 10G output port fed by Poisson arrivals at 80% load (the M/D/1 check)."""
-    return {
-        "name": "single-port-md1", "seed": 1, "duration_ps": (100 if quick else 500) * MS, "drain": True,
-        "network": {"switch": {"latency_ps": 0, "buffer": {"model": "static", "port_bytes": 100_000_000}}},
-        "topology": {"kind": "star", "hosts": 2, "link": {"rate_bps": 10 * G, "delay_ps": 1 * US}},
-        "traffic": [{"kind": "udp_poisson", "src": ["h0"], "dst": "h1", "load": 0.8, "frame_bytes": 1000}],
-        "stats": {"queue_sample_interval_ps": 0},
-    }
-
-
-def _incast_tcp(quick: bool) -> Dict[str, Any]:
-    """16 senders x 50 MB of NewReno TCP into one 10G port (1 us links, a
-    1000-packet drop-tail queue), mirroring ns-3's settings exactly so the same
-    experiment can be timed in ns-3 (``--ns3``)."""
-    from fabricsim.scenario import from_dict
-    from fabricsim.validation import star_scenario
-
-    size = 5_000_000 if quick else 50_000_000
-    return from_dict(star_scenario(senders=16, bytes_per_flow=size, name="incast-tcp-16x50MB")).to_resolved()
-
-
-def _leafspine_datamining(quick: bool) -> Dict[str, Any]:
-    """The leaf-spine data-mining FCT experiment (2 spines, 2 leaves with 4x40G
-    uplinks, 24 servers at 10G and one requester) at 60% load, TCP NewReno, an
-    intelligent-buffer leaf preset, with at least 10,000 flows (1,000 quick)."""
-    from fabricsim.workload_bench import datamining_bench_scenario
-
-    return datamining_bench_scenario(min_flows=1_000 if quick else 10_000, load="60%", seed=1)
-
-
-SCENARIOS: Dict[str, Callable[[bool], Dict[str, Any]]] = {
-    "leafspine-udp": _leafspine_udp,
-    "fattree-incast": _fattree_incast,
-    "single-port-md1": _single_port_mm1,
-    "incast-tcp-16x50MB": _incast_tcp,
-    "leafspine-datamining": _leafspine_datamining,
-}
-
-#: Bench scenarios that have an ns-3 twin: the arguments of
-#: ``python -m fabricsim.validation.ns3``.
-NS3_TWINS: Dict[str, List[str]] = {
-    "incast-tcp-16x50MB": ["incast", "--senders", "16", "--cc", "newreno"],
-}
+__all__ = ["main", "run_one"]
 
 
 def run_one(name: str, quick: bool) -> Dict[str, Any]:
@@ -138,8 +58,6 @@ def run_one(name: str, quick: bool) -> Dict[str, Any]:
 
 def _run_ns3(name: str, quick: bool) -> Optional[Dict[str, Any]]:
     """Times the ns-3 twin of a bench scenario in its own process, if ns-3 is installed."""
-    import importlib.util
-
     if name not in NS3_TWINS or importlib.util.find_spec("ns") is None:
         return None
     size = "5000000" if quick else "50000000"
@@ -168,8 +86,6 @@ def main(args: argparse.Namespace) -> int:
     names: List[str] = list(args.scenario) if getattr(args, "scenario", None) else list(SCENARIOS)
     unknown = [n for n in names if n not in SCENARIOS]
     if unknown:
-        from fabricsim.errors import FabricsimError
-
         raise FabricsimError(f"unknown bench scenario {unknown[0]!r}; allowed: {', '.join(SCENARIOS)}")
     quick = bool(getattr(args, "quick", False))
     results = []
@@ -219,11 +135,3 @@ def _machine() -> Dict[str, str]:
     except OSError:
         pass
     return {"cpu": cpu, "python": platform.python_version(), "platform": platform.platform()}
-
-
-if __name__ == "__main__":
-    p = argparse.ArgumentParser(prog="python -m fabricsim.bench")
-    p.add_argument("--one", required=True, choices=list(SCENARIOS))
-    p.add_argument("--quick", action="store_true")
-    a = p.parse_args()
-    print(json.dumps(run_one(a.one, a.quick)))
