@@ -405,7 +405,7 @@ def test_datapath_stages_cost_cpu_in_order() -> None:
 
 
 def test_validate_linux_recorded_prints_linux_and_fabricsim_side_by_side(core: object, capsys) -> None:
-    from fabricsim import cli
+    from fabricsim.cli import main as cli
 
     assert cli.main(["validate", "linux", "--recorded", "reno-2x1-1Gbps-250KB-20s", "--json"]) == 0
     (report,) = json.loads(capsys.readouterr().out)
@@ -418,17 +418,17 @@ def test_validate_linux_recorded_prints_linux_and_fabricsim_side_by_side(core: o
 
 
 def test_validate_linux_without_root_says_what_is_missing(monkeypatch, capsys) -> None:
-    from fabricsim import cli
-    from fabricsim.validation import linux_cli
+    from fabricsim.cli import main as cli
+    from fabricsim.cli import validate_linux
 
-    monkeypatch.setattr(linux_cli, "unavailable_reason", lambda tools: "the Linux lab needs root (network namespaces)")
+    monkeypatch.setattr(validate_linux, "unavailable_reason", lambda tools: "the Linux lab needs root (network namespaces)")
     assert cli.main(["validate", "linux", "--senders", "2"]) == 2
     err = capsys.readouterr().err
     assert "needs root" in err and "--recorded" in err
 
 
 def test_validate_linux_refuses_unknown_recorded_names_and_scenario_options(tmp_path: Path, capsys) -> None:
-    from fabricsim import cli
+    from fabricsim.cli import main as cli
 
     assert cli.main(["validate", "linux", "--recorded", "no-such-experiment"]) == 2
     assert "no stored experiment matches" in capsys.readouterr().err

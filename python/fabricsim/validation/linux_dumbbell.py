@@ -336,10 +336,10 @@ def scenario(setup: DumbbellSetup, one_way_latency_us: float, seed: int = 1) -> 
 
 def simulate(setup: DumbbellSetup, one_way_latency_us: float, seed: int = 1) -> dict[str, Any]:
     """Run the fabricsim twin; per-flow goodput, drops, retransmits, job completion time."""
-    import fabricsim
+    from fabricsim.runner import run
+    from fabricsim.schema import from_dict
 
-    scen = fabricsim.from_dict(scenario(setup, one_way_latency_us, seed))
-    result = fabricsim.run(scen, seed=seed)
+    result = run(from_dict(scenario(setup, one_way_latency_us, seed)), seed=seed)
     flows = result.flows.sort("flow_id")
     duration_s = setup.duration_s
     rows = []

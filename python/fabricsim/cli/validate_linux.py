@@ -13,9 +13,9 @@ import json
 import sys
 from typing import Any
 
-from fabricsim.validation.linux import LabError, unavailable_reason
+from fabricsim.errors import FabricsimError
 
-__all__ = ["LINUX_OPTIONS", "add_arguments", "command", "is_linux_mode"]
+__all__ = ["LINUX_OPTIONS", "add_arguments", "command", "is_linux_mode", "used_linux_options"]
 
 #: argparse destinations of the options that only the linux mode takes.
 LINUX_OPTIONS = (
@@ -80,22 +80,29 @@ def used_linux_options(args: argparse.Namespace) -> list[str]:
     ]
 
 
+def unavailable_reason(tools: tuple[str, ...]) -> str | None:
+    """Why the live lab cannot run here (not root, a tool missing), or None."""
+    from fabricsim.validation.linux import unavailable_reason as reason
+
+    return reason(tools)
+
+
 def command(args: argparse.Namespace) -> int:
     from fabricsim.validation import linux_dumbbell
 
     if args.overrides:
-        raise LabError("validate linux: --set applies to scenario files; use the linux-mode options")
+        raise FabricsimError("validate linux: --set applies to scenario files; use the linux-mode options")
     if args.linux_recorded is not None:
         experiments = [
             record for record in linux_dumbbell.recorded() if args.linux_recorded in record["name"]
         ]
         if not experiments:
             names = ", ".join(record["name"] for record in linux_dumbbell.recorded())
-            raise LabError(f"--recorded: no stored experiment matches {args.linux_recorded!r}; stored: {names}")
+            raise FabricsimError(f"--recorded: no stored experiment matches {args.linux_recorded!r}; stored: {names}")
     else:
         reason = unavailable_reason(("ip", "tc", "ethtool", "iperf3", "sysctl", "ss", "nstat", "sockperf"))
         if reason:
-            raise LabError(f"validate linux: {reason}; `fabricsim validate linux --recorded` needs neither")
+            raise FabricsimError(f"validate linux: {reason}; `fabricsim validate linux --recorded` needs neither")
         setup = _setup(args)
         print(f"running {setup.name} in Linux namespaces ...", file=sys.stderr, flush=True)
         experiments = [linux_dumbbell.measure(setup, repeats=args.linux_repeats or 1)]
