@@ -29,7 +29,10 @@ link ``i`` is ``198.18.i.0/24`` (end ``a`` is ``.1``, end ``b`` is ``.2``), tunn
 them and deletes them, and :func:`sweep_stale` deletes the namespaces of lab
 processes that died without cleaning up. Segmentation and receive offloads
 (TSO, GSO, GRO) are off on every veth and VXLAN device, so queues and counters
-see real packets.
+see real packets (Linux TCP still builds GSO packets internally and splits
+them in software before the device). Received packets are spread over the
+CPUs by flow (``steering: flow``), so that a flow is not reordered between
+CPUs (see :class:`Topology`).
 
 Everything here needs root and the tools in :data:`TOOLS`;
 :func:`unavailable_reason` says why the lab cannot run (tests skip on it). The
@@ -341,6 +344,8 @@ class Topology:
                 node: Egress.from_dict(value, f"{path}.egress.{node}") for node, value in egress_spec.items()
             }
             links.append(Link(spec["a"], spec["b"], mtu, egress))
+        if len(links) > 256:
+            raise _issue("links", f"at most 256 links (one /24 each in {LINK_NET}); got {len(links)}")
         tunnels = []
         for index, spec in enumerate(data.get("tunnels", ())):
             path = f"tunnels[{index}]"
@@ -360,6 +365,8 @@ class Topology:
                     f"less {VXLAN_OVERHEAD} B of VXLAN encapsulation; got {mtu})",
                 )
             tunnels.append(Tunnel(spec["a"], spec["b"], vni, mtu))
+        if len(tunnels) > 256:
+            raise _issue("tunnels", f"at most 256 tunnels (one /24 each in {TUNNEL_NET}); got {len(tunnels)}")
         conntrack = tuple(data.get("conntrack", ()))
         for index, name in enumerate(conntrack):
             if name not in seen:

@@ -54,7 +54,20 @@ from fabricsim.validation.linux import (
     environment,
 )
 
-__all__ = ["CONFIGS", "DATA", "MTUS", "Point", "fit", "measure_point", "record", "stage_costs"]
+__all__ = [
+    "CONFIGS",
+    "DATA",
+    "MTUS",
+    "Point",
+    "curves",
+    "fit",
+    "fit_with_acks",
+    "load",
+    "measure_point",
+    "profile_point",
+    "record",
+    "stage_costs",
+]
 
 #: Where :func:`record` writes (and the host model reads) the measurements.
 DATA = Path(__file__).resolve().parent / "data" / "linux_datapath.json"
@@ -118,6 +131,7 @@ class Point:
     cpu_ns_per_packet: float
     cpu_ns_per_packet_sd: float
     system_busy_s_per_s: float
+    other_users_cpu_s_per_s: float
     ksoftirqd_share: float
     retransmits: int
     load_average: float
@@ -191,6 +205,7 @@ def measure_point(
         cpu_ns_per_packet=mean("ns"),
         cpu_ns_per_packet_sd=statistics.stdev(row["ns"] for row in rows) if len(rows) > 1 else 0.0,
         system_busy_s_per_s=mean("busy"),
+        other_users_cpu_s_per_s=max(0.0, mean("busy") - mean("cpu_rate")),
         ksoftirqd_share=mean("ksoft"),
         retransmits=sum(row["retx"] for row in rows),
         load_average=mean("load"),
@@ -341,6 +356,43 @@ def fit(points: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def fit_with_acks(points: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Least squares ``cpu_ns_per_packet = a_data + a_ack * r + b * L`` (r: ACKs per data packet).
+
+    The ACK rate per data packet changes along the sweep (a few per data
+    packet at the smallest MTU, one per hundred at 1500 B when the receiver
+    acknowledges in bursts), which separates the cost of a data packet from
+    that of an ACK. Standard errors from the residual variance.
+    """
+    import numpy as np
+
+    rows = [(1.0, p["ack_packets_per_s"] / p["data_packets_per_s"], p["inner_packet_bytes"]) for p in points]
+    x = np.array(rows)
+    y = np.array([p["cpu_ns_per_packet"] for p in points])
+    if len(y) < 4:
+        raise LabError("fit_with_acks: need at least four points")
+    coef, *_ = np.linalg.lstsq(x, y, rcond=None)
+    residuals = y - x @ coef
+    s2 = float(residuals @ residuals) / (len(y) - 3)
+    cov = s2 * np.linalg.inv(x.T @ x)
+    se = np.sqrt(np.diag(cov))
+    ss_tot = float(((y - y.mean()) ** 2).sum())
+    return {
+        "a_data_ns": float(coef[0]),
+        "a_ack_ns": float(coef[1]),
+        "b_ns_per_byte": float(coef[2]),
+        "a_data_se_ns": float(se[0]),
+        "a_ack_se_ns": float(se[1]),
+        "b_se_ns_per_byte": float(se[2]),
+        "r2": 1 - float(residuals @ residuals) / ss_tot if ss_tot else 1.0,
+        "points": len(y),
+        "residuals": [
+            {"mtu": p["mtu"], "acks_per_packet": r[1], "y": float(v), "residual_ns": float(e), "relative": float(e / v)}
+            for p, r, v, e in zip(points, rows, y, residuals)
+        ],
+    }
+
+
 def stage_costs(fits: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
     """Per-stage costs from configuration fits (differences of ``a`` and ``b``, errors added in quadrature)."""
 
@@ -401,7 +453,7 @@ def record(
                     print(
                         f"{config:9s} mtu {mtu:5d} x{count}: {point.goodput_bps / 1e9:6.3f} Gbps "
                         f"{point.data_packets_per_s / 1e3:7.1f} kpps {point.cpu_ns_per_packet:8.0f} ns/pkt "
-                        f"(load {point.load_average:.2f})",
+                        f"(others use {point.other_users_cpu_s_per_s:.2f} CPUs)",
                         flush=True,
                     )
     profiles = []
@@ -423,11 +475,14 @@ def write(
 ) -> dict[str, Any]:
     """Fit the points and write everything to ``out``."""
     fits: dict[str, dict[str, Any]] = {}
+    fits_acks: dict[str, dict[str, Any]] = {}
     for count in sorted({p["instances"] for p in points}):
         for config in CONFIGS:
             chosen = [p for p in points if p["config"] == config and p["instances"] == count]
             if len(chosen) >= 2:
                 fits[f"{config}/x{count}"] = fit(chosen)
+            if len(chosen) >= 4:
+                fits_acks[f"{config}/x{count}"] = fit_with_acks(chosen)
     single = {k.split("/")[0]: v for k, v in fits.items() if k.endswith("/x1")}
     document = {
         "description": "CPU cost per packet of a Linux host datapath: veth + TCP/IP stack, VXLAN, conntrack",
@@ -436,6 +491,8 @@ def write(
             "cpu_ns_per_packet": "CPU nanoseconds per TCP data packet, its ACK share included, both ends",
             "inner_packet_bytes": "IP packet built by TCP (payload + 52 B of IPv4/TCP/timestamp headers)",
             "fits": "cpu_ns_per_packet = a_ns + b_ns_per_byte * inner_packet_bytes",
+            "fits_with_acks": "cpu_ns_per_packet = a_data_ns + a_ack_ns * acks_per_data_packet "
+            "+ b_ns_per_byte * inner_packet_bytes",
         },
         "environment": env,
         "settings": settings,
@@ -445,6 +502,7 @@ def write(
         "stages_4_instances": stage_costs({k.split("/")[0]: v for k, v in fits.items() if k.endswith("/x4")})
         if any(k == "veth/x4" for k in fits)
         else {},
+        "fits_with_acks": fits_acks,
         "points": points,
         "profiles": list(profiles),
     }
@@ -471,12 +529,28 @@ def markdown(document: dict[str, Any]) -> str:
             f"| {name} | {f['a_ns']:.0f} ± {f['a_se_ns']:.0f} | {f['b_ns_per_byte']:.4f} ± {f['b_se_ns_per_byte']:.4f} "
             f"| {f['r2']:.3f} | {100 * worst['relative']:+.1f}% at MTU {worst['mtu']} |"
         )
+    if document.get("fits_with_acks"):
+        lines += [
+            "",
+            "### Fits with the ACKs separated",
+            "",
+            "| config | a_data (ns) | a_ack (ns) | b (ns/B) | R² | largest residual |",
+            "|---|---:|---:|---:|---:|---:|",
+        ]
+        for name, f in document["fits_with_acks"].items():
+            worst = max(f["residuals"], key=lambda r: abs(r["relative"]))
+            lines.append(
+                f"| {name} | {f['a_data_ns']:.0f} ± {f['a_data_se_ns']:.0f} | {f['a_ack_ns']:.0f} ± {f['a_ack_se_ns']:.0f} "
+                f"| {f['b_ns_per_byte']:.4f} ± {f['b_se_ns_per_byte']:.4f} | {f['r2']:.3f} "
+                f"| {100 * worst['relative']:+.1f}% at MTU {worst['mtu']} |"
+            )
     lines += [
         "",
         "### Points",
         "",
-        "| config | inst. | MTU (asked) | inner IP B | Gbps | kpps | ACK kpps | CPU/s | ns/packet | fit residual | retx | load |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| config | inst. | MTU (asked) | inner IP B | Gbps | kpps | ACKs/packet | CPUs used | Gbps per CPU "
+        "| kpps per CPU | ns/packet | fit residual | retx | others' CPUs |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for p in document["points"]:
         f = document["fits"].get(f"{p['config']}/x{p['instances']}")
@@ -484,9 +558,11 @@ def markdown(document: dict[str, Any]) -> str:
         asked = f"{p['mtu']}" + (f" ({p['requested_mtu']})" if p["requested_mtu"] != p["mtu"] else "")
         lines.append(
             f"| {p['config']} | {p['instances']} | {asked} | {p['inner_packet_bytes']:.0f} | {p['goodput_bps'] / 1e9:.3f} "
-            f"| {p['data_packets_per_s'] / 1e3:.1f} | {p['ack_packets_per_s'] / 1e3:.1f} | {p['cpu_s_per_s']:.2f} "
+            f"| {p['data_packets_per_s'] / 1e3:.1f} | {p['ack_packets_per_s'] / p['data_packets_per_s']:.3f} "
+            f"| {p['cpu_s_per_s']:.2f} | {p['goodput_bps'] / 1e9 / p['cpu_s_per_s']:.3f} "
+            f"| {p['data_packets_per_s'] / 1e3 / p['cpu_s_per_s']:.0f} "
             f"| {p['cpu_ns_per_packet']:.0f} ± {p['cpu_ns_per_packet_sd']:.0f} | {100 * residual:+.1f}% "
-            f"| {p['retransmits']} | {p['load_average']:.2f} |"
+            f"| {p['retransmits']} | {p.get('other_users_cpu_s_per_s', p['system_busy_s_per_s'] - p['cpu_s_per_s']):.2f} |"
         )
     if document.get("profiles"):
         stages = sorted({s for prof in document["profiles"] for s in prof["shares"]})
@@ -496,6 +572,35 @@ def markdown(document: dict[str, Any]) -> str:
             cells = " | ".join(f"{prof['ns_per_packet_by_stage'].get(s, 0.0):.0f}" for s in stages)
             lines.append(f"| {prof['config']} | {prof['mtu']} | {prof['cpu_ns_per_packet']:.0f} | {cells} |")
     return "\n".join(lines)
+
+
+def curves(document: Optional[dict[str, Any]] = None) -> list[dict[str, Any]]:
+    """Throughput against MTU per configuration and instance count, as the host model must predict it.
+
+    Each row: ``config``, ``instances``, ``mtu`` (underlay, as used), ``requested_mtu``,
+    ``goodput_gbps``, ``packets_per_s`` (data packets), ``cpu_share`` (CPUs the
+    pairs actually got: the machine is shared), and the same throughput per
+    CPU-second (``goodput_gbps_per_cpu``, ``packets_per_cpu_s``), which does not
+    depend on how busy the machine was.
+    """
+    document = document or load()
+    rows = []
+    for p in document["points"]:
+        share = p["cpu_s_per_s"]
+        rows.append(
+            {
+                "config": p["config"],
+                "instances": p["instances"],
+                "mtu": p["mtu"],
+                "requested_mtu": p["requested_mtu"],
+                "goodput_gbps": p["goodput_bps"] / 1e9,
+                "packets_per_s": p["data_packets_per_s"],
+                "cpu_share": share,
+                "goodput_gbps_per_cpu": p["goodput_bps"] / 1e9 / share if share else float("nan"),
+                "packets_per_cpu_s": p["data_packets_per_s"] / share if share else float("nan"),
+            }
+        )
+    return rows
 
 
 def load(path: Path = DATA) -> dict[str, Any]:
@@ -515,9 +620,14 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--no-profile", action="store_true", help="skip the perf profiles")
     parser.add_argument("--markdown", action="store_true", help="print the tables of the recorded file and exit")
+    parser.add_argument("--refit", action="store_true", help="fit the recorded points again (no measurement)")
     args = parser.parse_args(argv)
     if args.markdown:
         print(markdown(load(args.out)))
+        return 0
+    if args.refit:
+        old = load(args.out)
+        write(args.out, old["environment"], old["points"], old["notes"], old["settings"], old.get("profiles", ()))
         return 0
     record(
         args.out,
