@@ -23,6 +23,7 @@ from fabricsim.validation.linux import (
     Lab,
     LabError,
     Topology,
+    Transfer,
     link_addresses,
     parse_iperf3,
     parse_ip_link,
@@ -306,6 +307,11 @@ def test_tiny_topology_runs_iperf3_and_leaves_no_namespace() -> None:
         assert mtu == "1500"
         offloads = lab.run("a", ["ethtool", "-k", lab.device("a", "r")]).stdout
         assert "tcp-segmentation-offload: off" in offloads and "generic-segmentation-offload: off" in offloads
+        sized = lab.transfers([Transfer("a", "b", bytes=2_000_000, cc="cubic")])
+        (transfer,) = sized.flows
+        # every byte arrives, and 2 MB through 100 Mbit/s take at least 160 ms
+        assert transfer.bytes_received == 2_000_000
+        assert 0.16 < transfer.completion_s == sized.job_completion_s < 5
     assert lab_namespaces(prefix) == []
 
 

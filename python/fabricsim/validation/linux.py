@@ -51,6 +51,7 @@ import secrets
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections import deque
@@ -66,6 +67,8 @@ __all__ = [
     "FlowRecord",
     "Iperf3Job",
     "Iperf3Run",
+    "TrafficRun",
+    "Transfer",
     "Lab",
     "LabError",
     "LatencyRecord",
@@ -105,6 +108,8 @@ VXLAN_OVERHEAD = 50
 ETH_HEADER = 14
 _NODE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,15}$")
 _IPERF_BASE_PORT = 5201
+_TRANSFER_BASE_PORT = 6201
+_TRANSFER_LEAD_S = 1.0
 
 
 class LabError(FabricsimError):
@@ -972,15 +977,31 @@ class Iperf3Job:
         return self.pinned(argv)
 
 
+@dataclass(frozen=True)
+class Transfer:
+    """One sized TCP transfer of ``bytes`` from ``src`` to ``dst`` (:meth:`Lab.transfers`)."""
+
+    src: str
+    dst: str
+    bytes: int
+    cc: Optional[str] = None
+    tunnel: bool = False
+    start_delay_s: float = 0.0
+    cpu: Optional[int] = None
+
+    def pinned(self, argv: list[str]) -> list[str]:
+        return ["taskset", "-c", str(self.cpu), *argv] if self.cpu is not None else argv
+
+
 @dataclass
-class Iperf3Run:
-    """Everything measured around one set of simultaneous iperf3 jobs.
+class TrafficRun:
+    """Everything measured around one set of simultaneous jobs (iperf3 or sized transfers).
 
     Counters (qdiscs, links, nstat) are deltas over the run. ``cpu`` is the
     system-wide CPU over the run (other users of the machine included);
     ``iperf3_cpu_s`` is the CPU time of the iperf3 processes themselves
     (sender + receiver, as iperf3 reports them), which includes the softirq
-    work done in their context.
+    work done in their context (0 for sized transfers).
     """
 
     jobs: list[Iperf3Job]
@@ -1332,91 +1353,133 @@ class Lab:
             time.sleep(0.02)
         raise LabError(f"iperf3 server on {node} port {port} did not start listening")
 
+    def _snapshot(self, nodes: Sequence[str]) -> dict[str, Any]:
+        egresses = self._configured_egresses()
+        return {
+            "egresses": egresses,
+            "nodes": list(nodes),
+            "qdiscs": [q for node, dev in egresses for q in self.qdiscs(node, dev)],
+            "links": {node: self.link_counters(node) for node in self.topology.nodes},
+            "nstat": {node: self.nstat(node) for node in nodes},
+            "load": load_average(),
+            "softnet": softnet_drops(),
+            "cpu": cpu_snapshot(),
+        }
+
+    def _collect(
+        self,
+        before: dict[str, Any],
+        jobs: Sequence[Any],
+        flows: list[FlowRecord],
+        app_cpu_s: float,
+        wall_s: float,
+        samples: list[tuple[float, str, str, int, int]],
+    ) -> TrafficRun:
+        cpu = cpu_snapshot().minus(before["cpu"])
+        q_after = [q for node, dev in before["egresses"] for q in self.qdiscs(node, dev)]
+        links = {}
+        for node in self.topology.nodes:
+            after = self.link_counters(node)
+            old = before["links"][node]
+            links[node] = {dev: after[dev].minus(old[dev]) for dev in after if dev in old}
+        nstat = {}
+        for node in before["nodes"]:
+            after_n, old_n = self.nstat(node), before["nstat"][node]
+            nstat[node] = {k: v - old_n.get(k, 0) for k, v in after_n.items() if v - old_n.get(k, 0)}
+        return TrafficRun(
+            jobs=list(jobs),
+            flows=flows,
+            qdiscs=[after.minus(old) for after, old in zip(q_after, before["qdiscs"])],
+            links=links,
+            nstat=nstat,
+            cpu=cpu,
+            iperf3_cpu_s=app_cpu_s,
+            wall_s=wall_s,
+            load_before=before["load"],
+            load_after=load_average(),
+            softnet_drops=softnet_drops() - before["softnet"],
+            qdisc_samples=samples,
+            devices=self.device_table(),
+        )
+
+    @contextlib.contextmanager
+    def _sampling(self, interval_s: Optional[float], t0: float) -> Iterator[list[tuple[float, str, str, int, int]]]:
+        samples: list[tuple[float, str, str, int, int]] = []
+        stop = threading.Event()
+        sampler = None
+        if interval_s:
+            args = (self._configured_egresses(), interval_s, t0, samples, stop)
+            sampler = threading.Thread(target=self._sample, args=args)
+            sampler.start()
+        try:
+            yield samples
+        finally:
+            stop.set()
+            if sampler is not None:
+                sampler.join()
+
+    def _check_ends(self, index: int, src: str, dst: str, cc: Optional[str]) -> None:
+        for end in (src, dst):
+            if end not in self.topology.hosts:
+                raise LabError(f"jobs[{index}]: {end!r} is not a host; hosts: {', '.join(self.topology.hosts)}")
+        if cc and cc not in CONGESTION_CONTROLS:
+            raise LabError(f"jobs[{index}].cc: {unknown_value(cc, CONGESTION_CONTROLS)}")
+
     def iperf3(
         self,
         jobs: Sequence[Iperf3Job],
         timeout_s: Optional[float] = None,
         sample_interval_s: Optional[float] = None,
         nstat_nodes: Optional[Sequence[str]] = None,
-    ) -> Iperf3Run:
+    ) -> TrafficRun:
         """Run iperf3 jobs at the same time and collect goodput, retransmits, queue and CPU counters.
 
         ``sample_interval_s`` polls the backlog of every configured queue
-        during the run (each poll runs ``tc``, which costs CPU: keep it coarse).
+        during the run (each poll runs ``tc``, which costs CPU: keep it
+        coarse). Sized jobs (``bytes``) end when the client has written its
+        bytes, so their receiver counts and times stop short of delivery: use
+        :meth:`transfers` for job completion times.
         """
         if not jobs:
             raise LabError("iperf3: no jobs")
         _require(("iperf3", "ss", "nstat"))
         servers = []
         for index, job in enumerate(jobs):
-            for end in (job.src, job.dst):
-                if end not in self.topology.hosts:
-                    raise LabError(f"jobs[{index}]: {end!r} is not a host; hosts: {', '.join(self.topology.hosts)}")
-            if job.cc and job.udp_rate_bps is None and job.cc not in CONGESTION_CONTROLS:
-                raise LabError(f"jobs[{index}].cc: {unknown_value(job.cc, CONGESTION_CONTROLS)}")
-            port = _IPERF_BASE_PORT + index
-            server = job.pinned(["iperf3", "-s", "-1", "-p", str(port)])
+            self._check_ends(index, job.src, job.dst, job.cc if job.udp_rate_bps is None else None)
+            server = job.pinned(["iperf3", "-s", "-1", "-p", str(_IPERF_BASE_PORT + index)])
             servers.append(self.spawn(job.dst, server, stdout=subprocess.DEVNULL))
         for index, job in enumerate(jobs):
             self._wait_listening(job.dst, _IPERF_BASE_PORT + index)
-        egresses = self._configured_egresses()
         nodes = list(nstat_nodes) if nstat_nodes is not None else sorted({j.src for j in jobs} | {j.dst for j in jobs})
-        q_before = [q for node, dev in egresses for q in self.qdiscs(node, dev)]
-        l_before = {node: self.link_counters(node) for node in self.topology.nodes}
-        n_before = {node: self.nstat(node) for node in nodes}
-        load_before = load_average()
-        soft_before = softnet_drops()
-        cpu_before = cpu_snapshot()
+        before = self._snapshot(nodes)
         clients: list[tuple[float, subprocess.Popen[str]]] = []
         t0 = time.monotonic()
-        for index, job in enumerate(jobs):
-            if job.start_delay_s:
-                time.sleep(max(0.0, t0 + job.start_delay_s - time.monotonic()))
-            address = self.address(job.dst, tunnel=job.tunnel)
-            clients.append((time.monotonic() - t0, self.spawn(job.src, job.argv(address, _IPERF_BASE_PORT + index))))
-        samples: list[tuple[float, str, str, int, int]] = []
-        stop = threading.Event()
-        sampler = None
-        if sample_interval_s:
-            sampler = threading.Thread(target=self._sample, args=(egresses, sample_interval_s, t0, samples, stop))
-            sampler.start()
         longest = max((j.duration_s or 0.0) + j.start_delay_s for j in jobs)
         limit = timeout_s or (longest + 60.0 if all(j.bytes is None for j in jobs) else 600.0)
         outputs = []
-        try:
+        with self._sampling(sample_interval_s, t0) as samples:
+            for index, job in enumerate(jobs):
+                if job.start_delay_s:
+                    time.sleep(max(0.0, t0 + job.start_delay_s - time.monotonic()))
+                argv = job.argv(self.address(job.dst, tunnel=job.tunnel), _IPERF_BASE_PORT + index)
+                clients.append((time.monotonic() - t0, self.spawn(job.src, argv)))
             for started, process in clients:
-                remaining = max(1.0, t0 + limit - time.monotonic())
                 try:
-                    out, err = process.communicate(timeout=remaining)
+                    out, err = process.communicate(timeout=max(1.0, t0 + limit - time.monotonic()))
                 except subprocess.TimeoutExpired:
                     raise LabError(f"iperf3 did not finish within {limit:.0f} s") from None
                 if not out.strip():
                     raise LabError(f"iperf3 client failed ({process.returncode}): {err.strip()}")
                 outputs.append((started, out))
-        finally:
-            stop.set()
-            if sampler is not None:
-                sampler.join()
         wall = time.monotonic() - t0
-        cpu = cpu_snapshot().minus(cpu_before)
         for server in servers:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 server.wait(timeout=5)
-        q_after = [q for node, dev in egresses for q in self.qdiscs(node, dev)]
-        qdiscs = [after.minus(before) for after, before in zip(q_after, q_before)]
-        links = {}
-        for node in self.topology.nodes:
-            after = self.link_counters(node)
-            links[node] = {dev: after[dev].minus(l_before[node][dev]) for dev in after if dev in l_before[node]}
-        nstat = {}
-        for node in nodes:
-            after_n = self.nstat(node)
-            nstat[node] = {k: v - n_before[node].get(k, 0) for k, v in after_n.items() if v - n_before[node].get(k, 0)}
         flows: list[FlowRecord] = []
-        iperf_cpu = 0.0
+        app_cpu = 0.0
         for index, (job, (started, text)) in enumerate(zip(jobs, outputs)):
             summary = parse_iperf3(text)
-            iperf_cpu += (summary.sender_cpu_percent + summary.receiver_cpu_percent) / 100.0 * summary.seconds
+            app_cpu += (summary.sender_cpu_percent + summary.receiver_cpu_percent) / 100.0 * summary.seconds
             for stream_index, stream in enumerate(summary.streams):
                 seconds = stream["seconds"]
                 flows.append(
@@ -1436,29 +1499,94 @@ class Lab:
                         min_rtt_us=stream.get("min_rtt_us", 0),
                         mean_rtt_us=stream.get("mean_rtt_us", 0),
                         max_rtt_us=stream.get("max_rtt_us", 0),
-                        completion_s=started + seconds if job.bytes is not None else None,
+                        completion_s=None,
                         lost_packets=stream.get("lost_packets"),
                         packets=stream.get("packets"),
                         jitter_ms=stream.get("jitter_ms"),
                         intervals=tuple(tuple(i) for i in stream.get("intervals", [])),  # type: ignore[misc]
                     )
                 )
-        run = Iperf3Run(
-            jobs=list(jobs),
-            flows=flows,
-            qdiscs=qdiscs,
-            links=links,
-            nstat=nstat,
-            cpu=cpu,
-            iperf3_cpu_s=iperf_cpu,
-            wall_s=wall,
-            load_before=load_before,
-            load_after=load_average(),
-            softnet_drops=softnet_drops() - soft_before,
-            qdisc_samples=samples,
-            devices=self.device_table(),
-        )
-        return run
+        return self._collect(before, jobs, flows, app_cpu, wall, samples)
+
+    def transfers(
+        self,
+        jobs: Sequence[Transfer],
+        timeout_s: float = 600.0,
+        sample_interval_s: Optional[float] = None,
+        nstat_nodes: Optional[Sequence[str]] = None,
+    ) -> TrafficRun:
+        """Sized TCP transfers with exact completion times (:mod:`fabricsim.validation.linux_transfer`).
+
+        The senders connect at one common start time (plus their
+        ``start_delay_s``); ``completion_s`` of a flow is the time from that
+        start to the receiver's last byte; the run's ``job_completion_s`` is the
+        largest. ``seconds`` and ``goodput_bps`` are per flow, from its own
+        start to its last byte. Retransmissions, cwnd and RTT come from the
+        sender's TCP_INFO after every byte was acknowledged.
+        """
+        if not jobs:
+            raise LabError("transfers: no jobs")
+        _require(("ss", "nstat"))
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "linux_transfer.py")
+        python = sys.executable or "python3"
+        servers = []
+        for index, job in enumerate(jobs):
+            self._check_ends(index, job.src, job.dst, job.cc)
+            port = _TRANSFER_BASE_PORT + index
+            servers.append(self.spawn(job.dst, job.pinned([python, script, "server", str(port)])))
+        for index, job in enumerate(jobs):
+            self._wait_listening(job.dst, _TRANSFER_BASE_PORT + index)
+        nodes = list(nstat_nodes) if nstat_nodes is not None else sorted({j.src for j in jobs} | {j.dst for j in jobs})
+        before = self._snapshot(nodes)
+        # Every client starts its interpreter, then waits for one common start time (one monotonic
+        # clock for all namespaces), so that interpreter start-up does not skew the start times.
+        t0 = time.monotonic() + _TRANSFER_LEAD_S
+        clients = []
+        with self._sampling(sample_interval_s, t0) as samples:
+            for index, job in enumerate(jobs):
+                address = self.address(job.dst, tunnel=job.tunnel)
+                argv = [python, script, "client", address, str(_TRANSFER_BASE_PORT + index), str(job.bytes)]
+                argv += [job.cc or "", repr(t0 + job.start_delay_s)]
+                clients.append(self.spawn(job.src, job.pinned(argv)))
+            results = []
+            for process, server in zip(clients, servers):
+                try:
+                    out, err = process.communicate(timeout=max(1.0, t0 + timeout_s - time.monotonic()))
+                    s_out, s_err = server.communicate(timeout=30)
+                except subprocess.TimeoutExpired:
+                    raise LabError(f"transfers did not finish within {timeout_s:.0f} s") from None
+                if process.returncode or server.returncode:
+                    raise LabError(f"transfer failed: {(err or s_err).strip()}")
+                results.append((json.loads(out), json.loads(s_out)))
+        wall = time.monotonic() - t0
+        late = max(sent["start_s"] - sent["start_at_s"] for sent, _ in results)
+        if late > 0.05:
+            raise LabError(f"transfers: a sender started {late * 1e3:.0f} ms late (the machine is too busy)")
+        origin = t0
+        flows = []
+        for index, (job, (sent, got)) in enumerate(zip(jobs, results)):
+            seconds = got["last_byte_s"] - sent["start_s"]
+            flows.append(
+                FlowRecord(
+                    job=index,
+                    stream=0,
+                    src=job.src,
+                    dst=job.dst,
+                    protocol="tcp",
+                    cc=job.cc or "",
+                    bytes_sent=sent["bytes"],
+                    bytes_received=got["bytes"],
+                    seconds=seconds,
+                    goodput_bps=8.0 * got["bytes"] / seconds if seconds > 0 else 0.0,
+                    retransmits=sent["total_retrans"],
+                    max_cwnd_bytes=0,
+                    min_rtt_us=0,
+                    mean_rtt_us=sent["rtt_us"],
+                    max_rtt_us=0,
+                    completion_s=got["last_byte_s"] - origin,
+                )
+            )
+        return self._collect(before, jobs, flows, 0.0, wall, samples)
 
     def _sample(
         self,
@@ -1517,3 +1645,7 @@ def lab(topology: Topology | Mapping[str, Any]) -> Iterator[Lab]:
     topo = topology if isinstance(topology, Topology) else Topology.from_dict(topology)
     with Lab(topo) as built:
         yield built
+
+
+#: The result of :meth:`Lab.iperf3` (and :meth:`Lab.transfers`).
+Iperf3Run = TrafficRun

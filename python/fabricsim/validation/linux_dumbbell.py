@@ -8,8 +8,10 @@ Topology (:func:`topology`)::
     sN ──┘                 (router namespace)
 
 Each sender runs one iperf3 client (``flows_per_sender`` streams, ``-C reno``
-or ``-C cubic``) to its own server on ``rx``, for ``duration_s`` seconds or
-``size`` bytes per flow. The only queue that can build is the bfifo on the
+or ``-C cubic``) to its own server on ``rx`` for ``duration_s`` seconds, or,
+with ``size``, ``flows_per_sender`` sized transfers of ``size`` bytes
+(:meth:`Lab.transfers`, which times the receiver's last byte: the job
+completion time). The only queue that can build is the bfifo on the
 router's egress towards ``rx``; the access veths have no qdisc (``noqueue``)
 and forward as fast as the CPU lets them. Every namespace gets the kernel's
 default TCP buffer sysctls (``tcp_rmem`` 4096 131072 6291456, ``tcp_wmem`` 4096
@@ -44,6 +46,7 @@ from fabricsim.validation.linux import (
     Lab,
     LabError,
     Topology,
+    Transfer,
     environment,
 )
 
@@ -144,15 +147,13 @@ def topology(setup: DumbbellSetup) -> Topology:
 
 
 def _jobs(setup: DumbbellSetup) -> list[Iperf3Job]:
-    size = parse_size(setup.size) * setup.flows_per_sender if setup.size else None
     return [
         Iperf3Job(
             src=f"s{i}",
             dst="rx",
             cc=setup.cc,
             streams=setup.flows_per_sender,
-            duration_s=None if size else setup.duration_s,
-            bytes=size,
+            duration_s=setup.duration_s,
             interval_s=0.1,
         )
         for i in range(setup.senders)
@@ -187,7 +188,7 @@ def measure(
     repeats: int = 3,
     latency_s: float = 3.0,
     max_attempts: Optional[int] = None,
-    starved_share: float = 0.96,
+    starved_share: float = 0.97,
     pause_s: float = 20.0,
 ) -> dict[str, Any]:
     """Run ``setup`` in real Linux ``repeats`` times (root); a JSON-ready record.
@@ -247,7 +248,16 @@ def measure(
 
 def _one_run(setup: DumbbellSetup, lab: Lab, latency_s: float) -> dict[str, Any]:
     latency = lab.sockperf_pingpong("s0", "rx", message_bytes=64, duration_s=latency_s)
-    run = lab.iperf3(_jobs(setup), sample_interval_s=0.25)
+    if setup.size:
+        size = parse_size(setup.size)
+        transfers = [
+            Transfer(src=f"s{i}", dst="rx", bytes=size, cc=setup.cc)
+            for i in range(setup.senders)
+            for _ in range(setup.flows_per_sender)
+        ]
+        run = lab.transfers(transfers, sample_interval_s=0.25)
+    else:
+        run = lab.iperf3(_jobs(setup), sample_interval_s=0.25)
     queue = run.qdisc("r", "rx")
     shaper = run.qdisc("r", "rx", leaf=False)
     senders = [f"s{i}" for i in range(setup.senders)]
