@@ -240,6 +240,7 @@ def working_mtu(config: str, mtu: int) -> tuple[int, str]:
 STAGE_SYMBOLS = (
     ("conntrack+nftables", r"^_*nf_|^_*nft_|conntrack|^_*ct_"),
     ("vxlan+outer udp", r"vxlan|udp_tunnel|iptunnel|ip_tunnel|gro_cell|^_*udp|skb_tunnel|INET_ECN"),
+    ("checksum", r"csum|checksum"),
     ("copy", r"copy_user|_copy_to_iter|_copy_from_iter|copyout|copyin|memcpy|memmove|rep_movs|skb_copy_datagram"),
     ("tcp", r"tcp"),
     ("segmentation", r"skb_segment|gso|validate_xmit"),
@@ -263,7 +264,7 @@ def classify_symbol(symbol: str) -> str:
 
 
 def parse_perf_report(text: str, comms: Sequence[str]) -> dict[str, float]:
-    """Shares of samples per stage from ``perf report --stdio --sort comm,sym -F overhead,comm,sym``.
+    """Share of the samples of each function, from ``perf report --stdio --sort comm,sym -F overhead,comm,sym``.
 
     Only samples of the given commands count; the shares add up to 1.
     """
@@ -273,12 +274,19 @@ def parse_perf_report(text: str, comms: Sequence[str]) -> dict[str, float]:
         if len(parts) < 4 or line.startswith("#") or not parts[0].endswith("%"):
             continue
         share, comm, symbol = float(parts[0][:-1]), parts[1], parts[-1]
-        if comm not in comms:
-            continue
-        stage = classify_symbol(symbol)
-        totals[stage] = totals.get(stage, 0.0) + share
+        if comm in comms:
+            totals[symbol] = totals.get(symbol, 0.0) + share
     whole = sum(totals.values())
-    return {stage: value / whole for stage, value in sorted(totals.items())} if whole else {}
+    return {symbol: value / whole for symbol, value in totals.items()} if whole else {}
+
+
+def stage_shares(symbols: dict[str, float]) -> dict[str, float]:
+    """Function shares summed by stage (:data:`STAGE_SYMBOLS`)."""
+    out: dict[str, float] = {}
+    for symbol, share in symbols.items():
+        stage = classify_symbol(symbol)
+        out[stage] = out.get(stage, 0.0) + share
+    return dict(sorted(out.items()))
 
 
 def profile_point(config: str, mtu: int, duration_s: float = 4.0) -> dict[str, Any]:
@@ -311,11 +319,14 @@ def profile_point(config: str, mtu: int, duration_s: float = 4.0) -> dict[str, A
         ).stdout
     underlay_packets = max(1, run.links["a"]["eth0"].tx_packets)
     ns_per_packet = 1e9 * (run.iperf3_cpu_s + run.cpu.ksoftirqd_s) / underlay_packets
-    shares = parse_perf_report(report, ("iperf3", "ksoftirqd/0", "ksoftirqd/1"))
+    symbols = parse_perf_report(report, ("iperf3", "ksoftirqd/0", "ksoftirqd/1"))
+    shares = stage_shares(symbols)
+    top = sorted(symbols.items(), key=lambda item: -item[1])[:80]
     return {
         "config": config,
         "mtu": mtu,
         "cpu_ns_per_packet": ns_per_packet,
+        "symbols": dict(top),
         "shares": shares,
         "ns_per_packet_by_stage": {stage: share * ns_per_packet for stage, share in shares.items()},
     }
