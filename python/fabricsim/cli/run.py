@@ -7,8 +7,9 @@ import json
 import sys
 from typing import Any
 
+from fabricsim.cli import validate_linux
 from fabricsim.cli.common import scenario_arguments
-from fabricsim.errors import OutputError
+from fabricsim.errors import FabricsimError, OutputError
 from fabricsim.schema import load
 
 __all__ = ["add_parser"]
@@ -61,6 +62,11 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    if validate_linux.is_linux_mode(args):
+        return validate_linux.command(args)
+    misplaced = validate_linux.used_linux_options(args)
+    if misplaced:
+        raise FabricsimError(f"{', '.join(misplaced)}: only with `fabricsim validate linux`")
     scenario = load(args.scenario, args.overrides)
     sys.stdout.write(json.dumps(scenario.to_resolved(), indent=2) + "\n")
     return 0
@@ -78,6 +84,10 @@ def add_parser(commands: Any) -> None:
     progress.add_argument("--no-progress", dest="progress", action="store_false", help="never show a progress bar")
     run_command.set_defaults(handler=_run, progress=None)
 
-    validate_command = commands.add_parser("validate", help="check a scenario and print its resolved JSON")
+    validate_command = commands.add_parser(
+        "validate",
+        help="check a scenario and print its resolved JSON; `validate linux`: compare with real Linux",
+    )
     scenario_arguments(validate_command)
+    validate_linux.add_arguments(validate_command)
     validate_command.set_defaults(handler=_validate)
