@@ -44,10 +44,14 @@ pub enum DropReason {
     LpmMiss = 16,
     /// Arbitration: the packet's input sub-queue at the egress port was full.
     InputQueueLimit = 17,
+    /// Host model: a core's receive ring (backlog) was full.
+    HostBacklogFull = 18,
+    /// Host model: a core's transmit queue was full.
+    HostTxQueueFull = 19,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 18] = [
+    pub const ALL: [DropReason; 20] = [
         DropReason::PortBufferFull,
         DropReason::QueueLimit,
         DropReason::NoRoute,
@@ -66,6 +70,8 @@ impl DropReason {
         DropReason::VniMiss,
         DropReason::LpmMiss,
         DropReason::InputQueueLimit,
+        DropReason::HostBacklogFull,
+        DropReason::HostTxQueueFull,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -88,6 +94,8 @@ impl DropReason {
             DropReason::VniMiss => "vni_miss",
             DropReason::LpmMiss => "lpm_miss",
             DropReason::InputQueueLimit => "input_queue_limit",
+            DropReason::HostBacklogFull => "host_backlog_full",
+            DropReason::HostTxQueueFull => "host_tx_queue_full",
         }
     }
 }

@@ -3,6 +3,7 @@
 mod arbitration;
 mod conservation;
 mod determinism;
+mod host;
 mod pipeline;
 mod roce;
 mod shared_buffer;
