@@ -1,18 +1,19 @@
 //! CPU cores and the receive rings they poll.
 //!
 //! ```text
-//!   app / softirq ──> tx batches ─┐
-//!                                 ├─> core FIFO ──> one item at a time (service = its stages' costs / share)
-//!   NIC ──> ring ──> interrupt ──>┘   (a NAPI poll: up to `budget` frames of the ring, GRO-merged)
+//!   softirq ──> inline tx batches ──┐ 1st
+//!   NIC ──> ring ──> interrupt ──> polls ──┤ 2nd ──> one item at a time (service = its stages' costs / share)
+//!   app ──> tx batches (FIFO) ──────┘ 3rd   (a poll: up to `budget` frames of the ring, GRO-merged)
 //! ```
 //!
-//! A core serves one work item at a time, in FIFO order: a transmit batch
-//! (a GSO skb, or a lone packet) or a NAPI poll of one of its receive rings.
-//! Work that a poll generates inline (the ACKs and the data a receive
-//! triggers, sent from softirq context in Linux) runs before the FIFO. A poll
-//! takes up to `napi_budget` frames; if frames remain, another poll of the
-//! ring goes to the back of the FIFO (softirq work yields to queued work, as
-//! with `ksoftirqd`), otherwise the ring's interrupt is enabled again.
+//! A core serves one work item at a time: a transmit batch (a GSO skb, or a
+//! lone packet) or a NAPI poll of one of its receive rings. Softirq work comes
+//! first, as in Linux, where it runs before the interrupted process resumes:
+//! first the transmit work a poll generated inline (the ACKs and the data a
+//! receive triggers), then the queued polls in turn, then the applications'
+//! transmit batches in FIFO order. A poll takes up to `napi_budget` frames;
+//! if frames remain, another poll of the ring joins the back of the poll
+//! queue, otherwise the ring's interrupt is enabled again.
 //!
 //! The simulation glue (`sim/host.rs`) drives the state here with at most one
 //! pending `CpuRun` event per core.
@@ -70,7 +71,10 @@ pub struct Core {
     /// Machine (index of its first host's datapath) and number within it, for outputs.
     pub machine_dp: u32,
     pub index: u32,
+    /// Applications' transmit batches.
     pub fifo: VecDeque<Work>,
+    /// Polls of its rings, served before `fifo`.
+    pub polls: VecDeque<Work>,
     /// Packets of the transmit batches in `fifo`, in order.
     pub tx_pkts: VecDeque<PacketId>,
     /// Transmit batches generated inline by a poll, served before `fifo`.
@@ -105,7 +109,7 @@ impl Core {
 
     /// Whether it has nothing to do.
     pub fn idle(&self) -> bool {
-        self.current.is_none() && self.fifo.is_empty() && self.inline.is_empty()
+        self.current.is_none() && self.fifo.is_empty() && self.inline.is_empty() && self.polls.is_empty()
     }
 
     /// Adds a transmit packet: it joins the last batch of its queue when that
@@ -151,8 +155,8 @@ impl Core {
         self.stats.tx_queue_high_water = self.stats.tx_queue_high_water.max(q);
     }
 
-    /// Takes the next item to serve (inline work first) and moves its
-    /// transmit packets into `serving`.
+    /// Takes the next item to serve (inline work, then polls, then the
+    /// applications' batches) and moves its transmit packets into `serving`.
     pub fn next(&mut self) -> Option<Work> {
         self.serving.clear();
         let w = if let Some(b) = self.inline.pop_front() {
@@ -160,6 +164,8 @@ impl Core {
                 self.serving.push(self.inline_pkts.pop_front().expect("a batch has its packets"));
             }
             Work::Tx(b)
+        } else if let Some(w) = self.polls.pop_front() {
+            w
         } else {
             let w = self.fifo.pop_front()?;
             if let Work::Tx(b) = w {

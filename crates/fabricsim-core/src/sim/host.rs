@@ -387,7 +387,7 @@ impl Simulation {
         ring.interrupts += 1;
         ring.raised_at = now;
         let core = ring.core;
-        self.host.cores[core as usize].fifo.push_back(Work::Rx { ring: r, irq: true });
+        self.host.cores[core as usize].polls.push_back(Work::Rx { ring: r, irq: true });
         self.core_kick(core);
     }
 
@@ -697,7 +697,7 @@ impl Simulation {
                     r.napi = false;
                 } else {
                     let c = r.core;
-                    self.host.cores[c as usize].fifo.push_back(Work::Rx { ring, irq: false });
+                    self.host.cores[c as usize].polls.push_back(Work::Rx { ring, irq: false });
                 }
             }
         }
