@@ -14,6 +14,8 @@ pub enum PacketKind {
     /// A UDP datagram.
     Data = 0,
     /// A TCP segment; its fields are `seq`, `ack`, `len`, `flags`, `ts`, `ts_echo`.
+    /// An ACK that carries SACK blocks reuses `seq`, `ts`, `len` and `aux`
+    /// for them (see `sim/transport.rs`).
     Tcp = 1,
     /// A PFC PAUSE frame (MAC control): `class` is the priority, `seq` the
     /// pause quanta (0 = XON). Belongs to no flow (`flow` is [`CONTROL_FLOW`]).
@@ -53,6 +55,9 @@ pub struct Packet {
     /// TCP: timestamp value and echo.
     pub ts: SimTime,
     pub ts_echo: SimTime,
+    /// A spare word for transport use (TCP: the last SACK edge of an ACK).
+    /// It fits in what would be padding: the packet does not grow.
+    pub aux: u32,
     /// When the source created the packet.
     pub created: SimTime,
     /// When its first bit reached the current node (for cut-through).
@@ -105,6 +110,7 @@ impl Packet {
             flags: 0,
             ts: now,
             ts_echo: SimTime::ZERO,
+            aux: 0,
             created: now,
             first_bit: now,
             enqueued: now,
@@ -122,6 +128,10 @@ impl Packet {
         (self.size - self.encap as u32) as u64
     }
 }
+
+// The packet slab's memory per packet in flight: 104 bytes (97 bytes of
+// fields, 8-byte aligned). TCP's `aux` word takes 4 of the 7 spare bytes.
+const _: () = assert!(std::mem::size_of::<Packet>() <= 104);
 
 /// `Packet::vni` of a packet that is not tunnelled.
 pub const NO_VNI: u32 = u32::MAX;

@@ -9,6 +9,50 @@ from fabricsim.schema._base import Duration, Model, Overhead, Rate, Size, Time, 
 __all__ = ["Dcqcn", "DelayedAck", "Roce", "Tcp"]
 
 CongestionControl = Literal["newreno", "cubic", "dctcp"]
+TcpProfileName = Literal["linux", "rfc"]
+HystartKind = Literal["off", "classic", "hystart++"]
+CubicFlavor = Literal["linux", "rfc9438"]
+RtoFormula = Literal["linux", "rfc6298"]
+SsthreshFrom = Literal["flight", "pipe", "cwnd"]
+
+#: Defaults that depend on ``tcp.profile`` (the core holds the same table,
+#: ``transport/tcp/config.rs``). ``hystart`` is ``classic`` only for CUBIC;
+#: ``dsack``, ``rack``, ``tlp`` and ``prr`` default to off when ``sack`` is off.
+TCP_PROFILES: dict[str, dict[str, Any]] = {
+    "linux": {
+        "cc": "cubic",
+        "byte_counting": True,
+        "sack": True,
+        "dsack": True,
+        "rack": True,
+        "tlp": True,
+        "prr": True,
+        "limited_transmit": True,
+        "hystart": "classic",
+        "cubic_flavor": "linux",
+        "rto_formula": "linux",
+        "ssthresh_from": "cwnd",
+        "cwnd_validation": True,
+        "loss_timer_slack": 2_000_000_000,
+    },
+    "rfc": {
+        "cc": "newreno",
+        "byte_counting": False,
+        "sack": False,
+        "dsack": False,
+        "rack": False,
+        "tlp": False,
+        "prr": False,
+        "limited_transmit": False,
+        "hystart": "off",
+        "cubic_flavor": "rfc9438",
+        "rto_formula": "rfc6298",
+        "ssthresh_from": "flight",
+        "cwnd_validation": False,
+        "loss_timer_slack": 0,
+    },
+}
+_NEEDS_SACK = ("dsack", "rack", "tlp", "prr")
 
 
 class DelayedAck(Model):
@@ -20,11 +64,16 @@ class DelayedAck(Model):
 
 
 class Tcp(Model):
-    """TCP parameters. Defaults follow Linux: initial window 10, minimum RTO
-    200 ms, delayed ACKs every 2 segments or 40 ms after a 16-segment quick-ACK
-    start, timestamps (52 B of IP + TCP headers), 6 MiB receive window."""
+    """TCP parameters. ``profile`` picks the defaults of the fields left unset
+    (``TCP_PROFILES``): ``linux`` (the default) is a current Linux sender and
+    receiver (CUBIC with HyStart, SACK, RACK-TLP, PRR), ``rfc`` the RFC
+    baseline without SACK (NewReno recovery). Both: initial window 10, minimum
+    RTO 200 ms, delayed ACKs every 2 segments or 40 ms after a 16-segment
+    quick-ACK start, timestamps (52 B of IP + TCP headers), 6 MiB receive
+    window. After validation every field holds its value."""
 
-    cc: Annotated[CongestionControl, one_of(CongestionControl)] = "newreno"
+    profile: Annotated[TcpProfileName, one_of(TcpProfileName)] = "linux"
+    cc: Optional[Annotated[CongestionControl, one_of(CongestionControl)]] = None
     mtu: Size = 1500
     header: Overhead = 52
     l2_header: Overhead = 18
@@ -38,9 +87,21 @@ class Tcp(Model):
     delayed_ack: DelayedAck = Field(default_factory=DelayedAck)
     ecn: bool = False
     dctcp_g: float = Field(default=1 / 16, gt=0, le=1)
-    byte_counting: bool = False
+    byte_counting: Optional[bool] = None
     dupack_threshold: int = Field(default=3, ge=1)
     pacing_rate: Optional[Rate] = None
+    sack: Optional[bool] = None
+    dsack: Optional[bool] = None
+    rack: Optional[bool] = None
+    tlp: Optional[bool] = None
+    prr: Optional[bool] = None
+    limited_transmit: Optional[bool] = None
+    hystart: Optional[Annotated[HystartKind, one_of(HystartKind)]] = None
+    cubic_flavor: Optional[Annotated[CubicFlavor, one_of(CubicFlavor)]] = None
+    rto_formula: Optional[Annotated[RtoFormula, one_of(RtoFormula)]] = None
+    ssthresh_from: Optional[Annotated[SsthreshFrom, one_of(SsthreshFrom)]] = None
+    cwnd_validation: Optional[bool] = None
+    loss_timer_slack: Optional[Time] = None
 
     @model_validator(mode="after")
     def _mss(self) -> "Tcp":
@@ -53,8 +114,34 @@ class Tcp(Model):
             raise issues_error(("min_rto", "must not exceed max_rto"))
         return self
 
+    @model_validator(mode="after")
+    def _profile_defaults(self) -> "Tcp":
+        """Fills the fields left unset from the profile, then checks they agree."""
+        defaults = TCP_PROFILES[self.profile]
+        if self.cc is None:
+            self.cc = defaults["cc"]
+        if self.sack is None:
+            self.sack = defaults["sack"]
+        for name, value in defaults.items():
+            if getattr(self, name) is not None:
+                continue
+            if name in _NEEDS_SACK:
+                value = value and self.sack
+            elif name == "hystart" and value == "classic" and self.cc != "cubic":
+                value = "off"
+            setattr(self, name, value)
+        issues = []
+        if not self.sack:
+            issues += [(n, "needs sack: true (without SACK the sender uses NewReno recovery)") for n in _NEEDS_SACK if getattr(self, n)]
+        if self.hystart == "classic" and self.cc != "cubic":
+            issues.append(("hystart", f"'classic' is part of CUBIC (cc is '{self.cc}'); use 'hystart++' or 'off'"))
+        if issues:
+            raise issues_error(*issues)
+        return self
+
     def to_resolved(self) -> dict[str, Any]:
         return {
+            "profile": self.profile,
             "cc": self.cc,
             "mtu_bytes": self.mtu,
             "header_bytes": self.header,
@@ -74,6 +161,18 @@ class Tcp(Model):
             "byte_counting": self.byte_counting,
             "dupack_threshold": self.dupack_threshold,
             "pacing_bps": self.pacing_rate,
+            "sack": self.sack,
+            "dsack": self.dsack,
+            "rack": self.rack,
+            "tlp": self.tlp,
+            "prr": self.prr,
+            "limited_transmit": self.limited_transmit,
+            "hystart": self.hystart,
+            "cubic_flavor": self.cubic_flavor,
+            "rto_formula": self.rto_formula,
+            "ssthresh_from": self.ssthresh_from,
+            "cwnd_validation": self.cwnd_validation,
+            "loss_timer_slack_ps": self.loss_timer_slack,
         }
 
 

@@ -28,7 +28,7 @@ use crate::error::ConfigError;
 use crate::host::cpu::{Core, Ring, Work};
 use crate::host::nic::{DmaLine, InterruptConfig};
 use crate::host::stack::{gro_group, GroFrame, SoftKind, SoftStage};
-use crate::host::{HostModelConfig, Steering};
+use crate::host::Steering;
 use crate::ids::{NodeId, PacketId};
 use crate::network::topology::NodeKind;
 use crate::packet::{Packet, PacketKind};
@@ -95,8 +95,6 @@ pub(super) struct HostState {
     /// Per flow: pinned application core (0-based within the machine) at its
     /// source and at its destination; `NONE` picks one by hash.
     pins: Vec<(u32, u32)>,
-    /// Per flow: bytes per application message (0: `message_bytes`).
-    msg: Vec<u64>,
     /// While a poll's deliveries run: (datapath, core); what they send is inline work of that core.
     ctx: Option<(u32, u32)>,
     /// Per flow: latency components.
@@ -135,15 +133,6 @@ impl HostState {
         self.pins[f] = (src, dst);
     }
 
-    /// Sets the application message size of `flow`.
-    pub(super) fn set_message_bytes(&mut self, flow: u32, bytes: u64) {
-        let f = flow as usize;
-        if self.msg.len() <= f {
-            self.msg.resize(f + 1, 0);
-        }
-        self.msg[f] = bytes;
-    }
-
     /// Packets held by cores, rings and DMA lines.
     pub(super) fn held_packets(&self) -> usize {
         self.cores.iter().map(|c| c.held()).sum::<usize>()
@@ -151,11 +140,8 @@ impl HostState {
             + self.dma.iter().map(|d| d.held()).sum::<usize>()
     }
 
-    fn message_bytes(&self, flow: u32) -> u64 {
-        match self.msg.get(flow as usize) {
-            Some(&m) if m > 0 => m,
-            _ => self.message_bytes,
-        }
+    fn message_bytes(&self, _flow: u32) -> u64 {
+        self.message_bytes
     }
 
     fn record(&mut self, flow: u32, component: usize, ps: u64) {

@@ -9,6 +9,7 @@ mod roce;
 mod shared_buffer;
 mod switch_buffers;
 mod tcp;
+mod tcp_sack;
 mod timing;
 
 use fabricsim_core::stats::{Column, RunOutput, Value};
