@@ -181,6 +181,12 @@ class RunTables:
     fairness = _Table()
     fct = _Table()
     source_shares = _Table()
+    cpu = _Table()
+    cores = _Table()
+    host_stages = _Table()
+    host_latency = _Table()
+    iperf3 = _Table()
+    ping_pong = _Table()
 
     def __init__(
         self,
