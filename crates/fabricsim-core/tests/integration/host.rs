@@ -106,3 +106,102 @@ fn a_core_at_cost_c_per_packet_serves_one_over_c_packets_per_second() {
     assert_eq!(int(&out, "packets_delivered"), 100_000);
     assert_eq!(int(&out, "packets_dropped"), 0);
 }
+
+/// Mean wait for the core of a Poisson stream at load `rho` into a receive
+/// core of deterministic service `S` = 1 us (one frame per poll).
+fn md1_wait(rho: f64) -> (f64, f64) {
+    let s_ps = 1_000_000u64;
+    let frame = 1000u64;
+    let rate = (rho / (s_ps as f64 * 1e-12) * ((frame + 20) * 8) as f64).round() as u64;
+    let model = format!(
+        r#"{{"cores": 1, "backlog_packets": 100000, "napi_budget": 1,
+            "stages": [{{"kind": "udp", "rx": {{"per_packet_ps": {s_ps}}}}}]}}"#
+    );
+    let out = run_json(&format!(
+        r#"{{"duration_ps": 200000000000, "seed": 11,
+        "network": {{"switch": {{"latency_ps": 0, "buffer": {{"model": "static", "port_bytes": 1000000000}}}},
+                     "host": {{"model": {model}}}}},
+        "topology": {{"kind": "star", "hosts": 2, "link": {{"rate_bps": 1000000000000, "delay_ps": 0}}}},
+        "traffic": [{{"kind": "udp_poisson", "src": ["h0"], "dst": "h1", "rate_bps": {rate}, "frame_bytes": {frame}}}]}}"#
+    ));
+    assert!(flag(&out, "conservation_ok"));
+    assert_eq!(int(&out, "packets_dropped"), 0);
+    let wait = component(&out, 0, "rx_cpu_wait").1;
+    let expected = rho * s_ps as f64 / (2.0 * (1.0 - rho));
+    (wait, expected)
+}
+
+#[test]
+fn a_core_queue_under_poisson_arrivals_waits_as_md1() {
+    for rho in [0.5, 0.8] {
+        let (wait, expected) = md1_wait(rho);
+        let err = (wait - expected).abs() / expected;
+        assert!(err < 0.05, "rho {rho}: mean wait {wait:.0} ps vs M/D/1 {expected:.0} ps ({:.1} %)", err * 100.0);
+    }
+}
+
+/// A 2 MB TCP transfer between two linux-kernel-like hosts with or without batching.
+fn batched(gso: u32, tso: bool, gro: u32) -> RunOutput {
+    let model = format!(
+        r#"{{"cores": 2, "gso_bytes": {gso}, "tso": {tso}, "gro_bytes": {gro},
+            "stages": [{{"kind": "tcp", "tx": {{"per_packet_ps": 600000, "per_byte_fs": 170000}},
+                                        "rx": {{"per_packet_ps": 600000, "per_byte_fs": 170000}}}},
+                       {{"kind": "driver", "tx": {{"per_packet_ps": 150000}}, "rx": {{"per_packet_ps": 250000}}}}]}}"#
+    );
+    let traffic = r#"{"kind": "tcp_flows", "flows": [{"src": "h0", "dst": "h1", "bytes": 2000000}]}"#;
+    pair(&model, traffic, 50_000_000_000)
+}
+
+fn sum(out: &RunOutput, table: &str, col: &str) -> i64 {
+    i64_col(out, table, col).iter().sum()
+}
+
+#[test]
+fn gso_tso_and_gro_batch_segments_and_save_cpu() {
+    let plain = batched(0, false, 0);
+    let fast = batched(65536, true, 65536);
+    for out in [&plain, &fast] {
+        assert!(flag(out, "conservation_ok") && flag(out, "drained"));
+        assert_eq!(int(out, "flows_completed"), 1);
+    }
+    // Without batching every packet is its own batch and skb.
+    assert_eq!(sum(&plain, "cores", "tx_batches"), sum(&plain, "cores", "tx_packets"));
+    assert_eq!(sum(&plain, "cores", "rx_skbs"), sum(&plain, "cores", "rx_frames"));
+    // With it, batches and skbs hold several segments, and the CPU works less for the same bytes.
+    assert!(sum(&fast, "cores", "tx_batches") * 2 < sum(&fast, "cores", "tx_packets"));
+    assert!(sum(&fast, "cores", "rx_skbs") * 2 < sum(&fast, "cores", "rx_frames"));
+    assert!(int(&fast, "host_cpu_busy_ps") < int(&plain, "host_cpu_busy_ps"));
+    let fct = |o: &RunOutput| i64_col(o, "flows", "fct_ps")[0];
+    assert!(fct(&fast) < fct(&plain), "{} vs {}", fct(&fast), fct(&plain));
+}
+
+#[test]
+fn packets_inside_hosts_count_in_conservation_and_runs_are_deterministic() {
+    let model = r#"{"cores": 1, "nic": {"tx_latency_ps": 2000000, "rx_latency_ps": 3000000},
+        "interrupt": {"usecs_ps": 20000000, "frames": 64},
+        "stages": [{"kind": "udp", "tx": {"per_packet_ps": 900000}, "rx": {"per_packet_ps": 800000}}]}"#;
+    let json = format!(
+        r#"{{"duration_ps": 300000000, "drain": false, "seed": 5,
+        "network": {{"host": {{"model": {model}}}}},
+        "topology": {{"kind": "star", "hosts": 3, "link": {{"rate_bps": 100000000000, "delay_ps": 1000000}}}},
+        "traffic": [{{"kind": "udp_poisson", "src": ["h0", "h1"], "dst": "h2", "rate_bps": 8000000000, "frame_bytes": 1000}}]}}"#
+    );
+    let a = run_json(&json);
+    assert!(flag(&a, "conservation_ok"));
+    assert!(int(&a, "packets_in_network") > 0);
+    let b = run_json(&json);
+    for t in ["cpu", "cores", "host_latency", "flows"] {
+        assert_eq!(format!("{:?}", a.tables[t]), format!("{:?}", b.tables[t]), "{t}");
+    }
+}
+
+#[test]
+fn hosts_of_one_machine_share_its_cores() {
+    let model = r#"{"cores": 2, "machines": [["h0", "h1"]],
+        "stages": [{"kind": "udp", "tx": {"per_packet_ps": 1000000}, "rx": {"per_packet_ps": 1000000}}]}"#;
+    let traffic = r#"{"kind": "ping_pong", "src": "h0", "dst": "h1", "message_bytes": 100, "messages": 10}"#;
+    let out = pair(model, traffic, 1_000_000_000);
+    // h0 and h1 share 2 cores; h2 does not exist here: 2 cores in all.
+    assert_eq!(i64_col(&out, "cores", "core"), vec![0, 1]);
+    assert_eq!(i64_col(&out, "ping_pong", "messages"), vec![10]);
+}
