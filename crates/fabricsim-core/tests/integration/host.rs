@@ -136,6 +136,7 @@ fn a_core_queue_under_poisson_arrivals_waits_as_md1() {
     for rho in [0.5, 0.8] {
         let (wait, expected) = md1_wait(rho);
         let err = (wait - expected).abs() / expected;
+        eprintln!("M/D/1 rho {rho}: {wait:.0} ps vs {expected:.0} ps");
         assert!(err < 0.05, "rho {rho}: mean wait {wait:.0} ps vs M/D/1 {expected:.0} ps ({:.1} %)", err * 100.0);
     }
 }
