@@ -35,7 +35,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
@@ -190,6 +190,7 @@ def measure(
     max_attempts: Optional[int] = None,
     starved_share: float = 0.97,
     pause_s: float = 20.0,
+    nice: int = 0,
 ) -> dict[str, Any]:
     """Run ``setup`` in real Linux ``repeats`` times (root); a JSON-ready record.
 
@@ -199,7 +200,8 @@ def measure(
     (softnet drops), was limited by the CPU rather than by the bottleneck
     (the machine is shared): it is set aside (kept under ``starved_runs``)
     and run again after ``pause_s``, up to ``max_attempts`` runs in all
-    (default ``3 * repeats``).
+    (default ``3 * repeats``). ``nice`` is the niceness of the traffic
+    processes (:class:`Lab`).
     """
     import time
 
@@ -211,11 +213,12 @@ def measure(
             break
         if starved and starved[-1]["attempt"] == attempt - 1:
             time.sleep(pause_s)
-        with Lab(topology(setup)) as lab:
+        with Lab(topology(setup), nice=nice) as lab:
             if not env:
                 env = environment(lab, "s0")
             run = _one_run(setup, lab, latency_s)
         run["attempt"] = attempt
+        run["nice"] = nice
         if run["total_goodput_bps"] < starved_share * payload_rate_bps(setup) or run["softnet_drops"] > 0:
             starved.append(run)
         else:
@@ -510,6 +513,7 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
     rec.add_argument("--out", type=Path, default=RESULTS)
     rec.add_argument("--repeats", type=int, default=3)
     rec.add_argument("--max-attempts", type=int, help="runs in all, CPU-starved ones included (3 x repeats)")
+    rec.add_argument("--nice", type=int, default=0, help="niceness of the traffic processes (negative: priority)")
     rec.add_argument("--only", action="append", default=[], help="only setups whose name contains this")
     md = sub.add_parser("markdown", help="print the tables of the recorded results (and their fabricsim twins)")
     md.add_argument("--path", type=Path, default=RESULTS)
@@ -527,7 +531,9 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
             continue
         print(f"measuring {setup.name} ({args.repeats} repeats)", flush=True)
         try:
-            experiments.append(measure(setup, repeats=args.repeats, max_attempts=args.max_attempts))
+            experiments.append(
+                measure(setup, repeats=args.repeats, max_attempts=args.max_attempts, nice=args.nice)
+            )
         except LabError as exc:
             print(f"  {exc}", flush=True)
             if setup.name in existing:
