@@ -236,6 +236,9 @@ def measure(
         "drops": _mean_sd([r["bottleneck"]["drops"] for r in runs]),
         "retransmits": _mean_sd([r["retransmits"] for r in runs]),
         "one_way_latency_us": _mean_sd(one_way),
+        "mean_queue_bytes": _mean_sd(
+            [statistics.fmean(r["bottleneck"]["backlog_samples_bytes"]) for r in runs if r["bottleneck"]["backlog_samples_bytes"]]
+        ),
     }
     if setup.size:
         summary["job_completion_s"] = _mean_sd([r["job_completion_s"] for r in runs])
@@ -370,6 +373,8 @@ def simulate(setup: DumbbellSetup, one_way_latency_us: float, seed: int = 1) -> 
             }
         )
     drops = int(result.drops["packets"].sum()) if result.drops.height else 0
+    bottleneck = result.links.filter((result.links["src"] == "r") & (result.links["dst"] == "rx"))
+    queue_delay_s = float(bottleneck["queue_delay_mean_ps"][0]) / 1e12 if bottleneck.height else float("nan")
     completions = [row["completion_s"] for row in rows]
     job_completion = max(completions) if setup.size and all(c is not None for c in completions) else None
     total = sum(row["goodput_bps"] for row in rows)
@@ -383,6 +388,7 @@ def simulate(setup: DumbbellSetup, one_way_latency_us: float, seed: int = 1) -> 
         "retransmits": sum(row["retransmits"] for row in rows),
         "timeouts": sum(row["timeouts"] for row in rows),
         "job_completion_s": job_completion,
+        "mean_queue_bytes": queue_delay_s * parse_rate(setup.rate) / 8,
         "conservation_ok": bool(result.summary.get("conservation_ok")),
         "events": result.summary.get("events"),
         "wall_time_s": result.summary.get("wall_time_s"),
@@ -409,6 +415,10 @@ def compare(record: dict[str, Any], seed: int = 1) -> list[tuple[str, str, str, 
     add("goodput total", summary["total_goodput_bps"], sim["total_goodput_bps"], 1e6, "Mbps")
     add("Jain fairness index", summary["jain_index"], sim["jain_index"], 1.0, "")
     add("drops at the bottleneck", summary["drops"], sim["drops"], 1.0, "pkts")
+    queue = summary.get("mean_queue_bytes") or _mean_sd(
+        [statistics.fmean(r["bottleneck"]["backlog_samples_bytes"]) for r in record["runs"] if r["bottleneck"]["backlog_samples_bytes"]]
+    )
+    add("mean bottleneck queue", queue, sim["mean_queue_bytes"], 1e3, "KB")
     add("retransmits", summary["retransmits"], sim["retransmits"], 1.0, "pkts")
     if "job_completion_s" in summary:
         add("job completion time", summary["job_completion_s"], sim["job_completion_s"], 1.0, "s")
