@@ -1058,10 +1058,14 @@ class Lab:
     """A topology built in network namespaces; use as a context manager (deleted on exit, errors included).
 
     ``Lab(topology).build()`` / ``.close()`` can also be called directly.
+    ``nice`` runs the traffic processes (:meth:`spawn`) at that scheduling
+    niceness; a negative one (a higher priority) lets a measurement hold its
+    own against other users of a shared machine.
     """
 
-    def __init__(self, topology: Topology, prefix: Optional[str] = None) -> None:
+    def __init__(self, topology: Topology, prefix: Optional[str] = None, nice: int = 0) -> None:
         self.topology = topology
+        self.nice = nice
         self.prefix = prefix or f"{PREFIX}-{os.getpid()}-{secrets.token_hex(2)}"
         self._created: list[str] = []
         self._processes: list[subprocess.Popen[str]] = []
@@ -1308,8 +1312,9 @@ class Lab:
 
     def spawn(self, node: str, argv: Sequence[str], stdout: Any = subprocess.PIPE) -> subprocess.Popen[str]:
         """Start a command in ``node``'s namespace; it is ended by :meth:`close` if still running."""
+        niced = ["nice", "-n", str(self.nice), *argv] if self.nice else list(argv)
         process = subprocess.Popen(
-            ["ip", "netns", "exec", self.ns(node), *argv],
+            ["ip", "netns", "exec", self.ns(node), *niced],
             stdout=stdout,
             stderr=subprocess.PIPE,
             text=True,

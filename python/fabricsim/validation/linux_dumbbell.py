@@ -35,7 +35,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
@@ -190,6 +190,7 @@ def measure(
     max_attempts: Optional[int] = None,
     starved_share: float = 0.97,
     pause_s: float = 20.0,
+    nice: int = 0,
 ) -> dict[str, Any]:
     """Run ``setup`` in real Linux ``repeats`` times (root); a JSON-ready record.
 
@@ -199,7 +200,8 @@ def measure(
     (softnet drops), was limited by the CPU rather than by the bottleneck
     (the machine is shared): it is set aside (kept under ``starved_runs``)
     and run again after ``pause_s``, up to ``max_attempts`` runs in all
-    (default ``3 * repeats``).
+    (default ``3 * repeats``). ``nice`` is the niceness of the traffic
+    processes (:class:`Lab`).
     """
     import time
 
@@ -211,11 +213,12 @@ def measure(
             break
         if starved and starved[-1]["attempt"] == attempt - 1:
             time.sleep(pause_s)
-        with Lab(topology(setup)) as lab:
+        with Lab(topology(setup), nice=nice) as lab:
             if not env:
                 env = environment(lab, "s0")
             run = _one_run(setup, lab, latency_s)
         run["attempt"] = attempt
+        run["nice"] = nice
         if run["total_goodput_bps"] < starved_share * payload_rate_bps(setup) or run["softnet_drops"] > 0:
             starved.append(run)
         else:
@@ -233,6 +236,9 @@ def measure(
         "drops": _mean_sd([r["bottleneck"]["drops"] for r in runs]),
         "retransmits": _mean_sd([r["retransmits"] for r in runs]),
         "one_way_latency_us": _mean_sd(one_way),
+        "mean_queue_bytes": _mean_sd(
+            [statistics.fmean(r["bottleneck"]["backlog_samples_bytes"]) for r in runs if r["bottleneck"]["backlog_samples_bytes"]]
+        ),
     }
     if setup.size:
         summary["job_completion_s"] = _mean_sd([r["job_completion_s"] for r in runs])
@@ -367,6 +373,8 @@ def simulate(setup: DumbbellSetup, one_way_latency_us: float, seed: int = 1) -> 
             }
         )
     drops = int(result.drops["packets"].sum()) if result.drops.height else 0
+    bottleneck = result.links.filter((result.links["src"] == "r") & (result.links["dst"] == "rx"))
+    queue_delay_s = float(bottleneck["queue_delay_mean_ps"][0]) / 1e12 if bottleneck.height else float("nan")
     completions = [row["completion_s"] for row in rows]
     job_completion = max(completions) if setup.size and all(c is not None for c in completions) else None
     total = sum(row["goodput_bps"] for row in rows)
@@ -380,6 +388,7 @@ def simulate(setup: DumbbellSetup, one_way_latency_us: float, seed: int = 1) -> 
         "retransmits": sum(row["retransmits"] for row in rows),
         "timeouts": sum(row["timeouts"] for row in rows),
         "job_completion_s": job_completion,
+        "mean_queue_bytes": queue_delay_s * parse_rate(setup.rate) / 8,
         "conservation_ok": bool(result.summary.get("conservation_ok")),
         "events": result.summary.get("events"),
         "wall_time_s": result.summary.get("wall_time_s"),
@@ -406,6 +415,10 @@ def compare(record: dict[str, Any], seed: int = 1) -> list[tuple[str, str, str, 
     add("goodput total", summary["total_goodput_bps"], sim["total_goodput_bps"], 1e6, "Mbps")
     add("Jain fairness index", summary["jain_index"], sim["jain_index"], 1.0, "")
     add("drops at the bottleneck", summary["drops"], sim["drops"], 1.0, "pkts")
+    queue = summary.get("mean_queue_bytes") or _mean_sd(
+        [statistics.fmean(r["bottleneck"]["backlog_samples_bytes"]) for r in record["runs"] if r["bottleneck"]["backlog_samples_bytes"]]
+    )
+    add("mean bottleneck queue", queue, sim["mean_queue_bytes"], 1e3, "KB")
     add("retransmits", summary["retransmits"], sim["retransmits"], 1.0, "pkts")
     if "job_completion_s" in summary:
         add("job completion time", summary["job_completion_s"], sim["job_completion_s"], 1.0, "s")
@@ -510,6 +523,7 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
     rec.add_argument("--out", type=Path, default=RESULTS)
     rec.add_argument("--repeats", type=int, default=3)
     rec.add_argument("--max-attempts", type=int, help="runs in all, CPU-starved ones included (3 x repeats)")
+    rec.add_argument("--nice", type=int, default=0, help="niceness of the traffic processes (negative: priority)")
     rec.add_argument("--only", action="append", default=[], help="only setups whose name contains this")
     md = sub.add_parser("markdown", help="print the tables of the recorded results (and their fabricsim twins)")
     md.add_argument("--path", type=Path, default=RESULTS)
@@ -527,7 +541,9 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
             continue
         print(f"measuring {setup.name} ({args.repeats} repeats)", flush=True)
         try:
-            experiments.append(measure(setup, repeats=args.repeats, max_attempts=args.max_attempts))
+            experiments.append(
+                measure(setup, repeats=args.repeats, max_attempts=args.max_attempts, nice=args.nice)
+            )
         except LabError as exc:
             print(f"  {exc}", flush=True)
             if setup.name in existing:
