@@ -153,8 +153,8 @@ def test_a_table_the_core_adds_is_decoded_exposed_written_and_read_back(core_out
     assert written[-2:] == ["pauses.parquet", "pipeline.parquet"]
     again = Result.read(tmp_path)
     assert again.pipeline.equals(pipeline) and list(again.tables()) == list(result.tables())
-    with pytest.raises(AttributeError, match="no attribute or table 'power'"):
-        result.power
+    with pytest.raises(AttributeError, match="no attribute or table 'telemetry'"):
+        result.telemetry
 
 
 def test_known_tables_are_attributes_that_can_be_replaced(core_output):

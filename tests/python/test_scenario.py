@@ -134,6 +134,7 @@ def test_full_scenario_resolves_exactly():
     assert network["ethernet_overhead_bytes"] == 24 and network["classes"] == 4
     assert network["switch"] == {
         "forwarding": "cut_through",
+        "cut_through_bytes": 64,
         "latency_ps": 300_000,
         "buffer": {"model": "static", "port_bytes": 32 * 2**20, "queue_bytes": 1_000_000},
     }
@@ -198,6 +199,7 @@ def test_switch_overrides_are_merged_over_the_default_switch():
     overrides = loads(FULL).to_resolved()["network"]["switch_overrides"]
     assert overrides["leaf0"] == {
         "forwarding": "cut_through",
+        "cut_through_bytes": 64,
         "latency_ps": 300_000,
         "buffer": {"model": "static", "port_bytes": 4_000_000, "queue_bytes": 1_000_000},
     }
@@ -536,7 +538,7 @@ def test_all_problems_are_reported_at_once():
         "s.yaml: topology.hosts: required field is missing",
         "s.yaml: topology.hostz: unknown key 'hostz'; allowed: kind, hosts, link (did you mean 'hosts'?)",
         "s.yaml: colour: unknown key 'colour'; allowed: name, description, seed, duration, drain, drain_limit,"
-        " network, topology, traffic, stats, tcp, load, fct, roce",
+        " network, topology, traffic, stats, tcp, load, load_basis, fct, roce, multicast",
     ]
 
 

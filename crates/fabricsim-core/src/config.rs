@@ -33,6 +33,9 @@ pub struct Scenario {
     /// Defaults for RoCEv2 traffic; an entry may carry its own `roce`.
     #[serde(default)]
     pub roce: crate::transport::roce::RoceConfig,
+    /// Multicast groups (see `network/multicast.rs`).
+    #[serde(default)]
+    pub multicast: crate::network::multicast::MulticastConfig,
 }
 
 fn default_true() -> bool {
@@ -84,11 +87,35 @@ pub enum Forwarding {
     CutThrough,
 }
 
+/// What kind of device a switch node is.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum DeviceKind {
+    /// An output-queued packet switch (the buffer models, schedulers, ECN, PFC).
+    #[default]
+    Switch,
+    /// A broadcast fabric with its own adapters: every input reaches every
+    /// output and receivers keep the frames addressed to them (see `sim/broadcast.rs`).
+    Broadcast,
+}
+
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SwitchConfig {
     #[serde(default)]
+    pub kind: DeviceKind,
+    #[serde(default)]
     pub forwarding: Forwarding,
+    /// Cut-through: bytes of a frame the device receives before it starts
+    /// forwarding it (the header it decides on).
+    #[serde(default = "default_cut_through_bytes")]
+    pub cut_through_bytes: u32,
+    /// Largest frame the device forwards; longer frames are dropped (`frame_too_long`).
+    #[serde(default)]
+    pub mtu_bytes: Option<u32>,
+    /// Power model of the device (see `power.rs`); `None`: not modelled.
+    #[serde(default)]
+    pub power: Option<crate::power::PowerConfig>,
     #[serde(default = "default_switch_latency")]
     pub latency_ps: u64,
     #[serde(default)]
@@ -114,10 +141,20 @@ fn default_switch_latency() -> u64 {
     500_000
 }
 
+/// Ethernet header, IPv4 header and the UDP/TCP ports (14 + 20 + 4 B), rounded
+/// up to the 64 B minimum frame: what an L2/L3/L4 cut-through device needs.
+fn default_cut_through_bytes() -> u32 {
+    64
+}
+
 impl Default for SwitchConfig {
     fn default() -> Self {
         SwitchConfig {
+            kind: DeviceKind::default(),
             forwarding: Forwarding::default(),
+            cut_through_bytes: default_cut_through_bytes(),
+            mtu_bytes: None,
+            power: None,
             latency_ps: default_switch_latency(),
             buffer: BufferConfig::default(),
             ecn: None,
@@ -167,6 +204,18 @@ pub enum BufferConfig {
         /// Slice of each egress port; `None` splits the ports into equal blocks.
         #[serde(default)]
         port_slice: Option<Vec<u8>>,
+        /// Guaranteed bytes per ingress priority group.
+        #[serde(default)]
+        pg_min_bytes: u64,
+        /// Priority group of each class (one value: every class); `None`: the group is the class.
+        #[serde(default)]
+        class_pg: Option<Vec<u8>>,
+        /// Headroom set aside per ingress port, by speed: `[up to rate_bps, bytes]`.
+        #[serde(default)]
+        headroom_per_port: Vec<[u64; 2]>,
+        /// Bytes set aside for the device's own queues (CPU, loopback, multicast).
+        #[serde(default)]
+        reserved_fixed_bytes: u64,
     },
     /// Deep-buffer VOQ switch (see `buffer/voq.rs`).
     Voq(crate::buffer::voq::VoqConfig),
@@ -310,7 +359,15 @@ pub struct UdpConfig {
     #[serde(default)]
     pub name: String,
     pub src: Vec<String>,
+    /// Destination host; empty when the entry sends to a multicast `group`.
+    #[serde(default)]
     pub dst: String,
+    /// Multicast group (`multicast.groups[].name`) instead of a host.
+    #[serde(default)]
+    pub group: Option<String>,
+    /// How a group is reached: switches replicate, or the sender sends one copy per member.
+    #[serde(default)]
+    pub replication: crate::network::multicast::Replication,
     #[serde(default)]
     pub rate_bps: Option<u64>,
     #[serde(default)]
@@ -383,6 +440,9 @@ pub struct StatsConfig {
     /// Width of the throughput time bins; 0 turns them off.
     #[serde(default = "default_throughput_interval")]
     pub throughput_interval_ps: u64,
+    /// Width of the power bins (devices with a power model); 0 gives one bin for the run.
+    #[serde(default = "default_throughput_interval")]
+    pub power_interval_ps: u64,
     /// Width of the CPU busy-time bins of host models (`cpu` table); 0 turns them off.
     #[serde(default = "default_cpu_interval")]
     pub cpu_interval_ps: u64,
@@ -406,6 +466,7 @@ impl Default for StatsConfig {
             queue_sample_interval_ps: default_sample_interval(),
             sample_hosts: false,
             throughput_interval_ps: default_throughput_interval(),
+            power_interval_ps: default_throughput_interval(),
             cpu_interval_ps: default_cpu_interval(),
         }
     }

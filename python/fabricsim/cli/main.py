@@ -1,5 +1,5 @@
 """The ``fabricsim`` command: ``run``, ``validate``, ``devices``, ``burst-absorption``, ``forwarding``,
-``fairness``, ``workloads``, ``sweep``, ``report`` and ``bench``.
+``fairness``, ``rfc2544``, ``power``, ``workloads``, ``sweep``, ``report`` and ``bench``.
 
 Exit status: 0 on success, 2 for problems the user can fix (invalid scenario,
 missing file, unwritable output; reported as ``error: ...``), 1 for internal
@@ -16,13 +16,13 @@ import traceback
 from typing import Sequence
 
 from fabricsim import __version__
-from fabricsim.cli import bench, burst, devices, fairness, forwarding, report, run, sweep, workloads
+from fabricsim.cli import bench, burst, devices, fairness, forwarding, power, report, rfc2544, run, sweep, workloads
 from fabricsim.errors import FabricsimError
 
 __all__ = ["main"]
 
 # Subcommand modules, in --help order (run also adds validate).
-COMMANDS = (run, devices, burst, forwarding, fairness, workloads, sweep, report, bench)
+COMMANDS = (run, devices, burst, forwarding, fairness, rfc2544, power, workloads, sweep, report, bench)
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -12,7 +12,7 @@ from fabricsim.cli.common import scenario_arguments
 from fabricsim.errors import FabricsimError, OutputError
 from fabricsim.schema import load
 
-__all__ = ["add_parser"]
+__all__ = ["add_parser", "print_warnings"]
 
 
 def _summary_rows(summary: dict[str, Any], prefix: str = "") -> list[tuple[str, str]]:
@@ -51,14 +51,28 @@ def _run(args: argparse.Namespace) -> int:
     table = Table(title=Text(f"{scenario.name}: summary"), title_justify="left")
     table.add_column("metric")
     table.add_column("value", justify="right")
-    for key, value in _summary_rows(result.summary):
+    shown = {key: value for key, value in result.summary.items() if key != "warnings"}
+    for key, value in _summary_rows(shown):
         table.add_row(Text(key), Text(value))
     console.print(table)
     for path in written:
         console.print(f"wrote {path}", markup=False, soft_wrap=True)
+    print_warnings(result.summary.get("warnings") or [])
     if failure is not None:
         raise failure
     return 0
+
+
+def print_warnings(warnings: list[str]) -> None:
+    """Each warning on stderr, prominently."""
+    if not warnings:
+        return
+    from rich.console import Console
+    from rich.text import Text
+
+    err = Console(stderr=True, highlight=False)
+    for message in warnings:
+        err.print(Text("WARNING: ", style="bold red") + Text(message, style="yellow"), soft_wrap=True)
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -67,8 +81,11 @@ def _validate(args: argparse.Namespace) -> int:
     misplaced = validate_linux.used_linux_options(args)
     if misplaced:
         raise FabricsimError(f"{', '.join(misplaced)}: only with `fabricsim validate linux`")
+    from fabricsim.outputs.warnings import scenario_warnings
+
     scenario = load(args.scenario, args.overrides)
     sys.stdout.write(json.dumps(scenario.to_resolved(), indent=2) + "\n")
+    print_warnings(scenario_warnings(scenario))
     return 0
 
 

@@ -13,6 +13,7 @@ import polars as pl
 
 from fabricsim.errors import OutputError
 from fabricsim.outputs.fct import bucket_table
+from fabricsim.outputs.load import load_summary
 from fabricsim.outputs.report import render_html, write_plot_files
 from fabricsim.outputs.shares import source_shares
 from fabricsim.outputs.tables import RunTables, decode, read_tables
@@ -63,7 +64,13 @@ class Result(RunTables):
         summary, nodes, tables = decode(raw)
         result = cls(summary, nodes=nodes, tables=tables, scenario=scenario)
         if scenario is not None:
+            from fabricsim.outputs.warnings import run_warnings
+
             result.fct = bucket_table(result)
+            load = load_summary(result)
+            if load:
+                summary["load"] = load
+            summary["warnings"] = run_warnings(scenario, summary, result.flows)
         result.source_shares = source_shares(result)
         return result
 

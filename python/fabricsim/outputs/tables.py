@@ -151,6 +151,13 @@ class RunTables:
         marks, pools, buffers, queue_peaks: ECN marks, sampled pool occupancy,
             buffer and queue high-water marks; pauses: PFC pause frames and
             paused time per (node, port, priority).
+        power, energy: device power per time bin and energy per device over
+            the run (devices with a ``power`` model; ``docs/models/power.md``).
+        multicast, multicast_members, multicast_tree: per multicast source,
+            per (source, member), and the distribution trees
+            (``docs/models/multicast.md``).
+        fabric_receivers: per adapter of a broadcast fabric, frames seen,
+            kept and filtered (``docs/models/broadcast-fabric.md``).
         fct: FCT statistics per size bucket (:mod:`fabricsim.outputs.fct`);
             empty without TCP flows.
         pipeline, pipes, pipeline_queues: match-action pipelines' per-stage
@@ -179,6 +186,12 @@ class RunTables:
     pipeline_queues = _Table()
     arbitration = _Table()
     fairness = _Table()
+    power = _Table()
+    energy = _Table()
+    multicast = _Table()
+    multicast_members = _Table()
+    multicast_tree = _Table()
+    fabric_receivers = _Table()
     fct = _Table()
     source_shares = _Table()
     cpu = _Table()

@@ -31,11 +31,13 @@ from fabricsim.errors import unknown_key, unknown_value
 __all__ = [
     "ByteCount",
     "Duration",
+    "Energy",
     "FrameSize",
     "Load",
     "Model",
     "NodeList",
     "Overhead",
+    "Power",
     "Rate",
     "Size",
     "Time",
@@ -193,6 +195,14 @@ Overhead = Annotated[int, quantity(units.parse_size, units.format_size, 0), _SIZ
 """A size >= 0, held in bytes."""
 FrameSize = Annotated[int, quantity(units.parse_size, units.format_size, 64, 65535), _SIZE_TEXT]
 """An Ethernet frame size between 64 and 65535 bytes."""
+Power = Annotated[
+    int, quantity(units.parse_power, units.format_power, 0), PlainSerializer(units.format_power, return_type=str)
+]
+"""A power >= 0, held in microwatts, written like ``120W``."""
+Energy = Annotated[
+    int, quantity(units.parse_energy, units.format_energy, 0), PlainSerializer(units.format_energy, return_type=str)
+]
+"""An energy >= 0, held in femtojoules, written like ``50pJ``."""
 
 
 def one_of(choices: Any) -> BeforeValidator:

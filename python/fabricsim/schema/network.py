@@ -24,19 +24,28 @@ from fabricsim.errors import unknown_value
 from fabricsim.schema._base import (
     ByteCount,
     Duration,
+    Energy,
+    FrameSize,
     Model,
     Overhead,
+    Power,
     Size,
     Time,
     issues_error,
     one_of,
+    quantity,
     show,
 )
 from fabricsim.schema.host import HostModel
 from fabricsim.schema.pipeline import Arbitration, Pipeline
 
-__all__ = ["Buffer", "Ecn", "Host", "Network", "Pfc", "Switch"]
+__all__ = ["Buffer", "DevicePower", "Ecn", "Host", "Network", "Pfc", "Switch"]
 
+DeviceKind = Literal["switch", "broadcast"]
+HeaderSize = Annotated[
+    int, quantity(units.parse_size, units.format_size, 1, 65535), PlainSerializer(units.format_size, return_type=str)
+]
+"""Bytes of a frame a cut-through device receives before it forwards (1 B .. 64 KiB)."""
 ForwardingMode = Literal["store_and_forward", "cut_through"]
 BufferModel = Literal["static", "shared", "voq", "intelligent"]
 
@@ -86,6 +95,10 @@ _SHARED_FIELDS = (
     "class_pool",
     "slices",
     "port_slice",
+    "pg_min",
+    "class_pg",
+    "headroom_per_port",
+    "reserved_fixed",
 )
 _VOQ_FIELDS = ("size", "voq_limit")
 _INTELLIGENT_FIELDS = (
@@ -137,6 +150,42 @@ def _size_or_time_text(value: tuple[str, int]) -> str:
 SizeOrTime = Annotated[tuple[str, int], PlainValidator(_size_or_time), PlainSerializer(_size_or_time_text)]
 
 
+def _headroom(value: Any) -> list[tuple[int, int]]:
+    """Headroom per port: one size for every port, or ``{speed: size}`` (a port
+    takes the entry of the smallest listed speed at or above its own)."""
+    if isinstance(value, dict):
+        if not value:
+            raise ValueError("must not be empty")
+        out = []
+        for speed, size in value.items():
+            try:
+                rate = units.parse_rate(speed)
+            except ValueError:
+                raise ValueError(f"expected port speeds like '100Gbps' as keys, got {show(speed)}") from None
+            out.append((rate, units.parse_size(size)))
+        out.sort()
+        if len({r for r, _ in out}) != len(out):
+            raise ValueError("a speed is listed twice")
+        return out
+    return [(2**64 - 1, units.parse_size(value))]
+
+
+def _headroom_text(value: list[tuple[int, int]]) -> Any:
+    if len(value) == 1 and value[0][0] == 2**64 - 1:
+        return units.format_size(value[0][1])
+    return {units.format_rate(rate): units.format_size(size) for rate, size in value}
+
+
+HeadroomPerPort = Annotated[list[tuple[int, int]], PlainValidator(_headroom), PlainSerializer(_headroom_text)]
+
+
+def _class_pg(value: Any) -> Any:
+    return value if isinstance(value, list) else [value]
+
+
+ClassPg = Annotated[list[Annotated[int, Field(ge=0, le=7)]], BeforeValidator(_class_pg)]
+
+
 class Buffer(Model):
     """Packet buffer of a switch: ``static`` per-port drop-tail, ``shared``
     with dynamic thresholds, ``voq`` (deep-buffer virtual output queues) or
@@ -158,6 +207,10 @@ class Buffer(Model):
     class_pool: Optional[list[PoolIndex]] = None
     slices: int = Field(default=1, ge=1, le=16)
     port_slice: Optional[list[Annotated[int, Field(ge=0, le=15)]]] = None
+    pg_min: Overhead = 0
+    class_pg: Optional[ClassPg] = None
+    headroom_per_port: Optional[HeadroomPerPort] = None
+    reserved_fixed: Overhead = 0
     # voq
     voq_limit: Optional[SizeOrTime] = None
     # intelligent
@@ -233,6 +286,16 @@ class Buffer(Model):
                 "dpp_age_ps": self.dpp_age,
                 "dpp_class": self.dpp_class,
             }
+        # Reservations beyond the per-queue minimum are sent only when set.
+        reserve: dict[str, Any] = {}
+        if self.pg_min:
+            reserve["pg_min_bytes"] = self.pg_min
+        if self.class_pg is not None:
+            reserve["class_pg"] = self.class_pg
+        if self.headroom_per_port:
+            reserve["headroom_per_port"] = [list(entry) for entry in self.headroom_per_port]
+        if self.reserved_fixed:
+            reserve["reserved_fixed_bytes"] = self.reserved_fixed
         return {
             **dynamic,
             "ingress_alpha": self.ingress_alpha,
@@ -243,6 +306,7 @@ class Buffer(Model):
                 if self.slices != 1 or self.port_slice is not None
                 else {}
             ),
+            **reserve,
         }
 
 
@@ -309,6 +373,20 @@ class Pfc(Model):
         }
 
 
+class DevicePower(Model):
+    """Power model of a device (``docs/models/power.md``): ``idle`` with no
+    port in use, plus ``port`` per port in use, plus ``per_bit`` and
+    ``per_packet`` energy for the frames it forwards."""
+
+    idle: Power = 0
+    port: Power = 0
+    per_bit: Energy = 0
+    per_packet: Energy = 0
+
+    def to_resolved(self) -> dict[str, Any]:
+        return {"idle_uw": self.idle, "port_uw": self.port, "bit_fj": self.per_bit, "packet_fj": self.per_packet}
+
+
 def _expand_device(data: Any) -> Any:
     """Put the named device preset under the switch's explicit settings."""
     if not isinstance(data, dict) or data.get("device") is None:
@@ -320,10 +398,19 @@ def _expand_device(data: Any) -> Any:
 
 
 class Switch(Model):
-    """Switch parameters: the network-wide default or a per-switch override."""
+    """Switch parameters: the network-wide default or a per-switch override.
+
+    ``kind: broadcast`` makes the node a broadcast fabric with its own adapters
+    (``docs/models/broadcast-fabric.md``): it forwards from the header on
+    (``forwarding`` defaults to ``cut_through``), keeps one ``static`` receive
+    buffer per adapter, and has no ECN or PFC."""
 
     device: Optional[str] = None
+    kind: Annotated[DeviceKind, one_of(DeviceKind)] = "switch"
     forwarding: Annotated[ForwardingMode, one_of(ForwardingMode)] = "store_and_forward"
+    cut_through_header: HeaderSize = 64
+    mtu: Optional[FrameSize] = None
+    power: Optional[DevicePower] = None
     latency: Time = 500_000
     buffer: Buffer = Field(default_factory=Buffer)
     ecn: Optional[Ecn] = None
@@ -338,6 +425,25 @@ class Switch(Model):
 
     _expand = model_validator(mode="before")(classmethod(lambda cls, data: _expand_device(data)))
 
+    @model_validator(mode="after")
+    def _broadcast_fabric(self) -> "Switch":
+        if self.kind != "broadcast":
+            return self
+        if "forwarding" not in self.model_fields_set:
+            self.forwarding = "cut_through"
+        issues = []
+        if self.forwarding != "cut_through":
+            issues.append(("forwarding", "a broadcast fabric delivers from the header on: must be cut_through"))
+        if "buffer" in self.model_fields_set and self.buffer.model != "static":
+            issues.append(("buffer.model", "a broadcast fabric has one receive buffer per adapter: must be static"))
+        if self.ecn is not None:
+            issues.append(("ecn", "not available on a broadcast fabric"))
+        if self.pfc is not None:
+            issues.append(("pfc", "not available on a broadcast fabric"))
+        if issues:
+            raise issues_error(*issues)
+        return self
+
     def to_resolved(self) -> dict[str, Any]:
         if self.scheduler == "drr":
             quantum = list(self.drr_quantum)
@@ -347,7 +453,16 @@ class Switch(Model):
             scheduler: dict[str, Any] = {"kind": "drr", "quantum_bytes": quantum}
         else:
             scheduler = {"kind": "strict"}
-        out = {"forwarding": self.forwarding, "latency_ps": self.latency, "buffer": self.buffer.to_resolved()}
+        out: dict[str, Any] = {"forwarding": self.forwarding, "latency_ps": self.latency, "buffer": self.buffer.to_resolved()}
+        # Defaults (a plain switch; the header only matters when cutting through) are left out.
+        if self.kind != "switch":
+            out["kind"] = self.kind
+        if self.forwarding == "cut_through":
+            out["cut_through_bytes"] = self.cut_through_header
+        if self.mtu is not None:
+            out["mtu_bytes"] = self.mtu
+        if self.power is not None:
+            out["power"] = self.power.to_resolved()
         # Defaults (no ECN, strict priority) are left out, as the core assumes them.
         if self.ecn is not None:
             out["ecn"] = self.ecn.to_resolved()

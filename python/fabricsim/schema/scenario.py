@@ -21,7 +21,7 @@ import copy
 import os
 import re
 from pathlib import Path
-from typing import Any, Optional, Sequence, Union
+from typing import Annotated, Any, Optional, Sequence, Union
 
 import yaml
 from pydantic import Field, PrivateAttr, ValidationError, model_validator
@@ -29,10 +29,12 @@ from pydantic import Field, PrivateAttr, ValidationError, model_validator
 from fabricsim.errors import ScenarioError
 from fabricsim.schema import _yaml
 from fabricsim.schema._base import Duration, Load, Model, U64_MAX, issues_error, show, validation_issues
+from fabricsim.schema.multicast import Multicast
 from fabricsim.schema.network import Network
 from fabricsim.schema.stats import FctSettings, Stats
 from fabricsim.schema.topology import Topology
-from fabricsim.schema.traffic import Traffic, Workload
+from fabricsim.schema._base import one_of
+from fabricsim.schema.traffic import LoadBasis, Traffic, Workload
 from fabricsim.schema.transports import Roce, Tcp
 
 __all__ = ["Scenario", "from_dict", "load", "loads"]
@@ -70,8 +72,11 @@ class Scenario(Model):
     stats: Stats = Field(default_factory=Stats)
     tcp: Tcp = Field(default_factory=Tcp)
     load: Optional[Load] = None  # default offered load of workload traffic entries
+    # what that load counts by default: bytes on the wire (headers, preamble, gap) or application bytes
+    load_basis: Annotated[LoadBasis, one_of(LoadBasis)] = "wire"
     fct: FctSettings = Field(default_factory=FctSettings)
     roce: Optional[Roce] = None  # defaults of rdma_write traffic (core defaults when unset)
+    multicast: Multicast = Field(default_factory=Multicast)
 
     @model_validator(mode="before")
     @classmethod
@@ -114,6 +119,10 @@ class Scenario(Model):
                     )
                 )
             first_use.setdefault(source.name, index)
+            group = getattr(source, "group", None)
+            if group is not None and group not in self.multicast.names():
+                known = ", ".join(self.multicast.names()) or "none defined in multicast.groups"
+                issues.append((f"traffic[{index}].group", f"unknown group {group!r}; known: {known}"))
             if source.class_ >= self.network.classes:
                 issues.append(
                     (
@@ -170,6 +179,7 @@ class Scenario(Model):
             "stats": self.stats.to_resolved(),
             "tcp": self.tcp.to_resolved(),
             **({"roce": self.roce.to_resolved()} if self.roce is not None else {}),
+            **({"multicast": self.multicast.to_resolved()} if self.multicast.groups else {}),
         }
 
     def to_yaml(self) -> str:

@@ -34,6 +34,7 @@ __all__ = [
     "Burst",
     "Iperf3",
     "PingPong",
+    "LoadBasis",
     "RdmaWrite",
     "TcpBulk",
     "TcpFlowItem",
@@ -130,10 +131,18 @@ class _Datagrams(_Source):
         return out
 
 
+Replication = Literal["native", "unicast"]
+
+
 class UdpTraffic(_Datagrams):
-    """Constant-bit-rate or Poisson UDP frames from each ``src`` host to ``dst``."""
+    """Constant-bit-rate or Poisson UDP frames from each ``src`` host to ``dst``,
+    or to the multicast ``group`` (``replication: native`` or ``unicast``; the
+    rate is the group's stream rate, each member receives it)."""
 
     kind: Literal["udp_cbr", "udp_poisson"]
+    dst: Optional[str] = Field(default=None, min_length=1)  # type: ignore[assignment]
+    group: Optional[str] = Field(default=None, min_length=1)
+    replication: Annotated[Replication, one_of(Replication)] = "native"
     rate: Annotated[TrafficRate, PlainValidator(_traffic_rate), PlainSerializer(str, return_type=str)]
     stop: Optional[Time] = None
     max_frames: Optional[int] = Field(default=None, ge=1)
@@ -145,10 +154,12 @@ class UdpTraffic(_Datagrams):
             raise issues_error(
                 ("stop", f"must be later than start ({as_time(self.start)}), got {as_time(self.stop)}")
             )
+        if (self.dst is None) == (self.group is None):
+            raise issues_error(("dst", "give either dst (a host) or group (a multicast group), not both"))
         return self
 
     def to_resolved(self) -> dict[str, Any]:
-        return {
+        out = {
             **self._resolved(
                 {"rate_bps": self.rate.bps, "load": self.rate.load},
                 {"stop_ps": self.stop, "max_frames": self.max_frames},
@@ -156,6 +167,11 @@ class UdpTraffic(_Datagrams):
             ),
             **self._marking(),
         }
+        if self.group is not None:
+            out["dst"] = ""
+            out["group"] = self.group
+            out["replication"] = self.replication
+        return out
 
 
 class Burst(_Datagrams):
@@ -272,6 +288,7 @@ class TcpFlows(_TcpTraffic):
 
 WorkloadPattern = Literal["all_to_all", "many_to_one", "permutation", "explicit"]
 Sampling = Literal["linear", "step"]
+LoadBasis = Literal["wire", "payload"]
 
 
 class WorkloadPair(Model):
@@ -291,6 +308,7 @@ class Workload(_TcpTraffic):
     sampling: Annotated[Sampling, one_of(Sampling)] = "linear"
     load: Optional[Load] = None
     load_scale: float = Field(default=1.0, gt=0)
+    load_basis: Optional[Annotated[LoadBasis, one_of(LoadBasis)]] = None
     load_on: Optional[str] = Field(default=None, min_length=1)
     pattern: Annotated[WorkloadPattern, one_of(WorkloadPattern)] = "all_to_all"
     hosts: Optional[NodeList] = None

@@ -213,14 +213,16 @@ class Dcqcn(Model):
 class Roce(Model):
     """RoCEv2 RC parameters: payload ``mtu``, ``header`` bytes per frame (Eth 14 +
     IP 20 + UDP 8 + BTH 12 + ICRC 4 + FCS 4), ACK every ``ack_every`` packets and
-    at message ends, ACK/NACK and CNP classes, go-back-N timeout ``rto``."""
+    at message ends, ACK/NACK and CNP classes, go-back-N timeout ``rto`` (default
+    the NIC local ACK timeout 4.096 us x 2^14 = 67.108864 ms; time the QP's NIC
+    spends paused by PFC does not count)."""
 
     mtu: Size = 1024
     header: Overhead = 62
     ack_every: int = Field(default=1, ge=1)
     ack_class: Optional[int] = Field(default=None, ge=0, le=7)
     cnp_class: int = Field(default=7, ge=0, le=7)
-    rto: Duration = 1_000_000_000
+    rto: Duration = 67_108_864_000
     ecn: bool = True
     dcqcn: Dcqcn = Field(default_factory=Dcqcn)
 

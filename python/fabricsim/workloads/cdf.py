@@ -149,6 +149,24 @@ class Cdf:
         """Mean flow size in bytes under ``method``."""
         return float(sum(m * (a + b) / 2 for a, b, m in self._pieces(method)))
 
+    def mean_segments(self, mss: int, method: str = "linear") -> float:
+        """Mean number of ``mss``-byte segments per flow, ``E[ceil(size / mss)]``
+        (a flow has at least one), exactly under ``method``."""
+        m = float(mss)
+
+        def integral(x: float) -> float:
+            # F(x) = integral of ceil(t / m) over (0, x]
+            k = math.floor(x / m)
+            return m * k * (k + 1) / 2 + (x - k * m) * (k + 1)
+
+        total = 0.0
+        for a, b, mass in self._pieces(method):
+            if a == b:
+                total += mass * max(math.ceil(max(a, 1.0) / m), 1)
+            else:
+                total += mass * (integral(b) - integral(a)) / (b - a)
+        return total
+
     def bucket_shares(
         self, edges: Sequence[int] = BUCKET_EDGES, method: str = "linear"
     ) -> tuple[list[float], list[float]]:

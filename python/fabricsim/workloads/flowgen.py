@@ -15,8 +15,15 @@ mean of the CDF under the chosen sampling method and ``R`` is
   the access-link rates of the sending hosts: every sender offers ``load`` of
   its own link (senders are picked in proportion to their link rates).
 
-``many_to_one`` calibrates on the requester's link by default. The load counts
-application bytes; TCP/IP and Ethernet headers add about 6 % on the wire.
+``many_to_one`` calibrates on the requester's link by default.
+
+``load_basis`` says what the load counts. ``wire`` (default): bytes on the
+wire, as a link's utilization counts them: ``mean_size`` is the mean wire
+bytes a flow sends towards its destination, its SYN and every data frame with
+the TCP/IP and Ethernet headers, preamble and inter-frame gap
+(``mean_bytes + E[segments] x (header + l2_header + ethernet_overhead) + SYN``).
+``payload``: application bytes only; the headers then add about 6 % on the
+wire (90 B per 1448 B segment), so ``load: 95%`` offers about 101 % of the link.
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ import numpy as np
 from fabricsim.errors import ScenarioError
 from fabricsim.workloads.cdf import CdfError, load_cdf
 
-__all__ = ["generate", "generator", "host_rates", "plan"]
+__all__ = ["flow_wire_bytes", "generate", "generator", "host_rates", "plan"]
 
 
 class Scenario(Protocol):
@@ -37,8 +44,11 @@ class Scenario(Protocol):
     seed: int
     duration: int
     load: Optional[float]
+    load_basis: str
     topology: Any
     traffic: Sequence[Any]
+    tcp: Any
+    network: Any
 
     @property
     def source(self) -> Optional[str]: ...
@@ -71,6 +81,23 @@ def host_rates(topology: Any) -> dict[str, int]:
     raise ValueError(f"unknown topology kind {kind!r}")
 
 
+def _frame_overhead(tcp: Any, ethernet_overhead: int) -> tuple[int, int, int]:
+    """(payload bytes per segment, wire bytes a data frame adds to its payload, wire bytes of a SYN)."""
+    mss = tcp.mtu - tcp.header
+    per_frame = tcp.header + tcp.l2_header + ethernet_overhead
+    syn = max(tcp.header + tcp.l2_header, tcp.min_frame) + ethernet_overhead
+    return mss, per_frame, syn
+
+
+def flow_wire_bytes(sizes: Any, tcp: Any, ethernet_overhead: int) -> Any:
+    """Wire bytes a TCP flow of ``sizes`` application bytes sends towards its
+    destination: SYN and data frames with headers, preamble and gap (numpy array in, out)."""
+    mss, per_frame, syn = _frame_overhead(tcp, ethernet_overhead)
+    sizes = np.asarray(sizes, dtype=np.float64)
+    segments = np.maximum(np.ceil(sizes / mss), 1)
+    return sizes + segments * per_frame + syn
+
+
 def generator(seed: int, index: int) -> np.random.Generator:
     """The random stream of traffic entry ``index`` of a scenario with ``seed``."""
     return np.random.Generator(np.random.PCG64(np.random.SeedSequence([int(seed), _STREAM_SALT, int(index)])))
@@ -98,6 +125,11 @@ def plan(scenario: Scenario, index: int) -> dict[str, Any]:
     except (CdfError, OSError) as exc:
         raise _fail(f"{base}.cdf", str(exc), scenario) from None
     mean = cdf.mean(entry.sampling)
+    basis = entry.load_basis or scenario.load_basis
+    tcp = entry.tcp if entry.tcp is not None else scenario.tcp
+    mss, per_frame, syn = _frame_overhead(tcp, scenario.network.ethernet_overhead)
+    mean_wire = mean + cdf.mean_segments(mss, entry.sampling) * per_frame + syn
+    counted = mean_wire if basis == "wire" else mean
 
     load = entry.load if entry.load is not None else scenario.load
     if load is None:
@@ -154,9 +186,12 @@ def plan(scenario: Scenario, index: int) -> dict[str, Any]:
     return {
         "cdf": cdf,
         "mean_bytes": mean,
+        "mean_wire_bytes": mean_wire,
+        "load_basis": basis,
+        "load_on": load_on,
         "load": load,
         "rate_bps": calibration,
-        "arrival_rate_per_s": load * calibration / (8.0 * mean),
+        "arrival_rate_per_s": load * calibration / (8.0 * counted),
         "pattern": pattern,
         "members": members,
         "senders": senders,

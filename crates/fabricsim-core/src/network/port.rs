@@ -238,6 +238,8 @@ pub struct Port {
     pub in_tx: Option<PacketId>,
     /// When the transmitter last became free.
     pub free_at: SimTime,
+    /// When the frame in transmission started.
+    pub tx_start: SimTime,
     sched: Sched,
     // Counters.
     pub enqueued_packets: u64,
@@ -275,6 +277,7 @@ impl Port {
             nonempty: 0,
             in_tx: None,
             free_at: SimTime::ZERO,
+            tx_start: SimTime::ZERO,
             sched: Sched::Strict,
             enqueued_packets: 0,
             tx_packets: 0,

@@ -163,7 +163,13 @@ impl Simulation {
             now: self.now,
             port: if dir == Dir::Rx && in_port != LOCAL_PORT { in_port } else { 0 },
             dir,
-            tuple: FiveTuple { src: a[pkt.src.idx()], dst: a[pkt.dst.idx()], proto, sport, dport },
+            tuple: FiveTuple {
+                src: a[pkt.src.idx()],
+                dst: crate::network::multicast::ip_dst(a, pkt.dst),
+                proto,
+                sport,
+                dport,
+            },
             conn: pkt.flow.0,
             reply,
         }

@@ -59,6 +59,12 @@ pub struct DcqcnConfig {
 
 const US: u64 = 1_000_000;
 
+/// Default retransmission timeout: the InfiniBand local ACK timeout
+/// `4.096 us x 2^timeout` (IBA vol. 1, QP attribute "Local Ack Timeout") with
+/// the exponent 14 that the perftest tools (ib_write_bw, ...) set on RC QPs
+/// by default: 67.108864 ms.
+pub const DEFAULT_RTO_PS: u64 = 4_096_000 << 14;
+
 impl Default for DcqcnConfig {
     fn default() -> Self {
         DcqcnConfig {
@@ -94,6 +100,7 @@ pub struct RoceConfig {
     /// Class of CNPs (strict priority).
     pub cnp_class: u8,
     /// Retransmission timeout (go-back-N from the oldest unacknowledged PSN).
+    /// Time the QP's own NIC spends paused by PFC does not count.
     pub rto_ps: u64,
     /// Data packets are ECN-capable (ECT(0)).
     pub ecn: bool,
@@ -108,7 +115,7 @@ impl Default for RoceConfig {
             ack_every: 1,
             ack_class: None,
             cnp_class: 7,
-            rto_ps: 1000 * US,
+            rto_ps: DEFAULT_RTO_PS,
             ecn: true,
             dcqcn: DcqcnConfig::default(),
         }
