@@ -37,6 +37,7 @@ __all__ = [
     "parse_rate",
     "parse_size",
     "parse_time",
+    "parse_time_fs",
 ]
 
 Quantity = Union[str, int, float]
@@ -207,6 +208,15 @@ def parse_energy(value: Quantity) -> int:
     A number without unit is only accepted when it is zero.
     """
     return _parse(value, _ENERGY)
+def parse_time_fs(value: Quantity) -> int:
+    """Parse a (small) time into femtoseconds, for costs per byte: ``"0.342ns"`` is 342,000 fs."""
+    number, unit = _split(value, _TIME)
+    if unit == "" and number != 0:
+        raise ValueError(f"expected {_TIME.description}: a unit is required ({_TIME.units_help}), got {value!r}")
+    factor = _TIME_FACTORS.get(unit, None) if unit else 1
+    if factor is None:
+        raise ValueError(f"expected {_TIME.description}: unknown unit {unit!r} ({_TIME.units_help}), got {value!r}")
+    return _to_int(number, factor * 1000, value, _TIME)
 
 
 def parse_percent(value: Quantity) -> float:

@@ -115,7 +115,12 @@ def test_minimal_scenario_resolves_with_every_default():
         },
         "topology": {"kind": "star", "hosts": 4, "link": {"rate_bps": 100_000_000_000, "delay_ps": 1_000_000, "loss": 0.0}},
         "traffic": [],
-        "stats": {"queue_sample_interval_ps": 10_000_000, "sample_hosts": False, "throughput_interval_ps": 1_000_000_000},
+        "stats": {
+            "queue_sample_interval_ps": 10_000_000,
+            "sample_hosts": False,
+            "throughput_interval_ps": 1_000_000_000,
+            "cpu_interval_ps": 100_000_000,
+        },
         "tcp": TCP_DEFAULTS,
     }
 
@@ -181,7 +186,12 @@ def test_full_scenario_resolves_exactly():
             "class": 1,
         },
     ]
-    assert resolved["stats"] == {"queue_sample_interval_ps": 0, "sample_hosts": True, "throughput_interval_ps": 1_000_000_000}
+    assert resolved["stats"] == {
+        "queue_sample_interval_ps": 0,
+        "sample_hosts": True,
+        "throughput_interval_ps": 1_000_000_000,
+        "cpu_interval_ps": 100_000_000,
+    }
     json.dumps(resolved)  # plain JSON types only
 
 
@@ -698,7 +708,7 @@ def test_tcp_traffic_resolves_with_merged_tcp_settings():
     "patch, needle",
     [
         ("tcp: {cc: vegas}", "newreno"),
-        ("tcp: {mtu: 100B}", "tcp.mtu"),
+        ("tcp: {mtu: 80B}", "tcp.mtu"),
         ("tcp: {init_cwnd: 0}", "tcp.init_cwnd"),
         ("tcp: {profile: bsd}", "tcp.profile: unknown value 'bsd'; allowed: linux, rfc"),
         ("tcp: {sack: false, rack: true}", "tcp.rack: needs sack: true"),

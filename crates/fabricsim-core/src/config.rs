@@ -246,6 +246,9 @@ pub struct HostConfig {
     /// Match-action pipeline of every host's NIC, on receive and transmit (see `pipeline/`).
     #[serde(default)]
     pub pipeline: Option<crate::pipeline::PipelineConfig>,
+    /// CPU cores, software stack and NIC of every host (see `host/`); `None`: ideal hosts.
+    #[serde(default)]
+    pub model: Option<crate::host::HostModelConfig>,
 }
 
 fn default_nic_buffer() -> u64 {
@@ -254,7 +257,7 @@ fn default_nic_buffer() -> u64 {
 
 impl Default for HostConfig {
     fn default() -> Self {
-        HostConfig { latency_ps: 0, nic_buffer_bytes: default_nic_buffer(), pipeline: None }
+        HostConfig { latency_ps: 0, nic_buffer_bytes: default_nic_buffer(), pipeline: None, model: None }
     }
 }
 
@@ -346,6 +349,8 @@ pub enum TrafficConfig {
     TcpIncast(crate::transport::apps::TcpIncastConfig),
     TcpFlows(crate::transport::apps::TcpFlowsConfig),
     RdmaWrite(crate::transport::roce::RdmaWriteConfig),
+    Iperf3(crate::transport::apps::Iperf3Config),
+    PingPong(crate::transport::apps::PingPongConfig),
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -438,6 +443,13 @@ pub struct StatsConfig {
     /// Width of the power bins (devices with a power model); 0 gives one bin for the run.
     #[serde(default = "default_throughput_interval")]
     pub power_interval_ps: u64,
+    /// Width of the CPU busy-time bins of host models (`cpu` table); 0 turns them off.
+    #[serde(default = "default_cpu_interval")]
+    pub cpu_interval_ps: u64,
+}
+
+fn default_cpu_interval() -> u64 {
+    100_000_000
 }
 
 fn default_throughput_interval() -> u64 {
@@ -455,6 +467,7 @@ impl Default for StatsConfig {
             sample_hosts: false,
             throughput_interval_ps: default_throughput_interval(),
             power_interval_ps: default_throughput_interval(),
+            cpu_interval_ps: default_cpu_interval(),
         }
     }
 }

@@ -42,6 +42,7 @@ pub mod config;
 pub mod error;
 pub mod event_queue;
 pub mod histogram;
+pub mod host;
 pub mod ids;
 pub mod network;
 pub mod packet;

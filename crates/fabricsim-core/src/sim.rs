@@ -37,11 +37,13 @@ use crate::traffic::Source;
 use crate::units::{Rate, SimTime};
 use std::collections::{BTreeMap, VecDeque};
 
+mod apps;
 mod arbitration;
 mod broadcast;
 mod carried;
 mod fabric;
 pub mod guard;
+mod host;
 pub mod limits;
 mod multicast;
 mod pfc;
@@ -75,6 +77,14 @@ enum Event {
     PipeStart(u32),
     /// The head of a pipe's delay line leaves the pipeline (global pipe index).
     PipeExit(u32),
+    /// A host core finished its work item, or an idle core has work (global core index).
+    CpuRun(u32),
+    /// The head of a NIC DMA line leaves it (line index).
+    NicDma(u32),
+    /// A receive ring's interrupt-coalescing timer; stale when the generation does not match.
+    Irq(u32, u32),
+    /// A ping-pong application's timer (start, gap, reply timeout); stale when the generation does not match.
+    AppTimer(u32, u32),
 }
 
 /// How a call to [`Simulation::advance`] ended.
@@ -88,7 +98,8 @@ pub enum Progress {
     Paused,
 }
 
-const FLOW_KINDS: [&str; 7] = ["udp_cbr", "udp_poisson", "burst", "tcp_bulk", "tcp_incast", "tcp_flow", "rdma"];
+const FLOW_KINDS: [&str; 9] =
+    ["udp_cbr", "udp_poisson", "burst", "tcp_bulk", "tcp_incast", "tcp_flow", "rdma", "iperf3", "ping_pong"];
 
 /// A running simulation.
 pub struct Simulation {
@@ -151,6 +162,10 @@ pub struct Simulation {
     guard: guard::StallGuard,
     /// Set when the run failed; every later call reports it again.
     failure: Option<RunError>,
+    /// Host datapaths (CPU cores, NIC DMA); see `sim/host.rs`.
+    host: host::HostState,
+    /// iperf3 and ping-pong applications; see `sim/apps.rs`.
+    apps: apps::AppState,
 }
 
 impl Simulation {
@@ -322,6 +337,8 @@ impl Simulation {
             broadcast: broadcast::BroadcastState::default(),
             guard: guard::StallGuard::default(),
             failure: None,
+            host: host::HostState::default(),
+            apps: apps::AppState::default(),
         };
         sim.setup_fabric(sc)?;
         sim.setup_pfc(sc)?;
@@ -329,6 +346,7 @@ impl Simulation {
         sim.setup_pipelines(sc)?;
         sim.setup_broadcast(sc)?;
         sim.setup_power(sc)?;
+        sim.setup_hosts(sc)?;
         sim.sampled_ports = (0..sim.ports.len() as u32)
             .map(PortId)
             .filter(|p| sc.stats.sample_hosts || sim.nodes[sim.ports[p.idx()].node.idx()].kind == NodeKind::Switch)
@@ -385,6 +403,9 @@ impl Simulation {
         if let Some(result) = self.add_roce_traffic(i, t, index, graph) {
             return result;
         }
+        if let Some(result) = self.add_app_traffic(i, t, index, graph) {
+            return result;
+        }
         let path = format!("traffic[{i}]");
         let host = |name: &str, field: &str| resolve_host(index, graph, name, &format!("{path}.{field}"));
         let (kind, name, srcs, dst, class, frame, dscp, dport, jitter) = match t {
@@ -400,8 +421,10 @@ impl Simulation {
             TrafficConfig::TcpBulk(_)
             | TrafficConfig::TcpIncast(_)
             | TrafficConfig::TcpFlows(_)
-            | TrafficConfig::RdmaWrite(_) => {
-                unreachable!("TCP and RDMA traffic is added by add_tcp_traffic / add_roce_traffic")
+            | TrafficConfig::RdmaWrite(_)
+            | TrafficConfig::Iperf3(_)
+            | TrafficConfig::PingPong(_) => {
+                unreachable!("TCP, RDMA and application traffic is added by their own functions")
             }
         };
         if srcs.is_empty() {
@@ -483,8 +506,10 @@ impl Simulation {
                 TrafficConfig::TcpBulk(_)
                 | TrafficConfig::TcpIncast(_)
                 | TrafficConfig::TcpFlows(_)
-                | TrafficConfig::RdmaWrite(_) => {
-                    unreachable!("TCP and RDMA traffic is added by add_tcp_traffic / add_roce_traffic")
+                | TrafficConfig::RdmaWrite(_)
+                | TrafficConfig::Iperf3(_)
+                | TrafficConfig::PingPong(_) => {
+                    unreachable!("TCP, RDMA and application traffic is added by their own functions")
                 }
             };
             let start = if jitter > 0 {
@@ -559,6 +584,8 @@ impl Simulation {
             Event::TcpTimer(c, generation) => self.tcp_timer_is_stale(c, generation),
             Event::RoceTimer(q, generation) => self.roce_timer_is_stale(q, generation),
             Event::PfcRefresh(p, c, generation) => self.pfc_refresh_is_stale(p, c, generation),
+            Event::Irq(r, generation) => self.irq_is_stale(r, generation),
+            Event::AppTimer(a, generation) => self.app_timer_is_stale(a, generation),
             _ => false,
         }
     }
@@ -650,6 +677,10 @@ impl Simulation {
                 Event::RoceTimer(q, generation) => self.on_roce_timer(q, generation),
                 Event::PipeStart(g) => self.on_pipe_start(g),
                 Event::PipeExit(g) => self.on_pipe_exit(g),
+                Event::CpuRun(c) => self.on_cpu_run(c),
+                Event::NicDma(l) => self.on_nic_dma(l),
+                Event::Irq(r, generation) => self.on_irq(r, generation),
+                Event::AppTimer(a, generation) => self.on_app_timer(a, generation),
             }
         }
         self.finished = true;
@@ -720,9 +751,20 @@ impl Simulation {
         self.pool.alloc(pkt)
     }
 
-    /// Hands a packet created at host `node` to its NIC's pipeline, if any,
-    /// then to the egress port its route picks.
+    /// Hands a packet created at host `node` to its datapath (CPU and NIC) if
+    /// the host has a model, else straight to its NIC.
     fn inject(&mut self, node: NodeId, id: PacketId) {
+        if let Some(dp) = self.host.at(node) {
+            if self.host_takes(id) {
+                return self.host_tx(dp, id);
+            }
+        }
+        self.nic_out(node, id);
+    }
+
+    /// Hands a packet leaving host `node`'s stack to its NIC's pipeline, if
+    /// any, then to the egress port its route picks.
+    fn nic_out(&mut self, node: NodeId, id: PacketId) {
         if let Some(d) = self.pipeline.at(node) {
             return self.pipeline_offer(d, id, LOCAL_PORT, crate::pipeline::Dir::Tx);
         }
@@ -922,11 +964,18 @@ impl Simulation {
     fn host_receive(&mut self, node: NodeId, ingress: u16, id: PacketId) {
         let pkt = *self.pool.get(id);
         if pkt.dst == node {
+            if let Some(dp) = self.host.at(node) {
+                if self.host_takes(id) {
+                    return self.host_rx(dp, id);
+                }
+            }
             self.deliver(id);
             if pkt.kind == PacketKind::Tcp {
                 self.tcp_arrive(node, &pkt);
             } else if pkt.kind == PacketKind::Roce {
                 self.roce_arrive(node, &pkt);
+            } else if pkt.kind == PacketKind::Data {
+                self.app_udp_arrive(node, &pkt);
             }
         } else {
             self.drop_packet(node, ingress as u32, id, DropReason::NoRoute);
@@ -1036,7 +1085,7 @@ impl Simulation {
     pub fn packets_in_network(&self) -> u64 {
         let queued: usize = self.ports.iter().map(|p| p.queued_packets() + p.in_tx.is_some() as usize).sum();
         let wires: usize = self.channels.iter().map(|c| c.in_flight.len()).sum();
-        (queued + wires + self.pipeline.held_packets()) as u64
+        (queued + wires + self.pipeline.held_packets() + self.host.held_packets()) as u64
     }
 
     /// Runs to the end (if needed) and returns every table and the summary.
@@ -1112,6 +1161,8 @@ impl Simulation {
         self.power_outputs(&mut tables, &mut s);
         self.broadcast_outputs(&mut tables);
         self.roce_summary(&mut s);
+        self.host_outputs(&mut tables, &mut s);
+        self.app_outputs(&mut tables, &mut s);
         let throughput = std::mem::take(&mut self.throughput);
         tables.insert("throughput".to_string(), throughput.into_table(&self.flows));
         let ends: Vec<(u32, u32, u32)> = self

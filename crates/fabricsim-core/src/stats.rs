@@ -48,10 +48,14 @@ pub enum DropReason {
     FrameTooLong = 18,
     /// Broadcast fabric: the receiving adapter's buffer was full.
     ReceiverBufferFull = 19,
+    /// Host model: a core's receive ring (backlog) was full.
+    HostBacklogFull = 20,
+    /// Host model: a core's transmit queue was full.
+    HostTxQueueFull = 21,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 20] = [
+    pub const ALL: [DropReason; 22] = [
         DropReason::PortBufferFull,
         DropReason::QueueLimit,
         DropReason::NoRoute,
@@ -72,6 +76,8 @@ impl DropReason {
         DropReason::InputQueueLimit,
         DropReason::FrameTooLong,
         DropReason::ReceiverBufferFull,
+        DropReason::HostBacklogFull,
+        DropReason::HostTxQueueFull,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -96,6 +102,8 @@ impl DropReason {
             DropReason::InputQueueLimit => "input_queue_limit",
             DropReason::FrameTooLong => "frame_too_long",
             DropReason::ReceiverBufferFull => "receiver_buffer_full",
+            DropReason::HostBacklogFull => "host_backlog_full",
+            DropReason::HostTxQueueFull => "host_tx_queue_full",
         }
     }
 }

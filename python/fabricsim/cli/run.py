@@ -7,8 +7,9 @@ import json
 import sys
 from typing import Any
 
+from fabricsim.cli import validate_linux
 from fabricsim.cli.common import scenario_arguments
-from fabricsim.errors import OutputError, RunInterrupted, SimulationError
+from fabricsim.errors import FabricsimError, OutputError, RunInterrupted, SimulationError
 from fabricsim.schema import load
 
 __all__ = ["add_parser", "print_warnings"]
@@ -90,6 +91,11 @@ def print_warnings(warnings: list[str]) -> None:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    if validate_linux.is_linux_mode(args):
+        return validate_linux.command(args)
+    misplaced = validate_linux.used_linux_options(args)
+    if misplaced:
+        raise FabricsimError(f"{', '.join(misplaced)}: only with `fabricsim validate linux`")
     from fabricsim.outputs.warnings import scenario_warnings
     from fabricsim.runner import check
 
@@ -113,7 +119,10 @@ def add_parser(commands: Any) -> None:
     run_command.set_defaults(handler=_run, progress=None)
 
     validate_command = commands.add_parser(
-        "validate", help="check a scenario as run does (without running it) and print its resolved JSON"
+        "validate",
+        help="check a scenario as run does (without running it) and print its resolved JSON;"
+        " `validate linux` compares with real Linux",
     )
     scenario_arguments(validate_command)
+    validate_linux.add_arguments(validate_command)
     validate_command.set_defaults(handler=_validate)

@@ -196,6 +196,12 @@ class RunTables:
     fabric_receivers = _Table()
     fct = _Table()
     source_shares = _Table()
+    cpu = _Table()
+    cores = _Table()
+    host_stages = _Table()
+    host_latency = _Table()
+    iperf3 = _Table()
+    ping_pong = _Table()
 
     def __init__(
         self,

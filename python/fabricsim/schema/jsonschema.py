@@ -50,6 +50,8 @@ def scenario_json_schema() -> dict[str, Any]:
     from fabricsim.schema.scenario import Scenario
 
     schema = Scenario.model_json_schema(schema_generator=_Generator)
+    _preset_filled(schema.get("$defs", {}))
+    _preset_names(schema)
     return {
         "$schema": _DIALECT,
         "$id": SCHEMA_ID,
@@ -57,6 +59,48 @@ def scenario_json_schema() -> dict[str, Any]:
         "description": "A fabricsim scenario file (docs/scenarios.md).",
         **{key: value for key, value in schema.items() if key not in ("title", "description")},
     }
+
+
+#: Fields a switch's ``device`` preset may fill: required by the loader once
+#: the preset is merged, optional in a file.
+_FILLED_BY_PRESETS = {"Pipeline": ("rate",)}
+
+
+def _preset_filled(defs: dict[str, Any]) -> None:
+    for name, fields in _FILLED_BY_PRESETS.items():
+        model = defs.get(name)
+        if model is None:
+            continue
+        model["required"] = [f for f in model.get("required", []) if f not in fields]
+        if not model["required"]:
+            del model["required"]
+        for f in fields:
+            prop = model.get("properties", {}).get(f)
+            if prop is not None:
+                prop["description"] = (
+                    prop.get("description", "") + " Required unless the switch's device preset has a pipeline."
+                ).strip()
+
+
+def _preset_names(node: Any) -> None:
+    """A host ``model`` may also be written as a preset's name (``model: linux-kernel``)."""
+    from fabricsim import hosts
+
+    ref = {"$ref": "#/$defs/HostModel"}
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if value == ref:
+                node[key] = {"anyOf": [ref, {"enum": list(hosts.names()), "description": "a host preset"}]}
+            else:
+                _preset_names(value)
+        if "anyOf" in node and ref in node["anyOf"]:
+            node["anyOf"] = [item for item in node["anyOf"] if item != ref] + [
+                ref,
+                {"enum": list(hosts.names()), "description": "a host preset"},
+            ]
+    elif isinstance(node, list):
+        for item in node:
+            _preset_names(item)
 
 
 def scenario_json_schema_text() -> str:

@@ -40,6 +40,7 @@ from fabricsim.schema._base import (
     quantity,
     show,
 )
+from fabricsim.schema.host import HostModel
 from fabricsim.schema.pipeline import Arbitration, Pipeline
 
 __all__ = ["Buffer", "DevicePower", "Ecn", "Host", "Network", "Pfc", "Switch"]
@@ -531,11 +532,15 @@ class Host(Model):
     latency: Time = 0
     nic_buffer: Size = 1_000_000_000
     pipeline: Optional[Pipeline] = None
+    #: CPU cores, software stack and NIC DMA of every host (``None``: ideal hosts); see :mod:`fabricsim.schema.host`.
+    model: Optional[HostModel] = None
 
     def to_resolved(self) -> dict[str, Any]:
         out: dict[str, Any] = {"latency_ps": self.latency, "nic_buffer_bytes": self.nic_buffer}
         if self.pipeline is not None:
             out["pipeline"] = self.pipeline.to_resolved()
+        if self.model is not None:
+            out["model"] = self.model.to_resolved()
         return out
 
 

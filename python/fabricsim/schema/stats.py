@@ -33,6 +33,8 @@ class Stats(Model):
     sample_hosts: bool = False
     throughput_interval: Time = 1_000_000_000
     power_interval: Time = 1_000_000_000
+    #: Width of the CPU busy-time bins of host models (the ``cpu`` table); 0 turns them off.
+    cpu_interval: Time = 100_000_000
 
     def to_resolved(self) -> dict[str, Any]:
         return {
@@ -40,4 +42,5 @@ class Stats(Model):
             "sample_hosts": self.sample_hosts,
             "throughput_interval_ps": self.throughput_interval,
             **({"power_interval_ps": self.power_interval} if self.power_interval != 1_000_000_000 else {}),
+            "cpu_interval_ps": self.cpu_interval,
         }

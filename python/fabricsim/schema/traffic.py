@@ -36,6 +36,8 @@ from fabricsim.schema.transports import Roce, Tcp
 __all__ = [
     "TRAFFIC_MODELS",
     "Burst",
+    "Iperf3",
+    "PingPong",
     "LoadBasis",
     "RdmaWrite",
     "TcpBulk",
@@ -380,9 +382,95 @@ class RdmaWrite(Model):
         }
 
 
-TRAFFIC_MODELS = (UdpTraffic, Burst, TcpBulk, TcpIncast, TcpFlows, Workload, RdmaWrite)
+class Iperf3(_TcpTraffic):
+    """iperf3-like test: ``instances`` TCP streams from ``src`` to ``dst`` for
+    ``duration``; instance ``i`` runs on core ``i mod cores`` at both ends
+    (``pin``) when hosts have a CPU model. The ``iperf3`` table reports each
+    stream's Gbps and data packets per second over ``[start + omit, start + duration]``."""
+
+    kind: Literal["iperf3"]
+    src: str = Field(min_length=1)
+    dst: str = Field(min_length=1)
+    instances: int = Field(default=1, ge=1)
+    duration: Duration
+    omit: Time = 0
+    start: Time = 0
+    pin: bool = True
+
+    @model_validator(mode="after")
+    def _omit(self) -> "Iperf3":
+        if self.omit >= self.duration:
+            raise issues_error(("omit", "must be shorter than the duration"))
+        return self
+
+    def to_resolved(self) -> dict[str, Any]:
+        return self._resolved(
+            self.kind,
+            {
+                "src": self.src,
+                "dst": self.dst,
+                "instances": self.instances,
+                "duration_ps": self.duration,
+                "omit_ps": self.omit,
+                "start_ps": self.start,
+                "pin": self.pin,
+            },
+        )
+
+
+PingPongProtocol = Literal["udp", "tcp"]
+
+
+class PingPong(Model):
+    """sockperf-like ping-pong: ``src`` sends a ``message_size`` message to
+    ``dst``, which answers at once; one message outstanding, for ``messages``
+    messages or ``duration``. The ``ping_pong`` table reports one-way latency
+    (half the round trip) percentiles. A reply missing after ``timeout`` counts
+    the message lost."""
+
+    kind: Literal["ping_pong"]
+    name: Optional[str] = Field(default=None, min_length=1)
+    src: str = Field(min_length=1)
+    dst: str = Field(min_length=1)
+    protocol: Annotated[PingPongProtocol, one_of(PingPongProtocol)] = "udp"
+    message_size: Size
+    messages: Optional[int] = Field(default=None, ge=1)
+    duration: Optional[Duration] = None
+    start: Time = 0
+    timeout: Duration = 10**12
+    gap: Time = 0
+    core: int = Field(default=0, ge=0)
+    class_: int = Field(default=0, ge=0, alias="class")
+
+    @model_validator(mode="after")
+    def _count_or_duration(self) -> "PingPong":
+        if self.messages is None and self.duration is None:
+            raise issues_error(("messages", "give a number of messages (e.g. 10000) or a duration (e.g. 10ms)"))
+        if self.protocol == "tcp":
+            raise issues_error(("protocol", "'tcp' is not available yet; allowed: udp"))
+        return self
+
+    def to_resolved(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "src": self.src,
+            "dst": self.dst,
+            "protocol": self.protocol,
+            "message_bytes": self.message_size,
+            "messages": self.messages,
+            "duration_ps": self.duration,
+            "start_ps": self.start,
+            "timeout_ps": self.timeout,
+            "gap_ps": self.gap,
+            "core": self.core,
+            "class": self.class_,
+        }
+
+
+TRAFFIC_MODELS = (UdpTraffic, Burst, TcpBulk, TcpIncast, TcpFlows, Workload, RdmaWrite, Iperf3, PingPong)
 Traffic = Annotated[
-    Union[UdpTraffic, Burst, TcpBulk, TcpIncast, TcpFlows, Workload, RdmaWrite],
+    Union[UdpTraffic, Burst, TcpBulk, TcpIncast, TcpFlows, Workload, RdmaWrite, Iperf3, PingPong],
     Field(discriminator="kind"),
     kind_of(*TRAFFIC_MODELS),
 ]

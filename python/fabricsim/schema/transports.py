@@ -117,8 +117,11 @@ class Tcp(Model):
 
     @model_validator(mode="after")
     def _mss(self) -> "Tcp":
-        if self.mtu - self.header < 64:
-            raise issues_error(("mtu", f"leaves {self.mtu - self.header} B of payload after the {self.header} B header"))
+        # Linux's smallest segment: tcp_min_snd_mss (48) less 12 B of timestamp option.
+        if self.mtu - self.header < 36:
+            raise issues_error(
+                ("mtu", f"leaves {self.mtu - self.header} B of payload after the {self.header} B header; need at least 36")
+            )
         if self.min_rto > self.max_rto:
             raise issues_error(("min_rto", "must not exceed max_rto"))
         return self

@@ -247,7 +247,7 @@ def generate(scenario: Scenario, index: int) -> list[dict[str, Any]]:
     expected = rate * (stop - start) / 1e12
     if not expected < 2 * limit + 100:  # NaN included; the exact count is checked while drawing
         raise _too_many(index, limit, scenario, expected)
-    mean_gap_ps = 1e12 / rate if rate > 0 else math.inf
+    mean_gap_ps = 1e12 / float(rate) if rate > 0 else math.inf
     if not math.isfinite(mean_gap_ps):
         return []  # no arrival before the end of time: an empty workload
 

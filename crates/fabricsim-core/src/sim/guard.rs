@@ -72,6 +72,10 @@ fn owner(ev: Event) -> (u8, u32, u32) {
         Event::RoceTimer(q, _) => (6, q, 1),
         Event::PipeStart(g) => (7, g, 0),
         Event::PipeExit(g) => (7, g, 1),
+        Event::CpuRun(c) => (8, c, 0),
+        Event::NicDma(l) => (9, l, 0),
+        Event::Irq(r, _) => (10, r, 0),
+        Event::AppTimer(a, _) => (11, a, 0),
     }
 }
 
@@ -84,6 +88,7 @@ impl Simulation {
             + self.tcp.len() as u64
             + self.roce.qps.len() as u64
             + self.pipeline.pipe_count() as u64
+            + self.host.components() as u64
             + 1;
         STALL_FLOOR.max(STALL_PER_COMPONENT.saturating_mul(components))
     }
@@ -172,6 +177,10 @@ impl Simulation {
             }
             5 => format!("PFC of class {detail} on {}", self.node_port(id)),
             7 => format!("pipeline pipe {id} ({})", if detail == 1 { "its delay line" } else { "its issue slot" }),
+            8 => format!("host CPU core {id}"),
+            9 => format!("host NIC DMA line {id}"),
+            10 => format!("the interrupt timer of host receive ring {id}"),
+            11 => format!("the timer of ping-pong application {id}"),
             _ => {
                 let what = if detail == 1 { "the timer of the RoCE queue pair" } else { "the RoCE queue pair" };
                 match self.roce.flow_qp.iter().position(|&q| q == id) {

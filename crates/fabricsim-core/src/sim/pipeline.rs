@@ -147,7 +147,7 @@ impl Simulation {
     }
 
     /// What the stages see of a packet besides the packet.
-    fn pipeline_ctx(&self, pkt: &Packet, in_port: u16, dir: Dir) -> Ctx {
+    pub(super) fn pipeline_ctx(&self, pkt: &Packet, in_port: u16, dir: Dir) -> Ctx {
         let f = &self.flows[pkt.flow.idx()];
         let reply = pkt.src.0 != f.src;
         let proto = if f.tcp { PROTO_TCP } else { PROTO_UDP };

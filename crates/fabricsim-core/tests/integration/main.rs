@@ -4,6 +4,7 @@ mod arbitration;
 mod broadcast;
 mod conservation;
 mod determinism;
+mod host;
 mod multicast;
 mod outputs;
 mod pipeline;

@@ -811,6 +811,53 @@ def _pipeline(result: RunTables) -> str:
     )
 
 
+def _cpu_plot(result: RunTables, top: int = 8) -> str:
+    """Busy share of the busiest host cores over time."""
+    c = result.cpu
+    if c.height == 0:
+        return '<p class="muted">no CPU samples (stats.cpu_interval is 0)</p>'
+    busiest = (
+        c.group_by(["node", "core"]).agg(pl.col("busy_ps").sum().alias("busy"))
+        .sort(["busy", "node", "core"], descending=[True, False, False]).head(top)
+    )
+    scale, unit = time_unit(float(c["time_ps"].max()))
+
+    def core_series(node: Any, core: Any) -> tuple[str, Any, Any]:
+        s = c.filter((pl.col("node") == node) & (pl.col("core") == core)).sort("time_ps")
+        return f"{node} core {core}", s["time_ps"].to_numpy(), s["utilization"].to_numpy() * 100
+
+    return step_plot(
+        "cpu",
+        (core_series(node, core) for node, core, _ in busiest.iter_rows()),
+        scale,
+        unit,
+        "busy (%)",
+        f"Host CPU utilization, {len(busiest)} busiest cores",
+    )
+
+
+def _hosts(result: RunTables) -> str:
+    """Host datapath: per-core utilization over time, core totals, applications (runs with a host model)."""
+    if result.cores.height == 0 and result.iperf3.height == 0 and result.ping_pong.height == 0:
+        return ""
+    parts = ["<h2>Hosts</h2>"]
+    if result.cores.height:
+        cores = result.cores.filter(pl.col("busy_ps") > 0).select(
+            "node", "core", (pl.col("utilization") * 100).alias("utilization_pct"), "tx_packets", "rx_frames",
+            "rx_skbs", "interrupts", "backlog_drops", (pl.col("wait_mean_ps") / 1e3).alias("wait_mean_ns"),
+        )
+        parts += [_cpu_plot(result), html_table(cores)]
+    if result.iperf3.height:
+        parts.append(html_table(result.iperf3.select("name", "instance", "src_core", "dst_core", "gbps", "packets_per_s")))
+    if result.ping_pong.height:
+        pp = result.ping_pong.select(
+            "name", "message_bytes", "messages", "lost",
+            *[(pl.col(f"latency_{q}_ps") / 1e6).alias(f"{q}_us") for q in ("mean", "p50", "p99", "p999", "max")],
+        )
+        parts.append(html_table(pp))
+    return "".join(parts) + "\n"
+
+
 def _fairness(result: RunTables) -> str:
     """Per-source shares of receivers with several sources, and of arbitrated egress ports."""
     shares = result.source_shares
@@ -943,6 +990,7 @@ SECTIONS: tuple[Section, ...] = (
     _fabric_receivers,
     _drops,
     _pipeline,
+    _hosts,
     _fairness,
     _fct,
     _latency,

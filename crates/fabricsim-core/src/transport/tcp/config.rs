@@ -215,11 +215,12 @@ impl TcpConfig {
     /// Checks ranges; `path` prefixes the field names in errors.
     pub fn validate(&self, path: &str) -> Result<(), ConfigError> {
         let err = |field: &str, msg: String| Err(ConfigError::new(format!("{path}.{field}"), msg));
-        if self.header_bytes >= self.mtu_bytes || self.mtu_bytes - self.header_bytes < 64 {
+        // Linux's smallest segment: tcp_min_snd_mss (48) less 12 B of timestamp option.
+        if self.header_bytes >= self.mtu_bytes || self.mtu_bytes - self.header_bytes < 36 {
             return err(
                 "mtu",
                 format!(
-                    "leaves a segment of {} bytes after {} header bytes; need at least 64",
+                    "leaves a segment of {} bytes after {} header bytes; need at least 36",
                     self.mtu_bytes.saturating_sub(self.header_bytes),
                     self.header_bytes
                 ),
