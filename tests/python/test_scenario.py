@@ -128,7 +128,12 @@ def test_minimal_scenario_resolves_with_every_default():
         },
         "topology": {"kind": "star", "hosts": 4, "link": {"rate_bps": 100_000_000_000, "delay_ps": 1_000_000, "loss": 0.0}},
         "traffic": [],
-        "stats": {"queue_sample_interval_ps": 10_000_000, "sample_hosts": False, "throughput_interval_ps": 1_000_000_000},
+        "stats": {
+            "queue_sample_interval_ps": 10_000_000,
+            "sample_hosts": False,
+            "throughput_interval_ps": 1_000_000_000,
+            "cpu_interval_ps": 100_000_000,
+        },
         "tcp": TCP_DEFAULTS,
     }
 
@@ -142,6 +147,7 @@ def test_full_scenario_resolves_exactly():
     assert network["ethernet_overhead_bytes"] == 24 and network["classes"] == 4
     assert network["switch"] == {
         "forwarding": "cut_through",
+        "cut_through_bytes": 64,
         "latency_ps": 300_000,
         "buffer": {"model": "static", "port_bytes": 32 * 2**20, "queue_bytes": 1_000_000},
     }
@@ -193,7 +199,12 @@ def test_full_scenario_resolves_exactly():
             "class": 1,
         },
     ]
-    assert resolved["stats"] == {"queue_sample_interval_ps": 0, "sample_hosts": True, "throughput_interval_ps": 1_000_000_000}
+    assert resolved["stats"] == {
+        "queue_sample_interval_ps": 0,
+        "sample_hosts": True,
+        "throughput_interval_ps": 1_000_000_000,
+        "cpu_interval_ps": 100_000_000,
+    }
     json.dumps(resolved)  # plain JSON types only
 
 
@@ -201,6 +212,7 @@ def test_switch_overrides_are_merged_over_the_default_switch():
     overrides = loads(FULL).to_resolved()["network"]["switch_overrides"]
     assert overrides["leaf0"] == {
         "forwarding": "cut_through",
+        "cut_through_bytes": 64,
         "latency_ps": 300_000,
         "buffer": {"model": "static", "port_bytes": 4_000_000, "queue_bytes": 1_000_000},
     }
@@ -539,7 +551,7 @@ def test_all_problems_are_reported_at_once():
         "s.yaml: topology.hosts: required field is missing",
         "s.yaml: topology.hostz: unknown key 'hostz'; allowed: kind, hosts, link (did you mean 'hosts'?)",
         "s.yaml: colour: unknown key 'colour'; allowed: name, description, seed, duration, drain, drain_limit,"
-        " network, topology, traffic, stats, tcp, load, fct, roce",
+        " network, topology, traffic, stats, tcp, load, load_basis, fct, roce, multicast",
     ]
 
 
@@ -709,7 +721,7 @@ def test_tcp_traffic_resolves_with_merged_tcp_settings():
     "patch, needle",
     [
         ("tcp: {cc: vegas}", "newreno"),
-        ("tcp: {mtu: 100B}", "tcp.mtu"),
+        ("tcp: {mtu: 80B}", "tcp.mtu"),
         ("tcp: {init_cwnd: 0}", "tcp.init_cwnd"),
         ("tcp: {profile: bsd}", "tcp.profile: unknown value 'bsd'; allowed: linux, rfc"),
         ("tcp: {sack: false, rack: true}", "tcp.rack: needs sack: true"),

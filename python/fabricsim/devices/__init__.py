@@ -26,6 +26,8 @@ _MODULES = (
     "nexus_ib_5mb",
     "nexus_ib_10mb",
     "static_12mb",
+    "fm4000_like",
+    "optical_broadcast",
 )
 
 

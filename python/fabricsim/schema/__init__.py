@@ -9,12 +9,14 @@ One module per section of a scenario file, each importing only
 - ``topology``: ``topology`` (links; star, dumbbell, leaf-spine, fat tree, explicit);
 - ``transports``: ``tcp`` and ``roce`` (with DCQCN);
 - ``traffic``: ``traffic`` entries (UDP, bursts, TCP applications, workloads, RDMA writes);
+- ``multicast``: ``multicast`` (groups of member hosts);
 - ``stats``: ``stats`` and ``fct``;
 - ``scenario``: the top level, loading YAML, ``--set`` overrides;
 - ``_yaml``: YAML reading and writing (libyaml when available).
 """
 
-from fabricsim.schema.network import Buffer, Ecn, Host, Network, Pfc, Switch
+from fabricsim.schema.multicast import Group, Multicast
+from fabricsim.schema.network import Buffer, DevicePower, Ecn, Host, Network, Pfc, Switch
 from fabricsim.schema.pipeline import Arbitration, Pipeline
 from fabricsim.schema.scenario import Scenario, from_dict, load, loads
 from fabricsim.schema.stats import FctSettings, Stats
@@ -39,6 +41,7 @@ __all__ = [
     "Burst",
     "Dcqcn",
     "DelayedAck",
+    "DevicePower",
     "Dumbbell",
     "Ecn",
     "Explicit",
@@ -46,9 +49,11 @@ __all__ = [
     "ExplicitNode",
     "FatTree",
     "FctSettings",
+    "Group",
     "Host",
     "LeafSpine",
     "Link",
+    "Multicast",
     "Network",
     "Pfc",
     "Pipeline",

@@ -2,10 +2,24 @@
 
 from typing import Annotated, Any, Literal, Optional
 
-from pydantic import Field, PlainSerializer, PlainValidator, model_validator
+from pydantic import Field, PlainSerializer, PlainValidator, WithJsonSchema, model_validator
 
 from fabricsim import units
-from fabricsim.schema._base import Duration, Model, Overhead, Rate, Size, Time, issues_error, one_of, show
+from fabricsim.schema._base import (
+    U32_MAX,
+    Count32,
+    Duration,
+    HeaderSize,
+    Model,
+    Overhead32,
+    PacketSize,
+    Rate,
+    Size,
+    Time,
+    issues_error,
+    one_of,
+    show,
+)
 
 __all__ = ["Dcqcn", "DelayedAck", "Roce", "Tcp"]
 
@@ -31,7 +45,17 @@ def _ratio(value: Any) -> float:
     return fraction
 
 
-Ratio = Annotated[float, PlainValidator(_ratio), PlainSerializer(units.format_percent, return_type=str)]
+Ratio = Annotated[
+    float,
+    PlainValidator(_ratio),
+    PlainSerializer(units.format_percent, return_type=str),
+    WithJsonSchema(
+        {
+            "anyOf": [{"type": "string", "pattern": "%\\s*$"}, {"type": "number", "exclusiveMinimum": 0}],
+            "description": "a percentage like '120%', or a fraction",
+        }
+    ),
+]
 """A ratio such as a pacing ratio, written like ``120%``."""
 
 
@@ -53,7 +77,23 @@ def _three_sizes(value: Any) -> list[int]:
 
 
 BufferSizes = Annotated[
-    list[int], PlainValidator(_three_sizes), PlainSerializer(lambda v: [units.format_size(x) for x in v])
+    list[int],
+    PlainValidator(_three_sizes),
+    PlainSerializer(lambda v: [units.format_size(x) for x in v]),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "string"},
+                {
+                    "type": "array",
+                    "minItems": 3,
+                    "maxItems": 3,
+                    "items": {"anyOf": [{"type": "string"}, {"type": "integer", "minimum": 1}]},
+                },
+            ],
+            "description": "min, default and max sizes, like [4KiB, 128KiB, 6MiB] or '4096 131072 6291456'",
+        }
+    ),
 ]
 """Three sizes: min, default, max (as the ``tcp_rmem`` and ``tcp_wmem`` sysctls)."""
 
@@ -110,9 +150,9 @@ _NONE_IS_VALUE = ("wmem",)
 class DelayedAck(Model):
     """Receiver acknowledgment policy."""
 
-    count: int = Field(default=2, ge=1)
+    count: Count32 = 2
     timeout: Time = 40_000_000_000
-    quickack: int = Field(default=16, ge=0)
+    quickack: int = Field(default=16, ge=0, le=U32_MAX)
 
 
 class Tcp(Model):
@@ -135,11 +175,11 @@ class Tcp(Model):
 
     profile: Annotated[TcpProfileName, one_of(TcpProfileName)] = "linux"
     cc: Optional[Annotated[CongestionControl, one_of(CongestionControl)]] = None
-    mtu: Size = 1500
-    header: Overhead = 52
-    l2_header: Overhead = 18
-    min_frame: Overhead = 64
-    init_cwnd: int = Field(default=10, ge=1)
+    mtu: PacketSize = 1500
+    header: HeaderSize = 52
+    l2_header: HeaderSize = 18
+    min_frame: HeaderSize = 64
+    init_cwnd: Count32 = 10
     rwnd: Optional[Size] = None
     rcv_autotune: Optional[bool] = None
     rmem: BufferSizes = Field(default_factory=lambda: [4096, 131_072, 6_291_456])
@@ -154,13 +194,13 @@ class Tcp(Model):
     ecn: bool = False
     dctcp_g: float = Field(default=1 / 16, gt=0, le=1)
     byte_counting: Optional[bool] = None
-    dupack_threshold: int = Field(default=3, ge=1)
+    dupack_threshold: Count32 = 3
     pacing_rate: Optional[Rate] = None
     pacing: Optional[Annotated[PacingMode, one_of(PacingMode)]] = None
     pacing_ss_ratio: Ratio = 2.0
     pacing_ca_ratio: Ratio = 1.2
-    gso_max_size: Optional[Size] = None
-    min_tso_segs: int = Field(default=2, ge=1)
+    gso_max_size: Optional[Overhead32] = None
+    min_tso_segs: Count32 = 2
     tso_rtt_log: int = Field(default=9, ge=0, le=31)
     tsq: Optional[bool] = None
     limit_output_bytes: Size = 4 << 20
@@ -179,8 +219,11 @@ class Tcp(Model):
 
     @model_validator(mode="after")
     def _mss(self) -> "Tcp":
-        if self.mtu - self.header < 64:
-            raise issues_error(("mtu", f"leaves {self.mtu - self.header} B of payload after the {self.header} B header"))
+        # Linux's smallest segment: tcp_min_snd_mss (48) less 12 B of timestamp option.
+        if self.mtu - self.header < 36:
+            raise issues_error(
+                ("mtu", f"leaves {self.mtu - self.header} B of payload after the {self.header} B header; need at least 36")
+            )
         if self.min_rto > self.max_rto:
             raise issues_error(("min_rto", "must not exceed max_rto"))
         return self
@@ -287,7 +330,7 @@ class Dcqcn(Model):
     rate_decrease_interval: Time = 50_000_000
     rate_increase_timer: Duration = 55_000_000
     byte_counter: Optional[Size] = None
-    fast_recovery_stages: int = Field(default=5, ge=0)
+    fast_recovery_stages: int = Field(default=5, ge=0, le=U32_MAX)
     rate_ai: Optional[Rate] = None
     rate_hai: Optional[Rate] = None
     min_rate: Rate = 100_000_000
@@ -313,14 +356,16 @@ class Dcqcn(Model):
 class Roce(Model):
     """RoCEv2 RC parameters: payload ``mtu``, ``header`` bytes per frame (Eth 14 +
     IP 20 + UDP 8 + BTH 12 + ICRC 4 + FCS 4), ACK every ``ack_every`` packets and
-    at message ends, ACK/NACK and CNP classes, go-back-N timeout ``rto``."""
+    at message ends, ACK/NACK and CNP classes, go-back-N timeout ``rto`` (default
+    the NIC local ACK timeout 4.096 us x 2^14 = 67.108864 ms; time the QP's NIC
+    spends paused by PFC does not count)."""
 
-    mtu: Size = 1024
-    header: Overhead = 62
-    ack_every: int = Field(default=1, ge=1)
+    mtu: PacketSize = 1024
+    header: HeaderSize = 62
+    ack_every: Count32 = 1
     ack_class: Optional[int] = Field(default=None, ge=0, le=7)
     cnp_class: int = Field(default=7, ge=0, le=7)
-    rto: Duration = 1_000_000_000
+    rto: Duration = 67_108_864_000
     ecn: bool = True
     dcqcn: Dcqcn = Field(default_factory=Dcqcn)
 

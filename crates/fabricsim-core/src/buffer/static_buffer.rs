@@ -15,6 +15,9 @@ pub struct StaticBuffer {
     queue_used: Vec<u64>,
     total: u64,
     high_water: u64,
+    /// Reason reported when a port's buffer is full (a broadcast fabric's
+    /// receivers report `receiver_buffer_full`).
+    full_reason: DropReason,
 }
 
 impl StaticBuffer {
@@ -27,7 +30,13 @@ impl StaticBuffer {
             queue_used: vec![0; ports * classes],
             total: 0,
             high_water: 0,
+            full_reason: DropReason::PortBufferFull,
         }
+    }
+
+    /// Sets the reason reported when a port's buffer is full.
+    pub fn set_full_reason(&mut self, reason: DropReason) {
+        self.full_reason = reason;
     }
 
     #[inline]
@@ -41,7 +50,7 @@ impl StaticBuffer {
             }
         }
         if self.port_used[p] + b > self.port_limit {
-            return Verdict::Drop(DropReason::PortBufferFull);
+            return Verdict::Drop(self.full_reason);
         }
         self.port_used[p] += b;
         self.queue_used[q] += b;

@@ -26,11 +26,11 @@
 
 use crate::ids::{ChannelId, NodeId, PacketId};
 use crate::units::{Rate, SimTime};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
 /// Resolved `scheduler` of a switch.
-#[derive(Clone, Debug, Deserialize, PartialEq, Eq, Default)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq, Default)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum SchedulerConfig {
     #[default]
@@ -238,6 +238,8 @@ pub struct Port {
     pub in_tx: Option<PacketId>,
     /// When the transmitter last became free.
     pub free_at: SimTime,
+    /// When the frame in transmission started.
+    pub tx_start: SimTime,
     sched: Sched,
     // Counters.
     pub enqueued_packets: u64,
@@ -275,6 +277,7 @@ impl Port {
             nonempty: 0,
             in_tx: None,
             free_at: SimTime::ZERO,
+            tx_start: SimTime::ZERO,
             sched: Sched::Strict,
             enqueued_packets: 0,
             tx_packets: 0,

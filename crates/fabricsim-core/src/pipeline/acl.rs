@@ -13,9 +13,9 @@ use super::stage::{check_class, check_dscp, milli_passes, BuildEnv, Ctx, Rewrite
 use crate::error::ConfigError;
 use crate::packet::Packet;
 use crate::stats::DropReason;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AclAction {
     #[default]
@@ -24,14 +24,14 @@ pub enum AclAction {
 }
 
 /// An L4 port or an inclusive range `[lo, hi]`.
-#[derive(Clone, Copy, Debug, Deserialize)]
+#[derive(Clone, Copy, Debug, Deserialize, Serialize)]
 #[serde(untagged)]
 pub enum PortMatch {
     One(u16),
     Range([u16; 2]),
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RuleConfig {
     /// Inner source / destination prefix, `a.b.c.d/len`.
@@ -63,7 +63,7 @@ pub struct RuleConfig {
     pub set_class: Option<u8>,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct AclConfig {
     pub rules: Vec<RuleConfig>,

@@ -26,9 +26,9 @@ use crate::error::ConfigError;
 use crate::packet::Packet;
 use crate::stats::DropReason;
 use crate::units::PS_PER_SEC;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FullPolicy {
     #[default]
@@ -53,7 +53,7 @@ fn d_udp_replied() -> u64 {
     secs(120)
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConntrackConfig {
     /// Most entries the table holds.

@@ -4,9 +4,9 @@
 use super::stage::{check_dscp, BuildEnv, Ctx, Step};
 use crate::error::ConfigError;
 use crate::packet::Packet;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct DscpRewriteConfig {
     /// The DSCP every packet gets.

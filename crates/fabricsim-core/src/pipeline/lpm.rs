@@ -11,9 +11,9 @@ use super::stage::{Ctx, MissAction, Step};
 use crate::error::ConfigError;
 use crate::packet::Packet;
 use crate::stats::DropReason;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Field {
     #[default]
@@ -21,7 +21,7 @@ pub enum Field {
     Src,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct LpmConfig {
     /// Prefixes, `a.b.c.d/len`.

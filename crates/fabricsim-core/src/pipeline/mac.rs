@@ -5,9 +5,9 @@
 
 use super::stage::{Ctx, Step};
 use crate::packet::Packet;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct MacRewriteConfig {}
 

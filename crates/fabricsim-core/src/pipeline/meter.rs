@@ -26,16 +26,16 @@ use crate::error::ConfigError;
 use crate::packet::{Packet, COLOR_GREEN, COLOR_RED, COLOR_YELLOW};
 use crate::stats::DropReason;
 use crate::units::PS_PER_SEC;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MeterMode {
     Srtcm,
     Trtcm,
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MeterScope {
     /// One meter for every packet of the stage.
@@ -49,7 +49,7 @@ pub enum MeterScope {
 
 /// What happens to a packet of one colour: `"pass"`, `"drop"`, or an object
 /// `{"drop": false, "set_dscp": 10, "set_class": 1}`.
-#[derive(Clone, Copy, Debug, Deserialize)]
+#[derive(Clone, Copy, Debug, Deserialize, Serialize)]
 #[serde(untagged)]
 pub enum ColorActionConfig {
     Word(Word),
@@ -63,7 +63,7 @@ pub enum ColorActionConfig {
     },
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Word {
     Pass,
@@ -77,7 +77,7 @@ fn drop() -> ColorActionConfig {
     ColorActionConfig::Word(Word::Drop)
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct MeterConfig {
     pub mode: MeterMode,

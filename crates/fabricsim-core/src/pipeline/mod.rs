@@ -46,7 +46,7 @@ use crate::packet::{Packet, LOCAL_PORT};
 use crate::stats::DropReason;
 use crate::units::{Rate, SimTime, PS_PER_SEC};
 pub use pipe::{Held, Pipe, PipeStats};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 pub use stage::{BuildEnv, Ctx, Dir, FiveTuple, Stage, Step, PROTO_TCP, PROTO_UDP, STAGE_KINDS};
 use std::collections::BTreeMap;
 
@@ -61,7 +61,7 @@ fn default_queue_packets() -> Option<u64> {
 }
 
 /// Resolved `pipeline` section of a switch or a host NIC.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct PipelineConfig {
     /// Number of pipes; ports are split into equal contiguous blocks unless `port_pipe` is given.

@@ -7,9 +7,9 @@
 use super::stage::{milli_passes, Ctx, Step};
 use crate::error::ConfigError;
 use crate::packet::{Packet, NO_VNI};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ParseConfig {
     /// Extra passes to parse the inner headers of a VXLAN packet.

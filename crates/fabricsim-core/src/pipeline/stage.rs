@@ -364,7 +364,7 @@ pub fn check_class(c: u8, path: &str, classes: usize) -> Result<(), ConfigError>
 }
 
 /// Rewrites of packet fields an action may carry (ACL rules, meter colours).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Rewrite {
     #[serde(default)]
@@ -405,7 +405,7 @@ impl Rewrite {
 }
 
 /// What a table stage does with a packet its table does not match.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MissAction {
     #[default]

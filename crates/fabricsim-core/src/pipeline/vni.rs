@@ -6,9 +6,9 @@ use super::stage::{Ctx, MissAction, Step};
 use crate::error::ConfigError;
 use crate::packet::{Packet, NO_VNI};
 use crate::stats::DropReason;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct VniMatchConfig {
     /// VNIs that match (24-bit values).

@@ -12,9 +12,9 @@ use super::stage::{Ctx, Step};
 use super::vni::VNI_MAX;
 use crate::error::ConfigError;
 use crate::packet::{Packet, NO_VNI};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outer {
     #[default]
@@ -31,7 +31,7 @@ pub fn overhead_bytes(outer: Outer, vlan: bool) -> u8 {
     14 + 4 * vlan as u8 + ip + 8 + 8
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct VxlanEncapConfig {
     pub vni: u32,
@@ -88,7 +88,7 @@ impl VxlanEncap {
     }
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct VxlanDecapConfig {
     /// Decapsulate only this VNI (`None`: any).

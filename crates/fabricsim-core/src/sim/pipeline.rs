@@ -72,6 +72,11 @@ pub(super) struct PipelineState {
 }
 
 impl PipelineState {
+    /// Pipes of every device (each keeps at most one `PipeStart` and one `PipeExit` pending).
+    pub(super) fn pipe_count(&self) -> usize {
+        self.pipes.len()
+    }
+
     /// The pipeline device of `node`, if it has one.
     #[inline]
     pub(super) fn at(&self, node: NodeId) -> Option<u32> {
@@ -142,7 +147,7 @@ impl Simulation {
     }
 
     /// What the stages see of a packet besides the packet.
-    fn pipeline_ctx(&self, pkt: &Packet, in_port: u16, dir: Dir) -> Ctx {
+    pub(super) fn pipeline_ctx(&self, pkt: &Packet, in_port: u16, dir: Dir) -> Ctx {
         let f = &self.flows[pkt.flow.idx()];
         let reply = pkt.src.0 != f.src;
         let proto = if f.tcp { PROTO_TCP } else { PROTO_UDP };
@@ -163,7 +168,13 @@ impl Simulation {
             now: self.now,
             port: if dir == Dir::Rx && in_port != LOCAL_PORT { in_port } else { 0 },
             dir,
-            tuple: FiveTuple { src: a[pkt.src.idx()], dst: a[pkt.dst.idx()], proto, sport, dport },
+            tuple: FiveTuple {
+                src: a[pkt.src.idx()],
+                dst: crate::network::multicast::ip_dst(a, pkt.dst),
+                proto,
+                sport,
+                dport,
+            },
             conn: pkt.flow.0,
             reply,
         }

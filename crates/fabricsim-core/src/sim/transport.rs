@@ -24,6 +24,8 @@ use std::collections::BTreeMap;
 pub(super) const TCP_KIND_BULK: u32 = 3;
 pub(super) const TCP_KIND_INCAST: u32 = 4;
 pub(super) const TCP_KIND_FLOW: u32 = 5;
+pub(super) const TCP_KIND_IPERF3: u32 = 7;
+pub(super) const TCP_KIND_PING_PONG: u32 = 8;
 
 /// A TCP flow's simulation state.
 #[derive(Debug)]
@@ -108,7 +110,7 @@ impl ThroughputBins {
 
 const FLAG_ECE: u8 = 4;
 const FLAG_CWR: u8 = 8;
-const FLAG_RETX: u8 = 16;
+pub(super) const FLAG_RETX: u8 = 16;
 /// Bit 7 of `flags`: a data segment charged to its sender's TCP Small
 /// Queues until it leaves the host (transmission completes at the NIC, it is
 /// dropped, or a delay line takes it over).
@@ -197,20 +199,20 @@ impl Simulation {
         Some(r)
     }
 
-    fn tcp_config(&mut self, cfg: &Option<TcpConfig>, path: &str) -> Result<u32, ConfigError> {
+    pub(super) fn tcp_config(&mut self, cfg: &Option<TcpConfig>, path: &str) -> Result<u32, ConfigError> {
         let c = cfg.clone().unwrap_or_else(|| self.tcp_default.clone());
         c.validate(path)?;
         self.tcp_cfgs.push(c);
         Ok(self.tcp_cfgs.len() as u32 - 1)
     }
 
-    fn flow_name(&mut self, name: &str, default: String) -> u32 {
+    pub(super) fn flow_name(&mut self, name: &str, default: String) -> u32 {
         self.flow_names.push(if name.is_empty() { default } else { name.to_string() });
         self.flow_names.len() as u32 - 1
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn new_tcp_flow(
+    pub(super) fn new_tcp_flow(
         &mut self,
         name: u32,
         kind: u32,
@@ -226,7 +228,14 @@ impl Simulation {
     ) -> u32 {
         let flow = FlowId(self.flows.len() as u32);
         let c = &self.tcp_cfgs[cfg as usize];
-        let conn = Connection::new(c, bytes.unwrap_or(u64::MAX), stop);
+        let conn = match self.host_gso_limit(src) {
+            // A modelled host's device sets the burst limit (see `host_gso_limit`).
+            Some(g) if c.gso_max_bytes > 0 && c.gso_max_bytes != g => {
+                let c = TcpConfig { gso_max_bytes: g, ..c.clone() };
+                Connection::new(&c, bytes.unwrap_or(u64::MAX), stop)
+            }
+            _ => Connection::new(c, bytes.unwrap_or(u64::MAX), stop),
+        };
         let wscale = c.rcv_wscale();
         let hash = mix64(mix64(src.0 as u64) ^ mix64((dst.0 as u64) << 20) ^ mix64(0x6_0000_0000 + flow.0 as u64));
         self.flows.push(FlowStats {
@@ -403,6 +412,11 @@ impl Simulation {
         Ok(())
     }
 
+    /// The flow of TCP connection `t`.
+    pub(super) fn tcp_flow_id(&self, t: u32) -> FlowId {
+        self.tcp[t as usize].flow
+    }
+
     // ------------------------------------------------------------- events
 
     pub(super) fn on_tcp_open(&mut self, t: u32) {
@@ -430,6 +444,12 @@ impl Simulation {
 
     /// A TCP packet reached host `node` (its destination).
     pub(super) fn tcp_arrive(&mut self, node: NodeId, pkt: &Packet) {
+        self.tcp_arrive_frames(node, pkt, (pkt.len > 0) as u64);
+    }
+
+    /// A TCP segment (`data_frames` data frames on the wire, merged by GRO
+    /// when more than one) reached host `node`.
+    pub(super) fn tcp_arrive_frames(&mut self, node: NodeId, pkt: &Packet, data_frames: u64) {
         let t = self.flow_tcp[pkt.flow.idx()];
         let now = self.now;
         let seg = packet_segment(pkt, self.tcp[t as usize].wscale);
@@ -441,6 +461,8 @@ impl Simulation {
                 self.throughput.add(f.flow.0, now.0, delivered - f.reported);
                 f.reported = delivered;
             }
+            let flow = f.flow;
+            self.app_tcp_delivered(flow, delivered, data_frames);
         } else {
             f.conn.sender.on_segment(now, &seg, &mut self.outbox);
         }

@@ -44,6 +44,8 @@ pub struct Source {
     pub dscp: u8,
     /// Hash of the flow's 5-tuple, carried by its packets for ECMP.
     pub hash: u64,
+    /// Index of its multicast sender (`u32::MAX` for a unicast source).
+    pub multicast: u32,
 }
 
 impl Source {

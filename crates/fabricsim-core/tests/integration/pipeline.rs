@@ -326,9 +326,9 @@ fn pipe_latency_adds_exactly_once() {
 
 #[test]
 fn cut_through_counts_the_pipe_delay_from_the_header() {
-    // Cut-through without a pipeline: 1 us + 500 ns + 816 ns + 1 us = 3.316 us
-    // (timing.rs). An idle pipe with 100 ns of latency delays the header by
-    // exactly that much; the frame stays cut through.
+    // Cut-through without a pipeline: 1 us + 51.2 ns (the 64 B header) + 500 ns
+    // + 816 ns + 1 us = 3.3672 us (timing.rs). An idle pipe with 100 ns of
+    // latency delays the header by exactly that much; the frame stays cut through.
     let out = run_json(
         r#"{"duration_ps": 100000000, "seed": 1,
         "network": {"switch": {"forwarding": "cut_through", "latency_ps": 500000,
@@ -337,7 +337,7 @@ fn cut_through_counts_the_pipe_delay_from_the_header() {
         "traffic": [{"kind": "udp_cbr", "src": ["h0"], "dst": "h1", "rate_bps": 1000000000,
                      "frame_bytes": 1000, "max_frames": 1}]}"#,
     );
-    assert_eq!(i64_col(&out, "flows", "latency_max_ps")[0], 3_316_000 + 100_000);
+    assert_eq!(i64_col(&out, "flows", "latency_max_ps")[0], 3_367_200 + 100_000);
 }
 
 #[test]

@@ -248,3 +248,39 @@ fn dctcp_queue(profile: &str) {
     assert!(goodput >= 0.95 * GOODPUT_10G, "goodput {:.3} Gb/s", goodput / 1e9);
     assert!(i64_col(&out, "flows", "ecn_marked").iter().all(|&m| m > 0));
 }
+
+/// A paced TCP flow whose window (or sending time) runs out while the pacer
+/// would allow the next segment: the run goes on in simulated time and the
+/// flow completes (the pacing timer once re-armed itself at a passed deadline
+/// forever; the stall guard would now fail the run instead).
+#[test]
+fn paced_flows_limited_by_their_window_or_sending_time_complete() {
+    let ms = 1_000_000_000u64;
+    let tcp = |pacing_bps: u64| format!(r#"{{"pacing_bps": {pacing_bps}, "pacing": "fixed"}}"#);
+    // Pacing faster than the link: the window fills at once.
+    let out = star_bulk(1_000_000, 1_000_000, Some(100_000), None, &tcp(20_000_000_000), 0.0);
+    assert_eq!(int(&out, "flows_completed"), 1);
+    assert!(flag(&out, "conservation_ok") && flag(&out, "drained"));
+    // A long round trip (4 ms): the initial window is sent within microseconds
+    // and runs out in slow start, round after round.
+    let out = star_bulk(ms, 100_000_000, Some(2_000_000), None, &tcp(10_000_000_000), 0.0);
+    assert_eq!(int(&out, "flows_completed"), 1);
+    let fct = i64_col(&out, "flows", "fct_ps")[0];
+    assert!(fct > 5 * 4 * ms as i64 && fct < 20 * 4 * ms as i64, "fct {fct}: 5 to 20 round trips");
+    // A timed paced flow: its sending time ends with data in flight.
+    let out = star_bulk(1_000_000, 1_000_000, None, Some(ms), &tcp(2_000_000_000), 0.0);
+    assert_eq!(int(&out, "flows_completed"), 1);
+    let delivered = i64_col(&out, "flows", "app_bytes_delivered")[0];
+    // 1 ms at 2 Gb/s of frames carries about 238 KB of payload.
+    assert!((200_000..=250_000).contains(&delivered), "{delivered}");
+    assert!(flag(&out, "conservation_ok") && flag(&out, "drained"));
+    // Linux's pacing at cwnd / SRTT, capped by the rate: the pacer's deadline
+    // passes while the window or the sending time holds the flow, and the
+    // timer must not fire again at that instant.
+    for (size, stop) in [(Some(2_000_000), None), (None, Some(ms))] {
+        let out =
+            star_bulk(1_000_000, 1_000_000, size, stop, r#"{"pacing_bps": 2000000000, "pacing": "internal"}"#, 0.0);
+        assert_eq!(int(&out, "flows_completed"), 1);
+        assert!(flag(&out, "conservation_ok") && flag(&out, "drained"));
+    }
+}

@@ -17,12 +17,12 @@
 use super::cc::CcKind;
 use crate::error::ConfigError;
 use crate::units::PS_PER_SEC;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 const MS: u64 = 1_000_000_000;
 
 /// Which set of defaults a TCP configuration starts from.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TcpProfile {
     #[default]
@@ -31,7 +31,7 @@ pub enum TcpProfile {
 }
 
 /// Slow-start exit algorithm.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
 pub enum Hystart {
     /// Standard slow start until the first loss.
     #[serde(rename = "off")]
@@ -45,7 +45,7 @@ pub enum Hystart {
 }
 
 /// Which CUBIC.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CubicFlavor {
     /// RFC 9438 as written: `C = 0.4`, `beta = 0.7`, smoothed RTT for the look-ahead.
@@ -56,7 +56,7 @@ pub enum CubicFlavor {
 }
 
 /// How the retransmission timeout follows the RTT estimate.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RtoFormula {
     /// RFC 6298: `max(min_rto, SRTT + max(G, 4 RTTVAR))`.
@@ -67,7 +67,7 @@ pub enum RtoFormula {
 
 /// What a Reno-style window reduction halves (NewReno, and DCTCP on loss;
 /// CUBIC always scales cwnd by beta).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SsthreshFrom {
     /// RFC 5681 (4) and RFC 6675 (4.2): `FlightSize / 2`, the data outstanding.
@@ -79,7 +79,7 @@ pub enum SsthreshFrom {
 }
 
 /// How (and whether) a sender spaces its segments in time.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Pacing {
     /// No pacing: segments leave as fast as the window (and TCP Small
@@ -108,7 +108,7 @@ impl Pacing {
 ///
 /// Deserialized through [`TcpConfigSpec`]: fields left out take the values of
 /// the chosen `profile` ([`TcpConfig::for_profile`]).
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(from = "TcpConfigSpec")]
 pub struct TcpConfig {
     pub profile: TcpProfile,
@@ -307,11 +307,12 @@ impl TcpConfig {
     /// Checks ranges; `path` prefixes the field names in errors.
     pub fn validate(&self, path: &str) -> Result<(), ConfigError> {
         let err = |field: &str, msg: String| Err(ConfigError::new(format!("{path}.{field}"), msg));
-        if self.header_bytes >= self.mtu_bytes || self.mtu_bytes - self.header_bytes < 64 {
+        // Linux's smallest segment: tcp_min_snd_mss (48) less 12 B of timestamp option.
+        if self.header_bytes >= self.mtu_bytes || self.mtu_bytes - self.header_bytes < 36 {
             return err(
                 "mtu",
                 format!(
-                    "leaves a segment of {} bytes after {} header bytes; need at least 64",
+                    "leaves a segment of {} bytes after {} header bytes; need at least 36",
                     self.mtu_bytes.saturating_sub(self.header_bytes),
                     self.header_bytes
                 ),
@@ -400,7 +401,7 @@ where
 }
 
 /// The wire form of [`TcpConfig`]: every field optional; the profile fills the rest.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TcpConfigSpec {
     pub profile: Option<TcpProfile>,

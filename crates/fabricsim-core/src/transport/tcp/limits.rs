@@ -234,6 +234,14 @@ impl SendLimits {
         self.pace_blocked.then_some(self.wstamp)
     }
 
+    /// The sender tried to send at `now`: a pacing block whose time has come
+    /// no longer holds anything back.
+    pub fn pacing_checked(&mut self, now: SimTime) {
+        if self.pace_blocked && self.wstamp <= now {
+            self.pace_blocked = false;
+        }
+    }
+
     /// A packet of `frame` bytes charged to TSQ completed transmission (or
     /// was dropped, or left the socket's accounting) at `now`. Returns
     /// whether the sender should be woken.

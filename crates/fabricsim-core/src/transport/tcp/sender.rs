@@ -95,6 +95,11 @@ pub struct Sender {
     pub(super) cwr_pending: bool,
     pub(super) pacing: Option<Rate>,
     pub(super) next_send: SimTime,
+    /// When `send_data` last ran. A pacing deadline at or before it held
+    /// nothing back (the window or the data ran out first), so it arms no
+    /// timer: re-arming it would fire at once, send nothing and repeat
+    /// forever at the same simulated time.
+    pub(super) pacing_checked: SimTime,
     pub(super) frame_overhead: u32,
     min_frame: u32,
     /// Pacing rate, TSO bursts, TCP Small Queues, send buffer (Linux profile).
@@ -161,6 +166,7 @@ impl Sender {
             cwr_pending: false,
             pacing: if cfg.pacing == Pacing::Fixed { cfg.pacing_bps.map(Rate) } else { None },
             next_send: SimTime::ZERO,
+            pacing_checked: SimTime::ZERO,
             frame_overhead: cfg.header_bytes + cfg.l2_bytes,
             min_frame: cfg.min_frame_bytes,
             limits: SendLimits::new(cfg),
@@ -196,7 +202,13 @@ impl Sender {
     }
 
     pub fn next_deadline(&self) -> Option<SimTime> {
-        let pace = if self.pacing.is_some() && self.state == SenderState::Established && self.can_send_more() {
+        // The pacing timer is needed only while the pacer holds a segment back,
+        // that is when the next send time is after the last attempt to send.
+        let pace = if self.pacing.is_some()
+            && self.state == SenderState::Established
+            && self.can_send_more()
+            && self.next_send > self.pacing_checked
+        {
             Some(self.next_send)
         } else {
             None
@@ -589,6 +601,8 @@ impl Sender {
         if self.state != SenderState::Established {
             return;
         }
+        // Before the SACK branch: the pacing timer rule holds for both.
+        self.pacing_checked = now;
         if self.sack.is_some() {
             self.send_data_sack(now, out);
             return;
@@ -672,6 +686,12 @@ impl Sender {
             && self.limits.as_ref().and_then(|l| l.pacing_deadline()).is_some_and(|t| t <= now)
         {
             self.send_data(now, out);
+            // If the window, the send buffer or the sending time stopped the
+            // loop before the pacer, pacing no longer holds anything back:
+            // the next ACK sends (the timer must not fire again at `now`).
+            if let Some(l) = &mut self.limits {
+                l.pacing_checked(now);
+            }
         }
     }
 
@@ -871,6 +891,88 @@ mod tests {
         }
         for w in times.windows(2) {
             assert_eq!(w[1] - w[0], SimTime::from_ps(12_144_000));
+        }
+    }
+
+    /// Fires the sender's timer `rounds` times with no segment arriving in
+    /// between, and checks that every firing makes progress: it sends
+    /// something, or the next deadline is later than the one that fired. A
+    /// deadline that fires, sends nothing and stays put would be re-armed at
+    /// the same instant forever (simulated time would stop).
+    fn assert_timer_makes_progress(s: &mut Sender, rounds: usize) {
+        let mut sent = 0;
+        for _ in 0..rounds {
+            let Some(t) = s.next_deadline() else { return };
+            let mut out = Vec::new();
+            s.on_timer(t, &mut out);
+            sent += out.len();
+            if out.is_empty() {
+                if let Some(next) = s.next_deadline() {
+                    assert!(next > t, "the timer fired at {t}, sent nothing and is due again at {next}");
+                }
+            }
+        }
+        assert!(sent > 0, "the retransmission timer resends in the end");
+    }
+
+    #[test]
+    fn a_paced_sender_whose_window_is_full_waits_for_acks_not_for_its_pacing_timer() {
+        // Pacing at 20 Gb/s lets a segment out every 0.6 us, the window of 2
+        // segments is full after the second one: the pacing deadline passes
+        // while nothing may be sent, so it must not keep the timer armed.
+        let c = TcpConfig { pacing_bps: Some(20_000_000_000), pacing: Pacing::Fixed, init_cwnd_segments: 2, ..cfg() };
+        let (mut s, out) = established_with(&c, 100_000);
+        assert_eq!(out.len(), 1);
+        let t = s.next_deadline().unwrap();
+        let mut out = Vec::new();
+        s.on_timer(t, &mut out);
+        assert_eq!(out.len(), 1, "the second segment leaves at its pacing time");
+        assert_eq!(s.snd_max - s.snd_una, 2 * 1448, "the window is full");
+        // At most one more wake-up at the pacing time finds the window full;
+        // then only the retransmission timer is left.
+        let t = s.next_deadline().unwrap();
+        if Some(t) != s.rto_deadline {
+            s.on_timer(t, &mut out);
+            assert_eq!(out.len(), 1);
+        }
+        assert_eq!(s.next_deadline(), s.rto_deadline, "only the retransmission timer is left");
+        assert_timer_makes_progress(&mut s, 50);
+        // An ACK opens the window: sending resumes at the pacing rate.
+        let mut out = Vec::new();
+        let mut s2 = established_with(&c, 100_000).0;
+        let t = s2.next_deadline().unwrap();
+        s2.on_timer(t, &mut out);
+        out.clear();
+        s2.on_segment(SimTime::from_us(30), &ack(2 * 1448), &mut out);
+        assert_eq!(out.len(), 1, "one segment now, the next at the pacing time");
+        let next = s2.next_deadline().unwrap();
+        assert!(next > SimTime::from_us(30) && next < SimTime::from_us(31), "{next}");
+    }
+
+    #[test]
+    fn a_paced_sender_limited_by_the_receive_window_waits_for_acks() {
+        // Both loss-recovery paths (SACK scoreboard in the Linux profile,
+        // NewReno without SACK in the RFC profile) share the pacing timer rule.
+        for base in [cfg(), TcpConfig::rfc()] {
+            let c = TcpConfig { pacing_bps: Some(40_000_000_000), pacing: Pacing::Fixed, rwnd_bytes: 3 * 1448, ..base };
+            let (mut s, _) = established_with(&c, 1_000_000);
+            assert_timer_makes_progress(&mut s, 50);
+            assert_eq!(s.snd_max, 3 * 1448, "three segments, then the receive window is full (sack {})", c.sack);
+        }
+    }
+
+    #[test]
+    fn a_paced_sender_that_stopped_sending_waits_for_acks() {
+        // A duration-limited paced flow: once the sending time is over, data
+        // still in flight must not keep a pacing deadline in the past armed.
+        for base in [cfg(), TcpConfig::rfc()] {
+            let c = TcpConfig { pacing_bps: Some(10_000_000_000), pacing: Pacing::Fixed, ..base };
+            let mut s = Sender::new(&c, u64::MAX, Some(SimTime::from_us(12)));
+            let mut out = Vec::new();
+            s.open(SimTime(0), &mut out);
+            s.on_segment(SimTime::from_us(10), &Segment::control(SegKind::SynAck, SimTime(0)), &mut out);
+            assert_timer_makes_progress(&mut s, 50);
+            assert!(s.snd_max > 0 && s.snd_max < 20 * 1448, "{}", s.snd_max);
         }
     }
 

@@ -51,7 +51,7 @@ pub struct AckInfo {
 }
 
 /// Which controller, as named in scenarios.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CcKind {
     Newreno,
