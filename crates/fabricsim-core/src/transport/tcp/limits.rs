@@ -155,6 +155,11 @@ impl SendLimits {
         self.sndbuf_fixed.unwrap_or(self.sndbuf)
     }
 
+    /// Whether bursts are sized (and deferred) as TSO/GSO does.
+    pub fn tso_sizing(&self) -> bool {
+        self.gso_max > 0
+    }
+
     /// Segments per burst (`tcp_tso_autosize`); 1 without TSO sizing.
     pub fn tso_segs(&self, mss: u64, min_rtt: Option<SimTime>) -> u64 {
         if self.gso_max == 0 {

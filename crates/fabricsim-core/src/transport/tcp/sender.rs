@@ -82,6 +82,10 @@ pub struct Sender {
     dupacks: u32,
     pub(super) dupack_threshold: u32,
     in_recovery: bool,
+    /// The last send stopped in TSO deferral for want of cwnd.
+    tso_deferred: bool,
+    /// When the last data segment left (Linux's `tcp_wstamp_ns` without pacing).
+    last_data_sent: SimTime,
     recover: Option<u64>,
     pub(super) rtt: RttEstimator,
     pub(super) backoff: u32,
@@ -148,6 +152,8 @@ impl Sender {
             dupacks: 0,
             dupack_threshold: cfg.dupack_threshold,
             in_recovery: false,
+            tso_deferred: false,
+            last_data_sent: SimTime::ZERO,
             recover: None,
             rtt: RttEstimator::new(
                 SimTime(cfg.initial_rto_ps),
@@ -256,6 +262,51 @@ impl Sender {
         }
     }
 
+    /// TSO deferral (`tcp_tso_should_defer`, `tcp_tso_win_divisor` = 3): a
+    /// burst of new data that the window cannot fill waits for more room
+    /// when an ACK is due soon, so that bursts stay large. It goes at once in
+    /// recovery or with SACKed data, when nothing is in flight, when the window allows a full
+    /// burst (`full` payload bytes) or a third of itself, when the rest of
+    /// the data fits, or when the oldest unacknowledged segment left less
+    /// than half an SRTT ago (the next ACK may be late). A deferred sender
+    /// sends on the next ACK.
+    fn tso_should_defer(&mut self, now: SimTime, full: u64) -> bool {
+        let flight = self.flight();
+        if flight == 0 || self.in_recovery {
+            return false;
+        }
+        let Some(s) = &self.sack else { return false };
+        // Open state only: with SACKed data (Linux's Disorder) limited
+        // transmit goes at once.
+        if s.ca != super::recovery::CaState::Open || s.sb.sacked_bytes > 0 {
+            return false;
+        }
+        let (cwnd, wnd_end) = (self.window.cwnd, self.snd_una + self.send_window());
+        let in_flight = if self.limited_transmit { s.sb.pipe() } else { flight };
+        let cong_win = cwnd.saturating_sub(in_flight);
+        let send_win = wnd_end.saturating_sub(self.snd_max);
+        let limit = cong_win.min(send_win);
+        if limit >= full || self.total.saturating_sub(self.snd_max) <= limit {
+            return false;
+        }
+        let window = cwnd.min(self.send_window());
+        if limit >= window / 3 {
+            return false;
+        }
+        // Defer only while the flow is sending: not after 1 ms without a send.
+        if now.saturating_sub(self.last_data_sent) > SimTime::from_us(1000) {
+            return false;
+        }
+        let Some(srtt) = self.rtt.srtt() else { return false };
+        let oldest = s.sb.rec(self.snd_una).xmit;
+        if now.saturating_sub(oldest).0 < srtt.0 / 2 {
+            return false;
+        }
+        // Held back by cwnd: the window is in use (Linux's `is_cwnd_limited`).
+        self.tso_deferred |= cong_win < send_win;
+        true
+    }
+
     /// Before a segment leaves: whether it may start a new burst (or join
     /// the current one). `false`: the send loop stops here.
     #[inline]
@@ -265,9 +316,13 @@ impl Sender {
         }
         let (mss, min_rtt, outstanding) = (self.window.mss, self.rtt.min_rtt(), self.flight());
         let frame = self.frame_of(mss);
-        let Some(l) = &mut self.limits else { return true };
+        let Some(l) = &self.limits else { return true };
         let segs = l.tso_segs(mss, min_rtt);
+        if !retransmit && l.tso_sizing() && self.tso_should_defer(now, segs * mss) {
+            return false;
+        }
         let bytes = segs * frame;
+        let Some(l) = &mut self.limits else { return true };
         if !l.may_start(now, bytes, outstanding, retransmit) {
             return false;
         }
@@ -283,6 +338,7 @@ impl Sender {
         let frame = self.frame_of(seg.len as u64);
         seg.ts_echo = self.ts_recent;
         let Some(l) = &mut self.limits else { return };
+        self.last_data_sent = now;
         l.on_segment(frame);
         seg.tsq = l.charges_tsq();
         burst.bytes += frame;
@@ -436,7 +492,7 @@ impl Sender {
     /// `tcp_cwnd_validate`): is the window what limits the flight?
     pub(super) fn note_window_use(&mut self, in_flight: u64, sent: bool) {
         if let Some(u) = &mut self.cwnd_use {
-            let limited = in_flight + self.window.mss > self.window.cwnd;
+            let limited = in_flight + self.window.mss > self.window.cwnd || std::mem::take(&mut self.tso_deferred);
             if sent || limited {
                 u.on_send(limited, self.snd_max - self.snd_una, self.snd_una, self.snd_max);
             }
