@@ -309,8 +309,11 @@ def _one_run(setup: DumbbellSetup, lab: Lab, latency_s: float) -> dict[str, Any]
 # --------------------------------------------------------------------------- the fabricsim twin
 
 
-def scenario(setup: DumbbellSetup, one_way_latency_us: float, seed: int = 1) -> dict[str, Any]:
-    """The fabricsim scenario of ``setup`` (see the module docs for the mapping)."""
+def scenario(
+    setup: DumbbellSetup, one_way_latency_us: float, seed: int = 1, tcp: Optional[dict[str, Any]] = None
+) -> dict[str, Any]:
+    """The fabricsim scenario of ``setup`` (see the module docs for the mapping);
+    ``tcp`` adds or overrides fields of its ``tcp`` section."""
     senders = [f"s{i}" for i in range(setup.senders)]
     # Two links on the path from a sender to rx: half the one-way latency on each.
     delay_ns = max(0, round(one_way_latency_us * 1000 / 2))
@@ -344,18 +347,21 @@ def scenario(setup: DumbbellSetup, one_way_latency_us: float, seed: int = 1) -> 
             "mtu": f"{setup.mtu}B",
             "l2_header": f"{ETH_HEADER}B",
             "min_frame": "0B",
+            **(tcp or {}),
         },
         "traffic": [traffic],
         "stats": {"queue_sample_interval": "0", "throughput_interval": "0"},
     }
 
 
-def simulate(setup: DumbbellSetup, one_way_latency_us: float, seed: int = 1) -> dict[str, Any]:
+def simulate(
+    setup: DumbbellSetup, one_way_latency_us: float, seed: int = 1, tcp: Optional[dict[str, Any]] = None
+) -> dict[str, Any]:
     """Run the fabricsim twin; per-flow goodput, drops, retransmits, job completion time."""
     from fabricsim.runner import run
     from fabricsim.schema import from_dict
 
-    result = run(from_dict(scenario(setup, one_way_latency_us, seed)), seed=seed)
+    result = run(from_dict(scenario(setup, one_way_latency_us, seed, tcp)), seed=seed)
     flows = result.flows.sort("flow_id")
     duration_s = setup.duration_s
     rows = []
