@@ -919,4 +919,30 @@ mod tests {
         assert_eq!(s.fast_retransmits, 1);
         assert_eq!(s.recovery_time, SimTime::from_us(20));
     }
+
+    #[test]
+    fn tso_deferral_holds_new_data_until_a_third_of_the_window_is_free() {
+        // 30 segments in flight since 10 us (SRTT 10 us); at 20 us ACKs free
+        // 4 segments of room each (2 acknowledged, 2 of slow-start growth).
+        let run = |gso: u32| {
+            let c = TcpConfig { init_cwnd_segments: 30, gso_max_bytes: gso, ..linux() };
+            let mut s = Sender::new(&c, 1 << 30, None);
+            let mut out = Vec::new();
+            s.open(SimTime(0), &mut out);
+            s.on_segment(SimTime::from_us(10), &Segment::control(SegKind::SynAck, SimTime(0)), &mut out);
+            assert_eq!(s.snd_max, 30 * M);
+            (1..=3)
+                .map(|k| {
+                    let mut out = Vec::new();
+                    s.on_segment(SimTime::from_us(20), &ack(2 * k, &[]), &mut out);
+                    out.len()
+                })
+                .collect::<Vec<_>>()
+        };
+        // Per-segment sending: 4 segments per ACK.
+        assert_eq!(run(0), vec![4, 4, 4]);
+        // Deferred while the room (4, then 8 segments) is below a third of
+        // cwnd (32 / 3, 34 / 3); then one burst of all 12.
+        assert_eq!(run(65_536), vec![0, 0, 12]);
+    }
 }
