@@ -33,7 +33,8 @@ def deep_buffer(hystart: str, cc: str = "cubic") -> dict[str, Any]:
                 {"a": "sw", "b": "h1", "rate": "10Gbps", "delay": "250us"},
             ],
         },
-        "tcp": {"cc": cc, "hystart": hystart, "rwnd": "1GB", "sndbuf": "1GB"},
+        # A per-segment sender (no TSO bursts): the rounds of RFC 9406's analysis.
+        "tcp": {"cc": cc, "hystart": hystart, "rwnd": "1GB", "sndbuf": "1GB", "gso_max_size": "0B"},
         "traffic": [{"kind": "tcp_bulk", "src": ["h0"], "dst": "h1", "size": "400MB"}],
         "stats": {"queue_sample_interval": "0", "throughput_interval": "10ms"},
     }

@@ -38,6 +38,10 @@ NS3_SACK_TCP: dict[str, Any] = {
     "rto_formula": "rfc6298",
     "ssthresh_from": "pipe",
     "cubic_flavor": "linux",
+    # ns-3's sender has no TSO bursts, TCP Small Queues or send-buffer autotuning.
+    "gso_max_size": "0B",
+    "tsq": False,
+    "wmem": None,
 }
 
 #: 1448 B payload + 12 B TCP options + 20 B TCP + 20 B IP + 2 B PPP.
