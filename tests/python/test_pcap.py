@@ -102,13 +102,14 @@ def test_capture_files_are_written_per_tap(tcp_run):
 @needs_tshark
 def test_tshark_decodes_the_simulated_tcp_headers(tcp_run):
     result, out = tcp_run
+    sacks = 0
     for tap, name, snaplen in ((0, "left0.pcapng", 262144), (1, "right0-rx.pcap", 96)):
         rows = result.captures.filter(pl.col("tap") == tap).to_dicts()
         frames = tshark(
             out / "pcap" / name,
             "frame.time_epoch", "frame.len", "frame.cap_len", "ip.src", "ip.dst", "ip.dsfield.dscp",
             "ip.dsfield.ecn", "tcp.srcport", "tcp.dstport", "tcp.seq", "tcp.ack", "tcp.len", "tcp.flags",
-            "tcp.window_size", "ip.checksum.status",
+            "tcp.window_size", "tcp.options.sack_le", "tcp.options.sack_re",
         )  # fmt: skip
         assert len(frames) == len(rows) > 1000
         for row, f in zip(rows, frames):
@@ -126,8 +127,13 @@ def test_tshark_decodes_the_simulated_tcp_headers(tcp_run):
                 assert int(f["tcp.ack"]) == (1 if syn else row["tcp_ack"] + 1)
             if not syn:
                 assert int(f["tcp.window_size"]) == row["tcp_window"]
+            if row["tcp_sack_blocks"] and row["size"] - 4 <= snaplen:
+                sacks += 1
+                assert int(f["tcp.options.sack_le"]) == row["tcp_sack0_start"] + 1
+                assert int(f["tcp.options.sack_re"]) == row["tcp_sack0_end"] + 1
         hosts = {f["ip.src"] for f in frames} | {f["ip.dst"] for f in frames}
         assert hosts == {"10.0.0.1", "10.0.0.3"}
+    assert sacks > 10, "SACK blocks were checked"
 
 
 @needs_tshark

@@ -4,11 +4,12 @@ throughput, packet capture taps, passed to the core) and ``fct``
 :mod:`fabricsim.outputs.fct`)."""
 
 import re
-from typing import Any, Literal, Optional
+from typing import Annotated, Any, Literal, Optional
 
 from pydantic import Field, model_validator
 
-from fabricsim.schema._base import Model, Size, Time, issues_error
+from fabricsim import units
+from fabricsim.schema._base import _SIZE_TEXT, Model, Size, Time, _size_schema, issues_error, quantity
 
 __all__ = ["FctSettings", "PcapTap", "Stats"]
 
@@ -16,6 +17,14 @@ __all__ = ["FctSettings", "PcapTap", "Stats"]
 MAX_CAPTURED = 10_000_000
 #: The largest snap length (Wireshark's own limit, 256 KiB).
 MAX_SNAPLEN = 262_144
+
+SnapLength = Annotated[
+    int,
+    quantity(units.parse_size, units.format_size, 1, MAX_SNAPLEN),
+    _SIZE_TEXT,
+    _size_schema(1, MAX_SNAPLEN),
+]
+"""Bytes of a captured frame kept in the file: 1 to 256 KiB."""
 
 
 class PcapTap(Model):
@@ -28,7 +37,7 @@ class PcapTap(Model):
     port: Optional[int] = Field(default=None, ge=0, le=65534)
     direction: Literal["tx", "rx", "both"] = "both"
     #: Bytes of each frame kept in the file (the frame's length is recorded whole).
-    snaplen: Size = Field(default=MAX_SNAPLEN, le=MAX_SNAPLEN)
+    snaplen: SnapLength = MAX_SNAPLEN
     #: Frames recorded at most; later ones are counted in ``capture_taps.missed``.
     max_packets: int = Field(default=1_000_000, ge=1, le=MAX_CAPTURED)
     format: Literal["pcapng", "pcap"] = "pcapng"
