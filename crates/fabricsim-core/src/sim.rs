@@ -874,11 +874,8 @@ impl Simulation {
 
     /// Starts transmitting the next queued packet of `pid` at time `at`.
     fn start_next(&mut self, pid: PortId, at: SimTime) {
-        let Some((class, id)) = self.ports[pid.idx()].pop() else { return };
-        if self.capture.on {
-            self.capture_tx(pid, id, at);
-        }
         let port = &mut self.ports[pid.idx()];
+        let Some((class, id)) = port.pop() else { return };
         let pkt = self.pool.get_mut(id);
         if class == crate::network::port::CTRL_CLASS {
             // A MAC control frame: no queue or buffer accounting.
@@ -888,6 +885,9 @@ impl Simulation {
             pkt.first_bit = at + self.channels[port.channel.idx()].delay;
             let end = at + port.rate.serialization_time(pkt.size as u64 + self.overhead);
             self.queue.push(end, Event::TxDone(pid));
+            if self.capture.on {
+                self.capture_tx(pid, id, at);
+            }
             return;
         }
         port.dequeued(class, pkt.size);
@@ -917,6 +917,9 @@ impl Simulation {
         }
         if !self.roce.wait.is_empty() && !self.roce.wait[pid.idx()].is_empty() {
             self.roce_wake(pid);
+        }
+        if self.capture.on {
+            self.capture_tx(pid, id, at);
         }
     }
 
