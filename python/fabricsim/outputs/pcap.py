@@ -6,7 +6,8 @@ Each frame is synthesized from the simulated packet, at its simulated length
 (the 4-byte FCS left out, as a host capture shows it):
 
 - Ethernet II: per-hop addresses ``02:00:nn:nn:nn:nn`` of the node that
-  transmits the frame and of the one that receives it (``nn..`` the node id).
+  transmits the frame and of the one that receives it (``nn..`` the node id);
+  a multicast group's frames go to its ``01:00:5e`` group address.
 - IPv4 (RFC 791): the hosts' addresses ``10.0.0.k`` (the k-th host + 1,
   as match-action stages see them), DSCP and ECN in the TOS byte (RFC 2474,
   RFC 3168 section 5), DF set, TTL 64, a correct header checksum.
@@ -61,6 +62,11 @@ _TH_SYN = 0x02
 
 def _mac(node: int) -> bytes:
     return b"\x02\x00" + struct.pack(">I", node & 0xFFFFFFFF)
+
+
+def _multicast_mac(ip: int) -> bytes:
+    """The Ethernet group address of an IPv4 multicast group (RFC 1112 section 6.4)."""
+    return b"\x01\x00\x5e" + struct.pack(">I", ip & 0x7FFFFF)[1:]
 
 
 def _checksum(data: bytes) -> int:
@@ -212,6 +218,8 @@ def _inner_frame(row: dict[str, Any], frame_len: int, shifts: dict[int, int]) ->
         return frame + b"\x00" * max(0, 60 - len(frame))
     if row["encap"]:
         eth = _mac(row["dst_id"]) + _mac(row["src_id"])
+    if row["ip_dst"] >> 28 == 0xE:
+        eth = _multicast_mac(row["ip_dst"]) + eth[6:]
     tos = (row["dscp"] & 63) << 2 | (row["ecn"] & 3)
     ip_room = frame_len - 14 - 20
     if kind == 1:
