@@ -132,11 +132,14 @@ impl Simulation {
                 }
                 if dir != DIR_TX {
                     // The channel arriving on this port: the reverse of the port's own.
-                    let back = self
-                        .channels
-                        .iter()
-                        .position(|ch| ch.to_node.idx() == node && ch.to_port_local == local)
-                        .expect("every port has an incoming channel");
+                    let Some(back) =
+                        self.channels.iter().position(|ch| ch.to_node.idx() == node && ch.to_port_local == local)
+                    else {
+                        return Err(ConfigError::new(
+                            format!("{path}.port"),
+                            format!("port {local} of '{}' receives nothing", t.node),
+                        ));
+                    };
                     if c.rx_tap[back] != NONE {
                         return Err(clash(&path));
                     }
