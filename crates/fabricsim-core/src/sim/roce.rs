@@ -484,7 +484,7 @@ impl Simulation {
         let msn = (epsn / qp.ppm.max(1)) as u32 & 0xff_ffff;
         match pkt.flags & 7 {
             OP_DATA => {
-                let first = pkt.seq % qp.ppm.max(1) == 0;
+                let first = pkt.seq.is_multiple_of(qp.ppm.max(1));
                 let last = pkt.flags & FLAG_LAST != 0;
                 let op = match (first, last) {
                     (true, false) => 1,
