@@ -199,7 +199,8 @@ pub(super) struct TcpWire {
     pub len: u32,
     pub ts_ps: u64,
     pub ts_echo_ps: u64,
-    /// Advertised receive window in bytes (the sender's limit `tcp.rwnd`).
+    /// Advertised receive window in bytes: what an autotuned receiver's ACK
+    /// offers, else the fixed `tcp.rwnd`.
     pub window: u64,
     /// On SYN and SYN-ACK: the MSS option (IP MTU - 40, RFC 9293 3.7.1), 0 otherwise.
     pub mss: u32,
@@ -617,8 +618,8 @@ impl Simulation {
 
     /// The header fields of TCP packet `pkt` for a capture record.
     pub(super) fn tcp_wire(&self, pkt: &Packet) -> TcpWire {
-        let seg = packet_segment(pkt);
         let f = &self.tcp[self.flow_tcp[pkt.flow.idx()] as usize];
+        let seg = packet_segment(pkt, f.wscale);
         let cfg = &self.tcp_cfgs[f.cfg as usize];
         let ecn_setup = cfg.uses_ecn();
         let (flags, syn) = match seg.kind {
@@ -642,7 +643,8 @@ impl Simulation {
             // value is the time it was sent, which is what it would carry.
             ts_ps: if n > 0 { pkt.created.0 } else { seg.ts.0 },
             ts_echo_ps: seg.ts_echo.0,
-            window: cfg.rwnd_bytes,
+            // An autotuned receiver's ACK carries its window; otherwise the fixed one.
+            window: if seg.wnd > 0 { seg.wnd } else { cfg.rwnd_bytes },
             mss: if syn { cfg.mtu_bytes.saturating_sub(40) } else { 0 },
             sack_permitted: syn && cfg.sack,
             header_bytes: cfg.header_bytes.saturating_sub(20) + sack_bytes,
