@@ -170,7 +170,11 @@ impl Simulation {
                 }
                 NodeKind::Host => {
                     let b = BufferModel::build(
-                        &BufferConfig::Static { port_bytes: net.host.nic_buffer_bytes, queue_bytes: None },
+                        &BufferConfig::Static {
+                            port_bytes: net.host.nic_buffer_bytes,
+                            queue_bytes: None,
+                            queue_packets: None,
+                        },
                         num_ports,
                         classes,
                         "network.host.nic_buffer",

@@ -30,10 +30,12 @@ pub enum DropReason {
     RandomLoss = 9,
     /// PFC: a lossless packet found its priority group's headroom full.
     HeadroomOverflow = 10,
+    /// The egress queue's packet-count cap was reached (tail drop).
+    QueuePacketLimit = 11,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 11] = [
+    pub const ALL: [DropReason; 12] = [
         DropReason::PortBufferFull,
         DropReason::QueueLimit,
         DropReason::NoRoute,
@@ -45,6 +47,7 @@ impl DropReason {
         DropReason::Afd,
         DropReason::RandomLoss,
         DropReason::HeadroomOverflow,
+        DropReason::QueuePacketLimit,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -60,6 +63,7 @@ impl DropReason {
             DropReason::Afd => "afd",
             DropReason::RandomLoss => "random_loss",
             DropReason::HeadroomOverflow => "headroom_overflow",
+            DropReason::QueuePacketLimit => "queue_packet_limit",
         }
     }
 }

@@ -1,40 +1,62 @@
 //! Static drop-tail buffer: each egress port owns a fixed number of bytes,
-//! optionally with a cap per (port, class) queue. A packet is admitted when it
-//! fits in both; otherwise it is dropped at the tail. Nothing is shared between
-//! ports.
+//! optionally with caps per (port, class) queue in bytes and in packets (a
+//! router's hold queue is configured in packets). A packet is admitted when it
+//! fits in all of them; otherwise it is dropped at the tail. Nothing is shared
+//! between ports.
 
 use super::{AdmitRequest, Verdict};
 use crate::stats::DropReason;
+
+/// The limits of a static buffer.
+#[derive(Clone, Copy, Debug)]
+pub struct StaticLimits {
+    /// Bytes per egress port.
+    pub port_bytes: u64,
+    /// Optional cap in bytes per (port, class) queue.
+    pub queue_bytes: Option<u64>,
+    /// Optional cap in packets per (port, class) queue.
+    pub queue_packets: Option<u32>,
+}
 
 #[derive(Clone, Debug)]
 pub struct StaticBuffer {
     classes: usize,
     port_limit: u64,
     queue_limit: Option<u64>,
+    /// `u32::MAX` when unlimited, so the check costs one comparison.
+    queue_packet_limit: u32,
     port_used: Vec<u64>,
     queue_used: Vec<u64>,
+    queue_packets: Vec<u32>,
     total: u64,
     high_water: u64,
 }
 
 impl StaticBuffer {
-    pub fn new(ports: usize, classes: usize, port_limit: u64, queue_limit: Option<u64>) -> Self {
+    pub fn new(ports: usize, classes: usize, limits: StaticLimits) -> Self {
         StaticBuffer {
             classes,
-            port_limit,
-            queue_limit,
+            port_limit: limits.port_bytes,
+            queue_limit: limits.queue_bytes,
+            queue_packet_limit: limits.queue_packets.unwrap_or(u32::MAX),
             port_used: vec![0; ports],
             queue_used: vec![0; ports * classes],
+            queue_packets: vec![0; ports * classes],
             total: 0,
             high_water: 0,
         }
     }
 
+    /// Checks, in order: the queue's packet cap, the queue's byte cap, the
+    /// port's bytes; the first one the packet would exceed is the drop reason.
     #[inline]
     pub fn admit(&mut self, r: &AdmitRequest) -> Verdict {
         let p = r.out_port as usize;
         let q = p * self.classes + r.class as usize;
         let b = r.bytes as u64;
+        if self.queue_packets[q] >= self.queue_packet_limit {
+            return Verdict::Drop(DropReason::QueuePacketLimit);
+        }
         if let Some(limit) = self.queue_limit {
             if self.queue_used[q] + b > limit {
                 return Verdict::Drop(DropReason::QueueLimit);
@@ -45,6 +67,7 @@ impl StaticBuffer {
         }
         self.port_used[p] += b;
         self.queue_used[q] += b;
+        self.queue_packets[q] += 1;
         self.total += b;
         self.high_water = self.high_water.max(self.total);
         Verdict::Admit
@@ -53,9 +76,11 @@ impl StaticBuffer {
     #[inline]
     pub fn release(&mut self, r: &AdmitRequest) {
         let p = r.out_port as usize;
+        let q = p * self.classes + r.class as usize;
         let b = r.bytes as u64;
         self.port_used[p] -= b;
-        self.queue_used[p * self.classes + r.class as usize] -= b;
+        self.queue_used[q] -= b;
+        self.queue_packets[q] -= 1;
         self.total -= b;
     }
 
@@ -80,9 +105,13 @@ mod tests {
         AdmitRequest { in_port: None, out_port: port, class, bytes, flow: 0, now: crate::units::SimTime::ZERO, ecn: 0 }
     }
 
+    fn limits(port_bytes: u64, queue_bytes: Option<u64>, queue_packets: Option<u32>) -> StaticLimits {
+        StaticLimits { port_bytes, queue_bytes, queue_packets }
+    }
+
     #[test]
     fn port_limit_is_a_hard_tail_drop() {
-        let mut b = StaticBuffer::new(2, 2, 3000, None);
+        let mut b = StaticBuffer::new(2, 2, limits(3000, None, None));
         assert_eq!(b.admit(&req(0, 0, 1500)), Verdict::Admit);
         assert_eq!(b.admit(&req(0, 1, 1500)), Verdict::Admit);
         assert_eq!(b.admit(&req(0, 0, 1)), Verdict::Drop(DropReason::PortBufferFull));
@@ -95,9 +124,34 @@ mod tests {
 
     #[test]
     fn queue_limit_applies_per_class() {
-        let mut b = StaticBuffer::new(1, 2, 10_000, Some(2000));
+        let mut b = StaticBuffer::new(1, 2, limits(10_000, Some(2000), None));
         assert_eq!(b.admit(&req(0, 0, 1500)), Verdict::Admit);
         assert_eq!(b.admit(&req(0, 0, 1500)), Verdict::Drop(DropReason::QueueLimit));
         assert_eq!(b.admit(&req(0, 1, 1500)), Verdict::Admit);
+    }
+
+    #[test]
+    fn packet_cap_counts_packets_whatever_their_size() {
+        let mut b = StaticBuffer::new(2, 2, limits(1_000_000, None, Some(3)));
+        for size in [64, 9000, 1500] {
+            assert_eq!(b.admit(&req(0, 0, size)), Verdict::Admit);
+        }
+        assert_eq!(b.admit(&req(0, 0, 64)), Verdict::Drop(DropReason::QueuePacketLimit));
+        // The cap is per (port, class) queue.
+        assert_eq!(b.admit(&req(0, 1, 64)), Verdict::Admit);
+        assert_eq!(b.admit(&req(1, 0, 64)), Verdict::Admit);
+        // A packet leaving the queue makes room for exactly one more.
+        b.release(&req(0, 0, 9000));
+        assert_eq!(b.admit(&req(0, 0, 1500)), Verdict::Admit);
+        assert_eq!(b.admit(&req(0, 0, 1500)), Verdict::Drop(DropReason::QueuePacketLimit));
+        assert_eq!(b.used_bytes(), 64 + 1500 + 1500 + 64 + 64);
+    }
+
+    #[test]
+    fn packet_cap_is_checked_before_byte_limits() {
+        let mut b = StaticBuffer::new(1, 1, limits(1500, Some(1500), Some(1)));
+        assert_eq!(b.admit(&req(0, 0, 1500)), Verdict::Admit);
+        // Over all three limits: the packet cap is the reason reported.
+        assert_eq!(b.admit(&req(0, 0, 1500)), Verdict::Drop(DropReason::QueuePacketLimit));
     }
 }
