@@ -23,5 +23,7 @@ class Simulation:
         """Events processed so far."""
     def run_until(self, t_ps: int) -> bool:
         """Advance to simulated time ``t_ps`` (releases the GIL); True once the run has finished."""
+    def memory(self) -> dict[str, int]:
+        """Bytes held by the state: ``packets``, ``port_queues``, ``wires``, ``events``, ``routing``; ``peak_packets``."""
     def finish(self) -> dict[str, Any]:
         """Run to completion if needed; return ``summary``, ``tables``, ``node_names``, ``strings``."""

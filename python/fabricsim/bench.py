@@ -90,13 +90,91 @@ def _leafspine_datamining(quick: bool) -> Dict[str, Any]:
     return datamining_bench_scenario(min_flows=1_000 if quick else 10_000, load="60%", seed=1)
 
 
+def _fattree_cbr(k: int) -> Callable[[bool], Dict[str, Any]]:
+    """Scale benchmark (a): a k-ary fat-tree of 320 kb/s links with 100-packet
+    queues; k^3/8 open-loop flows (half the hosts, each to the host half the
+    fabric away, so every path crosses the core) send one 1000 B frame per
+    second each for 1500 s (150 s quick), starts staggered evenly over the
+    first second. Cost per event should not grow with k."""
+
+    def build(quick: bool) -> Dict[str, Any]:
+        hosts = k ** 3 // 4
+        flows = hosts // 2
+        wire_bits = (1000 + 20) * 8  # frame plus Ethernet overhead: one frame per second
+        traffic = [{"kind": "udp_cbr", "name": "cbr", "src": [f"h{i}"], "dst": f"h{i + hosts // 2}",
+                    "rate_bps": wire_bits, "frame_bytes": 1000, "start_ps": i * 1_000_000_000_000 // flows}
+                   for i in range(flows)]
+        return {
+            "name": f"fattree-k{k}-cbr", "seed": 1, "duration_ps": (150 if quick else 1500) * 1_000_000_000_000,
+            "drain": True,
+            "network": {"switch": {"latency_ps": 500_000,
+                                   "buffer": {"model": "static", "port_bytes": 100_000_000, "queue_packets": 100}}},
+            "topology": {"kind": "fat_tree", "k": k, "link": {"rate_bps": 320_000, "delay_ps": 1 * US}},
+            "traffic": traffic,
+            "stats": {"queue_sample_interval_ps": 10_000_000_000_000, "throughput_interval_ps": 100_000_000_000_000},
+        }
+
+    return build
+
+
+def _fattree_cubic(k: int) -> Callable[[bool], Dict[str, Any]]:
+    """Scale benchmark (b): a k-ary fat-tree at 10G with 1 us links and
+    100-packet queues; every host sends one 1 MB CUBIC flow (100 KB quick) to
+    its partner in a random permutation (seeded; no host sends to itself)."""
+
+    def build(quick: bool) -> Dict[str, Any]:
+        import random
+
+        hosts = k ** 3 // 4
+        rng = random.Random(k)
+        dst = list(range(hosts))
+        while True:
+            rng.shuffle(dst)
+            if all(i != d for i, d in enumerate(dst)):
+                break
+        size = 100_000 if quick else 1_000_000
+        flows = [{"src": f"h{i}", "dst": f"h{d}", "bytes": size} for i, d in enumerate(dst)]
+        return {
+            "name": f"fattree-k{k}-cubic", "seed": 1, "duration_ps": 1 * MS, "drain": True,
+            "drain_limit_ps": 10_000 * MS,
+            "network": {"switch": {"latency_ps": 500_000,
+                                   "buffer": {"model": "static", "port_bytes": 100_000_000, "queue_packets": 100}}},
+            "topology": {"kind": "fat_tree", "k": k, "link": {"rate_bps": 10 * G, "delay_ps": 1 * US}},
+            "tcp": {"cc": "cubic"},
+            "traffic": [{"kind": "tcp_flows", "name": "perm", "flows": flows}],
+            "stats": {"queue_sample_interval_ps": 100 * US, "throughput_interval_ps": 1 * MS},
+        }
+
+    return build
+
+
+def _leafspine_datamining_80(quick: bool) -> Dict[str, Any]:
+    """Scale benchmark (c): ``scenarios/leafspine-datamining.yaml`` as shipped
+    (1 s of arrivals) at 80% load (100 ms quick)."""
+    from pathlib import Path
+
+    from fabricsim.scenario import load
+
+    path = Path(__file__).resolve().parents[2] / "scenarios" / "leafspine-datamining.yaml"
+    overrides = ["load=80%"] + (["duration=100ms"] if quick else [])
+    resolved = load(path, overrides=overrides).to_resolved()
+    resolved["name"] = "leafspine-datamining-80"
+    return resolved
+
+
 SCENARIOS: Dict[str, Callable[[bool], Dict[str, Any]]] = {
     "leafspine-udp": _leafspine_udp,
     "fattree-incast": _fattree_incast,
     "single-port-md1": _single_port_mm1,
     "incast-tcp-16x50MB": _incast_tcp,
     "leafspine-datamining": _leafspine_datamining,
+    **{f"fattree-k{k}-cbr": _fattree_cbr(k) for k in (8, 16, 32)},
+    **{f"fattree-k{k}-cubic": _fattree_cubic(k) for k in (8, 16, 32)},
+    "leafspine-datamining-80": _leafspine_datamining_80,
 }
+
+#: The scale benchmarks: their cost per event is compared across k.
+SCALE_FAMILIES = {"fattree-k{}-cbr": (8, 16, 32), "fattree-k{}-cubic": (8, 16, 32)}
 
 #: Bench scenarios that have an ns-3 twin: the arguments of
 #: ``python -m fabricsim.validation.ns3``.
@@ -109,29 +187,46 @@ def run_one(name: str, quick: bool) -> Dict[str, Any]:
     """Runs one bench scenario in this process and returns its measurements."""
     from fabricsim import _core
 
+    import numpy as np
+
     scenario = SCENARIOS[name](quick)
     t0 = time.perf_counter()
     sim = _core.Simulation(json.dumps(scenario))
     t1 = time.perf_counter()
+    c1 = time.thread_time()
     sim.run_until(2**63)
+    c2 = time.thread_time()
     t2 = time.perf_counter()
+    memory = sim.memory() if hasattr(sim, "memory") else {}
     out = sim.finish()
     t3 = time.perf_counter()
     s = out["summary"]
     loop = t2 - t1
+    dtype, data = out["tables"]["links"]["packets"]
+    hops = int(np.frombuffer(data, dtype="<u8").sum())
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    in_flight = ["packets", "port_queues", "wires"]
     return {
         "scenario": name,
         "sim_time_s": s["sim_time_s"],
         "events": s["events"],
         "packets": s["packets_created"],
+        "packet_hops": hops,
         "flows": s["flows_total"],
         "build_s": round(t1 - t0, 4),
         "loop_s": round(loop, 4),
+        "loop_cpu_s": round(c2 - c1, 4),
         "wall_s": round(t3 - t0, 4),
         "events_per_sec": round(s["events"] / loop) if loop > 0 else None,
         "packets_per_sec": round(s["packets_created"] / loop) if loop > 0 else None,
+        "hops_per_sec": round(hops / loop) if loop > 0 else None,
+        "events_per_packet": round(s["events"] / max(s["packets_created"], 1), 2),
+        "ns_per_event": round(loop * 1e9 / max(s["events"], 1), 1),
+        "cpu_per_sim_s": round((c2 - c1) / s["sim_time_s"], 4) if s["sim_time_s"] > 0 else None,
         "peak_memory_mb": round(peak_kib / 1024, 1),
+        "peak_packets": s.get("peak_packets_alive"),
+        "bytes_per_packet": round(sum(memory[k] for k in in_flight) / max(memory["peak_packets"], 1), 1)
+        if memory else None,
         "conservation_ok": s["conservation_ok"],
     }
 
@@ -183,21 +278,33 @@ def main(args: argparse.Namespace) -> int:
                     r["speedup_vs_ns3"] = round(twin["ns3_run_s"] / r["wall_s"], 1)
         results.append(r)
     if getattr(args, "json", False):
-        print(json.dumps({"machine": _machine(), "results": results}, indent=2))
+        print(json.dumps({"machine": _machine(), "results": results, "cost_vs_k": _cost_curve(results)}, indent=2))
         return 0
     from rich.console import Console
     from rich.table import Table
 
     table = Table(title=f"fabricsim bench ({_machine()['cpu']})")
-    for col in ("scenario", "sim time", "events", "packets", "wall s", "Mevents/s", "Mpackets/s", "peak MB", "conserved"):
+    for col in ("scenario", "sim time", "events", "packets", "ev/pkt", "wall s", "Mevents/s", "Mhops/s", "peak MB",
+                "B/pkt", "conserved"):
         table.add_column(col, justify="left" if col == "scenario" else "right")
     for r in results:
         table.add_row(
-            r["scenario"], f"{r['sim_time_s'] * 1e3:.1f} ms", f"{r['events']:,}", f"{r['packets']:,}",
-            f"{r['wall_s']:.2f}", f"{r['events_per_sec'] / 1e6:.1f}", f"{r['packets_per_sec'] / 1e6:.2f}",
-            f"{r['peak_memory_mb']:.0f}", "yes" if r["conservation_ok"] else "NO",
+            r["scenario"], _sim_time(r["sim_time_s"]), f"{r['events']:,}", f"{r['packets']:,}",
+            f"{r['events_per_packet']:.1f}", f"{r['wall_s']:.2f}", f"{r['events_per_sec'] / 1e6:.1f}",
+            f"{r['hops_per_sec'] / 1e6:.2f}", f"{r['peak_memory_mb']:.0f}",
+            "-" if r.get("bytes_per_packet") is None else f"{r['bytes_per_packet']:.0f}",
+            "yes" if r["conservation_ok"] else "NO",
         )
     Console().print(table)
+    curve = _cost_curve(results)
+    if curve:
+        scale = Table(title="cost per event and per packet-hop vs k (relative to the smallest k run)")
+        for col in ("family", "k", "ns/event", "ns/hop", "x event", "x hop"):
+            scale.add_column(col, justify="left" if col == "family" else "right")
+        for row in curve:
+            scale.add_row(row["family"], str(row["k"]), f"{row['ns_per_event']:.1f}", f"{row['ns_per_hop']:.1f}",
+                          f"{row['event_ratio']:.2f}", f"{row['hop_ratio']:.2f}")
+        Console().print(scale)
     for r in results:
         if "speedup_vs_ns3" in r:
             Console().print(
@@ -206,6 +313,29 @@ def main(args: argparse.Namespace) -> int:
                 f"job completion ns-3 {r['ns3_jct_s'] * 1e3:.3f} ms"
             )
     return 0
+
+
+def _sim_time(seconds: float) -> str:
+    return f"{seconds:.1f} s" if seconds >= 1 else f"{seconds * 1e3:.1f} ms"
+
+
+def _cost_curve(results: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """Per scale family run at two or more sizes: loop time per event and per
+    packet-hop at each k, and their ratio to the smallest k."""
+    by_name = {r["scenario"]: r for r in results}
+    rows = []
+    for family, ks in SCALE_FAMILIES.items():
+        runs = [(k, by_name[family.format(k)]) for k in ks if family.format(k) in by_name]
+        if len(runs) < 2:
+            continue
+        base_event = base_hop = None
+        for k, r in runs:
+            ns_event = r["loop_s"] * 1e9 / max(r["events"], 1)
+            ns_hop = r["loop_s"] * 1e9 / max(r["packet_hops"], 1)
+            base_event, base_hop = base_event or ns_event, base_hop or ns_hop
+            rows.append({"family": family.format("K"), "k": k, "ns_per_event": ns_event, "ns_per_hop": ns_hop,
+                         "event_ratio": ns_event / base_event, "hop_ratio": ns_hop / base_hop})
+    return rows
 
 
 def _machine() -> Dict[str, str]:
@@ -223,7 +353,14 @@ def _machine() -> Dict[str, str]:
 
 if __name__ == "__main__":
     p = argparse.ArgumentParser(prog="python -m fabricsim.bench")
-    p.add_argument("--one", required=True, choices=list(SCENARIOS))
+    p.add_argument("--one", choices=list(SCENARIOS), help="run one scenario and print its measurements")
+    p.add_argument("--dump", choices=list(SCENARIOS),
+                   help="print the resolved scenario JSON (for examples/run_json.rs, perf, valgrind)")
     p.add_argument("--quick", action="store_true")
     a = p.parse_args()
-    print(json.dumps(run_one(a.one, a.quick)))
+    if a.dump:
+        print(json.dumps(SCENARIOS[a.dump](a.quick)))
+    elif a.one:
+        print(json.dumps(run_one(a.one, a.quick)))
+    else:
+        p.error("give --one NAME or --dump NAME")

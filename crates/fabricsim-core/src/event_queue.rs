@@ -101,6 +101,11 @@ impl<E: Copy> EventQueue<E> {
         Some((SimTime((top.key >> 64) as u64), top.event))
     }
 
+    /// Bytes allocated for pending events.
+    pub fn memory_bytes(&self) -> usize {
+        self.heap.capacity() * std::mem::size_of::<Entry<E>>()
+    }
+
     pub fn len(&self) -> usize {
         self.heap.len()
     }

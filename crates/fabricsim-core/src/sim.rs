@@ -37,11 +37,13 @@ use crate::units::{Rate, SimTime};
 use std::collections::{BTreeMap, VecDeque};
 
 mod fabric;
+mod memory;
 mod pfc;
 mod roce;
 mod transport;
 
 use crate::transport::tcp::{Outbox, TcpConfig};
+pub use memory::MemoryUse;
 use transport::{IncastApp, TcpFlow, ThroughputBins};
 
 #[derive(Clone, Copy, Debug)]

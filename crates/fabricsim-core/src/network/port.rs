@@ -113,6 +113,17 @@ impl ClassQueue {
         }
     }
 
+    /// Bytes of queue slots allocated (capacity, not occupancy).
+    pub fn capacity_bytes(&self) -> usize {
+        let slot = std::mem::size_of::<(PacketId, u32)>();
+        match self {
+            ClassQueue::Fifo(q) => q.capacity() * slot,
+            ClassQueue::PerIngress(s) => {
+                s.subs.iter().map(|q| q.capacity() * slot).sum::<usize>() + s.active.capacity() * 2
+            }
+        }
+    }
+
     #[inline]
     fn front_bytes(&self) -> Option<u32> {
         match self {

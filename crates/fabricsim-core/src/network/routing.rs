@@ -97,6 +97,15 @@ impl RoutingTable {
         RoutingTable { host_index, hosts, node_base, rows, ports, salt }
     }
 
+    /// Bytes the tables occupy.
+    pub fn memory_bytes(&self) -> usize {
+        self.host_index.len() * 4
+            + self.node_base.len() * 4
+            + self.rows.len() * 4
+            + self.ports.len() * 2
+            + self.salt.len() * 8
+    }
+
     /// All next-hop ports (local indices) from `node` towards host `dst`.
     pub fn next_hops(&self, node: usize, dst: usize) -> &[u16] {
         let base = self.node_base[node];
