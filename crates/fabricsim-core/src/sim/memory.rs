@@ -1,5 +1,6 @@
-//! What the simulation's state occupies in memory, by part. Benchmarks report
-//! it (bytes per in-flight packet); nothing in a run depends on it.
+//! What benchmarks measure inside a simulation: the memory its state occupies,
+//! by part (bytes per in-flight packet), and, with the feature `queue-trace`,
+//! the event queue's operations. Nothing in a run depends on them.
 
 use super::Simulation;
 use crate::ids::PacketId;
@@ -50,5 +51,11 @@ impl Simulation {
             routing: self.routing.memory_bytes(),
             peak_packets: self.pool.capacity_used(),
         }
+    }
+
+    /// The event-queue operations recorded so far (feature `queue-trace`).
+    #[cfg(feature = "queue-trace")]
+    pub fn take_queue_trace(&mut self) -> Vec<u64> {
+        self.queue.take_trace()
     }
 }
