@@ -12,7 +12,8 @@ Each snapshot (``tests/golden/<scenario>.txt``) is readable text: the summary
 counters, one row per flow (packets, bytes, FCT, latency, transport counters),
 drops by reason, per-link counters, queue high-water marks and the 99th
 percentile of sampled queue occupancy, buffer, pool, ECN-mark and PFC tables,
-and FCT per size bucket. Figures that depend on the machine or on how the core
+delivered bytes per receiving host from the throughput bins, and FCT per size
+bucket. Figures that depend on the machine or on how the core
 schedules its work rather than on what it simulates (wall time, events per
 second, the number of events) are left out, so a faster event loop that
 simulates the same thing keeps the snapshots unchanged.
@@ -112,6 +113,18 @@ def _occupancy(samples: pl.DataFrame, keys: List[str], value: str, instants: int
     return pl.DataFrame(rows).sort(keys)
 
 
+def _throughput(bins: pl.DataFrame) -> pl.DataFrame:
+    """Per receiving host: bins recorded, total bytes, busiest bin, first and last bin."""
+    if bins.height == 0:
+        return pl.DataFrame()
+    return (
+        bins.group_by("host")
+        .agg(pl.len().alias("bins"), pl.col("bytes").sum().alias("bytes"), pl.col("bytes").max().alias("max_bin_bytes"),
+             pl.col("time_ps").min().alias("first_ps"), pl.col("time_ps").max().alias("last_ps"))
+        .sort("host")
+    )
+
+
 def render(scenario_name: str, overrides: Sequence[str]) -> str:
     """Run one shipped scenario short and render its metric tables as text."""
     sc = fabricsim.load(ROOT / "scenarios" / f"{scenario_name}.yaml", overrides=list(overrides))
@@ -139,6 +152,7 @@ def render(scenario_name: str, overrides: Sequence[str]) -> str:
     lines += _table("queue_occupancy", _occupancy(result.queues, ["node", "port", "class"], "bytes", instants))
     lines += _table("buffers", result.buffers)
     lines += _table("pool_occupancy", _occupancy(result.pools, ["node", "pool"], "bytes", instants))
+    lines += _table("throughput_by_host", _throughput(result.throughput))
     lines += _table("marks", result.marks)
     lines += _table("pauses", result.pauses)
     return "\n".join(lines).rstrip() + "\n"
