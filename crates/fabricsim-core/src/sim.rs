@@ -629,7 +629,7 @@ impl Simulation {
             port.queue_delay_sum_ps += (at - pkt.enqueued).0 as u128;
             port.in_tx = Some(id);
             pkt.first_bit = at + self.channels[port.channel.idx()].delay;
-            let end = at + port.rate.serialization_time(pkt.size as u64 + self.overhead);
+            let end = at + port.tx_time.of(pkt.size as u64 + self.overhead);
             self.queue.push(end, Event::TxDone(pid));
             return;
         }
@@ -638,7 +638,7 @@ impl Simulation {
         port.in_tx = Some(id);
         let ch = &self.channels[port.channel.idx()];
         pkt.first_bit = at + ch.delay;
-        let end = at + port.rate.serialization_time(pkt.size as u64 + self.overhead);
+        let end = at + port.tx_time.of(pkt.size as u64 + self.overhead);
         let in_port = if pkt.in_port == LOCAL_PORT { None } else { Some(pkt.in_port) };
         let req = AdmitRequest {
             in_port,

@@ -18,7 +18,7 @@
 //!   packet rates to backlogged inputs (equal byte rates when frames are equal).
 
 use crate::ids::{ChannelId, NodeId, PacketId};
-use crate::units::{Rate, SimTime};
+use crate::units::{Rate, SimTime, TxTime};
 use serde::Deserialize;
 use std::collections::VecDeque;
 
@@ -155,6 +155,8 @@ pub struct Port {
     pub local: u16,
     pub channel: ChannelId,
     pub rate: Rate,
+    /// Serialization time at `rate`, precomputed.
+    pub tx_time: TxTime,
     pub queues: Vec<ClassQueue>,
     pub queued_bytes: Vec<u64>,
     /// Bit `c` set when queue `c` is not empty.
@@ -193,6 +195,7 @@ impl Port {
             local,
             channel,
             rate,
+            tx_time: TxTime::new(rate),
             queues: (0..classes).map(|_| ClassQueue::Fifo(VecDeque::new())).collect(),
             queued_bytes: vec![0; classes],
             nonempty: 0,
