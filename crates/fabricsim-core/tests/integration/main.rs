@@ -1,5 +1,6 @@
 //! End-to-end behaviour of the core, one module per topic.
 
+mod alloc;
 mod conservation;
 mod determinism;
 mod roce;

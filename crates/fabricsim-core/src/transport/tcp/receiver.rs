@@ -158,15 +158,18 @@ impl Receiver {
     fn insert_ooo(&mut self, start: u64, end: u64) {
         let i = self.ooo.partition_point(|&(s, _)| s < start);
         self.ooo.insert(i, (start, end));
-        // Merge overlapping or touching neighbours.
-        let mut merged: Vec<(u64, u64)> = Vec::with_capacity(self.ooo.len());
-        for &(s, e) in &self.ooo {
-            match merged.last_mut() {
-                Some(last) if s <= last.1 => last.1 = last.1.max(e),
-                _ => merged.push((s, e)),
+        // Merge overlapping or touching neighbours, in place (no allocation per segment).
+        let mut w = 0;
+        for r in 1..self.ooo.len() {
+            let (s, e) = self.ooo[r];
+            if s <= self.ooo[w].1 {
+                self.ooo[w].1 = self.ooo[w].1.max(e);
+            } else {
+                w += 1;
+                self.ooo[w] = (s, e);
             }
         }
-        self.ooo = merged;
+        self.ooo.truncate(w + 1);
     }
 
     fn ack_now(&mut self, now: SimTime, out: &mut Outbox) {
