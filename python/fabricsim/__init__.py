@@ -10,16 +10,22 @@ Typical use::
     result.flows  # polars DataFrame
     result.write("out/quickstart")
 
-The compiled core (``fabricsim._core``) is only imported when a simulation runs,
-so loading and validating scenarios works without it.
+Importing the package loads only the scenario schema. :func:`run` and
+:class:`Result` (with polars and numpy) are imported on first use, and the
+compiled core (``fabricsim._core``) when a simulation runs, so loading and
+validating scenarios works without it.
 """
 
+import importlib
 from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
 
 from fabricsim.errors import FabricsimError, ScenarioError
-from fabricsim.results import Result
-from fabricsim.runner import run
-from fabricsim.scenario import Scenario, from_dict, load, loads
+from fabricsim.schema import Scenario, from_dict, load, loads
+
+if TYPE_CHECKING:
+    from fabricsim.outputs.results import Result
+    from fabricsim.runner import run
 
 try:
     __version__ = version("fabricsim")
@@ -37,3 +43,18 @@ __all__ = [
     "loads",
     "run",
 ]
+
+# Names imported on first use (PEP 562): the module that defines each.
+_LAZY = {"Result": "fabricsim.outputs.results", "run": "fabricsim.runner"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'fabricsim' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -2,6 +2,6 @@
 
 import sys
 
-from fabricsim.cli import main
+from fabricsim.cli.main import main
 
 sys.exit(main())

@@ -12,8 +12,8 @@ from typing import Any, Callable
 
 from fabricsim import units
 from fabricsim.errors import FabricsimError, ScenarioError
-from fabricsim.results import Result
-from fabricsim.scenario import Scenario, load
+from fabricsim.outputs.results import Result
+from fabricsim.schema import Scenario, load
 
 __all__ = ["run"]
 

@@ -6,7 +6,7 @@ from types import ModuleType
 
 import pytest
 
-from fabricsim import cli
+from fabricsim.cli.main import main
 
 GOOD = """
 name: t
@@ -24,7 +24,7 @@ def scenario_file(tmp_path):
 
 
 def test_validate_prints_the_resolved_json(scenario_file, capsys):
-    assert cli.main(["validate", str(scenario_file), "--set", "seed=3", "--set", "traffic.0.rate=2G"]) == 0
+    assert main(["validate", str(scenario_file), "--set", "seed=3", "--set", "traffic.0.rate=2G"]) == 0
     resolved = json.loads(capsys.readouterr().out)
     assert resolved["seed"] == 3 and resolved["traffic"][0]["rate_bps"] == 2_000_000_000
 
@@ -32,7 +32,7 @@ def test_validate_prints_the_resolved_json(scenario_file, capsys):
 def test_scenario_errors_exit_2_with_one_error_line_per_issue(tmp_path, capsys):
     path = tmp_path / "bad.yaml"
     path.write_text(GOOD.replace("hosts: 2", "hosts: -3").replace("rate: 1Gbps", "rate: -1G"))
-    assert cli.main(["validate", str(path)]) == 2
+    assert main(["validate", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.splitlines() == [
         f"error: {path}: topology.hosts: must be >= 1 (got -3)",
@@ -41,18 +41,18 @@ def test_scenario_errors_exit_2_with_one_error_line_per_issue(tmp_path, capsys):
 
 
 def test_missing_file_exits_2(tmp_path, capsys):
-    assert cli.main(["run", str(tmp_path / "nope.yaml"), "--out", str(tmp_path / "out")]) == 2
+    assert main(["run", str(tmp_path / "nope.yaml"), "--out", str(tmp_path / "out")]) == 2
     assert capsys.readouterr().err == f"error: {tmp_path / 'nope.yaml'}: file not found\n"
 
 
 def test_bad_override_exits_2(scenario_file, capsys):
-    assert cli.main(["validate", str(scenario_file), "--set", "traffic.5.rate=1G"]) == 2
+    assert main(["validate", str(scenario_file), "--set", "traffic.5.rate=1G"]) == 2
     assert "traffic is a list of 1 entries" in capsys.readouterr().err
 
 
 def test_run_writes_outputs_and_prints_the_summary(fake_core, scenario_file, tmp_path, capsys):
     out = tmp_path / "out"
-    assert cli.main(["run", str(scenario_file), "--out", str(out), "--seed", "9", "--no-progress"]) == 0
+    assert main(["run", str(scenario_file), "--out", str(out), "--seed", "9", "--no-progress"]) == 0
     captured = capsys.readouterr()
     assert "events_per_sec" in captured.out and "conservation_ok" in captured.out
     assert f"wrote {out / 'summary.json'}" in captured.out
@@ -64,16 +64,16 @@ def test_run_writes_outputs_and_prints_the_summary(fake_core, scenario_file, tmp
 
 
 def test_progress_is_off_when_stderr_is_not_a_terminal_unless_forced(fake_core, scenario_file, tmp_path, capsys):
-    assert cli.main(["run", str(scenario_file), "--out", str(tmp_path / "a")]) == 0
+    assert main(["run", str(scenario_file), "--out", str(tmp_path / "a")]) == 0
     assert capsys.readouterr().err == ""
-    assert cli.main(["run", str(scenario_file), "--out", str(tmp_path / "b"), "--progress"]) == 0
+    assert main(["run", str(scenario_file), "--out", str(tmp_path / "b"), "--progress"]) == 0
     assert "events/s" in capsys.readouterr().err
 
 
 def test_unwritable_output_exits_2_after_printing_what_was_written(fake_core, scenario_file, tmp_path, capsys):
     out = tmp_path / "out"
     (out / "links.parquet").mkdir(parents=True)
-    assert cli.main(["run", str(scenario_file), "--out", str(out), "--no-progress"]) == 2
+    assert main(["run", str(scenario_file), "--out", str(out), "--no-progress"]) == 2
     captured = capsys.readouterr()
     assert f"wrote {out / 'flows.parquet'}" in captured.out
     assert captured.err.startswith(f"error: cannot write {out / 'links.parquet'}: ")
@@ -82,7 +82,7 @@ def test_unwritable_output_exits_2_after_printing_what_was_written(fake_core, sc
 def test_core_config_error_exits_2(fake_core, tmp_path, capsys):
     path = tmp_path / "s.yaml"
     path.write_text(GOOD.replace("dst: h1", "dst: h99"))
-    assert cli.main(["run", str(path), "--out", str(tmp_path / "out"), "--no-progress"]) == 2
+    assert main(["run", str(path), "--out", str(tmp_path / "out"), "--no-progress"]) == 2
     assert capsys.readouterr().err == f"error: {path}: traffic[0].dst: unknown node 'h99' (hosts are h0..h1)\n"
 
 
@@ -92,28 +92,27 @@ def test_internal_errors_exit_1_without_traceback(fake_core, scenario_file, tmp_
 
     monkeypatch.setattr(fake_core.Simulation, "run_until", crash)
     monkeypatch.delenv("FABRICSIM_DEBUG", raising=False)
-    assert cli.main(["run", str(scenario_file), "--out", str(tmp_path / "out"), "--no-progress"]) == 1
+    assert main(["run", str(scenario_file), "--out", str(tmp_path / "out"), "--no-progress"]) == 1
     err = capsys.readouterr().err
     assert err == "internal error: SimulationError: internal error in the simulation core: boom\n"
 
     monkeypatch.setenv("FABRICSIM_DEBUG", "1")
-    assert cli.main(["run", str(scenario_file), "--out", str(tmp_path / "out"), "--no-progress"]) == 1
+    assert main(["run", str(scenario_file), "--out", str(tmp_path / "out"), "--no-progress"]) == 1
     assert "Traceback" in capsys.readouterr().err
 
 
 def test_bench_is_dispatched_to_the_bench_module(monkeypatch):
     calls = []
-    bench = ModuleType("fabricsim.bench")
+    bench = ModuleType("fabricsim.bench.run")
     bench.main = lambda args: calls.append(args) or 0
-    monkeypatch.setitem(sys.modules, "fabricsim.bench", bench)
-    monkeypatch.delattr("fabricsim.bench", raising=False)
-    assert cli.main(["bench", "--json", "--quick", "--scenario", "a", "--scenario", "b"]) == 0
+    monkeypatch.setitem(sys.modules, "fabricsim.bench.run", bench)
+    assert main(["bench", "--json", "--quick", "--scenario", "a", "--scenario", "b"]) == 0
     (args,) = calls
     assert args.json and args.quick and args.scenario == ["a", "b"]
 
 
 def test_usage_errors_exit_2(capsys):
     with pytest.raises(SystemExit) as info:
-        cli.main(["run", "s.yaml"])  # --out is required
+        main(["run", "s.yaml"])  # --out is required
     assert info.value.code == 2
     assert "--out" in capsys.readouterr().err

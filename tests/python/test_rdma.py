@@ -3,7 +3,7 @@
 from pathlib import Path
 
 import fabricsim
-from fabricsim.scenario import load, loads
+from fabricsim.schema import load, loads
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 

@@ -134,3 +134,34 @@ def test_unusable_output_directory(core_output, tmp_path):
     blocker.write_text("")
     with pytest.raises(OutputError, match="cannot write"):
         Result.from_core(core_output).write(blocker / "out")
+
+
+def test_a_table_the_core_adds_is_decoded_exposed_written_and_read_back(core_output, tmp_path):
+    core_output["tables"]["pipeline"] = {
+        "node": ("u32", np.array([0, 0], dtype="<u4").tobytes()),
+        "stage": ("u32", np.array([1, 0], dtype="<u4").tobytes()),
+        "packets": ("u64", np.array([7, 9], dtype="<u8").tobytes()),
+    }
+    core_output["strings"]["pipeline.stage"] = ["parser", "egress"]
+    result = Result.from_core(core_output, loads(SCENARIO))
+    pipeline = result.tables()["pipeline"]
+    assert pipeline.to_dict(as_series=False) == {"node": ["sw0", "sw0"], "stage": ["egress", "parser"],
+                                                 "packets": [7, 9]}
+    assert result.pipeline is pipeline
+    assert list(result.tables())[-1] == "pipeline"  # after the known tables, in the core's order
+    written = [path.name for path in result.write(tmp_path, report=False)]
+    assert written[-2:] == ["pauses.parquet", "pipeline.parquet"]
+    again = Result.read(tmp_path)
+    assert again.pipeline.equals(pipeline) and list(again.tables()) == list(result.tables())
+    with pytest.raises(AttributeError, match="no attribute or table 'power'"):
+        result.power
+
+
+def test_known_tables_are_attributes_that_can_be_replaced(core_output):
+    result = Result.from_core(core_output)
+    assert result.pauses.shape == (0, 0) and result.fct.shape == (0, 0)
+    result.drops = result.drops.head(0)
+    assert result.tables()["drops"].height == 0
+    assert "fct" not in result.tables()  # derived tables are listed only when they have rows
+    result.fct = pl.DataFrame({"bucket": ["all"], "count": [1]})
+    assert list(result.tables())[-1] == "fct"

@@ -11,7 +11,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from fabricsim.sweep import derive_seed, parse_grid, plan_points, run_sweep
+from fabricsim.sweeps import derive_seed, parse_grid, plan_points, run_sweep
 
 duckdb = pytest.importorskip("duckdb")
 

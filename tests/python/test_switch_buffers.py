@@ -116,7 +116,7 @@ def test_marks_and_buffer_tables(core):
 
 
 def test_cell_based_preset_absorbs_fewer_bytes_of_small_frames(core):
-    from fabricsim.burst import burst_absorption
+    from fabricsim.experiments.burst_absorption import burst_absorption
 
     table = burst_absorption(ROOT / "scenarios" / "burst-absorption.yaml", device="trident3-like", ports=2,
                              frame_sizes=[200, 9000], overrides=["network.switch.buffer.size=1MB"])
@@ -127,7 +127,7 @@ def test_cell_based_preset_absorbs_fewer_bytes_of_small_frames(core):
 
 
 def test_cli_lists_devices(capsys):
-    from fabricsim.cli import main
+    from fabricsim.cli.main import main
 
     assert main(["devices"]) == 0
     out = capsys.readouterr().out.splitlines()

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 import fabricsim
-from fabricsim import flowgen
+from fabricsim.workloads import flowgen
 from fabricsim.errors import ScenarioError
-from fabricsim.fct import flow_table
-from fabricsim.scenario import loads
+from fabricsim.outputs.fct import flow_table
+from fabricsim.schema import loads
 from fabricsim.workloads import CdfError, builtin_names, load_cdf, parse_cdf
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -180,7 +180,7 @@ def test_warmup_and_cooldown_exclude_flows():
 
 
 def test_bench_scenario_has_enough_flows():
-    from fabricsim.workload_bench import datamining_bench_scenario
+    from fabricsim.bench.workload import datamining_bench_scenario
 
     resolved = datamining_bench_scenario(min_flows=2_000)
     assert sum(len(e["flows"]) for e in resolved["traffic"]) >= 2_000

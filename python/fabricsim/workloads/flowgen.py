@@ -1,6 +1,6 @@
 """Expansion of ``kind: workload`` traffic entries into explicit TCP flow lists.
 
-A workload entry draws flow sizes from a CDF (:mod:`fabricsim.workloads`) and
+A workload entry draws flow sizes from a CDF (:mod:`fabricsim.workloads.cdf`) and
 start times from a Poisson process, and becomes a core ``tcp_flows`` entry when
 the scenario is resolved. The draws come from a numpy ``Generator(PCG64)``
 seeded from ``(scenario seed, entry index)``, so the expansion is a pure
@@ -21,17 +21,27 @@ application bytes; TCP/IP and Ethernet headers add about 6 % on the wire.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional, Protocol, Sequence
 
 import numpy as np
 
 from fabricsim.errors import ScenarioError
-from fabricsim.workloads import CdfError, load_cdf
+from fabricsim.workloads.cdf import CdfError, load_cdf
 
-if TYPE_CHECKING:
-    from fabricsim.scenario import Scenario
+__all__ = ["generate", "generator", "host_rates", "plan"]
 
-__all__ = ["expand", "host_rates", "generator", "plan"]
+
+class Scenario(Protocol):
+    """What the generator reads of a validated scenario (a :class:`fabricsim.schema.Scenario`)."""
+
+    seed: int
+    duration: int
+    load: Optional[float]
+    topology: Any
+    traffic: Sequence[Any]
+
+    @property
+    def source(self) -> Optional[str]: ...
 
 _STREAM_SALT = 0x666C6F77  # "flow": keeps these draws apart from any other use of the seed
 _CHUNK = 4096
@@ -66,11 +76,11 @@ def generator(seed: int, index: int) -> np.random.Generator:
     return np.random.Generator(np.random.PCG64(np.random.SeedSequence([int(seed), _STREAM_SALT, int(index)])))
 
 
-def _fail(path: str, message: str, scenario: "Scenario") -> ScenarioError:
+def _fail(path: str, message: str, scenario: Scenario) -> ScenarioError:
     return ScenarioError([(path, message)], scenario.source)
 
 
-def _known(names: list[str], hosts: dict[str, int], path: str, scenario: "Scenario") -> None:
+def _known(names: list[str], hosts: dict[str, int], path: str, scenario: Scenario) -> None:
     for i, name in enumerate(names):
         if name not in hosts:
             shown = list(hosts)
@@ -78,7 +88,7 @@ def _known(names: list[str], hosts: dict[str, int], path: str, scenario: "Scenar
             raise _fail(f"{path}[{i}]" if len(names) > 1 else path, f"unknown host {name!r} (hosts: {listing})", scenario)
 
 
-def plan(scenario: "Scenario", index: int) -> dict[str, Any]:
+def plan(scenario: Scenario, index: int) -> dict[str, Any]:
     """The resolved parameters of workload entry ``index``: senders, pairs, rate, window."""
     entry = scenario.traffic[index]
     base = f"traffic[{index}]"
@@ -166,7 +176,7 @@ def _sattolo(rng: np.random.Generator, n: int) -> np.ndarray:
     return perm
 
 
-def generate(scenario: "Scenario", index: int) -> list[dict[str, Any]]:
+def generate(scenario: Scenario, index: int) -> list[dict[str, Any]]:
     """The flows of workload entry ``index``: ``[{src, dst, bytes, start_ps}]`` sorted by start."""
     entry = scenario.traffic[index]
     p = plan(scenario, index)
@@ -221,12 +231,3 @@ def generate(scenario: "Scenario", index: int) -> list[dict[str, Any]]:
                     scenario,
                 )
     return flows
-
-
-def expand(scenario: "Scenario", index: int) -> dict[str, Any]:
-    """Workload entry ``index`` as a resolved core ``tcp_flows`` entry."""
-    entry = scenario.traffic[index]
-    # An arrivals window too short for this load may hold no flow at all: that
-    # is a valid (empty) workload, not an error.
-    flows = generate(scenario, index)
-    return entry._resolved("tcp_flows", {"flows": flows})

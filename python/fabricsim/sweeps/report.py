@@ -19,8 +19,10 @@ from typing import Any, Optional, Sequence
 
 import polars as pl
 
-from fabricsim.report import _CSS, _figure, _svg, _table, write_plot_files
-from fabricsim.workloads import BUCKET_EDGES, bucket_labels
+from fabricsim.outputs.report.html import figure, html_page, html_table, write_plot_files
+from fabricsim.outputs.report.plots import pyplot, svg
+from fabricsim.sweeps.catalog import bucket_slug, metric_type
+from fabricsim.workloads.cdf import BUCKET_EDGES, bucket_labels
 
 __all__ = ["summary_table", "write_report", "render_sweep_html"]
 
@@ -29,8 +31,6 @@ _FIRST = ["point_id", "repeat", "seed", "status", "error"]
 
 def summary_table(rows: Sequence[dict[str, Any]], paths: Sequence[str]) -> pl.DataFrame:
     """One row per point: grid parameters, repeat, seed, status, error, metrics, output paths."""
-    from fabricsim.sweep import metric_type
-
     records = []
     metric_names: dict[str, None] = {}
     for row in rows:
@@ -67,9 +67,7 @@ def _axes(table: pl.DataFrame, paths: Sequence[str], x: Optional[str], series: O
 
 
 def _bucket_slugs() -> list[tuple[str, str]]:
-    from fabricsim.sweep import _slug
-
-    return [(label, _slug(label)) for label in [*bucket_labels(BUCKET_EDGES), "all"]]
+    return [(label, bucket_slug(label)) for label in [*bucket_labels(BUCKET_EDGES), "all"]]
 
 
 def _aggregate(table: pl.DataFrame, x: str, group: list[str]) -> pl.DataFrame:
@@ -81,12 +79,7 @@ def _aggregate(table: pl.DataFrame, x: str, group: list[str]) -> pl.DataFrame:
 
 def _line_plots(agg: pl.DataFrame, x: str, group: list[str], panels: list[tuple[str, str, float]],
                 ylabel: str, title: str, log: bool = False) -> str:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    matplotlib.rcParams["svg.hashsalt"] = "fabricsim"
+    plt = pyplot()
     xs = sorted({str(v) for v in agg[x].to_list()}, key=_order_key)
     position = {v: i for i, v in enumerate(xs)}
     labels = sorted({tuple(str(r[g]) for g in group) for r in agg.iter_rows(named=True)}) if group else [()]
@@ -124,7 +117,7 @@ def _line_plots(agg: pl.DataFrame, x: str, group: list[str], panels: list[tuple[
                    bbox_to_anchor=(0.5, -0.02 - 0.03 * ((len(names) - 1) // 3)))
     fig.suptitle(title)
     fig.tight_layout(rect=(0, 0.06, 1, 1))
-    return _figure(re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-"), _svg(fig))
+    return figure(re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-"), svg(fig))
 
 
 def render_sweep_html(table: pl.DataFrame, paths: Sequence[str], *, x: Optional[str] = None,
@@ -154,7 +147,7 @@ def render_sweep_html(table: pl.DataFrame, paths: Sequence[str], *, x: Optional[
             shown = agg.select([x, *group, "runs", *counts]).sort([x, *group])
             shown = shown.rename({f"fct_{slug}_count": f"flows {label}" for label, slug in slugs
                                   if f"fct_{slug}_count" in counts})
-            sections.append("<h2>Flows per size bucket (mean per run)</h2>" + _table(shown, limit=500))
+            sections.append("<h2>Flows per size bucket (mean per run)</h2>" + html_table(shown, limit=500))
         if "max_buffer_bytes" in agg.columns and agg["max_buffer_bytes"].drop_nulls().len():
             sections.append("<h2>Buffer</h2>")
             sections.append(_line_plots(agg, x, group, [("max_buffer_bytes", "largest switch buffer high-water mark",
@@ -163,14 +156,12 @@ def render_sweep_html(table: pl.DataFrame, paths: Sequence[str], *, x: Optional[
             sections.append(_line_plots(agg, x, group, [("packets_dropped", "packets dropped", 1.0)], "packets",
                                         "Drops"))
     if failed.height:
-        sections.append("<h2>Failed points</h2>" + _table(failed.select([*paths, "seed", "error"])))
+        sections.append("<h2>Failed points</h2>" + html_table(failed.select([*paths, "seed", "error"])))
     keep = [c for c in ["point_id", *paths, "repeat", "seed", "status", "flows_total", "flows_completed",
                         "packets_dropped", "max_buffer_bytes", "fct_all_mean_ps", "fct_all_p99_ps", "wall_time_s"]
             if c in table.columns]
-    sections.append("<h2>Points</h2>" + _table(table.select(keep), limit=1000))
-    body = "\n".join(sections)
-    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)} · fabricsim'
-            f"</title><style>{_CSS}</style></head><body>{body}</body></html>\n")
+    sections.append("<h2>Points</h2>" + html_table(table.select(keep), limit=1000))
+    return html_page(title, "\n".join(sections))
 
 
 def write_report(table: pl.DataFrame, paths: Sequence[str], path: str | Path, *, x: Optional[str] = None,

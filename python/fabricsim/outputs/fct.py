@@ -33,11 +33,11 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 import numpy as np
 import polars as pl
 
-from fabricsim.workloads import BUCKET_EDGES, bucket_labels
+from fabricsim.outputs.tables import RunTables
+from fabricsim.workloads.cdf import BUCKET_EDGES, bucket_labels
 
 if TYPE_CHECKING:
-    from fabricsim.results import Result
-    from fabricsim.scenario import Scenario
+    from fabricsim.schema import Scenario
 
 __all__ = ["BUCKET_EDGES", "bucket_table", "flow_table", "ideal_fct_ps"]
 
@@ -139,7 +139,7 @@ def _settings(
 
 
 def flow_table(
-    result: "Result",
+    result: RunTables,
     *,
     warmup: Optional[int] = None,
     cooldown: Optional[int] = None,
@@ -200,7 +200,7 @@ def _stat(values: np.ndarray, fn: str) -> Optional[float]:
 
 
 def bucket_table(
-    result: "Result",
+    result: RunTables,
     *,
     warmup: Optional[int] = None,
     cooldown: Optional[int] = None,

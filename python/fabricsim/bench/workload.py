@@ -10,16 +10,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from fabricsim.schema import from_dict
+from fabricsim.schema import load as load_file
+from fabricsim.workloads.flowgen import plan
+
 __all__ = ["datamining_bench_scenario"]
 
-_SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / "leafspine-datamining.yaml"
+_SCENARIO = Path(__file__).resolve().parents[3] / "scenarios" / "leafspine-datamining.yaml"
 
 
 def datamining_bench_scenario(min_flows: int = 10_000, load: str = "60%", seed: int = 1) -> dict[str, Any]:
     """Resolved leaf-spine data-mining scenario at ``load`` with >= ``min_flows`` flows."""
-    from fabricsim.flowgen import plan
-    from fabricsim.scenario import from_dict, load as load_file
-
     if _SCENARIO.is_file():
         base = load_file(_SCENARIO).source_data
     else:  # installed without the repository's scenarios directory

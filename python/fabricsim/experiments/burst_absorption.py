@@ -17,7 +17,7 @@ from typing import Any, Optional, Sequence, Union
 import polars as pl
 
 from fabricsim.runner import run
-from fabricsim.scenario import Scenario, from_dict, load
+from fabricsim.schema import Scenario, from_dict, load
 
 __all__ = ["FRAME_SIZES", "burst_absorption", "absorbs"]
 

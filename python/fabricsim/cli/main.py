@@ -1,0 +1,55 @@
+"""The ``fabricsim`` command: ``run``, ``validate``, ``devices``, ``burst-absorption``, ``workloads``,
+``sweep``, ``report`` and ``bench``.
+
+Exit status: 0 on success, 2 for problems the user can fix (invalid scenario,
+missing file, unwritable output; reported as ``error: ...``), 1 for internal
+errors (``internal error: ...``; set ``FABRICSIM_DEBUG=1`` for a traceback),
+130 when interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from typing import Sequence
+
+from fabricsim import __version__
+from fabricsim.cli import bench, burst, devices, report, run, sweep, workloads
+from fabricsim.errors import FabricsimError
+
+__all__ = ["main"]
+
+# Subcommand modules, in --help order (run also adds validate).
+COMMANDS = (run, devices, burst, workloads, sweep, report, bench)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="fabricsim", description="Deterministic packet-level simulator of data-center switch fabrics."
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for command in COMMANDS:
+        command.add_parser(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``fabricsim`` command; returns the exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except FabricsimError as exc:
+        for line in str(exc).splitlines() or [type(exc).__name__]:
+            print(f"error: {line}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if os.environ.get("FABRICSIM_DEBUG") == "1":
+            traceback.print_exc()
+        print(f"internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1

@@ -1,0 +1,126 @@
+"""Simulation results: the tables of a run with their derived statistics, written to and read from a directory."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from functools import partial
+from pathlib import Path
+from typing import Any, Callable, Mapping, Optional
+
+import polars as pl
+
+from fabricsim.errors import OutputError
+from fabricsim.outputs.fct import bucket_table
+from fabricsim.outputs.report import render_html, write_plot_files
+from fabricsim.outputs.tables import RunTables, decode, read_tables
+from fabricsim.schema import Scenario, load
+
+__all__ = ["Result"]
+
+
+def _finite(value: Any) -> Any:
+    """JSON-safe copy of ``value``: NaN and infinities become null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Mapping):
+        return {str(key): _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value
+
+
+def _write_parquet(frame: pl.DataFrame, path: Path) -> None:
+    frame.write_parquet(path, compression="zstd")
+
+
+def _write_text(text: str, path: Path) -> None:
+    path.write_text(text, encoding="utf-8")
+
+
+def _replace_atomically(path: Path, write: Callable[[Path], None]) -> None:
+    """Write through a temporary file so that ``path`` is never left half-written."""
+    temporary = path.with_name(path.name + ".tmp")
+    try:
+        write(temporary)
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+class Result(RunTables):
+    """Outcome of a simulation run: :class:`~fabricsim.outputs.tables.RunTables`
+    (summary, scenario, tables by name) that can be written to a directory and read back.
+    """
+
+    @classmethod
+    def from_core(cls, raw: Mapping[str, Any], scenario: Optional[Scenario] = None) -> Result:
+        """Decode the dict returned by ``fabricsim._core.Simulation.finish()``
+        (:func:`~fabricsim.outputs.tables.decode`: missing core tables are
+        empty) and, when the scenario is known, compute the derived tables."""
+        summary, nodes, tables = decode(raw)
+        result = cls(summary, nodes=nodes, tables=tables, scenario=scenario)
+        if scenario is not None:
+            result.fct = bucket_table(result)
+        return result
+
+    def write(self, out_dir: str | os.PathLike[str], report: bool = True) -> list[Path]:
+        """Write ``summary.json``, ``scenario.yaml``, one Parquet file per table
+        (:meth:`tables`) and, unless ``report`` is false, the HTML report
+        ``report.html`` (last).
+
+        Files are written one after the other, each atomically; if one fails the
+        others are still written, then :class:`~fabricsim.errors.OutputError`
+        lists the failures. Output is byte-for-byte reproducible, apart from the
+        ``wall_time_s`` and ``events_per_sec`` summary entries.
+
+        Returns the paths written.
+        """
+        directory = Path(out_dir)
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise OutputError([(str(directory), exc.strerror or str(exc))]) from exc
+
+        summary = json.dumps(_finite(self.summary), sort_keys=True, indent=2, allow_nan=False) + "\n"
+        steps: list[tuple[str, Callable[[Path], None]]] = [("summary.json", partial(_write_text, summary))]
+        if self.scenario is not None:
+            steps.append(("scenario.yaml", partial(_write_text, self.scenario.to_yaml())))
+        for name, frame in self.tables().items():
+            steps.append((f"{name}.parquet", partial(_write_parquet, frame)))
+        if report:
+
+            def write_report(path: Path) -> None:
+                page = render_html(self)
+                _write_text(page, path)
+                write_plot_files(page, directory / "plots")
+
+            steps.append(("report.html", write_report))
+
+        written: list[Path] = []
+        failures: list[tuple[str, str]] = []
+        for filename, write in steps:
+            path = directory / filename
+            try:
+                _replace_atomically(path, write)
+            except Exception as exc:  # keep writing the other files, report at the end
+                failures.append((str(path), f"{type(exc).__name__}: {exc}"))
+            else:
+                written.append(path)
+        if failures:
+            raise OutputError(failures, written)
+        return written
+
+    @classmethod
+    def read(cls, out_dir: str | os.PathLike[str]) -> Result:
+        """Load a result written by :meth:`write` (for reports and analysis
+        without rerunning): every ``<table>.parquet`` there (missing core tables
+        are empty), and ``scenario.yaml`` when present."""
+        directory = Path(out_dir)
+        summary_path = directory / "summary.json"
+        if not summary_path.is_file():
+            raise OutputError([(str(summary_path), "not found: not a fabricsim run directory")])
+        summary = json.loads(summary_path.read_text(encoding="utf-8"))
+        scenario = load(directory / "scenario.yaml") if (directory / "scenario.yaml").is_file() else None
+        return cls(summary, nodes=pl.DataFrame(), tables=read_tables(directory), scenario=scenario)

@@ -1,0 +1,206 @@
+"""The tables of one run: decoding the core's column buffers, and access by name.
+
+The core returns tables as ``{name: {column: (dtype, little-endian bytes)}}``
+(``docs/contract.md``). Every table it returns is decoded, whatever its name,
+so a table added to the core reaches Python, the Parquet files and
+``Result.tables()`` without a change here:
+
+- ``nodes`` names the nodes: node id columns of the other tables become
+  names. It is kept apart (``result.nodes``) and not written to a file.
+- :data:`CORE_TABLES` always exist (empty when a run has none) and are listed
+  first, in that order; other core tables follow in the core's order.
+- :data:`DERIVED_TABLES` are computed in Python from the others (``fct``:
+  :mod:`fabricsim.outputs.fct`); they are listed last, and only when not empty.
+
+Known tables are also attributes (``result.flows``); any other table is read
+with ``result.tables()["name"]`` or, where the name is a valid identifier,
+``result.name``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
+
+import numpy as np
+import polars as pl
+
+if TYPE_CHECKING:
+    from fabricsim.schema import Scenario
+
+__all__ = ["CORE_TABLES", "DERIVED_TABLES", "RunTables", "decode", "read_tables"]
+
+CORE_TABLES = ("flows", "queues", "drops", "links", "throughput", "marks", "pools", "buffers", "queue_peaks", "pauses")
+"""Tables every run has, in the order they are listed and written."""
+DERIVED_TABLES = ("fct",)
+"""Tables computed in Python after a run, written last and only when not empty."""
+NODES = "nodes"
+
+_DTYPES = {"u8": "<u1", "u32": "<u4", "u64": "<u8", "i64": "<i8", "f64": "<f8", "bool": "?"}
+_NODE_COLUMNS = ("node", "src", "dst", "src_node", "dst_node", "host")
+
+
+def _labels(column: str, codes: np.ndarray[Any, np.dtype[Any]], labels: Sequence[str]) -> pl.Series:
+    """Replace integer ``codes`` by ``labels[code]``."""
+    if codes.size and int(codes.max()) >= len(labels):
+        raise ValueError(f"column {column!r}: code {int(codes.max())} has no label (only {len(labels)} labels)")
+    return pl.Series(column, list(labels), dtype=pl.String).gather(codes)
+
+
+def _decode_table(
+    name: str,
+    columns: Mapping[str, tuple[str, bytes]],
+    strings: Mapping[str, Sequence[str]],
+    node_names: Sequence[str],
+) -> pl.DataFrame:
+    """Build one table from ``{column: (dtype, little-endian bytes)}``.
+
+    Columns with a dictionary in ``strings`` (key ``"table.column"``) and, outside
+    the ``nodes`` table, node id columns are decoded to strings.
+    """
+    series = []
+    for column, (dtype, data) in columns.items():
+        if dtype not in _DTYPES:
+            raise ValueError(f"table {name!r}, column {column!r}: unknown dtype {dtype!r}")
+        values = np.frombuffer(data, dtype=_DTYPES[dtype])
+        dictionary = strings.get(f"{name}.{column}")
+        if dictionary is not None:
+            series.append(_labels(column, values, dictionary))
+        elif name != NODES and column in _NODE_COLUMNS and node_names:
+            series.append(_labels(column, values, node_names))
+        elif dtype == "i64":
+            # The core marks "no value" in signed columns with -1 (e.g. the FCT
+            # of a flow that did not complete): these become nulls.
+            series.append(pl.Series(column, values).replace(-1, None))
+        else:
+            series.append(pl.Series(column, values))
+    return pl.DataFrame(series)
+
+
+def _with_names(nodes: pl.DataFrame, node_names: Sequence[str]) -> pl.DataFrame:
+    """Add a ``name`` column after ``id``, and ``id`` (the row number) if missing."""
+    if "name" in nodes.columns or not node_names:
+        return nodes
+    if not nodes.width:
+        nodes = pl.DataFrame([pl.Series("id", np.arange(len(node_names), dtype=np.uint32))])
+    elif "id" not in nodes.columns:
+        nodes = nodes.insert_column(0, pl.Series("id", np.arange(nodes.height, dtype=np.uint32)))
+    names = _labels("name", nodes["id"].to_numpy(), node_names)
+    return nodes.insert_column(nodes.columns.index("id") + 1, names)
+
+
+def decode(raw: Mapping[str, Any]) -> tuple[dict[str, Any], pl.DataFrame, dict[str, pl.DataFrame]]:
+    """``(summary, nodes, tables)`` from the dict returned by ``fabricsim._core.Simulation.finish()``.
+
+    Expected keys: ``summary`` (dict), ``tables`` (``{table: {column: (dtype,
+    bytes)}}``), ``node_names`` (names indexed by node id) and optionally
+    ``strings`` (``{"table.column": [labels]}`` for columns holding codes).
+    ``tables`` holds every table but ``nodes``, the :data:`CORE_TABLES` first
+    (empty when missing), then the others in the core's order.
+    """
+    raw_tables = raw.get("tables", {})
+    strings = raw.get("strings", {})
+    node_names = list(raw.get("node_names", []))
+
+    def table(name: str) -> pl.DataFrame:
+        return _decode_table(name, raw_tables.get(name, {}), strings, node_names)
+
+    nodes = _with_names(table(NODES), node_names)
+    names = [*CORE_TABLES, *(name for name in raw_tables if name not in CORE_TABLES and name != NODES)]
+    return dict(raw.get("summary", {})), nodes, {name: table(name) for name in names}
+
+
+def read_tables(directory: str | os.PathLike[str]) -> dict[str, pl.DataFrame]:
+    """Every ``<name>.parquet`` of a run directory by name: :data:`CORE_TABLES`
+    first (empty when the file is missing), then the others by name."""
+    folder = Path(directory)
+    found = sorted(path.stem for path in folder.glob("*.parquet") if path.is_file())
+    names = [*CORE_TABLES, *(name for name in found if name not in CORE_TABLES)]
+    return {
+        name: pl.read_parquet(folder / f"{name}.parquet") if name in found else pl.DataFrame() for name in names
+    }
+
+
+class _Table:
+    """``run.<name>``: the table of that name (an empty frame when the run has none)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, run: Optional[RunTables], owner: Optional[type] = None) -> Any:
+        if run is None:
+            return self
+        frame = run._tables.get(self.name)
+        return frame if frame is not None else pl.DataFrame()
+
+    def __set__(self, run: RunTables, frame: pl.DataFrame) -> None:
+        run._tables[self.name] = frame
+
+
+class RunTables:
+    """The summary, scenario and tables of one run.
+
+    Attributes:
+        summary: run-level figures from the core, plus ``scenario``, ``seed``,
+            ``wall_time_s`` and ``events_per_sec``.
+        nodes: ``id``, ``name``, ``kind`` and any other per-node columns.
+        flows, queues, drops, links, throughput: the core's tables, node ids
+            replaced by node names and coded string columns decoded.
+        marks, pools, buffers, queue_peaks: ECN marks, sampled pool occupancy,
+            buffer and queue high-water marks; pauses: PFC pause frames and
+            paused time per (node, port, priority).
+        fct: FCT statistics per size bucket (:mod:`fabricsim.outputs.fct`);
+            empty without TCP flows.
+        scenario: the scenario that was run (seed included), when known.
+    """
+
+    flows = _Table()
+    queues = _Table()
+    drops = _Table()
+    links = _Table()
+    throughput = _Table()
+    marks = _Table()
+    pools = _Table()
+    buffers = _Table()
+    queue_peaks = _Table()
+    pauses = _Table()
+    fct = _Table()
+
+    def __init__(
+        self,
+        summary: dict[str, Any],
+        *,
+        nodes: Optional[pl.DataFrame] = None,
+        tables: Optional[Mapping[str, pl.DataFrame]] = None,
+        scenario: Optional[Scenario] = None,
+        **frames: Optional[pl.DataFrame],
+    ) -> None:
+        """``tables`` (and ``frames``, keyword by keyword) by name; :data:`CORE_TABLES` not given are empty."""
+        self.summary = summary
+        self.nodes = nodes if nodes is not None else pl.DataFrame()
+        self._tables: dict[str, pl.DataFrame] = {name: pl.DataFrame() for name in CORE_TABLES}
+        given = {**(tables or {}), **{name: frame for name, frame in frames.items() if frame is not None}}
+        self._tables.update(given)
+        self.scenario = scenario
+
+    def __getattr__(self, name: str) -> pl.DataFrame:
+        """A table without an attribute of its own (one the core added), by name."""
+        tables = self.__dict__.get("_tables", {})
+        if name in tables:
+            return tables[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute or table {name!r}")
+
+    def tables(self) -> dict[str, pl.DataFrame]:
+        """The tables written to files, by name: the core's (``nodes`` aside), then
+        the derived ones that are not empty (``fct`` only when the run has TCP flows)."""
+        out = {name: frame for name, frame in self._tables.items() if name not in DERIVED_TABLES}
+        for name in DERIVED_TABLES:
+            frame = self._tables.get(name)
+            if frame is not None and frame.height:
+                out[name] = frame
+        return out
+
+    def __repr__(self) -> str:
+        shapes = ", ".join(f"{name}={frame.height} rows" for name, frame in self.tables().items())
+        return f"{type(self).__name__}(summary={len(self.summary)} entries, {shapes})"

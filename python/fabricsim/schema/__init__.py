@@ -1,0 +1,69 @@
+"""The scenario schema: YAML with units, validated and resolved for the core.
+
+One module per section of a scenario file, each importing only
+:mod:`fabricsim.schema._base` and the sections it embeds:
+
+- ``_base``: error plumbing, quantity types (``Time``, ``Rate``, ``Size``, ...), the ``Model`` base;
+- ``network``: ``network`` (switch buffer, ECN, PFC, scheduler; hosts; device presets; overrides);
+- ``topology``: ``topology`` (links; star, dumbbell, leaf-spine, fat tree, explicit);
+- ``transports``: ``tcp`` and ``roce`` (with DCQCN);
+- ``traffic``: ``traffic`` entries (UDP, bursts, TCP applications, workloads, RDMA writes);
+- ``stats``: ``stats`` and ``fct``;
+- ``scenario``: the top level, loading YAML, ``--set`` overrides;
+- ``_yaml``: YAML reading and writing (libyaml when available).
+"""
+
+from fabricsim.schema.network import Buffer, Ecn, Host, Network, Pfc, Switch
+from fabricsim.schema.scenario import Scenario, from_dict, load, loads
+from fabricsim.schema.stats import FctSettings, Stats
+from fabricsim.schema.topology import Dumbbell, Explicit, ExplicitLink, ExplicitNode, FatTree, LeafSpine, Link, Star
+from fabricsim.schema.traffic import (
+    Burst,
+    RdmaWrite,
+    TcpBulk,
+    TcpFlowItem,
+    TcpFlows,
+    TcpIncast,
+    TrafficRate,
+    UdpTraffic,
+    Workload,
+    WorkloadPair,
+)
+from fabricsim.schema.transports import Dcqcn, DelayedAck, Roce, Tcp
+
+__all__ = [
+    "Buffer",
+    "Burst",
+    "Dcqcn",
+    "DelayedAck",
+    "Dumbbell",
+    "Ecn",
+    "Explicit",
+    "ExplicitLink",
+    "ExplicitNode",
+    "FatTree",
+    "FctSettings",
+    "Host",
+    "LeafSpine",
+    "Link",
+    "Network",
+    "Pfc",
+    "RdmaWrite",
+    "Roce",
+    "Scenario",
+    "Star",
+    "Stats",
+    "Switch",
+    "Tcp",
+    "TcpBulk",
+    "TcpFlowItem",
+    "TcpFlows",
+    "TcpIncast",
+    "TrafficRate",
+    "UdpTraffic",
+    "Workload",
+    "WorkloadPair",
+    "from_dict",
+    "load",
+    "loads",
+]

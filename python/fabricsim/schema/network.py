@@ -1,0 +1,421 @@
+"""The ``network`` section: switches (buffer, ECN, PFC, scheduler), hosts and per-switch overrides.
+
+A switch may name a device preset (``device: tomahawk-like``, see
+:mod:`fabricsim.devices`): the preset's settings are put under the switch's
+explicit ones before validation.
+"""
+
+from typing import Annotated, Any, Literal, Optional, TypeVar
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    Field,
+    PlainSerializer,
+    PlainValidator,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
+
+from fabricsim import devices, units
+from fabricsim.errors import unknown_value
+from fabricsim.schema._base import (
+    ByteCount,
+    Duration,
+    Model,
+    Overhead,
+    Size,
+    Time,
+    issues_error,
+    one_of,
+    show,
+)
+
+__all__ = ["Buffer", "Ecn", "Host", "Network", "Pfc", "Switch"]
+
+ForwardingMode = Literal["store_and_forward", "cut_through"]
+BufferModel = Literal["static", "shared", "voq", "intelligent"]
+
+_ALPHA_LADDER = [2.0**k for k in range(-7, 4)]
+_ALPHA_TEXT = "1/128, 1/64, 1/32, 1/16, 1/8, 1/4, 1/2, 1, 2, 4, 8"
+
+
+def _alpha(value: Any) -> list[float]:
+    """One alpha or a list of them (one per class), each on the hardware ladder."""
+    values = value if isinstance(value, list) else [value]
+    if not values:
+        raise ValueError("must not be empty")
+    out = []
+    for item in values:
+        if isinstance(item, bool) or not isinstance(item, (int, float)) or float(item) not in _ALPHA_LADDER:
+            raise ValueError(f"{show(item)} is not an allowed alpha; allowed: {_ALPHA_TEXT} (0.0078125 .. 8)")
+        out.append(float(item))
+    return out
+
+
+def _alpha_text(values: list[float]) -> Any:
+    shown = [int(v) if v == int(v) else v for v in values]
+    return shown[0] if len(shown) == 1 else shown
+
+
+Alpha = Annotated[list[float], PlainValidator(_alpha), PlainSerializer(_alpha_text)]
+"""A dynamic-threshold alpha (power of two, 1/128..8), or one per class."""
+
+
+def _pool_index(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 7:
+        raise ValueError(f"expected a pool index 0..7, got {show(value)}")
+    return value
+
+
+PoolIndex = Annotated[int, PlainValidator(_pool_index)]
+
+_STATIC_FIELDS = ("port_size", "queue_size", "queue_packets")
+_SHARED_FIELDS = (
+    "size",
+    "cell",
+    "per_packet_overhead",
+    "alpha",
+    "reserved_per_queue",
+    "ingress_alpha",
+    "pools",
+    "class_pool",
+    "slices",
+    "port_slice",
+)
+_VOQ_FIELDS = ("size", "voq_limit")
+_INTELLIGENT_FIELDS = (
+    "size",
+    "cell",
+    "per_packet_overhead",
+    "alpha",
+    "reserved_per_queue",
+    "port_max",
+    "elephant_bytes",
+    "etrap_age",
+    "afd_period",
+    "queue_desired",
+    "afd_a",
+    "afd_b",
+    "afd_queue_unit",
+    "afd_ecn",
+    "dpp",
+    "dpp_packets",
+    "dpp_age",
+    "dpp_class",
+)
+_MODEL_FIELDS = {
+    "static": _STATIC_FIELDS,
+    "shared": _SHARED_FIELDS,
+    "voq": _VOQ_FIELDS,
+    "intelligent": _INTELLIGENT_FIELDS,
+}
+_ALL_BUFFER_FIELDS = tuple(dict.fromkeys(f for fields in _MODEL_FIELDS.values() for f in fields))
+
+
+def _size_or_time(value: Any) -> tuple[str, int]:
+    """A VOQ limit: a size (``5MB``) or a time at the egress port rate (``5ms``)."""
+    if isinstance(value, str):
+        try:
+            return ("time", units.parse_time(value))
+        except ValueError:
+            pass
+    try:
+        return ("size", units.parse_size(value))
+    except ValueError:
+        raise ValueError(f"expected a size like '5MB' or a time like '5ms', got {show(value)}") from None
+
+
+def _size_or_time_text(value: tuple[str, int]) -> str:
+    return units.format_time(value[1]) if value[0] == "time" else units.format_size(value[1])
+
+
+SizeOrTime = Annotated[tuple[str, int], PlainValidator(_size_or_time), PlainSerializer(_size_or_time_text)]
+
+
+class Buffer(Model):
+    """Packet buffer of a switch: ``static`` per-port drop-tail, ``shared``
+    with dynamic thresholds, ``voq`` (deep-buffer virtual output queues) or
+    ``intelligent`` (dynamic thresholds + elephant trap, AFD and DPP). Only the
+    fields of the chosen model may be set."""
+
+    model: Annotated[BufferModel, one_of(BufferModel)] = "static"
+    # static
+    port_size: Size = 1_000_000
+    queue_size: Optional[Size] = None
+    queue_packets: Optional[int] = Field(default=None, ge=1, le=2**32 - 1)
+    # shared (and intelligent)
+    size: Optional[Size] = None
+    cell: Size = 256
+    per_packet_overhead: Overhead = 0
+    alpha: Alpha = Field(default_factory=lambda: [1.0])
+    reserved_per_queue: Overhead = 0
+    ingress_alpha: Optional[Alpha] = None
+    pools: Optional[Annotated[list[Size], Field(min_length=1, max_length=8)]] = None
+    class_pool: Optional[list[PoolIndex]] = None
+    slices: int = Field(default=1, ge=1, le=16)
+    port_slice: Optional[list[Annotated[int, Field(ge=0, le=15)]]] = None
+    # voq
+    voq_limit: Optional[SizeOrTime] = None
+    # intelligent
+    port_max: Optional[Size] = None
+    elephant_bytes: Size = 1_048_555
+    etrap_age: Duration = 50_000_000
+    afd_period: Duration = 25_000_000
+    queue_desired: Size = 150_000
+    afd_a: float = 1.8
+    afd_b: float = 1.7
+    afd_queue_unit: Size = 16
+    afd_ecn: bool = False
+    dpp: bool = True
+    dpp_packets: int = Field(default=120, ge=0)
+    dpp_age: Duration = 5_000_000_000
+    dpp_class: Optional[int] = Field(default=None, ge=0, le=7)
+
+    def issues(self) -> list[tuple[str, str]]:
+        """Fields that do not belong to the chosen model, and missing required ones."""
+        own = _MODEL_FIELDS[self.model]
+        found = []
+        for name in _ALL_BUFFER_FIELDS:
+            if name in own or name not in self.model_fields_set:
+                continue
+            owners = " or ".join(m for m, fields in _MODEL_FIELDS.items() if name in fields)
+            found.append((name, f"only for model {owners} (model is {self.model})"))
+        if self.model != "static" and self.size is None:
+            found.append(("size", f"required field is missing for model {self.model}"))
+        if self.model == "voq" and self.voq_limit is None:
+            found.append(("voq_limit", "required field is missing for model voq"))
+        return found
+
+    @model_serializer(mode="wrap")
+    def _own_fields_only(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        own = _MODEL_FIELDS[self.model]
+        return {key: value for key, value in data.items() if key == "model" or key in own}
+
+    def to_resolved(self) -> dict[str, Any]:
+        if self.model == "static":
+            return {"model": self.model, "port_bytes": self.port_size, "queue_bytes": self.queue_size,
+                    "queue_packets": self.queue_packets}
+        if self.model == "voq":
+            kind, value = self.voq_limit or ("size", 0)
+            return {
+                "model": "voq",
+                "total_bytes": self.size,
+                "voq_limit_bytes": value if kind == "size" else None,
+                "voq_limit_ps": value if kind == "time" else None,
+            }
+        # shared and intelligent: dynamic thresholds over a cell-based shared buffer
+        dynamic = {
+            "model": self.model,
+            "total_bytes": self.size,
+            "cell_bytes": self.cell,
+            "per_packet_overhead_bytes": self.per_packet_overhead,
+            "alpha": self.alpha,
+            "reserved_bytes_per_queue": self.reserved_per_queue,
+        }
+        if self.model == "intelligent":
+            return {
+                **dynamic,
+                "port_max_bytes": self.port_max,
+                "elephant_bytes": self.elephant_bytes,
+                "etrap_age_ps": self.etrap_age,
+                "afd_period_ps": self.afd_period,
+                "queue_desired_bytes": self.queue_desired,
+                "afd_a": self.afd_a,
+                "afd_b": self.afd_b,
+                "afd_queue_unit_bytes": self.afd_queue_unit,
+                "afd_ecn": self.afd_ecn,
+                "dpp": self.dpp,
+                "dpp_packets": self.dpp_packets,
+                "dpp_age_ps": self.dpp_age,
+                "dpp_class": self.dpp_class,
+            }
+        return {
+            **dynamic,
+            "ingress_alpha": self.ingress_alpha,
+            "pools": self.pools,
+            "class_pool": self.class_pool,
+            **(
+                {"slices": self.slices, "port_slice": self.port_slice}
+                if self.slices != 1 or self.port_slice is not None
+                else {}
+            ),
+        }
+
+
+EcnMode = Literal["ecn", "drop"]
+SchedulerKind = Literal["strict", "drr"]
+
+
+class Ecn(Model):
+    """RED/ECN marking (``mode: ecn``) or WRED dropping (``mode: drop``) on every
+    egress queue, decided on the instantaneous queue bytes at enqueue.
+    ``threshold: K`` is step marking (``kmin = kmax = K``, ``pmax = 1``)."""
+
+    kmin: Optional[ByteCount] = None
+    kmax: Optional[ByteCount] = None
+    threshold: Optional[ByteCount] = None
+    pmax: float = Field(default=1.0, gt=0.0, le=1.0)
+    classes: Optional[list[Annotated[int, Field(ge=0, le=7)]]] = None
+    mode: Annotated[EcnMode, one_of(EcnMode)] = "ecn"
+
+    @model_validator(mode="after")
+    def _thresholds(self) -> "Ecn":
+        if self.threshold is not None:
+            if self.kmin is not None or self.kmax is not None:
+                raise issues_error(("threshold", "give either threshold (step marking) or kmin/kmax, not both"))
+        elif self.kmin is None or self.kmax is None:
+            raise issues_error(("kmin", "give threshold (step marking) or both kmin and kmax"))
+        elif self.kmax < self.kmin:
+            raise issues_error(("kmax", f"must be >= kmin ({units.format_size(self.kmin)})"))
+        return self
+
+    def to_resolved(self) -> dict[str, Any]:
+        kmin = self.threshold if self.threshold is not None else self.kmin
+        kmax = self.threshold if self.threshold is not None else self.kmax
+        return {"kmin_bytes": kmin, "kmax_bytes": kmax, "pmax": self.pmax, "classes": self.classes, "mode": self.mode}
+
+
+class Pfc(Model):
+    """Priority flow control (802.1Qbb) of lossless ``classes`` (shared buffer
+    only): XOFF at ``xoff`` bytes of a priority group's shared occupancy, or
+    dynamically at ``xoff_alpha`` x free shared buffer; XON ``resume_offset``
+    below it. ``headroom`` per (port, lossless class) defaults to the formula
+    of ``docs/models/pfc.md`` (cable round trip, pipelines, 2 MTU, peer
+    response quanta)."""
+
+    classes: list[Annotated[int, Field(ge=0, le=7)]] = Field(min_length=1)
+    xoff: Optional[ByteCount] = None
+    xoff_alpha: float = 0.125
+    resume_offset: ByteCount = 3072
+    headroom: Optional[ByteCount] = None
+    mtu: Size = 9216
+    quanta: int = Field(default=65535, ge=1, le=65535)
+    refresh: Optional[Duration] = None
+
+    def to_resolved(self) -> dict[str, Any]:
+        return {
+            "classes": self.classes,
+            "xoff_bytes": self.xoff,
+            "xoff_alpha": self.xoff_alpha,
+            "resume_offset_bytes": self.resume_offset,
+            "headroom_bytes": self.headroom,
+            "mtu_bytes": self.mtu,
+            "quanta": self.quanta,
+            "refresh_ps": self.refresh,
+        }
+
+
+def _expand_device(data: Any) -> Any:
+    """Put the named device preset under the switch's explicit settings."""
+    if not isinstance(data, dict) or data.get("device") is None:
+        return data
+    name = data["device"]
+    if not isinstance(name, str) or name not in devices.names():
+        raise issues_error(("device", unknown_value(name, devices.names())))
+    return devices.merge(devices.get(name).switch, data)
+
+
+class Switch(Model):
+    """Switch parameters: the network-wide default or a per-switch override."""
+
+    device: Optional[str] = None
+    forwarding: Annotated[ForwardingMode, one_of(ForwardingMode)] = "store_and_forward"
+    latency: Time = 500_000
+    buffer: Buffer = Field(default_factory=Buffer)
+    ecn: Optional[Ecn] = None
+    scheduler: Annotated[SchedulerKind, one_of(SchedulerKind)] = "strict"
+    drr_quantum: Annotated[list[Size], BeforeValidator(lambda v: v if isinstance(v, list) else [v])] = Field(
+        default_factory=lambda: [1500]
+    )
+    drr_weights: Optional[list[Annotated[float, Field(gt=0)]]] = None
+    pfc: Optional[Pfc] = None
+
+    _expand = model_validator(mode="before")(classmethod(lambda cls, data: _expand_device(data)))
+
+    def to_resolved(self) -> dict[str, Any]:
+        if self.scheduler == "drr":
+            quantum = list(self.drr_quantum)
+            if self.drr_weights is not None:
+                base = quantum[0]
+                quantum = [max(1, round(w * base)) for w in self.drr_weights]
+            scheduler: dict[str, Any] = {"kind": "drr", "quantum_bytes": quantum}
+        else:
+            scheduler = {"kind": "strict"}
+        out = {"forwarding": self.forwarding, "latency_ps": self.latency, "buffer": self.buffer.to_resolved()}
+        # Defaults (no ECN, strict priority) are left out, as the core assumes them.
+        if self.ecn is not None:
+            out["ecn"] = self.ecn.to_resolved()
+        if scheduler["kind"] != "strict":
+            out["scheduler"] = scheduler
+        if self.pfc is not None:
+            out["pfc"] = self.pfc.to_resolved()
+        return out
+
+
+class Host(Model):
+    """Host (NIC) parameters."""
+
+    latency: Time = 0
+    nic_buffer: Size = 1_000_000_000
+
+    def to_resolved(self) -> dict[str, Any]:
+        return {"latency_ps": self.latency, "nic_buffer_bytes": self.nic_buffer}
+
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def _overlay(base: _M, override: _M) -> _M:
+    """``base`` with the fields explicitly set in ``override``, nested models merged."""
+    updates: dict[str, Any] = {}
+    for name in override.model_fields_set:
+        value = getattr(override, name)
+        current = getattr(base, name)
+        switches_buffer_model = (
+            isinstance(value, Buffer) and "model" in value.model_fields_set and value.model != current.model
+        )
+        if isinstance(value, BaseModel) and type(value) is type(current) and not switches_buffer_model:
+            value = _overlay(current, value)
+        updates[name] = value
+    return base.model_copy(update=updates)
+
+
+class Network(Model):
+    """Network-wide settings.
+
+    ``switch_overrides`` entries are merged over ``switch``: an override only
+    needs the settings that differ (``{leaf0: {buffer: {port_size: 4MB}}}``).
+    A buffer override that names a different ``model`` replaces the buffer.
+    After validation each entry holds the complete merged switch.
+    """
+
+    ethernet_overhead: Overhead = 20
+    classes: int = Field(default=8, ge=1, le=8)
+    switch: Switch = Field(default_factory=Switch)
+    host: Host = Field(default_factory=Host)
+    switch_overrides: dict[str, Switch] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _merge_overrides(self) -> "Network":
+        self.switch_overrides = {
+            name: _overlay(self.switch, override) for name, override in self.switch_overrides.items()
+        }
+        issues = [(f"switch.buffer.{field}", message) for field, message in self.switch.buffer.issues()]
+        for name, spec in self.switch_overrides.items():
+            path = f"switch_overrides.{name}.buffer"
+            issues.extend((f"{path}.{field}", message) for field, message in spec.buffer.issues())
+        if issues:
+            raise issues_error(*issues)
+        return self
+
+    def to_resolved(self) -> dict[str, Any]:
+        return {
+            "ethernet_overhead_bytes": self.ethernet_overhead,
+            "classes": self.classes,
+            "switch": self.switch.to_resolved(),
+            "host": self.host.to_resolved(),
+            "switch_overrides": {name: spec.to_resolved() for name, spec in self.switch_overrides.items()},
+        }

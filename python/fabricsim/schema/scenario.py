@@ -1,0 +1,306 @@
+"""The whole scenario: top-level settings, reading YAML, ``--set`` overrides and resolving for the core.
+
+A scenario file looks like::
+
+    name: quickstart
+    seed: 1
+    duration: 10ms
+    topology: {kind: star, hosts: 4, link: {rate: 100Gbps, delay: 1us}}
+    traffic:
+      - {kind: udp_cbr, src: [h1, h2], dst: h0, rate: 40%}
+
+:func:`load` reads and validates a file, :meth:`Scenario.to_resolved` turns
+the result into the plain-integer JSON document described in
+``docs/contract.md``. Every problem is reported as a
+:class:`~fabricsim.errors.ScenarioError` naming the dotted field path
+(``traffic[1].rate``) and, for enumerations and unknown keys, the allowed
+names.
+"""
+
+import copy
+import os
+import re
+from pathlib import Path
+from typing import Any, Optional, Sequence, Union
+
+import yaml
+from pydantic import Field, PrivateAttr, ValidationError, model_validator
+
+from fabricsim.errors import ScenarioError
+from fabricsim.schema import _yaml
+from fabricsim.schema._base import Duration, Load, Model, U64_MAX, issues_error, show, validation_issues
+from fabricsim.schema.network import Network
+from fabricsim.schema.stats import FctSettings, Stats
+from fabricsim.schema.topology import Topology
+from fabricsim.schema.traffic import Traffic, Workload
+from fabricsim.schema.transports import Roce, Tcp
+
+__all__ = ["Scenario", "from_dict", "load", "loads"]
+
+
+def _resolve_source(scenario: "Scenario", index: int, source: Any) -> dict[str, Any]:
+    """A traffic entry in resolved form; workloads expand to explicit flow lists."""
+    if isinstance(source, Workload):
+        # The flow generator (and numpy) is imported only by scenarios that use it.
+        from fabricsim.workloads import flowgen
+
+        # An arrivals window too short for this load may hold no flow at all: that
+        # is a valid (empty) workload, not an error.
+        return source._resolved("tcp_flows", {"flows": flowgen.generate(scenario, index)})
+    return source.to_resolved()
+
+
+class Scenario(Model):
+    """A validated scenario. Quantities are held as integers (ps, bit/s, bytes).
+
+    Build one with :func:`load`, :func:`loads` or :func:`from_dict`; those
+    also record where it came from (:attr:`source`, :attr:`source_text`,
+    :attr:`source_data`, :attr:`overrides`).
+    """
+
+    name: str = Field(default="scenario", min_length=1)
+    description: Optional[str] = None
+    seed: int = Field(default=1, ge=0, le=U64_MAX)
+    duration: Duration
+    drain: bool = True
+    drain_limit: Duration = 10**12
+    network: Network = Field(default_factory=Network)
+    topology: Topology
+    traffic: list[Traffic] = Field(default_factory=list)
+    stats: Stats = Field(default_factory=Stats)
+    tcp: Tcp = Field(default_factory=Tcp)
+    load: Optional[Load] = None  # default offered load of workload traffic entries
+    fct: FctSettings = Field(default_factory=FctSettings)
+    roce: Optional[Roce] = None  # defaults of rdma_write traffic (core defaults when unset)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _merge_tcp_defaults(cls, data: Any) -> Any:
+        """A traffic entry's ``tcp`` overrides only the fields it names; the
+        rest come from the scenario's ``tcp`` section."""
+        if not isinstance(data, dict) or not isinstance(data.get("traffic"), list):
+            return data
+        base = data.get("tcp") if isinstance(data.get("tcp"), dict) else {}
+        traffic = []
+        for entry in data["traffic"]:
+            if isinstance(entry, dict) and isinstance(entry.get("tcp"), dict):
+                merged = copy.deepcopy(base)
+                for key, value in entry["tcp"].items():
+                    if isinstance(value, dict) and isinstance(merged.get(key), dict):
+                        merged[key] = {**merged[key], **value}
+                    else:
+                        merged[key] = value
+                entry = {**entry, "tcp": merged}
+            traffic.append(entry)
+        return {**data, "traffic": traffic}
+
+    _source: Optional[str] = PrivateAttr(None)
+    _source_text: Optional[str] = PrivateAttr(None)
+    _source_data: Optional[dict[str, Any]] = PrivateAttr(None)
+    _overrides: tuple[str, ...] = PrivateAttr(())
+
+    @model_validator(mode="after")
+    def _check_traffic(self) -> "Scenario":
+        issues = []
+        first_use: dict[str, int] = {}
+        for index, source in enumerate(self.traffic):
+            if source.name is None:
+                source.name = f"{source.kind}{index}"
+            if source.name in first_use:
+                issues.append(
+                    (
+                        f"traffic[{index}].name",
+                        f"duplicate name {source.name!r} (also traffic[{first_use[source.name]}])",
+                    )
+                )
+            first_use.setdefault(source.name, index)
+            if source.class_ >= self.network.classes:
+                issues.append(
+                    (
+                        f"traffic[{index}].class",
+                        f"must be < network.classes ({self.network.classes}) (got {source.class_})",
+                    )
+                )
+        if issues:
+            raise issues_error(*issues)
+        return self
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], overrides: Sequence[str] = (), source: Optional[str] = None) -> "Scenario":
+        """Same as the module-level :func:`from_dict`."""
+        return from_dict(data, overrides, source)
+
+    @property
+    def source(self) -> Optional[str]:
+        """The file the scenario was read from, if any."""
+        return self._source
+
+    @property
+    def source_text(self) -> Optional[str]:
+        """The YAML text as read, before overrides, if the scenario came from text."""
+        return self._source_text
+
+    @property
+    def source_data(self) -> Optional[dict[str, Any]]:
+        """The document after ``--set`` overrides, before validation and defaults."""
+        return copy.deepcopy(self._source_data)
+
+    @property
+    def overrides(self) -> tuple[str, ...]:
+        """The ``key=value`` overrides applied to the source document."""
+        return self._overrides
+
+    def with_seed(self, seed: int) -> "Scenario":
+        """A copy of this scenario with another seed."""
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= U64_MAX:
+            raise ScenarioError([("seed", f"must be an integer from 0 to 2**64 - 1 (got {show(seed)})")], self._source)
+        return self.model_copy(update={"seed": seed})
+
+    def to_resolved(self) -> dict[str, Any]:
+        """The resolved JSON document accepted by ``fabricsim._core.Simulation``."""
+        return {
+            "name": self.name,
+            "seed": self.seed,
+            "duration_ps": self.duration,
+            "drain": self.drain,
+            "drain_limit_ps": self.drain_limit,
+            "network": self.network.to_resolved(),
+            "topology": self.topology.to_resolved(),
+            "traffic": [_resolve_source(self, index, source) for index, source in enumerate(self.traffic)],
+            "stats": self.stats.to_resolved(),
+            "tcp": self.tcp.to_resolved(),
+            **({"roce": self.roce.to_resolved()} if self.roce is not None else {}),
+        }
+
+    def to_yaml(self) -> str:
+        """The scenario as YAML with every default spelled out, in exact units.
+
+        Loading this text gives a scenario with the same :meth:`to_resolved`.
+        """
+        header = ["# fabricsim scenario with all defaults filled in"]
+        if self._source:
+            header.append(f"# source: {self._source}")
+        header.extend(f"# --set {override}" for override in self._overrides)
+        body = _yaml.dump(self.model_dump(mode="json", by_alias=True))
+        return "\n".join(header) + "\n" + body
+
+
+# --------------------------------------------------------------------------
+# Loading
+
+
+def _parse_yaml(text: str, source: Optional[str]) -> Any:
+    try:
+        return _yaml.parse(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = exc.problem or exc.context or "syntax error"
+        raise ScenarioError([("", f"invalid YAML{where}: {problem}")], source) from None
+    except yaml.YAMLError as exc:
+        raise ScenarioError([("", f"invalid YAML: {exc}")], source) from None
+
+
+def _kind_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {str: "string", bool: "boolean", int: "number", float: "number"}.get(type(value), type(value).__name__)
+
+
+def _apply_override(document: dict[str, Any], override: str, source: Optional[str]) -> None:
+    """Apply one ``dotted.path=value`` override in place."""
+    key, sep, raw = override.partition("=")
+    key = key.strip()
+    label = f"--set {key}" if key else "--set"
+    if not sep or not key:
+        raise ScenarioError([(label, f"expected KEY=VALUE, got {override!r}")], source)
+    try:
+        value = _yaml.parse_value(raw)
+    except yaml.YAMLError as exc:
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ScenarioError([(label, f"invalid value {raw!r}: {problem}")], source) from None
+    parts = re.sub(r"\[(\d+)\]", r".\1", key).split(".")
+    if not all(parts):
+        raise ScenarioError([(label, "empty component in the key path")], source)
+    node: Any = document
+    for depth, part in enumerate(parts):
+        last = depth == len(parts) - 1
+        where = ".".join(parts[:depth]) or "the top level"
+        if isinstance(node, dict):
+            if last:
+                node[part] = value
+            else:
+                if node.get(part) is None:
+                    node[part] = {}
+                node = node[part]
+        elif isinstance(node, list):
+            if not part.isdigit() or int(part) >= len(node):
+                raise ScenarioError(
+                    [(label, f"{where} is a list of {len(node)} entries; {part!r} is not an index in it")], source
+                )
+            if last:
+                node[int(part)] = value
+            else:
+                node = node[int(part)]
+        else:
+            raise ScenarioError([(label, f"cannot set {part!r} inside {where}, which is a {_kind_name(node)}")], source)
+
+
+def _build(
+    data: Any,
+    *,
+    overrides: Sequence[str],
+    source: Optional[str],
+    text: Optional[str],
+    default_name: Optional[str],
+) -> Scenario:
+    if data is None:
+        raise ScenarioError([("", "the scenario is empty")], source)
+    if not isinstance(data, dict):
+        raise ScenarioError([("", f"expected a mapping of scenario settings, got {show(data)}")], source)
+    document = copy.deepcopy(data)
+    for override in overrides:
+        _apply_override(document, override, source)
+    candidate = document if "name" in document or not default_name else {"name": default_name, **document}
+    try:
+        scenario = Scenario.model_validate(candidate)
+    except ValidationError as exc:
+        raise ScenarioError(validation_issues(exc, candidate), source) from None
+    scenario._source = source
+    scenario._source_text = text
+    scenario._source_data = document
+    scenario._overrides = tuple(overrides)
+    return scenario
+
+
+def load(path: Union[str, "os.PathLike[str]"], overrides: Sequence[str] = ()) -> Scenario:
+    """Read, override and validate a YAML scenario file.
+
+    ``overrides`` are ``dotted.path=value`` strings (``traffic.0.rate=5Gbps``,
+    ``traffic[0].rate=5Gbps`` works too); values are parsed as YAML and
+    missing mapping keys are created. Without a ``name`` key the scenario is
+    named after the file. Raises :class:`ScenarioError` for any problem,
+    including a missing or unreadable file.
+    """
+    source = os.fspath(path)
+    try:
+        text = Path(source).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ScenarioError([("", "file not found")], source) from None
+    except UnicodeDecodeError:
+        raise ScenarioError([("", "not a UTF-8 text file")], source) from None
+    except OSError as exc:
+        raise ScenarioError([("", f"cannot read file: {exc.strerror or exc}")], source) from None
+    return _build(
+        _parse_yaml(text, source), overrides=overrides, source=source, text=text, default_name=Path(source).stem
+    )
+
+
+def loads(text: str, overrides: Sequence[str] = (), source: Optional[str] = None) -> Scenario:
+    """Validate a scenario given as YAML text; ``source`` labels error messages."""
+    return _build(_parse_yaml(text, source), overrides=overrides, source=source, text=text, default_name=None)
+
+
+def from_dict(data: dict[str, Any], overrides: Sequence[str] = (), source: Optional[str] = None) -> Scenario:
+    """Validate a scenario given as a mapping (it is not modified)."""
+    return _build(data, overrides=overrides, source=source, text=None, default_name=None)

@@ -1,0 +1,88 @@
+"""Where the points of a sweep run: a local process pool or a Ray cluster. Each point is :func:`run_point`."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+from fabricsim.runner import run
+from fabricsim.schema import load
+from fabricsim.sweeps.catalog import metrics_of
+from fabricsim.sweeps.grid import Point, SweepError
+
+__all__ = ["local_backend", "ray_backend", "run_point"]
+
+
+def run_point(scenario_path: str, overrides: Sequence[str], seed: int, out_dir: str) -> dict[str, Any]:
+    """Run one point and write its outputs; never raises (errors are returned)."""
+    started = time.perf_counter()
+    directory = Path(out_dir)
+    try:
+        if directory.exists():
+            shutil.rmtree(directory)
+        scenario = load(scenario_path, list(overrides))
+        result = run(scenario, seed=seed)
+        files = [str(p) for p in result.write(directory, report=False) if p.suffix == ".parquet"]
+        metrics = metrics_of(result)
+        record = {"status": "done", "error": None, "metrics": metrics, "files": files, "seed": seed}
+        marker = directory / "point.json"
+        marker.with_suffix(".tmp").write_text(json.dumps(record, sort_keys=True, default=str), encoding="utf-8")
+        os.replace(marker.with_suffix(".tmp"), marker)
+    except Exception as exc:  # one failed point never stops the sweep
+        message = str(exc).strip().replace("\n", "; ") or type(exc).__name__
+        record = {"status": "failed", "error": f"{type(exc).__name__}: {message}", "metrics": {}, "files": [],
+                  "seed": seed}
+    record["elapsed_s"] = time.perf_counter() - started
+    return record
+
+
+def local_backend(workers: int) -> Callable[[list[tuple[Point, tuple[Any, ...]]]], Any]:
+    def execute(tasks: list[tuple[Point, tuple[Any, ...]]]) -> Any:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        context = multiprocessing.get_context("spawn")  # no fork of polars/rayon threads
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            futures = {pool.submit(run_point, *args): point for point, args in tasks}
+            for future in as_completed(futures):
+                point = futures[future]
+                try:
+                    record = future.result()
+                except Exception as exc:  # a worker died
+                    record = {"status": "failed", "error": f"worker failed: {type(exc).__name__}: {exc}",
+                              "metrics": {}, "files": [], "seed": point.seed}
+                yield point, record
+
+    return execute
+
+
+def ray_backend(address: Optional[str], workers: int) -> Callable[[list[tuple[Point, tuple[Any, ...]]]], Any]:
+    try:
+        import ray
+    except ImportError:
+        raise SweepError("the ray backend needs Ray: pip install 'fabricsim[ray]' (or pip install ray)") from None
+
+    def execute(tasks: list[tuple[Point, tuple[Any, ...]]]) -> Any:
+        if not ray.is_initialized():
+            if address:
+                ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
+            else:
+                ray.init(num_cpus=workers, ignore_reinit_error=True, log_to_driver=False, include_dashboard=False)
+        remote = ray.remote(num_cpus=1)(run_point)
+        pending = {remote.remote(*args): point for point, args in tasks}
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            for ref in ready:
+                point = pending.pop(ref)
+                try:
+                    record = ray.get(ref)
+                except Exception as exc:
+                    record = {"status": "failed", "error": f"ray task failed: {type(exc).__name__}: {exc}",
+                              "metrics": {}, "files": [], "seed": point.seed}
+                yield point, record
+
+    return execute

@@ -1,0 +1,129 @@
+"""The sweep catalog: ``catalog.duckdb``, one row per point, with the metrics of its run as columns.
+
+duckdb is imported when a catalog is opened (only sweeps need it).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+from fabricsim.outputs.tables import RunTables
+from fabricsim.sweeps.grid import SweepError
+
+__all__ = ["BASE_COLUMNS", "INTEGER_METRICS", "Catalog", "bucket_slug", "metric_type", "metrics_of"]
+
+# --------------------------------------------------------------------------
+# Metrics of a run
+
+
+def bucket_slug(label: str) -> str:
+    """A size-bucket label as part of a column name: ``<=100KB`` -> ``le_100KB``."""
+    return label.replace("<=", "le_").replace(">", "gt_").replace("-", "_to_")
+
+
+def metrics_of(result: RunTables) -> dict[str, Any]:
+    """Flat summary metrics of a run for the catalog."""
+    s = result.summary
+    out: dict[str, Any] = {
+        "flows_total": s.get("flows_total"),
+        "flows_completed": s.get("flows_completed"),
+        "packets_delivered": s.get("packets_delivered"),
+        "packets_dropped": s.get("packets_dropped"),
+        "conservation_ok": s.get("conservation_ok"),
+        "events": s.get("events"),
+        "sim_time_s": s.get("sim_time_s"),
+        "wall_time_s": s.get("wall_time_s"),
+        "max_buffer_bytes": None,
+    }
+    if result.buffers.height:
+        out["max_buffer_bytes"] = int(result.buffers["high_water_bytes"].max())
+    fct = result.fct
+    if fct.height:
+        for row in fct.iter_rows(named=True):
+            slug = bucket_slug(row["bucket"])
+            out[f"fct_{slug}_count"] = row["count"]
+            out[f"fct_{slug}_mean_ps"] = row["mean_fct_ps"]
+            out[f"fct_{slug}_p99_ps"] = row["p99_fct_ps"]
+            out[f"fct_{slug}_mean_slowdown"] = row["mean_slowdown"]
+            out[f"fct_{slug}_p99_slowdown"] = row["p99_slowdown"]
+    return out
+
+
+INTEGER_METRICS = ("flows_total", "flows_completed", "packets_delivered", "packets_dropped", "events",
+                   "max_buffer_bytes")
+
+
+def metric_type(name: str) -> str:
+    """SQL type of a metric column (fixed by name, so a first null does not decide it)."""
+    if name == "conservation_ok":
+        return "BOOLEAN"
+    if name in INTEGER_METRICS or name.endswith("_count"):
+        return "BIGINT"
+    return "DOUBLE"
+
+
+# --------------------------------------------------------------------------
+# The catalog
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+BASE_COLUMNS = {
+    "point_id": "VARCHAR PRIMARY KEY",
+    "scenario": "VARCHAR",
+    "params": "VARCHAR",
+    "repeat": "INTEGER",
+    "seed": "UBIGINT",
+    "status": "VARCHAR",
+    "error": "VARCHAR",
+    "out_dir": "VARCHAR",
+    "files": "VARCHAR",
+    "metrics": "VARCHAR",
+    "updated_at": "DOUBLE",
+}
+
+
+class Catalog:
+    """The ``points`` table of ``catalog.duckdb`` (written by one process at a time)."""
+
+    def __init__(self, path: Path) -> None:
+        try:
+            import duckdb
+        except ImportError:
+            raise SweepError("the sweep catalog needs duckdb: pip install duckdb") from None
+        self.db = duckdb.connect(str(path))
+        columns = ", ".join(f"{_quote(n)} {t}" for n, t in BASE_COLUMNS.items())
+        self.db.execute(f"CREATE TABLE IF NOT EXISTS points ({columns})")
+        self.columns = {row[0] for row in self.db.execute("DESCRIBE points").fetchall()}
+
+    def ensure_column(self, name: str, sql_type: str) -> None:
+        if name not in self.columns:
+            self.db.execute(f"ALTER TABLE points ADD COLUMN {_quote(name)} {sql_type}")
+            self.columns.add(name)
+
+    def status(self) -> dict[str, str]:
+        return dict(self.db.execute("SELECT point_id, status FROM points").fetchall())
+
+    def upsert(self, values: dict[str, Any]) -> None:
+        for name in values:
+            if name not in self.columns:
+                self.ensure_column(name, metric_type(name))
+        names = list(values)
+        placeholders = ", ".join("?" for _ in names)
+        updates = ", ".join(f"{_quote(n)} = excluded.{_quote(n)}" for n in names if n != "point_id")
+        self.db.execute(
+            f"INSERT INTO points ({', '.join(map(_quote, names))}) VALUES ({placeholders}) "
+            f"ON CONFLICT (point_id) DO UPDATE SET {updates}",
+            [values[n] for n in names],
+        )
+
+    def rows(self, ids: Sequence[str]) -> list[dict[str, Any]]:
+        cursor = self.db.execute("SELECT * FROM points WHERE point_id IN (SELECT unnest(?))", [list(ids)])
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+    def close(self) -> None:
+        self.db.close()

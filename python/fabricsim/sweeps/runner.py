@@ -1,0 +1,189 @@
+"""Parameter sweeps: a full grid of ``--set`` overrides x repeats, run in parallel,
+recorded in a DuckDB catalog, resumable.
+
+Layout of the output directory ``DIR``::
+
+    DIR/catalog.duckdb        one row per point (table ``points``)
+    DIR/points/<id>/          the point's run outputs (summary.json, *.parquet, point.json last)
+    DIR/sweep.parquet         one row per point of the current grid: parameters, seed, status, metrics
+    DIR/report.html           the sweep report (fabricsim.sweeps.report)
+
+A point is identified by its parameters and seed. A second invocation skips
+points whose status is ``done``, adopts points whose ``point.json`` was written
+before an interruption, and reruns ``failed`` and unfinished ones. Only the
+parent process writes the catalog, as each point finishes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+from fabricsim.schema import load
+from fabricsim.sweeps.backends import local_backend, ray_backend
+from fabricsim.sweeps.catalog import BASE_COLUMNS, INTEGER_METRICS, Catalog
+from fabricsim.sweeps.grid import Point, SweepError, plan_points
+from fabricsim.sweeps.report import summary_table, write_report
+
+__all__ = ["SweepOutcome", "run_sweep"]
+
+
+@dataclass
+class SweepOutcome:
+    out_dir: Path
+    points: list[Point]
+    ran: int = 0
+    skipped: int = 0
+    adopted: int = 0
+    failed: int = 0
+    table: Any = None
+    report: Optional[Path] = None
+    errors: list[str] = field(default_factory=list)
+
+
+def _adopt(marker: Path, point: Point) -> Optional[dict[str, Any]]:
+    """A finished point's record from its ``point.json``, if it matches ``point``."""
+    try:
+        record = json.loads(marker.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if record.get("status") != "done" or record.get("seed") != point.seed:
+        return None
+    if not all(Path(f).exists() for f in record.get("files", [])):
+        return None
+    return record
+
+
+def run_sweep(
+    scenario: str | os.PathLike[str],
+    grid: Sequence[tuple[str, Sequence[str]]],
+    out_dir: str | os.PathLike[str],
+    *,
+    repeats: int = 1,
+    backend: str = "local",
+    workers: Optional[int] = None,
+    ray_address: Optional[str] = None,
+    progress: bool = False,
+    report: bool = True,
+    x: Optional[str] = None,
+    series: Optional[str] = None,
+) -> SweepOutcome:
+    """Run (or resume) a sweep; see the module docstring for the files it writes."""
+    scenario_path = str(Path(scenario).resolve())
+    base = load(scenario_path)  # validates the file before anything runs
+    clash = [p for p, _ in grid if p in BASE_COLUMNS or p in INTEGER_METRICS or p.startswith("fct_")]
+    if clash:
+        raise SweepError(f"--grid {clash[0]}: the name is taken by a catalog column")
+    points = plan_points(grid, repeats, base.seed)
+    directory = Path(out_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    workers = max(1, workers or min(len(points), os.cpu_count() or 1))
+    if backend == "local":
+        execute = local_backend(workers)
+    elif backend == "ray":
+        execute = ray_backend(ray_address, workers)
+    else:
+        raise SweepError(f"unknown backend {backend!r}; allowed: local, ray")
+
+    catalog = Catalog(directory / "catalog.duckdb")
+    outcome = SweepOutcome(directory, points)
+    try:
+        for path, _ in grid:
+            catalog.ensure_column(path, "VARCHAR")
+        known = catalog.status()
+
+        def base_row(point: Point) -> dict[str, Any]:
+            row = {
+                "point_id": point.id,
+                "scenario": scenario_path,
+                "params": json.dumps(point.params, sort_keys=True),
+                "repeat": point.repeat,
+                "seed": point.seed,
+                "out_dir": str((directory / "points" / point.id).resolve()),
+            }
+            row.update(point.params)
+            return row
+
+        def finish(point: Point, record: dict[str, Any]) -> None:
+            row = base_row(point)
+            row.update(
+                status=record["status"],
+                error=record.get("error"),
+                files=json.dumps(record.get("files", [])),
+                metrics=json.dumps(record.get("metrics", {}), sort_keys=True, default=str),
+                updated_at=time.time(),
+            )
+            row.update(record.get("metrics", {}))
+            catalog.upsert(row)
+            if record["status"] == "failed":
+                outcome.failed += 1
+                outcome.errors.append(f"{point.params} seed {point.seed}: {record.get('error')}")
+
+        tasks = []
+        for point in points:
+            if known.get(point.id) == "done":
+                outcome.skipped += 1
+                continue
+            point_dir = directory / "points" / point.id
+            adopted = _adopt(point_dir / "point.json", point)
+            if adopted is not None:
+                finish(point, adopted)
+                outcome.adopted += 1
+                continue
+            row = base_row(point)
+            row.update(status="running", error=None, updated_at=time.time())
+            catalog.upsert(row)
+            tasks.append((point, (scenario_path, point.overrides, point.seed, str(point_dir))))
+
+        bar = _progress(progress, len(points), outcome.skipped + outcome.adopted)
+        try:
+            if tasks:
+                for point, record in execute(tasks):
+                    finish(point, record)
+                    outcome.ran += 1
+                    bar(point, record)
+        finally:
+            bar(None, None)
+
+        rows = catalog.rows([p.id for p in points])
+    finally:
+        catalog.close()
+
+    order = {p.id: i for i, p in enumerate(points)}
+    rows.sort(key=lambda r: order[r["point_id"]])
+    table = summary_table(rows, [p for p, _ in grid])
+    table.write_parquet(directory / "sweep.parquet", compression="zstd")
+    # What `fabricsim report DIR` needs to rebuild the report without rerunning.
+    meta = {"grid": [p for p, _ in grid], "x": x, "series": series, "title": f"{base.name} sweep"}
+    (directory / "sweep.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    outcome.table = table
+    if report:
+        outcome.report = write_report(table, [p for p, _ in grid], directory / "report.html", x=x, series=series,
+                                      title=f"{base.name} sweep")
+    return outcome
+
+
+def _progress(enabled: bool, total: int, done: int) -> Callable[[Any, Any], None]:
+    """A rich progress bar over points; call with (None, None) to close."""
+    if not enabled:
+        return lambda point, record: None
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    bar = Progress(TextColumn("[bold]sweep"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[last]}"),
+                   TimeElapsedColumn(), console=Console(stderr=True))
+    bar.start()
+    task = bar.add_task("sweep", total=total, completed=done, last="")
+
+    def update(point: Any, record: Any) -> None:
+        if point is None:
+            bar.stop()
+            return
+        mark = "ok" if record["status"] == "done" else "FAILED"
+        bar.update(task, advance=1, last=f"{mark} {point.params} seed {point.seed}")
+
+    return update

@@ -1,0 +1,175 @@
+"""The Python package's layering: modules import only downward, and importing fabricsim stays light."""
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import fabricsim
+
+PACKAGE = Path(fabricsim.__file__).resolve().parent
+HEAVY = ("polars", "numpy", "matplotlib", "duckdb", "ray", "rich")
+
+
+def _module_names() -> dict[str, Path]:
+    """Every module of the package by dotted name (``__main__`` modules aside: they run on import)."""
+    modules = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__main__":
+            continue
+        if parts[-1] == "__init__":
+            parts.pop()
+        modules[".".join(parts)] = path
+    return modules
+
+
+def _imports(path: Path, name: str, modules: dict[str, Path]) -> set[str]:
+    """The package's modules that ``path`` imports, wherever the import statement is (functions and
+    ``if TYPE_CHECKING:`` blocks included). ``from a import b`` counts as importing ``a.b`` when that is
+    a module. A module's own parent packages, which Python imports first, are not counted."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            for alias in node.names:
+                found.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base)
+    return {target for target in found if target in modules and target != name}
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _module_names()
+    return {name: _imports(path, name, modules) for name, path in modules.items()}
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One import cycle as a list of modules (first == last), or [] when there is none."""
+    state: dict[str, str] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str]:
+        state[node] = "open"
+        stack.append(node)
+        for target in sorted(graph[node]):
+            if state.get(target) == "open":
+                return [*stack[stack.index(target):], target]
+            if target not in state:
+                found = visit(target)
+                if found:
+                    return found
+        stack.pop()
+        state[node] = "done"
+        return []
+
+    for node in sorted(graph):
+        if node not in state:
+            found = visit(node)
+            if found:
+                return found
+    return []
+
+
+def test_the_import_graph_has_no_cycle():
+    graph = _graph()
+    assert "fabricsim.schema.scenario" in graph and "fabricsim.outputs.results" in graph
+    cycle = _cycle(graph)
+    assert not cycle, "import cycle: " + " -> ".join(cycle)
+
+
+def test_the_cycle_check_finds_a_cycle():
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) == []
+
+
+def test_layers_import_only_lower_layers():
+    """The base modules import nothing of the package above them; the schema knows nothing of
+    outputs, runs, sweeps or the CLI; outputs nothing of running, sweeps or the CLI."""
+    graph = _graph()
+
+    def reach(start: str) -> set[str]:
+        seen, todo = set(), [start]
+        while todo:
+            for target in graph[todo.pop()]:
+                if target not in seen:
+                    seen.add(target)
+                    todo.append(target)
+        return seen
+
+    above = {
+        "fabricsim.errors": ("fabricsim.",),
+        "fabricsim.units": ("fabricsim.",),
+        "fabricsim.devices": ("fabricsim.schema", "fabricsim.outputs", "fabricsim.runner"),
+        "fabricsim.workloads.flowgen": ("fabricsim.schema", "fabricsim.outputs", "fabricsim.runner"),
+        "fabricsim.schema": ("fabricsim.outputs", "fabricsim.runner", "fabricsim.sweeps", "fabricsim.cli"),
+        "fabricsim.outputs.results": ("fabricsim.runner", "fabricsim.sweeps", "fabricsim.cli", "fabricsim.bench"),
+        "fabricsim.runner": ("fabricsim.sweeps", "fabricsim.cli", "fabricsim.experiments", "fabricsim.bench"),
+    }
+    allowed = {"fabricsim.errors": {"fabricsim.units"}, "fabricsim.units": {"fabricsim.errors"}}
+    for module, forbidden in above.items():
+        wrong = sorted(
+            target for target in reach(module) - allowed.get(module, set()) if target.startswith(forbidden)
+        )
+        assert not wrong, f"{module} imports {wrong}"
+
+
+def _run_python(code: str) -> str:
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_every_module_imports_first_in_a_fresh_interpreter():
+    """Each module imported first (all of the package's modules unloaded before each), so no import
+    order depends on another module having been imported before."""
+    names = sorted(_module_names())
+    code = f"""
+import importlib, sys
+failed = []
+for name in {names!r}:
+    for loaded in [m for m in sys.modules if m.partition(".")[0] == "fabricsim" and m != "fabricsim._core"]:
+        del sys.modules[loaded]
+    try:
+        importlib.import_module(name)
+    except Exception as exc:
+        failed.append(f"{{name}}: {{type(exc).__name__}}: {{exc}}")
+print("\\n".join(failed))
+"""
+    assert _run_python(code).strip() == ""
+
+
+def test_import_fabricsim_loads_no_dataframe_plotting_sweep_or_console_library():
+    code = f"""
+import json, sys
+import fabricsim
+scenario = fabricsim.load("{PACKAGE.parents[1] / 'scenarios' / 'quickstart.yaml'}")
+scenario.to_resolved()
+from fabricsim.cli.main import _parser
+_parser()
+print(json.dumps([name for name in {HEAVY!r} if name in sys.modules]))
+"""
+    assert json.loads(_run_python(code)) == []
+
+
+def test_running_imports_no_plotting_sweep_or_console_library_until_needed():
+    code = f"""
+import json, sys
+import fabricsim
+fabricsim.run, fabricsim.Result
+print(json.dumps([name for name in {HEAVY!r} if name in sys.modules]))
+"""
+    assert set(json.loads(_run_python(code))) <= {"polars", "numpy"}
+
+
+def test_lazy_public_names_are_the_real_ones():
+    from fabricsim.outputs.results import Result
+    from fabricsim.runner import run
+
+    assert fabricsim.Result is Result and fabricsim.run is run
+    assert {"Result", "run", "load", "Scenario"} <= set(dir(fabricsim))
