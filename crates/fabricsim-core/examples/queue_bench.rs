@@ -2,7 +2,9 @@
 //!
 //! For each resolved scenario given (JSON files, e.g. from
 //! `python -m fabricsim.bench --dump NAME`), the simulation runs once with the
-//! queue's operations recorded (feature `queue-trace`); then
+//! queue's operations recorded (feature `queue-trace`; `QUEUE_BENCH_SAVE=DIR`
+//! keeps them as `DIR/NAME.trace`, and a `.trace` file can be given instead of
+//! a scenario); then
 //!
 //! 1. the time distribution is logged: how far ahead events are scheduled
 //!    (log2 histogram of `push time - now`), how many are pending;
@@ -14,6 +16,8 @@
 //!
 //! ```sh
 //! cargo run --release -p fabricsim-core --features queue-trace --example queue_bench -- a.json b.json
+//! # instructions of one candidate's replay (the heap's is counted too), free of timing noise:
+//! QUEUE_BENCH_COUNT=radix valgrind --tool=callgrind --toggle-collect='*replay*' target/release/examples/queue_bench a.json
 //! ```
 //!
 //! Candidates: the 4-ary heap of 128-bit `(time, seq)` keys used until now; the
@@ -205,6 +209,172 @@ impl Queue for Radix {
         }
         let x = self.b0[self.b0_head];
         self.b0_head += 1;
+        Some(x)
+    }
+}
+
+// ------------------------------------------------------------ radix heap keeping bucket minima
+
+/// The radix heap, with the earliest time of each bucket kept up to date on
+/// push, so that emptying a bucket needs one pass instead of two.
+struct RadixMin {
+    last: u64,
+    b0: Vec<(u64, Payload)>,
+    b0_head: usize,
+    buckets: [Vec<(u64, Payload)>; 64],
+    mins: [u64; 64],
+    mask: u64,
+    scratch: Vec<(u64, Payload)>,
+}
+
+impl Queue for RadixMin {
+    const NAME: &'static str = "radix heap, bucket minima";
+    fn new() -> Self {
+        RadixMin {
+            last: 0,
+            b0: Vec::with_capacity(64),
+            b0_head: 0,
+            buckets: std::array::from_fn(|_| Vec::new()),
+            mins: [u64::MAX; 64],
+            mask: 0,
+            scratch: Vec::new(),
+        }
+    }
+    #[inline]
+    fn push(&mut self, t: u64, e: Payload) {
+        let d = t ^ self.last;
+        if d == 0 {
+            self.b0.push((t, e));
+        } else {
+            let b = 63 - d.leading_zeros() as usize;
+            self.buckets[b].push((t, e));
+            self.mins[b] = self.mins[b].min(t);
+            self.mask |= 1 << b;
+        }
+    }
+    #[inline]
+    fn pop(&mut self) -> Option<(u64, Payload)> {
+        if self.b0_head == self.b0.len() {
+            self.b0.clear();
+            self.b0_head = 0;
+            if self.mask == 0 {
+                return None;
+            }
+            let i = self.mask.trailing_zeros() as usize;
+            self.mask &= self.mask - 1;
+            std::mem::swap(&mut self.scratch, &mut self.buckets[i]);
+            let m = self.mins[i];
+            self.mins[i] = u64::MAX;
+            self.last = m;
+            for &x in &self.scratch {
+                let d = x.0 ^ m;
+                if d == 0 {
+                    self.b0.push(x);
+                } else {
+                    let b = 63 - d.leading_zeros() as usize;
+                    self.buckets[b].push(x);
+                    self.mins[b] = self.mins[b].min(x.0);
+                    self.mask |= 1 << b;
+                }
+            }
+            self.scratch.clear();
+        }
+        let x = self.b0[self.b0_head];
+        self.b0_head += 1;
+        Some(x)
+    }
+}
+
+// ------------------------------------------------------------ radix heap with a sorted front
+
+/// The radix heap above, but a small lowest bucket (at most `SMALL` events) is
+/// sorted into a short "front" run instead of being redistributed one level at
+/// a time; events pushed below the front's limit are inserted into it in
+/// order (after equal times, so FIFO holds).
+struct RadixFront {
+    last: u64,
+    /// Time of the latest event taken out (pushes may not go before it).
+    now: u64,
+    front: Vec<(u64, Payload)>,
+    head: usize,
+    /// Every event in a bucket is at or after this time.
+    limit: u64,
+    buckets: Vec<Vec<(u64, Payload)>>,
+    mask: u64,
+    scratch: Vec<(u64, Payload)>,
+}
+
+const SMALL: usize = 16;
+
+impl Queue for RadixFront {
+    const NAME: &'static str = "radix heap + sorted front";
+    fn new() -> Self {
+        RadixFront {
+            last: 0,
+            now: 0,
+            front: Vec::with_capacity(64),
+            head: 0,
+            limit: 1,
+            buckets: (0..65).map(|_| Vec::new()).collect(),
+            mask: 0,
+            scratch: Vec::new(),
+        }
+    }
+    #[inline]
+    fn push(&mut self, t: u64, e: Payload) {
+        debug_assert!(t >= self.now);
+        if t < self.limit {
+            let mut i = self.front.len();
+            while i > self.head && self.front[i - 1].0 > t {
+                i -= 1;
+            }
+            self.front.insert(i, (t, e));
+            return;
+        }
+        let b = Radix::bucket(t, self.last);
+        debug_assert!(b > 0);
+        self.buckets[b].push((t, e));
+        self.mask |= 1 << (b - 1);
+    }
+    #[inline]
+    fn pop(&mut self) -> Option<(u64, Payload)> {
+        if self.head == self.front.len() {
+            self.front.clear();
+            self.head = 0;
+            if self.mask == 0 {
+                return None;
+            }
+            let i = self.mask.trailing_zeros() as usize + 1;
+            self.mask &= !(1 << (i - 1));
+            std::mem::swap(&mut self.scratch, &mut self.buckets[i]);
+            if self.scratch.len() <= SMALL {
+                // Bucket i covers times up to the next multiple of 2^(i-1) above `last`'s prefix.
+                self.limit = ((self.last >> (i - 1)) | 1).wrapping_add(1) << (i - 1);
+                if self.limit == 0 {
+                    self.limit = u64::MAX;
+                }
+                self.front.extend_from_slice(&self.scratch);
+                // Stable: equal times keep their bucket (scheduling) order.
+                self.front.sort_by_key(|x| x.0);
+            } else {
+                let m = self.scratch.iter().map(|x| x.0).min().unwrap();
+                self.last = m;
+                self.limit = m + 1;
+                for &x in &self.scratch {
+                    let b = Radix::bucket(x.0, m);
+                    if b == 0 {
+                        self.front.push(x);
+                    } else {
+                        self.buckets[b].push(x);
+                        self.mask |= 1 << (b - 1);
+                    }
+                }
+            }
+            self.scratch.clear();
+        }
+        let x = self.front[self.head];
+        self.head += 1;
+        self.now = x.0;
         Some(x)
     }
 }
@@ -508,10 +678,11 @@ fn analyse(trace: &[u64]) -> Stats {
 }
 
 /// Replays `trace`; returns (seconds, order checksum).
+#[inline(never)]
 fn replay<Q: Queue>(trace: &[u64]) -> (f64, u64) {
     let mut best = f64::MAX;
     let mut sum = 0;
-    for _ in 0..3 {
+    for _ in 0..repetitions() {
         let mut q = Q::new();
         let mut h = 0u64;
         let mut id = 0u32;
@@ -560,9 +731,23 @@ fn hold<Q: Queue>(n: usize, deltas: &[u64]) -> f64 {
     best
 }
 
+/// Best of three, or one run with `QUEUE_BENCH_COUNT` set (for counting
+/// instructions per replay under `valgrind --tool=callgrind`; no hold model).
+fn repetitions() -> usize {
+    if counting() {
+        1
+    } else {
+        3
+    }
+}
+
+fn counting() -> bool {
+    std::env::var_os("QUEUE_BENCH_COUNT").is_some()
+}
+
 fn run_all(trace: &[u64], deltas: &[u64]) {
     let (base, want) = replay::<Heap4>(trace);
-    println!("  replay of {} operations (best of 3):", trace.len());
+    println!("  replay of {} operations (best of {}):", trace.len(), repetitions());
     let row = |name: &str, (secs, sum): (f64, u64)| {
         let ok = if sum == want { "same order" } else { "ORDER DIFFERS" };
         println!(
@@ -572,11 +757,31 @@ fn run_all(trace: &[u64], deltas: &[u64]) {
             base / secs
         );
     };
+    // With QUEUE_BENCH_COUNT=NAME only the candidate whose name contains NAME is replayed (after the heap).
+    let only = std::env::var("QUEUE_BENCH_COUNT").unwrap_or_default();
+    let wanted = |name: &str| only.is_empty() || only == "1" || name.contains(only.as_str());
     row(Heap4::NAME, (base, want));
-    row(StdHeap::NAME, replay::<StdHeap>(trace));
-    row(Radix::NAME, replay::<Radix>(trace));
-    row(Calendar::NAME, replay::<Calendar>(trace));
-    row(Ladder::NAME, replay::<Ladder>(trace));
+    if wanted(StdHeap::NAME) {
+        row(StdHeap::NAME, replay::<StdHeap>(trace));
+    }
+    if wanted(Radix::NAME) {
+        row(Radix::NAME, replay::<Radix>(trace));
+    }
+    if wanted(RadixMin::NAME) {
+        row(RadixMin::NAME, replay::<RadixMin>(trace));
+    }
+    if wanted(RadixFront::NAME) {
+        row(RadixFront::NAME, replay::<RadixFront>(trace));
+    }
+    if wanted(Calendar::NAME) {
+        row(Calendar::NAME, replay::<Calendar>(trace));
+    }
+    if wanted(Ladder::NAME) {
+        row(Ladder::NAME, replay::<Ladder>(trace));
+    }
+    if counting() {
+        return;
+    }
     println!("  hold model, ns per pop+push (best of 3), delays drawn from this trace:");
     println!("    {:40} {:>9} {:>9} {:>9} {:>9}", "pending", 40, 3000, 30000, 300000);
     let sizes = [40usize, 3_000, 30_000, 300_000];
@@ -587,19 +792,33 @@ fn run_all(trace: &[u64], deltas: &[u64]) {
     line(Heap4::NAME, &|n| hold::<Heap4>(n, deltas));
     line(StdHeap::NAME, &|n| hold::<StdHeap>(n, deltas));
     line(Radix::NAME, &|n| hold::<Radix>(n, deltas));
+    line(RadixMin::NAME, &|n| hold::<RadixMin>(n, deltas));
+    line(RadixFront::NAME, &|n| hold::<RadixFront>(n, deltas));
     line(Calendar::NAME, &|n| hold::<Calendar>(n, deltas));
     line(Ladder::NAME, &|n| hold::<Ladder>(n, deltas));
 }
 
 fn main() {
     for path in std::env::args().skip(1) {
-        let json = std::fs::read_to_string(&path).expect("readable scenario file");
-        let sc = Scenario::from_json(&json).expect("valid scenario JSON");
-        let mut sim = Simulation::new(&sc).expect("valid scenario");
-        sim.run();
-        let trace = sim.take_queue_trace();
+        let (name, trace) = if path.ends_with(".trace") {
+            let bytes = std::fs::read(&path).expect("readable trace file");
+            let ops = bytes.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect();
+            (path.clone(), ops)
+        } else {
+            let json = std::fs::read_to_string(&path).expect("readable scenario file");
+            let sc = Scenario::from_json(&json).expect("valid scenario JSON");
+            let mut sim = Simulation::new(&sc).expect("valid scenario");
+            sim.run();
+            (sc.name.clone(), sim.take_queue_trace())
+        };
+        // QUEUE_BENCH_SAVE=DIR keeps the trace as DIR/NAME.trace (u64 little-endian), to replay later.
+        if let Some(dir) = std::env::var_os("QUEUE_BENCH_SAVE") {
+            let file = std::path::Path::new(&dir).join(format!("{name}.trace"));
+            let bytes: Vec<u8> = trace.iter().flat_map(|x| x.to_le_bytes()).collect();
+            std::fs::write(&file, bytes).expect("writable trace file");
+        }
         let s = analyse(&trace);
-        println!("== {} ({path})", sc.name);
+        println!("== {name} ({path})");
         println!(
             "  {} pushes, {} pops recorded; pending: mean {:.0}, max {}; scheduled at `now`: {:.1}%",
             s.pushes,
