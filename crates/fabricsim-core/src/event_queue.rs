@@ -16,9 +16,9 @@
 //! taken out, a pending event at time `t` lives in bucket `msb(t ^ last)`, the
 //! highest bit in which it differs from `last`; events at exactly `last` live in
 //! a FIFO of their own. Taking out the next event reads that FIFO; when it is
-//! empty, the lowest non-empty bucket (a bit mask finds it) is scanned for its
-//! earliest time, which becomes `last`, and its events move to lower buckets or
-//! into the FIFO. Each event moves at most 64 times and in practice a few times;
+//! empty, the lowest non-empty bucket (a bit mask finds it) is emptied: its
+//! earliest time (kept per bucket as events arrive) becomes `last`, and its
+//! events move to lower buckets or into the FIFO. Each event moves at most 64 times and in practice a few times;
 //! pushes are appends. Every step scans or appends to vectors in order, so the
 //! cost hardly grows with the number of pending events, where a heap's sift
 //! down misses the cache once per level.
@@ -76,6 +76,9 @@ pub struct EventQueue<E> {
     head: usize,
     /// `buckets[b]`: events whose time first differs from `last` in bit `b`.
     buckets: [Vec<Entry<E>>; 64],
+    /// `mins[b]`: the earliest time in `buckets[b]` (`u64::MAX` when empty),
+    /// kept on push so that emptying a bucket is a single pass.
+    mins: [u64; 64],
     /// Bit `b` set when `buckets[b]` is not empty.
     nonempty: u64,
     /// Spare vector swapped with a bucket while it is redistributed.
@@ -98,6 +101,7 @@ impl<E: Copy> EventQueue<E> {
             current: Vec::with_capacity(64),
             head: 0,
             buckets: std::array::from_fn(|_| Vec::new()),
+            mins: [u64::MAX; 64],
             nonempty: 0,
             scratch: Vec::new(),
             len: 0,
@@ -121,6 +125,7 @@ impl<E: Copy> EventQueue<E> {
         } else {
             let b = 63 - diff.leading_zeros() as usize;
             self.buckets[b].push(entry);
+            self.mins[b] = self.mins[b].min(t);
             self.nonempty |= 1 << b;
         }
         self.len += 1;
@@ -149,7 +154,7 @@ impl<E: Copy> EventQueue<E> {
         let b = self.nonempty.trailing_zeros() as usize;
         self.nonempty &= self.nonempty - 1;
         std::mem::swap(&mut self.scratch, &mut self.buckets[b]);
-        let min = self.scratch.iter().map(|e| e.time).min().expect("a non-empty bucket");
+        let min = std::mem::replace(&mut self.mins[b], u64::MAX);
         self.last = min;
         for &e in &self.scratch {
             let diff = e.time ^ min;
@@ -158,6 +163,7 @@ impl<E: Copy> EventQueue<E> {
             } else {
                 let b = 63 - diff.leading_zeros() as usize;
                 self.buckets[b].push(e);
+                self.mins[b] = self.mins[b].min(e.time);
                 self.nonempty |= 1 << b;
             }
         }
