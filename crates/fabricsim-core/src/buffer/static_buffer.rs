@@ -18,16 +18,23 @@ pub struct StaticLimits {
     pub queue_packets: Option<u32>,
 }
 
+/// Occupancy of a port (slot 0 of its group) or of one of its class queues.
+#[derive(Clone, Copy, Debug, Default)]
+struct Slot {
+    bytes: u64,
+    packets: u64,
+}
+
 #[derive(Clone, Debug)]
 pub struct StaticBuffer {
     classes: usize,
     port_limit: u64,
     queue_limit: Option<u64>,
-    /// `u32::MAX` when unlimited, so the check costs one comparison.
-    queue_packet_limit: u32,
-    port_used: Vec<u64>,
-    queue_used: Vec<u64>,
-    queue_packets: Vec<u32>,
+    /// `u64::MAX` when unlimited, so the check costs one comparison.
+    queue_packet_limit: u64,
+    /// Per port, `1 + classes` slots side by side: the port's total, then its
+    /// class queues, so an admission touches one or two cache lines.
+    slots: Vec<Slot>,
     total: u64,
     high_water: u64,
 }
@@ -38,10 +45,8 @@ impl StaticBuffer {
             classes,
             port_limit: limits.port_bytes,
             queue_limit: limits.queue_bytes,
-            queue_packet_limit: limits.queue_packets.unwrap_or(u32::MAX),
-            port_used: vec![0; ports],
-            queue_used: vec![0; ports * classes],
-            queue_packets: vec![0; ports * classes],
+            queue_packet_limit: limits.queue_packets.map_or(u64::MAX, u64::from),
+            slots: vec![Slot::default(); ports * (classes + 1)],
             total: 0,
             high_water: 0,
         }
@@ -51,23 +56,24 @@ impl StaticBuffer {
     /// port's bytes; the first one the packet would exceed is the drop reason.
     #[inline]
     pub fn admit(&mut self, r: &AdmitRequest) -> Verdict {
-        let p = r.out_port as usize;
-        let q = p * self.classes + r.class as usize;
+        let p = r.out_port as usize * (self.classes + 1);
+        let q = p + 1 + r.class as usize;
         let b = r.bytes as u64;
-        if self.queue_packets[q] >= self.queue_packet_limit {
+        let queue = self.slots[q];
+        if queue.packets >= self.queue_packet_limit {
             return Verdict::Drop(DropReason::QueuePacketLimit);
         }
         if let Some(limit) = self.queue_limit {
-            if self.queue_used[q] + b > limit {
+            if queue.bytes + b > limit {
                 return Verdict::Drop(DropReason::QueueLimit);
             }
         }
-        if self.port_used[p] + b > self.port_limit {
+        if self.slots[p].bytes + b > self.port_limit {
             return Verdict::Drop(DropReason::PortBufferFull);
         }
-        self.port_used[p] += b;
-        self.queue_used[q] += b;
-        self.queue_packets[q] += 1;
+        self.slots[p].bytes += b;
+        self.slots[p].packets += 1;
+        self.slots[q] = Slot { bytes: queue.bytes + b, packets: queue.packets + 1 };
         self.total += b;
         self.high_water = self.high_water.max(self.total);
         Verdict::Admit
@@ -75,12 +81,13 @@ impl StaticBuffer {
 
     #[inline]
     pub fn release(&mut self, r: &AdmitRequest) {
-        let p = r.out_port as usize;
-        let q = p * self.classes + r.class as usize;
+        let p = r.out_port as usize * (self.classes + 1);
+        let q = p + 1 + r.class as usize;
         let b = r.bytes as u64;
-        self.port_used[p] -= b;
-        self.queue_used[q] -= b;
-        self.queue_packets[q] -= 1;
+        self.slots[p].bytes -= b;
+        self.slots[p].packets -= 1;
+        self.slots[q].bytes -= b;
+        self.slots[q].packets -= 1;
         self.total -= b;
     }
 
@@ -93,7 +100,7 @@ impl StaticBuffer {
     }
 
     pub fn capacity_bytes(&self) -> u64 {
-        self.port_limit * self.port_used.len() as u64
+        self.port_limit * (self.slots.len() / (self.classes + 1)) as u64
     }
 }
 
