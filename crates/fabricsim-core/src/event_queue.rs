@@ -81,8 +81,6 @@ pub struct EventQueue<E> {
     mins: [u64; 64],
     /// Bit `b` set when `buckets[b]` is not empty.
     nonempty: u64,
-    /// Spare vector swapped with a bucket while it is redistributed.
-    scratch: Vec<Entry<E>>,
     len: usize,
     #[cfg(feature = "queue-trace")]
     trace: trace::Trace,
@@ -103,7 +101,6 @@ impl<E: Copy> EventQueue<E> {
             buckets: std::array::from_fn(|_| Vec::new()),
             mins: [u64::MAX; 64],
             nonempty: 0,
-            scratch: Vec::new(),
             len: 0,
             #[cfg(feature = "queue-trace")]
             trace: trace::Trace::default(),
@@ -153,10 +150,12 @@ impl<E: Copy> EventQueue<E> {
     fn redistribute(&mut self) {
         let b = self.nonempty.trailing_zeros() as usize;
         self.nonempty &= self.nonempty - 1;
-        std::mem::swap(&mut self.scratch, &mut self.buckets[b]);
+        // Its events all go to lower buckets, so it can be taken out and put
+        // back empty, keeping its own allocation (no bucket inherits another's).
+        let mut events = std::mem::take(&mut self.buckets[b]);
         let min = std::mem::replace(&mut self.mins[b], u64::MAX);
         self.last = min;
-        for &e in &self.scratch {
+        for &e in &events {
             let diff = e.time ^ min;
             if diff == 0 {
                 self.current.push(e);
@@ -167,7 +166,8 @@ impl<E: Copy> EventQueue<E> {
                 self.nonempty |= 1 << b;
             }
         }
-        self.scratch.clear();
+        events.clear();
+        self.buckets[b] = events;
     }
 
     /// The earliest pending event, without removing it.
@@ -196,9 +196,7 @@ impl<E: Copy> EventQueue<E> {
 
     /// Bytes allocated for pending events.
     pub fn memory_bytes(&self) -> usize {
-        let slots = self.current.capacity()
-            + self.scratch.capacity()
-            + self.buckets.iter().map(|b| b.capacity()).sum::<usize>();
+        let slots = self.current.capacity() + self.buckets.iter().map(|b| b.capacity()).sum::<usize>();
         slots * std::mem::size_of::<Entry<E>>()
     }
 
