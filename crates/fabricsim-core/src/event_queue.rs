@@ -38,24 +38,36 @@
 //! # Measurements
 //!
 //! `examples/queue_bench.rs` records the simulator's queue operations on the
-//! benchmark scenarios and replays them against candidate designs; it also runs
-//! the hold model (pop the earliest event, push one at its time plus a recorded
-//! delay) at fixed numbers of pending events. On a 2-core EPYC VM (shared, so
-//! +-15%), ns per pop+push in the hold model with the delays of the k=32
-//! fat-tree open-loop benchmark:
+//! benchmark scenarios and replays them against candidate designs (checking
+//! that the order is identical); it also runs the hold model (pop the earliest
+//! event, push one at its time plus a recorded delay) at fixed numbers of
+//! pending events. Instructions per queue operation on recorded traces
+//! (callgrind; deterministic):
+//!
+//! | trace (mean pending)          | 4-ary heap, u128 keys (before) | radix heap | radix heap + bucket minima (this one) | calendar | ladder |
+//! |-------------------------------|----:|----:|----:|----:|----:|
+//! | leafspine-udp (303)           | 203 | 162 | 119 | 118 | 276 |
+//! | incast-tcp-16x50MB (36)       | 157 | 101 |  70 | 115 |  98 |
+//! | leafspine-datamining-80 (100) | 193 | 112 |  79 | 135 | 123 |
+//! | fattree-k32-cbr (4,706)       | 294 | 139 | 102 |     |     |
+//!
+//! In time, the hold model with the k=32 fat-tree's delays (500 ns to 1 s), ns
+//! per pop+push on a shared 2-core EPYC VM (+-15%):
 //!
 //! | pending                              |   40 | 3,000 | 30,000 | 300,000 |
 //! |--------------------------------------|-----:|------:|-------:|--------:|
 //! | 4-ary heap, 128-bit `(time, seq)` keys (before) | 29.5 | 56.1 | 86.6 | 246.2 |
 //! | `std` binary heap, `(time, seq)`     | 41.1 |  84.3 |  127.9 |   611.0 |
-//! | radix heap, FIFO buckets (this one)  | 27.9 |  33.9 |   29.5 |    28.7 |
+//! | radix heap, FIFO buckets             | 27.9 |  33.9 |   29.5 |    28.7 |
 //! | calendar queue (Brown 1988)          |151.7 |2062.4 |  903.6 |  2831.4 |
 //! | ladder queue (Tang et al. 2005)      |101.8 | 164.7 |  166.1 |   146.3 |
 //!
-//! Replaying recorded traces, the radix heap took 0.37-0.87 of the 4-ary heap's
-//! time on every benchmark scenario (see BENCHMARKS.md); the calendar and
-//! ladder queues won on some traces and lost badly on others, as their bucket
-//! widths suit one delay distribution (fat-tree delays span 500 ns to 1 s).
+//! The heap's cost grows with the number of pending events (a cache miss per
+//! level once it outgrows the cache); the radix heap's does not. Calendar and
+//! ladder queues depend on bucket widths that suit one delay distribution and
+//! lost badly on the fat-tree's wide one. A 16-way-digit variant (fewer moves
+//! per event, more work to find the next bucket) took 1-8% more instructions in
+//! the simulator. BENCHMARKS.md has the details.
 
 use crate::units::SimTime;
 
