@@ -20,12 +20,12 @@ import importlib
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
-from fabricsim.errors import FabricsimError, ScenarioError
+from fabricsim.errors import FabricsimError, RunInterrupted, ScenarioError, SimulationError
 from fabricsim.schema import Scenario, from_dict, load, loads
 
 if TYPE_CHECKING:
     from fabricsim.outputs.results import Result
-    from fabricsim.runner import run
+    from fabricsim.runner import check, run
 
 try:
     __version__ = version("fabricsim")
@@ -35,9 +35,12 @@ except PackageNotFoundError:
 __all__ = [
     "FabricsimError",
     "Result",
+    "RunInterrupted",
     "Scenario",
     "ScenarioError",
+    "SimulationError",
     "__version__",
+    "check",
     "from_dict",
     "load",
     "loads",
@@ -45,7 +48,7 @@ __all__ = [
 ]
 
 # Names imported on first use (PEP 562): the module that defines each.
-_LAZY = {"Result": "fabricsim.outputs.results", "run": "fabricsim.runner"}
+_LAZY = {"Result": "fabricsim.outputs.results", "run": "fabricsim.runner", "check": "fabricsim.runner"}
 
 
 def __getattr__(name: str) -> Any:

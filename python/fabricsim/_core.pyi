@@ -6,7 +6,14 @@ class ConfigError(ValueError):
     """The resolved scenario is invalid; the message starts with the field path."""
 
 class SimulationError(RuntimeError):
-    """Internal failure of the core (a Rust panic is mapped here)."""
+    """The run cannot go on: simulated time stopped advancing (the message names
+    the component), or an internal failure of the core (a Rust panic is mapped here)."""
+
+def fill_defaults(scenario_json: str) -> str:
+    """The resolved scenario with the core's defaults filled in for every field it leaves out."""
+
+def _panic_in_core(message: str) -> None:
+    """Panic inside the binding's guard: raises SimulationError (tests only)."""
 
 class Simulation:
     """A simulation built from a resolved scenario JSON document."""
@@ -21,8 +28,13 @@ class Simulation:
     @property
     def events(self) -> int:
         """Events processed so far."""
+    stall_limit: int
+    """Events at one simulated time that fail the run with SimulationError."""
     def run_until(self, t_ps: int) -> bool:
-        """Advance to simulated time ``t_ps`` (releases the GIL); True once the run has finished."""
+        """Advance to simulated time ``t_ps`` (releases the GIL, handles signals every 2^20 events);
+        True once the run has finished."""
+    def stop(self) -> None:
+        """End the run where it is: ``finish()`` then returns the results so far."""
     def memory(self) -> dict[str, int]:
         """Bytes held by the state: ``packets``, ``port_queues``, ``wires``, ``events``, ``routing``; ``peak_packets``."""
     def finish(self) -> dict[str, Any]:

@@ -10,7 +10,9 @@ __all__ = [
     "FabricsimError",
     "Issue",
     "OutputError",
+    "RunInterrupted",
     "ScenarioError",
+    "SimulationError",
     "unknown_key",
     "unknown_value",
 ]
@@ -66,6 +68,30 @@ class OutputError(FabricsimError):
 
     def __str__(self) -> str:
         return "\n".join(f"cannot write {path}: {reason}" for path, reason in self.failures)
+
+
+class SimulationError(FabricsimError):
+    """The simulation could not go on: simulated time stopped advancing (the
+    core's stall guard names the component), or the core failed internally.
+
+    ``result`` holds the results computed up to the failure (a
+    :class:`fabricsim.Result` whose summary has ``error``), or ``None`` when
+    the core's state was lost (an internal error).
+    """
+
+    def __init__(self, message: str, result: object = None) -> None:
+        self.result = result
+        super().__init__(message)
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """A run stopped by Ctrl-C (``KeyboardInterrupt``). ``result`` holds the
+    results up to the interruption (its summary has ``interrupted: true``),
+    or ``None`` when the run had not started."""
+
+    def __init__(self, result: object = None) -> None:
+        self.result = result
+        super().__init__("interrupted")
 
 
 def _names(values: Iterable[object]) -> str:

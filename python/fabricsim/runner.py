@@ -11,11 +11,11 @@ from types import ModuleType
 from typing import Any, Callable
 
 from fabricsim import units
-from fabricsim.errors import FabricsimError, ScenarioError
+from fabricsim.errors import FabricsimError, RunInterrupted, ScenarioError, SimulationError
 from fabricsim.outputs.results import Result
 from fabricsim.schema import Scenario, load
 
-__all__ = ["run"]
+__all__ = ["check", "run"]
 
 _STEPS = 200  # progress updates over the scenario duration
 _FIELD_PATH = re.compile(r"^[A-Za-z_]\w*(?:\[\d+\]|\.\w+)*$")
@@ -40,10 +40,41 @@ def _config_error(exc: Exception, scenario: Scenario) -> ScenarioError:
     return ScenarioError([("", message)], scenario.source)
 
 
+def _resolved_json(scenario: Scenario) -> str:
+    """The resolved scenario as JSON text (finite numbers only)."""
+    try:
+        return json.dumps(scenario.to_resolved(), allow_nan=False)
+    except ValueError as exc:  # a NaN or infinity slipped past the schema
+        raise ScenarioError([("", f"cannot resolve the scenario: {exc}")], scenario.source) from None
+
+
+def _build(core: ModuleType, scenario: Scenario) -> Any:
+    """The core's simulation of ``scenario``: the world built, nothing run yet."""
+    try:
+        return core.Simulation(_resolved_json(scenario))
+    except core.ConfigError as exc:
+        raise _config_error(exc, scenario) from None
+
+
+def check(scenario: Scenario | str | os.PathLike[str]) -> dict[str, Any]:
+    """Validate ``scenario`` as :func:`run` does, without running it: the schema,
+    then the core builds the world (hosts, routes, buffers, traffic) and
+    applies its own checks. Returns the resolved scenario (``docs/contract.md``).
+
+    Raises :class:`ScenarioError` naming the field for any problem.
+    """
+    if not isinstance(scenario, Scenario):
+        scenario = load(scenario)
+    resolved = scenario.to_resolved()
+    _build(_core(), scenario)
+    return resolved
+
+
 def _advance(sim: Any, on_step: Callable[[], None]) -> None:
     """Run ``sim`` to completion in chunks of simulated time, calling ``on_step`` in between.
 
-    Chunking keeps the run interruptible (Ctrl-C is seen between chunks).
+    The core also hands control back every million events or so to look for
+    signals, so Ctrl-C is seen within a fraction of a second.
     """
     step = max(sim.end_ps // _STEPS, 1)
     target = 0
@@ -88,6 +119,29 @@ def _run_with_progress(sim: Any, label: str) -> None:
         update()
 
 
+def _partial(sim: Any, scenario: Scenario, started: float, note: dict[str, Any]) -> Result | None:
+    """The results of a run that stopped early (``note`` goes into the summary),
+    or ``None`` when the core's state is gone."""
+    try:
+        sim.stop()
+        raw = sim.finish()
+    except Exception:  # the core failed internally: nothing left to report
+        return None
+    return _result(raw, sim, scenario, started, note)
+
+
+def _result(raw: Any, sim: Any, scenario: Scenario, started: float, note: dict[str, Any]) -> Result:
+    wall_time = time.perf_counter() - started
+    result = Result.from_core(raw, scenario)
+    summary = result.summary
+    summary.setdefault("scenario", scenario.name)
+    summary.setdefault("seed", scenario.seed)
+    summary.update(note)
+    events = summary.get("events", sim.events)
+    result.timing = {"wall_time_s": wall_time, "events_per_sec": events / wall_time if wall_time > 0 else 0.0}
+    return result
+
+
 def run(
     scenario: Scenario | str | os.PathLike[str],
     seed: int | None = None,
@@ -97,10 +151,14 @@ def run(
 
     ``seed`` replaces the scenario's seed. With ``progress`` a progress bar
     over simulated time is shown on stderr. The returned summary always has
-    ``scenario``, ``seed``, ``wall_time_s`` and ``events_per_sec``.
+    ``scenario`` and ``seed``; the machine-dependent figures (``wall_time_s``,
+    ``events_per_sec``) are in ``result.timing``.
 
     Raises :class:`ScenarioError` when the core rejects the scenario (unknown
-    node, disconnected topology, ...).
+    node, disconnected topology, ...), :class:`~fabricsim.errors.SimulationError`
+    when the run cannot go on (its ``result`` holds what was computed), and
+    :class:`~fabricsim.errors.RunInterrupted` (a ``KeyboardInterrupt``, with the
+    results so far) on Ctrl-C.
     """
     if not isinstance(scenario, Scenario):
         scenario = load(scenario)
@@ -108,22 +166,16 @@ def run(
         scenario = scenario.with_seed(seed)
     core = _core()
     started = time.perf_counter()
+    sim = _build(core, scenario)
     try:
-        sim = core.Simulation(json.dumps(scenario.to_resolved()))
         if progress:
             _run_with_progress(sim, scenario.name)
         else:
             _advance(sim, lambda: None)
         raw = sim.finish()
-    except core.ConfigError as exc:
-        raise _config_error(exc, scenario) from None
-    wall_time = time.perf_counter() - started
-
-    result = Result.from_core(raw, scenario)
-    summary = result.summary
-    summary.setdefault("scenario", scenario.name)
-    summary.setdefault("seed", scenario.seed)
-    summary.setdefault("wall_time_s", wall_time)
-    events = summary.get("events", sim.events)
-    summary.setdefault("events_per_sec", events / wall_time if wall_time > 0 else 0.0)
-    return result
+    except KeyboardInterrupt:
+        raise RunInterrupted(_partial(sim, scenario, started, {"interrupted": True})) from None
+    except core.SimulationError as exc:
+        message = str(exc)
+        raise SimulationError(message, _partial(sim, scenario, started, {"error": message})) from None
+    return _result(raw, sim, scenario, started, {})

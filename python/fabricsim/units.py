@@ -25,14 +25,19 @@ from typing import Callable, Union
 
 __all__ = [
     "Quantity",
+    "format_energy",
     "format_percent",
+    "format_power",
     "format_rate",
     "format_size",
     "format_time",
+    "parse_energy",
     "parse_percent",
+    "parse_power",
     "parse_rate",
     "parse_size",
     "parse_time",
+    "parse_time_fs",
 ]
 
 Quantity = Union[str, int, float]
@@ -56,6 +61,10 @@ _SIZE_UNITS = (
     ("B", 1),
 )
 _SIZE_FACTORS = {**dict(_SIZE_UNITS), "kB": 10**3, "": 1}
+_POWER_UNITS = (("kW", 10**9), ("W", 10**6), ("mW", 10**3), ("uW", 1))
+_POWER_FACTORS = {**dict(_POWER_UNITS), "µW": 1, "μW": 1}
+_ENERGY_UNITS = (("J", 10**15), ("mJ", 10**12), ("uJ", 10**9), ("nJ", 10**6), ("pJ", 10**3), ("fJ", 1))
+_ENERGY_FACTORS = {**dict(_ENERGY_UNITS), "µJ": 10**9, "μJ": 10**9}
 _TIME_FACTORS = {**dict(_TIME_UNITS), "µs": 10**6, "μs": 10**6}
 
 
@@ -97,6 +106,20 @@ _TIME = _Dimension(
 )
 
 
+_POWER = _Dimension(
+    "a power like '120W'",
+    "units: kW, W, mW, uW; only 0 may omit the unit",
+    _POWER_FACTORS.get,
+    "uW",
+)
+_ENERGY = _Dimension(
+    "an energy like '50pJ'",
+    "units: J, mJ, uJ, nJ, pJ, fJ; only 0 may omit the unit",
+    _ENERGY_FACTORS.get,
+    "fJ",
+)
+
+
 def _split(value: Quantity, what: _Dimension) -> tuple[Decimal, str]:
     """Split ``value`` into a non-negative decimal number and its unit text."""
     expected = f"expected {what.description}"
@@ -129,7 +152,7 @@ def _to_int(number: Decimal, factor: int, original: Quantity, what: _Dimension) 
 
 def _parse(value: Quantity, what: _Dimension) -> int:
     number, unit = _split(value, what)
-    if unit == "" and what is _TIME:
+    if unit == "" and what in (_TIME, _POWER, _ENERGY):
         if number == 0:
             return 0
         raise ValueError(f"expected {what.description}: a unit is required ({what.units_help}), got {value!r}")
@@ -169,6 +192,31 @@ def parse_time(value: Quantity) -> int:
     Fractions of a picosecond are rounded to the nearest integer.
     """
     return _parse(value, _TIME)
+
+
+def parse_power(value: Quantity) -> int:
+    """Parse a power into microwatts: ``"120W"``, ``"4.5W"``, ``"750mW"``, ``"1.2kW"``.
+
+    A number without unit is only accepted when it is zero.
+    """
+    return _parse(value, _POWER)
+
+
+def parse_energy(value: Quantity) -> int:
+    """Parse an energy into femtojoules: ``"50pJ"``, ``"2.5nJ"``, ``"1uJ"``.
+
+    A number without unit is only accepted when it is zero.
+    """
+    return _parse(value, _ENERGY)
+def parse_time_fs(value: Quantity) -> int:
+    """Parse a (small) time into femtoseconds, for costs per byte: ``"0.342ns"`` is 342,000 fs."""
+    number, unit = _split(value, _TIME)
+    if unit == "" and number != 0:
+        raise ValueError(f"expected {_TIME.description}: a unit is required ({_TIME.units_help}), got {value!r}")
+    factor = _TIME_FACTORS.get(unit, None) if unit else 1
+    if factor is None:
+        raise ValueError(f"expected {_TIME.description}: unknown unit {unit!r} ({_TIME.units_help}), got {value!r}")
+    return _to_int(number, factor * 1000, value, _TIME)
 
 
 def parse_percent(value: Quantity) -> float:
@@ -234,6 +282,16 @@ def format_size(size: int) -> str:
         return "0B"
     name, factor = next((n, f) for n, f in _SIZE_UNITS if size % f == 0)
     return f"{size // factor}{name}"
+
+
+def format_power(uw: int) -> str:
+    """Format microwatts exactly with the largest fitting unit: 4_500_000 -> '4.5W'."""
+    return "0W" if uw == 0 else _format_decimal(uw, _POWER_UNITS, None)
+
+
+def format_energy(fj: int) -> str:
+    """Format femtojoules exactly with the largest fitting unit: 50_000 -> '50pJ'."""
+    return "0J" if fj == 0 else _format_decimal(fj, _ENERGY_UNITS, None)
 
 
 def format_percent(fraction: float) -> str:

@@ -72,7 +72,8 @@ def test_progress_is_off_when_stderr_is_not_a_terminal_unless_forced(fake_core, 
 
 def test_unwritable_output_exits_2_after_printing_what_was_written(fake_core, scenario_file, tmp_path, capsys):
     out = tmp_path / "out"
-    (out / "links.parquet").mkdir(parents=True)
+    (out / "links.parquet").mkdir(parents=True)  # in a previous run's directory, a directory where a file goes
+    (out / "summary.json").write_text("{}")
     assert main(["run", str(scenario_file), "--out", str(out), "--no-progress"]) == 2
     captured = capsys.readouterr()
     assert f"wrote {out / 'flows.parquet'}" in captured.out
@@ -94,7 +95,7 @@ def test_internal_errors_exit_1_without_traceback(fake_core, scenario_file, tmp_
     monkeypatch.delenv("FABRICSIM_DEBUG", raising=False)
     assert main(["run", str(scenario_file), "--out", str(tmp_path / "out"), "--no-progress"]) == 1
     err = capsys.readouterr().err
-    assert err == "internal error: SimulationError: internal error in the simulation core: boom\n"
+    assert err == "error: internal error in the simulation core: boom\n"
 
     monkeypatch.setenv("FABRICSIM_DEBUG", "1")
     assert main(["run", str(scenario_file), "--out", str(tmp_path / "out"), "--no-progress"]) == 1
@@ -116,3 +117,37 @@ def test_usage_errors_exit_2(capsys):
         main(["run", "s.yaml"])  # --out is required
     assert info.value.code == 2
     assert "--out" in capsys.readouterr().err
+
+
+def test_an_unusable_out_is_reported_before_the_simulation(fake_core, scenario_file, tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert main(["run", str(scenario_file), "--out", str(blocker / "out"), "--no-progress"]) == 2
+    assert capsys.readouterr().err.startswith(f"error: cannot write {blocker / 'out'}: ")
+    assert fake_core.simulations == []
+    assert main(["run", str(scenario_file), "--out", str(blocker), "--no-progress"]) == 2
+    assert "exists and is not a directory" in capsys.readouterr().err
+    assert fake_core.simulations == []
+
+
+def test_a_directory_that_is_not_a_run_is_refused_before_the_simulation(fake_core, scenario_file, tmp_path, capsys):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("keep me")
+    assert main(["run", str(scenario_file), "--out", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "not empty and holds no previous run (notes.txt)" in err
+    assert fake_core.simulations == [] and (out / "notes.txt").read_text() == "keep me"
+
+
+def test_a_reused_out_holds_only_the_new_run(fake_core, core_output, scenario_file, tmp_path, capsys):
+    out = tmp_path / "out"
+    core_output["tables"]["extra"] = {"x": core_output["tables"]["drops"]["packets"]}
+    assert main(["run", str(scenario_file), "--out", str(out), "--no-progress"]) == 0
+    (out / "notes.txt").write_text("mine")
+    assert (out / "extra.parquet").is_file() and (out / "plots").is_dir()
+    del core_output["tables"]["extra"]
+    assert main(["run", str(scenario_file), "--out", str(out), "--no-progress", "--seed", "4"]) == 0
+    assert not (out / "extra.parquet").exists(), "a table of the previous run only is removed"
+    assert (out / "notes.txt").read_text() == "mine", "files that are not a run's stay"
+    assert json.loads((out / "summary.json").read_text())["seed"] == 4

@@ -41,16 +41,20 @@ CASES: Dict[str, List[str]] = {
     "burst-absorption": [],
     "burst-incast": [],
     "dumbbell-udp": [],
+    "esg-acl": [],
+    "esg-fairness": [],
     "dumbbell": ["duration=20ms", "traffic.0.size=2MB", "traffic.1.size=2MB", "traffic.2.size=2MB",
                  "traffic.3.size=2MB"],
     "fat-tree": ["duration=1ms"],
     "incast": ["traffic.0.size=200KB"],
     "leafspine-datamining": ["duration=100ms", "load=80%"],
     "leafspine-enterprise": ["duration=10ms"],
+    "pt-sdn": [],
     "quickstart": ["duration=2ms"],
     "shared-buffer-dt": [],
     "single-port-md1": ["duration=5ms"],
     "tcp-rocev2-mixed": ["duration=2ms", "traffic.0.size=200KB", "traffic.1.messages=4"],
+    "tolly-latency": [],
 }
 SEED = 1
 

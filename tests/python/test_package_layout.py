@@ -9,6 +9,7 @@ from pathlib import Path
 import fabricsim
 
 PACKAGE = Path(fabricsim.__file__).resolve().parent
+REPO = Path(__file__).resolve().parents[2]
 HEAVY = ("polars", "numpy", "matplotlib", "duckdb", "ray", "rich")
 
 
@@ -148,7 +149,7 @@ def test_import_fabricsim_loads_no_dataframe_plotting_sweep_or_console_library()
     code = f"""
 import json, sys
 import fabricsim
-scenario = fabricsim.load("{PACKAGE.parents[1] / 'scenarios' / 'quickstart.yaml'}")
+scenario = fabricsim.load("{REPO / 'scenarios' / 'quickstart.yaml'}")
 scenario.to_resolved()
 from fabricsim.cli.main import _parser
 _parser()

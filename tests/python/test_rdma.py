@@ -30,7 +30,7 @@ network:
     buffer: {model: shared, size: 4MB}
     pfc: {classes: [3], xoff: 20KB, headroom: 4KB}
 topology: {kind: star, hosts: 3, link: {rate: 100Gbps, delay: 1us}}
-roce: {dcqcn: {enabled: false}, ack_every: 4}
+roce: {dcqcn: {enabled: false}, ack_every: 4, rto: 1ms}  # lost tails are repaired by the timeout
 traffic:
   - {kind: rdma_write, src: [h1, h2], dst: h0, messages: 2, message_size: 1MB}
 """

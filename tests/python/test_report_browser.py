@@ -43,6 +43,7 @@ def _check_page(driver, page: Path, min_plots: int) -> None:
     driver.get(page.as_uri())
     errors = [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "ERROR")]
     assert not errors, errors
+    assert not driver.find_elements(By.CSS_SELECTOR, ".section-error")
     plots = driver.find_elements(By.CSS_SELECTOR, "figure[data-plot] svg")
     assert len(plots) >= min_plots
     for svg in plots:
@@ -59,12 +60,38 @@ def test_run_report_loads_and_shows_its_plots(core, browser, tmp_path):
     _check_page(browser, page, min_plots=4)
     # The same plots sit beside the page as SVG files.
     names = {p.stem for p in (out / "plots").glob("*.svg")}
-    assert {"queues", "throughput", "links", "fct"} <= names
+    assert {"queues", "throughput", "carried", "largest-flows", "links", "fct", "fct-cdf", "slowdown"} <= names
+    # Readable at a glance: what was simulated and what matters are on top, the
+    # counters collapsed at the end.
+    from selenium.webdriver.common.by import By
+
+    headings = [h.text for h in browser.find_elements(By.TAG_NAME, "h2")]
+    assert headings[:2] == ["What was simulated", "What matters in this run"] and headings[-1] == "All counters"
+    counters = browser.find_element(By.CSS_SELECTOR, "details table")
+    assert not counters.is_displayed()
     # `fabricsim report DIR` rebuilds the page from the stored files.
     page.unlink()
     r = subprocess.run([sys.executable, "-m", "fabricsim", "report", str(out)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     _check_page(browser, page, min_plots=4)
+
+
+def test_a_run_cut_at_its_drain_limit_shows_a_visible_warning_banner(core, browser, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    sc = fabricsim.loads(
+        "name: cut\nduration: 1ms\ndrain_limit: 5ms\n"
+        "topology: {kind: star, hosts: 2, link: {rate: 10Gbps, delay: 1us}}\n"
+        "traffic: [{kind: tcp_bulk, src: h1, dst: h0, size: 20MB}]\n"
+    )
+    out = tmp_path / "cut"
+    fabricsim.run(sc).write(out)
+    browser.get((out / "report.html").as_uri())
+    banner = browser.find_element(By.CSS_SELECTOR, "[role=alert]")
+    assert banner.is_displayed() and "drain limit reached" in banner.text
+    # Above the results: the banner comes before the first result section.
+    first = browser.find_elements(By.TAG_NAME, "h2")[0]
+    assert banner.location["y"] < first.location["y"]
 
 
 def test_sweep_report_loads_and_shows_its_plots(core, browser, tmp_path):

@@ -25,8 +25,10 @@ def test_run_steps_the_core_and_completes_the_summary(fake_core):
     assert sim.targets == sorted(sim.targets) and sim.targets[-1] == 1_000_000_000
     summary = result.summary
     assert summary["scenario"] == "small" and summary["seed"] == 5
-    assert summary["wall_time_s"] > 0
-    assert summary["events_per_sec"] == pytest.approx(120 / summary["wall_time_s"])
+    assert "wall_time_s" not in summary and "events_per_sec" not in summary
+    timing = result.timing
+    assert timing["wall_time_s"] > 0
+    assert timing["events_per_sec"] == pytest.approx(120 / timing["wall_time_s"])
     assert result.flows["src"].to_list() == ["h0", "h1"]
     assert result.scenario.name == "small"
 
@@ -39,9 +41,9 @@ def test_seed_argument_replaces_the_scenario_seed(fake_core):
 
 
 def test_summary_values_from_the_core_are_kept(fake_core, core_output):
-    core_output["summary"].update({"seed": 5, "scenario": "from-core", "wall_time_s": 1.5, "events_per_sec": 3.0})
+    core_output["summary"].update({"seed": 5, "scenario": "from-core"})
     summary = fabricsim.run(loads(SCENARIO)).summary
-    assert (summary["scenario"], summary["wall_time_s"], summary["events_per_sec"]) == ("from-core", 1.5, 3.0)
+    assert (summary["scenario"], summary["seed"]) == ("from-core", 5)
 
 
 def test_run_accepts_a_path(fake_core, tmp_path):

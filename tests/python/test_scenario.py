@@ -60,7 +60,8 @@ def errors_of(text, overrides=(), source="s.yaml"):
 
 # Linux-like TCP defaults, in the core's units.
 TCP_DEFAULTS = {
-    "cc": "newreno",
+    "profile": "linux",
+    "cc": "cubic",
     "mtu_bytes": 1500,
     "header_bytes": 52,
     "l2_bytes": 18,
@@ -76,9 +77,21 @@ TCP_DEFAULTS = {
     "quickack_segments": 16,
     "ecn": False,
     "dctcp_g": 1 / 16,
-    "byte_counting": False,
+    "byte_counting": True,
     "dupack_threshold": 3,
     "pacing_bps": None,
+    "sack": True,
+    "dsack": True,
+    "rack": True,
+    "tlp": True,
+    "prr": True,
+    "limited_transmit": True,
+    "hystart": "classic",
+    "cubic_flavor": "linux",
+    "rto_formula": "linux",
+    "ssthresh_from": "cwnd",
+    "cwnd_validation": True,
+    "loss_timer_slack_ps": 2_000_000_000,
 }
 
 
@@ -102,7 +115,12 @@ def test_minimal_scenario_resolves_with_every_default():
         },
         "topology": {"kind": "star", "hosts": 4, "link": {"rate_bps": 100_000_000_000, "delay_ps": 1_000_000, "loss": 0.0}},
         "traffic": [],
-        "stats": {"queue_sample_interval_ps": 10_000_000, "sample_hosts": False, "throughput_interval_ps": 1_000_000_000},
+        "stats": {
+            "queue_sample_interval_ps": 10_000_000,
+            "sample_hosts": False,
+            "throughput_interval_ps": 1_000_000_000,
+            "cpu_interval_ps": 100_000_000,
+        },
         "tcp": TCP_DEFAULTS,
     }
 
@@ -116,6 +134,7 @@ def test_full_scenario_resolves_exactly():
     assert network["ethernet_overhead_bytes"] == 24 and network["classes"] == 4
     assert network["switch"] == {
         "forwarding": "cut_through",
+        "cut_through_bytes": 64,
         "latency_ps": 300_000,
         "buffer": {"model": "static", "port_bytes": 32 * 2**20, "queue_bytes": 1_000_000, "queue_packets": None},
     }
@@ -167,7 +186,12 @@ def test_full_scenario_resolves_exactly():
             "class": 1,
         },
     ]
-    assert resolved["stats"] == {"queue_sample_interval_ps": 0, "sample_hosts": True, "throughput_interval_ps": 1_000_000_000}
+    assert resolved["stats"] == {
+        "queue_sample_interval_ps": 0,
+        "sample_hosts": True,
+        "throughput_interval_ps": 1_000_000_000,
+        "cpu_interval_ps": 100_000_000,
+    }
     json.dumps(resolved)  # plain JSON types only
 
 
@@ -175,6 +199,7 @@ def test_switch_overrides_are_merged_over_the_default_switch():
     overrides = loads(FULL).to_resolved()["network"]["switch_overrides"]
     assert overrides["leaf0"] == {
         "forwarding": "cut_through",
+        "cut_through_bytes": 64,
         "latency_ps": 300_000,
         "buffer": {"model": "static", "port_bytes": 4_000_000, "queue_bytes": 1_000_000, "queue_packets": None},
     }
@@ -513,7 +538,7 @@ def test_all_problems_are_reported_at_once():
         "s.yaml: topology.hosts: required field is missing",
         "s.yaml: topology.hostz: unknown key 'hostz'; allowed: kind, hosts, link (did you mean 'hosts'?)",
         "s.yaml: colour: unknown key 'colour'; allowed: name, description, seed, duration, drain, drain_limit,"
-        " network, topology, traffic, stats, tcp, load, fct, roce",
+        " network, topology, traffic, stats, tcp, load, load_basis, fct, roce, multicast",
     ]
 
 
@@ -702,8 +727,14 @@ def test_tcp_traffic_resolves_with_merged_tcp_settings():
     "patch, needle",
     [
         ("tcp: {cc: vegas}", "newreno"),
-        ("tcp: {mtu: 100B}", "tcp.mtu"),
+        ("tcp: {mtu: 80B}", "tcp.mtu"),
         ("tcp: {init_cwnd: 0}", "tcp.init_cwnd"),
+        ("tcp: {profile: bsd}", "tcp.profile: unknown value 'bsd'; allowed: linux, rfc"),
+        ("tcp: {sack: false, rack: true}", "tcp.rack: needs sack: true"),
+        ("tcp: {cc: newreno, hystart: classic}", "tcp.hystart: 'classic' is part of CUBIC"),
+        ("tcp: {hystart: hystart}", "allowed: off, classic, hystart++"),
+        ("tcp: {ssthresh_from: window}", "allowed: flight, pipe, cwnd"),
+        ("tcp: {loss_timer_slack: 2}", "tcp.loss_timer_slack"),
     ],
 )
 def test_bad_tcp_settings_name_the_field(patch, needle):
@@ -711,6 +742,29 @@ def test_bad_tcp_settings_name_the_field(patch, needle):
     with pytest.raises(ScenarioError) as info:
         loads(text)
     assert needle in str(info.value)
+
+
+def test_tcp_profile_sets_the_defaults_and_explicit_fields_override_it():
+    linux = loads(MINIMAL).to_resolved()["tcp"]
+    assert linux["profile"] == "linux" and linux["sack"] and linux["rack"] and linux["cc"] == "cubic"
+    rfc = loads(MINIMAL, overrides=["tcp.profile=rfc"]).to_resolved()["tcp"]
+    assert rfc["cc"] == "newreno" and not (rfc["sack"] or rfc["rack"] or rfc["tlp"] or rfc["prr"])
+    assert rfc["hystart"] == "off" and rfc["rto_formula"] == "rfc6298" and rfc["ssthresh_from"] == "flight"
+    mixed = loads(MINIMAL, overrides=["tcp.profile=rfc", "tcp.sack=true", "tcp.cc=cubic"]).to_resolved()["tcp"]
+    assert mixed["sack"] and not mixed["rack"] and mixed["cubic_flavor"] == "rfc9438"
+    # Mechanisms that need SACK follow it; classic HyStart belongs to CUBIC.
+    no_sack = loads(MINIMAL, overrides=["tcp.sack=false", "tcp.cc=newreno"]).to_resolved()["tcp"]
+    assert not (no_sack["rack"] or no_sack["tlp"] or no_sack["prr"] or no_sack["dsack"]) and no_sack["hystart"] == "off"
+
+
+def test_a_traffic_entry_may_run_another_tcp_profile():
+    text = TCP_SCENARIO.replace("tcp: {cc: dctcp, delayed_ack: {timeout: 1ms}}", "tcp: {profile: rfc}")
+    resolved = loads(text).to_resolved()
+    assert resolved["tcp"]["profile"] == "linux" and resolved["tcp"]["sack"]
+    timed = resolved["traffic"][1]["tcp"]
+    # The scenario's explicit fields carry over; the rest come from the rfc profile.
+    assert timed["profile"] == "rfc" and timed["cc"] == "cubic" and not timed["sack"]
+    assert timed["rwnd_bytes"] == 262144 and timed["cubic_flavor"] == "rfc9438"
 
 
 def test_bulk_needs_a_size_or_a_duration():

@@ -39,6 +39,123 @@ def test_grid_and_seeds():
         parse_grid(["load="])
 
 
+def test_grid_values_may_be_lists_mappings_and_quoted_strings():
+    grid = parse_grid(["network.switch.drr_weights=[1,2],[3, 4]", "x={a: 1, b: [2,3]},{a: 2}", "name='a,b',c"])
+    assert grid == [
+        ("network.switch.drr_weights", ["[1,2]", "[3, 4]"]),
+        ("x", ["{a: 1, b: [2,3]}", "{a: 2}"]),
+        ("name", ["'a,b'", "c"]),
+    ]
+    for bad, needle in [("x=[1,2", "unbalanced"), ("x='a", "quote"), ("x=1,,2", "non-empty"),
+                        ("x=1,1", "twice"), ("x=a: b: c", "not valid YAML")]:
+        with pytest.raises(Exception, match=needle):
+            parse_grid([bad])
+
+
+SMALL = """
+name: small
+duration: 200us
+topology: {kind: star, hosts: 3, link: {rate: 10Gbps, delay: 1us}}
+network: {switch: {scheduler: drr}}
+traffic:
+  - {kind: udp_poisson, src: [h1, h2], dst: h0, rate: 60%}
+  - {kind: udp_cbr, src: h2, dst: h0, rate: 1Gbps, class: 1}
+stats: {queue_sample_interval: 10us, throughput_interval: 20us}
+"""
+
+
+def test_sweep_set_applies_to_every_point_and_is_part_of_its_identity(core, tmp_path):
+    path = tmp_path / "small.yaml"
+    path.write_text(SMALL)
+    grid = parse_grid(["network.switch.drr_weights=[1,1,1,1,1,1,1,1],[1,4,1,1,1,1,1,1]"])
+    plain = run_sweep(path, grid, tmp_path / "plain", workers=2, report=False)
+    longer = run_sweep(path, grid, tmp_path / "longer", overrides=["duration=400us"], workers=2, report=False)
+    assert plain.failed == longer.failed == 0
+    assert {p.id for p in plain.points}.isdisjoint({p.id for p in longer.points})
+    for outcome, sim_time in ((plain, 200e-6), (longer, 400e-6)):
+        for row in outcome.table.iter_rows(named=True):
+            summary = json.loads((outcome.out_dir / row["out_dir"] / "summary.json").read_text())
+            assert summary["sim_time_s"] >= sim_time
+    assert json.loads((tmp_path / "longer" / "sweep.json").read_text())["set"] == ["duration=400us"]
+    with pytest.raises(Exception, match="also given with --set"):
+        run_sweep(path, grid, tmp_path / "x", overrides=["network.switch.drr_weights=[1]"])
+
+
+def test_identical_sweeps_give_byte_identical_files(core, tmp_path):
+    """Everything but the DuckDB catalog (timestamps, wall times, its own file
+    layout) and the timing.json files is reproducible byte for byte."""
+    path = tmp_path / "small.yaml"
+    path.write_text(SMALL)
+    grid = parse_grid(["traffic.1.rate=1Gbps,2Gbps"])
+    for name in ("a", "b"):
+        run_sweep(path, grid, tmp_path / name, repeats=2, workers=2)
+    a, b = tmp_path / "a", tmp_path / "b"
+    files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
+    excluded = {p for p in files if p.name in ("catalog.duckdb", "timing.json")}
+    assert Path("catalog.duckdb") in excluded and len(excluded) == 5
+    assert Path("report.html") in files and Path("sweep.parquet") in files
+    for name in files:
+        if name not in excluded:
+            assert (a / name).read_bytes() == (b / name).read_bytes(), name
+
+
+def test_the_command_line_sweep_takes_set(core, tmp_path):
+    path = tmp_path / "small.yaml"
+    path.write_text(SMALL)
+    out = tmp_path / "s"
+    r = subprocess.run([sys.executable, "-m", "fabricsim", "sweep", str(path), "--out", str(out), "--no-progress",
+                        "--workers", "1", "--set", "duration=300us", "--grid", "traffic.1.rate=1Gbps,2Gbps"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    for row in _catalog(out):
+        assert json.loads((out / row["out_dir"] / "summary.json").read_text())["sim_time_s"] >= 300e-6
+
+
+def _children(pid: int) -> set[int]:
+    found = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        text = (task / "children").read_text().split()
+        found.update(int(x) for x in text)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs /proc")
+def test_workers_die_with_a_killed_sweep(core, tmp_path):
+    out = tmp_path / "sweep"
+    args = [sys.executable, "-m", "fabricsim", "sweep", str(SCENARIO), "--out", str(out), "--workers", "2",
+            "--no-progress", "--set", "duration=30s", "--grid", "load=20%,40%"]
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    workers: set[int] = set()
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and len(workers) < 2:
+            time.sleep(0.2)
+            workers = {c for c in _children(proc.pid) if "spawn_main" in Path(f"/proc/{c}/cmdline").read_text()}
+        assert len(workers) >= 2, "the workers did not start"
+        time.sleep(1)
+        proc.kill()  # SIGKILL: the parent has no chance to stop its pool
+        proc.wait()
+        deadline = time.time() + 30
+        while time.time() < deadline and any(_alive(w) for w in workers):
+            time.sleep(0.2)
+        assert not any(_alive(w) for w in workers), "workers outlived the sweep"
+    finally:
+        for w in workers:
+            if _alive(w):
+                os.kill(w, signal.SIGKILL)
+        if proc.poll() is None:
+            proc.kill()
+
+
 def test_sweep_catalog_report_and_failures(core, tmp_path):
     out = tmp_path / "sweep"
     grid = parse_grid(["load=20%,40%", "network.switch.device=nexus-ib-5mb,bogus"])
@@ -51,7 +168,8 @@ def test_sweep_catalog_report_and_failures(core, tmp_path):
         assert json.loads(row["params"]) == {"load": row["load"], "network.switch.device": row["network.switch.device"]}
         if row["status"] == "done":
             assert row["fct_all_count"] > 0 and row["max_buffer_bytes"] > 0
-            assert all(Path(f).is_file() for f in json.loads(row["files"]))
+            assert all((out / f).is_file() for f in json.loads(row["files"]))
+            assert row["wall_time_s"] > 0, "timings are in the catalog"
         else:
             assert "bogus" in row["error"]
     table = pl.read_parquet(out / "sweep.parquet")
@@ -91,8 +209,7 @@ def test_killed_sweep_resumes_with_every_point_once(core, tmp_path):
 
 
 def _comparable(table: pl.DataFrame) -> pl.DataFrame:
-    drop = [c for c in table.columns if c in ("wall_time_s", "out_dir", "files")]
-    return table.drop(drop).sort("point_id")
+    return table.sort("point_id")
 
 
 def test_ray_and_local_backends_agree(core, tmp_path):

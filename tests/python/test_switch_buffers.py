@@ -87,7 +87,8 @@ def test_scenario_settings_override_the_preset():
     assert sw["network"]["switch"]["latency_ps"] == 1_000_000
     # A buffer with another model replaces the preset's buffer.
     sw = scenario({"device": "trident3-like", "buffer": {"model": "static", "port_size": "1MB"}}).to_resolved()
-    assert sw["network"]["switch"]["buffer"] == {"model": "static", "port_bytes": 1_000_000, "queue_bytes": None}
+    assert sw["network"]["switch"]["buffer"] == {
+        "model": "static", "port_bytes": 1_000_000, "queue_bytes": None, "queue_packets": None}
     assert "network.switch.device: unknown value 'nope'" in errors({"device": "nope"}) or \
         "network.switch.device:" in errors({"device": "nope"})
 
@@ -118,8 +119,11 @@ def test_marks_and_buffer_tables(core):
 def test_cell_based_preset_absorbs_fewer_bytes_of_small_frames(core):
     from fabricsim.experiments.burst_absorption import burst_absorption
 
+    # A 1 MB buffer without the preset's reservations (4.9 MB on 32 ports).
+    unreserved = [f"network.switch.buffer.{k}" for k in
+                  ("pg_min=0B", "headroom_per_port=0B", "reserved_fixed=0B")]
     table = burst_absorption(ROOT / "scenarios" / "burst-absorption.yaml", device="trident3-like", ports=2,
-                             frame_sizes=[200, 9000], overrides=["network.switch.buffer.size=1MB"])
+                             frame_sizes=[200, 9000], overrides=["network.switch.buffer.size=1MB", *unreserved])
     small, large = table["burst_bytes"].to_list()
     assert not any(table["capped"].to_list())
     # 200 B + 64 B header = 2 cells of 256 B (39 % useful); 9000 B = 36 cells (98 %).
@@ -161,3 +165,78 @@ def test_a_hot_port_of_a_sliced_buffer_uses_only_its_slice(core):
     assert sliced / 1500 == pytest.approx(slice_frames, abs=2)
     whole = _one_hot_port_peak(1)
     assert whole / 1500 == pytest.approx(4 * slice_frames, abs=8)
+
+
+def _trident3(hosts: int, frames: int = 0, **buffer):
+    doc = {
+        "name": "t3",
+        "duration": "2ms",
+        "network": {"switch": {"device": "trident3-like", **({"buffer": buffer} if buffer else {})}},
+        "topology": {"kind": "star", "hosts": hosts, "link": {"rate": "100Gbps", "delay": "1us"}},
+        "traffic": [{"kind": "burst", "src": ["h1", "h2", "h3", "h4"], "dst": "h0", "frames": frames or 1,
+                     "frame_size": "1500B"}],
+        "stats": {"queue_sample_interval": "0"},
+    }
+    return fabricsim.run(fabricsim.from_dict(doc))
+
+
+def test_trident3_preset_sets_aside_the_sdk_reservations(core):
+    # 30 x 100G: 30 x (574 headroom + 8 PG minimum) + 573 fixed = 18,033 of
+    # 129,024 cells (4.40 MiB), the reservations of the 32x100G report's appendix.
+    b = _trident3(30).buffers.row(0, named=True)
+    assert (b["cell_bytes"], b["capacity_cells"], b["reserved_cells"]) == (256, 129_024, 18_033)
+    assert b["reserved_cells"] * 256 / 2**20 == pytest.approx(4.40, abs=0.005)
+    # Headroom follows the port speed: 10G ports reserve 160 cells each, not 574.
+    doc = {"name": "t", "duration": "1ms", "network": {"switch": {"device": "trident3-like"}},
+           "topology": {"kind": "star", "hosts": 30, "link": {"rate": "10Gbps", "delay": "1us"}}}
+    ten = fabricsim.run(fabricsim.from_dict(doc)).buffers.row(0, named=True)
+    assert ten["reserved_cells"] == 30 * (160 + 8) + 573
+
+
+def test_reserved_cells_are_not_shared(core):
+    # A lone congested queue with alpha 8 holds 8/9 of the shared pool, which
+    # the reservations have shrunk: 8/9 x (129,024 - 18,033) cells, 7 cells
+    # (1500 B + 64 B header) per frame.
+    result = _trident3(30, frames=40_000)
+    assert result.summary["packets_dropped"] > 0
+    peak = result.buffers["high_water_cells"][0]
+    assert peak == pytest.approx(8 / 9 * (129_024 - 18_033), abs=8)
+    unreserved = _trident3(30, frames=40_000, class_pg=[0], pg_min="0B", headroom_per_port="0B", reserved_fixed="0B")
+    assert unreserved.buffers["high_water_cells"][0] == pytest.approx(8 / 9 * 129_024, abs=8)
+
+
+def test_buffer_cells_are_reported_where_the_device_counts_cells(core):
+    cells = fabricsim.run(scenario({"buffer": {"model": "shared", "size": "1MB", "cell": "208B"}})).buffers
+    row = cells.row(0, named=True)
+    assert row["cell_bytes"] == 208 and row["capacity_cells"] == 1_000_000 // 208
+    # 1500 B frames take 8 cells (1664 B): the cell high-water mark says so.
+    assert row["high_water_cells"] * 208 >= row["high_water_bytes"] * 1664 // 1500 - 208
+    static = fabricsim.run(scenario({"buffer": {"model": "static", "port_size": "1MB"}})).buffers.row(0, named=True)
+    assert static["cell_bytes"] is None and static["high_water_cells"] is None
+
+
+def test_reservation_fields_resolve_and_reject_bad_values():
+    resolved = scenario({"buffer": {"model": "shared", "size": "1MB", "pg_min": "2KB", "class_pg": 7,
+                                    "headroom_per_port": {"25Gbps": "64KB", "100Gbps": "147KB"},
+                                    "reserved_fixed": "10KB"}}).to_resolved()["network"]["switch"]["buffer"]
+    assert resolved["pg_min_bytes"] == 2000 and resolved["class_pg"] == [7]
+    assert resolved["headroom_per_port"] == [[25_000_000_000, 64_000], [100_000_000_000, 147_000]]
+    assert resolved["reserved_fixed_bytes"] == 10_000
+    # Defaults are not sent at all.
+    plain = scenario({"buffer": {"model": "shared", "size": "1MB"}}).to_resolved()["network"]["switch"]["buffer"]
+    assert not {"pg_min_bytes", "class_pg", "headroom_per_port", "reserved_fixed_bytes"} & set(plain)
+    assert "class_pg[0]" in errors({"buffer": {"model": "shared", "size": "1MB", "class_pg": [9]}})
+    assert "headroom_per_port" in errors({"buffer": {"model": "shared", "size": "1MB", "headroom_per_port": {"x": 1}}})
+    assert "only for model shared" in errors({"buffer": {"model": "static", "pg_min": "1KB"}})
+
+
+def test_reservations_larger_than_the_buffer_are_rejected_with_the_field(core):
+    sc = scenario({"buffer": {"model": "shared", "size": "100KB", "reserved_fixed": "200KB"}})
+    with pytest.raises(ScenarioError, match=r"network\.switch\.buffer\.size: the reservations"):
+        fabricsim.run(sc)
+
+
+def test_burst_absorption_defaults_to_the_test_plan_frame_sizes():
+    from fabricsim.experiments.burst_absorption import FRAME_SIZES
+
+    assert FRAME_SIZES == (192, 512, 1024, 1518, 2048, 4096, 9216)

@@ -213,3 +213,18 @@ def test_format_then_parse_is_identity(value):
 @pytest.mark.parametrize("text", ["20%", "12.5%", "33.3%", "0.1%", "100%"])
 def test_percent_round_trip(text):
     assert format_percent(parse_percent(text)) == text
+
+
+def test_power_and_energy_parse_exactly_and_round_trip():
+    from fabricsim.units import format_energy, format_power, parse_energy, parse_power
+
+    assert parse_power("120W") == 120_000_000 and parse_power("4.5W") == 4_500_000
+    assert parse_power("750mW") == 750_000 and parse_power("1.2kW") == 1_200_000_000 and parse_power(0) == 0
+    assert parse_energy("50pJ") == 50_000 and parse_energy("2.5nJ") == 2_500_000 and parse_energy("1uJ") == 10**9
+    for text in ("120W", "4.5W", "250mW", "1.2kW", "3uW"):
+        assert format_power(parse_power(text)) == text
+    for text in ("50pJ", "2.5nJ", "7fJ", "1J"):
+        assert format_energy(parse_energy(text)) == text
+    for bad, message in (("5", "a unit is required"), ("5pW", "unknown unit 'pW'"), ("-1W", "negative")):
+        with pytest.raises(ValueError, match=message):
+            parse_energy(bad) if bad.endswith("pW") else parse_power(bad)

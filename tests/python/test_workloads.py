@@ -82,6 +82,7 @@ SCENARIO = """
 seed: 7
 duration: {duration}
 load: {load}
+load_basis: {basis}
 topology: {{kind: leaf_spine, leaves: 2, spines: 2, hosts_per_leaf: [24, 1], links_per_spine: 2,
   host_link: {{rate: 10Gbps, delay: 1us}}, fabric_link: {{rate: 40Gbps, delay: 1us}}}}
 traffic:
@@ -90,12 +91,13 @@ traffic:
 """
 
 
-def _scenario(duration="20ms", load="60%", cdf="enterprise_imc10", pattern="all_to_all"):
-    return loads(SCENARIO.format(duration=duration, load=load, cdf=cdf, pattern=pattern))
+def _scenario(duration="20ms", load="60%", cdf="enterprise_imc10", pattern="all_to_all", basis="wire"):
+    return loads(SCENARIO.format(duration=duration, load=load, cdf=cdf, pattern=pattern, basis=basis))
 
 
 def test_offered_load_matches_target_within_2_percent():
-    sc = _scenario(duration="30s")
+    # load_basis: payload counts application bytes
+    sc = _scenario(duration="30s", basis="payload")
     flows = flowgen.generate(sc, 0)
     assert len(flows) > 100_000
     offered = sum(f["bytes"] for f in flows) * 8 / 30.0
@@ -108,6 +110,45 @@ def test_offered_load_matches_target_within_2_percent():
     assert all(f["src"] != f["dst"] for f in east)
     starts = [f["start_ps"] for f in flows]
     assert starts == sorted(starts) and starts[-1] < 30 * 10**12
+
+
+def _wire_rate(sc, flows, seconds):
+    sizes = np.array([f["bytes"] for f in flows])
+    return flowgen.flow_wire_bytes(sizes, sc.tcp, sc.network.ethernet_overhead).sum() * 8 / seconds
+
+
+def test_wire_basis_offers_the_load_on_the_wire():
+    # load_basis: wire (the default) counts SYN and data frames with headers,
+    # preamble and gap: 95% offers 95% of the link, not the ~101% of a payload basis.
+    wire = _scenario(duration="30s", load="95%")
+    flows = flowgen.generate(wire, 0)
+    assert _wire_rate(wire, flows, 30.0) == pytest.approx(0.95 * 10e9, rel=0.02)
+    payload = _scenario(duration="30s", load="95%", basis="payload")
+    flows = flowgen.generate(payload, 0)
+    assert _wire_rate(payload, flows, 30.0) > 1.0 * 10e9
+    assert sum(f["bytes"] for f in flows) * 8 / 30.0 == pytest.approx(0.95 * 10e9, rel=0.02)
+
+
+@pytest.mark.parametrize("name", ["enterprise_imc10", "websearch_dctcp", "google_all_rpc"])
+@pytest.mark.parametrize("method", ["linear", "step"])
+def test_mean_segments_per_flow_is_exact(name, method):
+    # Against a fine quadrature of the inverse CDF (4 M midpoints).
+    cdf = load_cdf(name)
+    sizes = cdf.sizes_at((np.arange(4_000_000) + 0.5) / 4_000_000, method)
+    quadrature = np.maximum(np.ceil(sizes / 1448), 1).mean()
+    assert cdf.mean_segments(1448, method) == pytest.approx(quadrature, rel=1e-3)
+
+
+def test_summary_compares_offered_and_carried_load():
+    result = fabricsim.run(_scenario(duration="20ms", load="50%"))
+    load = result.summary["load"]
+    assert set(load) == {"workload0", "workload1"}
+    requester = load["workload0"]
+    assert requester["link"] == "leaf1 -> h24" and requester["load_basis"] == "wire"
+    assert requester["load"] == 0.5
+    assert 0 < requester["offered_payload"] < requester["offered_wire"]
+    assert 0 < requester["carried"] <= 1.0
+    assert load["workload1"]["link"].startswith("h0 -> leaf0, h1 -> leaf0")
 
 
 def test_expansion_is_deterministic_and_seeded():
@@ -162,11 +203,25 @@ def test_run_writes_fct_table(tmp_path):
     result = fabricsim.run(sc)
     assert result.summary["conservation_ok"]
     fct = result.fct
-    assert fct["bucket"].to_list() == ["<=100KB", "100KB-1MB", "1MB-10MB", ">10MB", "all"]
+    buckets = ["<=100KB", "100KB-1MB", "1MB-10MB", ">10MB", "all"]
+    assert fct.filter(fct["traffic"] == "all")["bucket"].to_list() == buckets
     assert fct.filter(fct["bucket"] == "all")["count"][0] > 0
     written = result.write(tmp_path / "out")
     assert (tmp_path / "out" / "fct.parquet") in written
-    assert "Flow completion time by size" in (tmp_path / "out" / "report.html").read_text()
+    assert "Flow completion time by flow size" in (tmp_path / "out" / "report.html").read_text()
+
+
+def test_fct_is_given_per_traffic_entry_and_overall():
+    result = fabricsim.run(_scenario(duration="10ms"))
+    fct = result.fct
+    assert fct["traffic"].unique(maintain_order=True).to_list() == ["all", "workload0", "workload1"]
+    counts = {t: fct.filter((fct["traffic"] == t) & (fct["bucket"] == "all"))["count"][0]
+              for t in ("all", "workload0", "workload1")}
+    assert counts["workload0"] > 0 and counts["workload1"] > 0
+    assert counts["all"] == counts["workload0"] + counts["workload1"]
+    # Each entry's own statistics, not the pool's: per-entry means bracket the overall one.
+    means = {t: fct.filter((fct["traffic"] == t) & (fct["bucket"] == "all"))["mean_fct_ps"][0] for t in counts}
+    assert min(means["workload0"], means["workload1"]) <= means["all"] <= max(means["workload0"], means["workload1"])
 
 
 def test_warmup_and_cooldown_exclude_flows():
@@ -184,3 +239,26 @@ def test_bench_scenario_has_enough_flows():
 
     resolved = datamining_bench_scenario(min_flows=2_000)
     assert sum(len(e["flows"]) for e in resolved["traffic"]) >= 2_000
+
+
+def test_shipped_workload_scenarios_match_their_headers_and_docs():
+    import yaml
+
+    from fabricsim import units
+
+    docs = (ROOT / "docs" / "models" / "workloads.md").read_text()
+    for name, cdf, window in (("leafspine-datamining", "datamining_vl2_pfabric", "1 s"),
+                              ("leafspine-enterprise", "enterprise_imc10", "100 ms")):
+        path = ROOT / "scenarios" / f"{name}.yaml"
+        text = path.read_text()
+        header = "".join(line for line in text.splitlines(True) if line.startswith("#"))
+        raw = yaml.safe_load(text)
+        # The basis of `load` is explicit in the file, and the header describes this file's workload.
+        assert raw["load_basis"] == "wire" and "load_basis: wire" in header
+        assert f"Workload: {cdf}" in header
+        assert all(entry["cdf"] == cdf for entry in raw["traffic"])
+        # The arrivals window the docs give is the scenario's duration.
+        sc = fabricsim.load(path)
+        assert sc.duration == units.parse_time(window.replace(" ", ""))
+        assert f"{window} for {'data mining' if 'datamining' in name else 'enterprise'}" in docs
+    assert "datamining_vl2" not in (ROOT / "scenarios" / "leafspine-enterprise.yaml").read_text().split("name:")[0]

@@ -5,10 +5,10 @@
 //! happen when the simulation is built and report the field path.
 
 use crate::error::ConfigError;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
     #[serde(default)]
@@ -33,6 +33,9 @@ pub struct Scenario {
     /// Defaults for RoCEv2 traffic; an entry may carry its own `roce`.
     #[serde(default)]
     pub roce: crate::transport::roce::RoceConfig,
+    /// Multicast groups (see `network/multicast.rs`).
+    #[serde(default)]
+    pub multicast: crate::network::multicast::MulticastConfig,
 }
 
 fn default_true() -> bool {
@@ -42,7 +45,7 @@ fn default_drain_limit() -> u64 {
     crate::units::PS_PER_SEC
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct NetworkConfig {
     #[serde(default = "default_overhead")]
@@ -76,7 +79,7 @@ impl Default for NetworkConfig {
     }
 }
 
-#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum Forwarding {
     #[default]
@@ -84,11 +87,35 @@ pub enum Forwarding {
     CutThrough,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+/// What kind of device a switch node is.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum DeviceKind {
+    /// An output-queued packet switch (the buffer models, schedulers, ECN, PFC).
+    #[default]
+    Switch,
+    /// A broadcast fabric with its own adapters: every input reaches every
+    /// output and receivers keep the frames addressed to them (see `sim/broadcast.rs`).
+    Broadcast,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct SwitchConfig {
     #[serde(default)]
+    pub kind: DeviceKind,
+    #[serde(default)]
     pub forwarding: Forwarding,
+    /// Cut-through: bytes of a frame the device receives before it starts
+    /// forwarding it (the header it decides on).
+    #[serde(default = "default_cut_through_bytes")]
+    pub cut_through_bytes: u32,
+    /// Largest frame the device forwards; longer frames are dropped (`frame_too_long`).
+    #[serde(default)]
+    pub mtu_bytes: Option<u32>,
+    /// Power model of the device (see `power.rs`); `None`: not modelled.
+    #[serde(default)]
+    pub power: Option<crate::power::PowerConfig>,
     #[serde(default = "default_switch_latency")]
     pub latency_ps: u64,
     #[serde(default)]
@@ -102,27 +129,45 @@ pub struct SwitchConfig {
     /// Priority flow control of lossless classes (see `network/pfc.rs`).
     #[serde(default)]
     pub pfc: Option<crate::network::pfc::PfcConfig>,
+    /// Ingress match-action pipeline (see `pipeline/`).
+    #[serde(default)]
+    pub pipeline: Option<crate::pipeline::PipelineConfig>,
+    /// How egress ports divide their bandwidth among inputs (see `network/arbitration.rs`).
+    #[serde(default)]
+    pub arbitration: crate::network::arbitration::ArbitrationConfig,
 }
 
 fn default_switch_latency() -> u64 {
     500_000
 }
 
+/// Ethernet header, IPv4 header and the UDP/TCP ports (14 + 20 + 4 B), rounded
+/// up to the 64 B minimum frame: what an L2/L3/L4 cut-through device needs.
+fn default_cut_through_bytes() -> u32 {
+    64
+}
+
 impl Default for SwitchConfig {
     fn default() -> Self {
         SwitchConfig {
+            kind: DeviceKind::default(),
             forwarding: Forwarding::default(),
+            cut_through_bytes: default_cut_through_bytes(),
+            mtu_bytes: None,
+            power: None,
             latency_ps: default_switch_latency(),
             buffer: BufferConfig::default(),
             ecn: None,
             scheduler: Default::default(),
             pfc: None,
+            pipeline: None,
+            arbitration: Default::default(),
         }
     }
 }
 
 /// Buffer (MMU) model of a device, chosen by `model`.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(tag = "model", rename_all = "snake_case", deny_unknown_fields)]
 pub enum BufferConfig {
     /// Static per-port drop-tail buffer, optionally with per-queue caps in
@@ -163,6 +208,18 @@ pub enum BufferConfig {
         /// Slice of each egress port; `None` splits the ports into equal blocks.
         #[serde(default)]
         port_slice: Option<Vec<u8>>,
+        /// Guaranteed bytes per ingress priority group.
+        #[serde(default)]
+        pg_min_bytes: u64,
+        /// Priority group of each class (one value: every class); `None`: the group is the class.
+        #[serde(default)]
+        class_pg: Option<Vec<u8>>,
+        /// Headroom set aside per ingress port, by speed: `[up to rate_bps, bytes]`.
+        #[serde(default)]
+        headroom_per_port: Vec<[u64; 2]>,
+        /// Bytes set aside for the device's own queues (CPU, loopback, multicast).
+        #[serde(default)]
+        reserved_fixed_bytes: u64,
     },
     /// Deep-buffer VOQ switch (see `buffer/voq.rs`).
     Voq(crate::buffer::voq::VoqConfig),
@@ -183,13 +240,19 @@ impl Default for BufferConfig {
     }
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct HostConfig {
     #[serde(default)]
     pub latency_ps: u64,
     #[serde(default = "default_nic_buffer")]
     pub nic_buffer_bytes: u64,
+    /// Match-action pipeline of every host's NIC, on receive and transmit (see `pipeline/`).
+    #[serde(default)]
+    pub pipeline: Option<crate::pipeline::PipelineConfig>,
+    /// CPU cores, software stack and NIC of every host (see `host/`); `None`: ideal hosts.
+    #[serde(default)]
+    pub model: Option<crate::host::HostModelConfig>,
 }
 
 fn default_nic_buffer() -> u64 {
@@ -198,11 +261,11 @@ fn default_nic_buffer() -> u64 {
 
 impl Default for HostConfig {
     fn default() -> Self {
-        HostConfig { latency_ps: 0, nic_buffer_bytes: default_nic_buffer() }
+        HostConfig { latency_ps: 0, nic_buffer_bytes: default_nic_buffer(), pipeline: None, model: None }
     }
 }
 
-#[derive(Clone, Copy, Debug, Deserialize)]
+#[derive(Clone, Copy, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct LinkConfig {
     pub rate_bps: u64,
@@ -212,28 +275,28 @@ pub struct LinkConfig {
     pub loss: f64,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(untagged)]
 pub enum HostsPerLeaf {
     Same(u32),
     Each(Vec<u32>),
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExplicitNode {
     pub name: String,
     pub kind: NodeKindConfig,
 }
 
-#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum NodeKindConfig {
     Host,
     Switch,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExplicitLink {
     pub a: String,
@@ -244,7 +307,7 @@ pub struct ExplicitLink {
     pub loss: f64,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum TopologyConfig {
     Star {
@@ -280,7 +343,7 @@ fn default_one() -> u32 {
     1
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum TrafficConfig {
     UdpCbr(UdpConfig),
@@ -290,15 +353,25 @@ pub enum TrafficConfig {
     TcpIncast(crate::transport::apps::TcpIncastConfig),
     TcpFlows(crate::transport::apps::TcpFlowsConfig),
     RdmaWrite(crate::transport::roce::RdmaWriteConfig),
+    Iperf3(crate::transport::apps::Iperf3Config),
+    PingPong(crate::transport::apps::PingPongConfig),
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct UdpConfig {
     #[serde(default)]
     pub name: String,
     pub src: Vec<String>,
+    /// Destination host; empty when the entry sends to a multicast `group`.
+    #[serde(default)]
     pub dst: String,
+    /// Multicast group (`multicast.groups[].name`) instead of a host.
+    #[serde(default)]
+    pub group: Option<String>,
+    /// How a group is reached: switches replicate, or the sender sends one copy per member.
+    #[serde(default)]
+    pub replication: crate::network::multicast::Replication,
     #[serde(default)]
     pub rate_bps: Option<u64>,
     #[serde(default)]
@@ -316,9 +389,19 @@ pub struct UdpConfig {
     /// Send packets as ECN-capable (ECT(0)).
     #[serde(default)]
     pub ecn: bool,
+    /// DSCP of the packets (0..63).
+    #[serde(default)]
+    pub dscp: u8,
+    /// UDP destination port seen by match-action stages (default 5001).
+    #[serde(default)]
+    pub dst_port: Option<u16>,
+    /// Each source starts at `start_ps` plus a uniform random offset below
+    /// this (traffic generators' ports are not phase-locked); 0: all at once.
+    #[serde(default)]
+    pub start_jitter_ps: u64,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct BurstConfig {
     #[serde(default)]
@@ -335,13 +418,23 @@ pub struct BurstConfig {
     /// Send packets as ECN-capable (ECT(0)).
     #[serde(default)]
     pub ecn: bool,
+    /// DSCP of the packets (0..63).
+    #[serde(default)]
+    pub dscp: u8,
+    /// UDP destination port seen by match-action stages (default 5001).
+    #[serde(default)]
+    pub dst_port: Option<u16>,
+    /// Each source starts at `start_ps` plus a uniform random offset below
+    /// this (traffic generators' ports are not phase-locked); 0: all at once.
+    #[serde(default)]
+    pub start_jitter_ps: u64,
 }
 
 fn default_frame() -> u32 {
     1500
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct StatsConfig {
     #[serde(default = "default_sample_interval")]
@@ -351,6 +444,16 @@ pub struct StatsConfig {
     /// Width of the throughput time bins; 0 turns them off.
     #[serde(default = "default_throughput_interval")]
     pub throughput_interval_ps: u64,
+    /// Width of the power bins (devices with a power model); 0 gives one bin for the run.
+    #[serde(default = "default_throughput_interval")]
+    pub power_interval_ps: u64,
+    /// Width of the CPU busy-time bins of host models (`cpu` table); 0 turns them off.
+    #[serde(default = "default_cpu_interval")]
+    pub cpu_interval_ps: u64,
+}
+
+fn default_cpu_interval() -> u64 {
+    100_000_000
 }
 
 fn default_throughput_interval() -> u64 {
@@ -367,6 +470,8 @@ impl Default for StatsConfig {
             queue_sample_interval_ps: default_sample_interval(),
             sample_hosts: false,
             throughput_interval_ps: default_throughput_interval(),
+            power_interval_ps: default_throughput_interval(),
+            cpu_interval_ps: default_cpu_interval(),
         }
     }
 }
@@ -376,5 +481,11 @@ impl Scenario {
     /// offending field and, for enums, the allowed variants.
     pub fn from_json(text: &str) -> Result<Scenario, ConfigError> {
         serde_json::from_str(text).map_err(|e| ConfigError::new("", format!("invalid scenario: {e}")))
+    }
+
+    /// The scenario as resolved JSON, every default filled in: the core's own
+    /// defaults, which the tests compare with the scenario schema's.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a scenario always serializes")
     }
 }

@@ -27,3 +27,27 @@ impl fmt::Display for ConfigError {
 }
 
 impl std::error::Error for ConfigError {}
+
+/// Why a run cannot go on (the scenario was valid, the world was built).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RunError {
+    /// Simulated time stopped advancing: `events` events ran at `time_ps`,
+    /// reaching the stall guard's `limit` (see `sim/guard.rs`); `culprit`
+    /// names the component that scheduled most of the last ones.
+    Stalled { time_ps: u64, events: u64, limit: u64, culprit: String },
+}
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunError::Stalled { time_ps, events, limit, culprit } => write!(
+                f,
+                "simulated time stopped advancing at {time_ps} ps ({:.6} ms): {events} events ran at that \
+                 instant (the stall limit is {limit}); {culprit}",
+                *time_ps as f64 / 1e9
+            ),
+        }
+    }
+}
+
+impl std::error::Error for RunError {}

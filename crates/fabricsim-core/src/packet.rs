@@ -14,6 +14,8 @@ pub enum PacketKind {
     /// A UDP datagram.
     Data = 0,
     /// A TCP segment; its fields are `seq`, `ack`, `len`, `flags`, `ts`, `ts_echo`.
+    /// An ACK that carries SACK blocks reuses `seq`, `ts`, `len` and `aux`
+    /// for them (see `sim/transport.rs`).
     Tcp = 1,
     /// A PFC PAUSE frame (MAC control): `class` is the priority, `seq` the
     /// pause quanta (0 = XON). Belongs to no flow (`flow` is [`CONTROL_FLOW`]).
@@ -53,6 +55,9 @@ pub struct Packet {
     /// TCP: timestamp value and echo.
     pub ts: SimTime,
     pub ts_echo: SimTime,
+    /// A spare word for transport use (TCP: the last SACK edge of an ACK).
+    /// It fits in what would be padding: the packet does not grow.
+    pub aux: u32,
     /// When the source created the packet.
     pub created: SimTime,
     /// When its first bit reached the current node (for cut-through).
@@ -62,6 +67,16 @@ pub struct Packet {
     /// Local port it arrived on at the current node ([`LOCAL_PORT`] if created
     /// there); buffer models that account per ingress port need it at release.
     pub in_port: u16,
+    /// DSCP of the (inner) IP header, 0..=63; match-action stages may rewrite it.
+    pub dscp: u8,
+    /// Meter colour ([`COLOR_GREEN`], [`COLOR_YELLOW`], [`COLOR_RED`]), set by
+    /// meters and read by colour-aware meters.
+    pub color: u8,
+    /// Bytes of tunnel headers currently added to `size` (0, or 50/70 for
+    /// VXLAN over IPv4/IPv6); flow byte counters leave them out.
+    pub encap: u8,
+    /// VXLAN network identifier while tunnelled, [`NO_VNI`] otherwise.
+    pub vni: u32,
 }
 
 impl Packet {
@@ -95,13 +110,36 @@ impl Packet {
             flags: 0,
             ts: now,
             ts_echo: SimTime::ZERO,
+            aux: 0,
             created: now,
             first_bit: now,
             enqueued: now,
             in_port: LOCAL_PORT,
+            dscp: 0,
+            color: COLOR_GREEN,
+            encap: 0,
+            vni: NO_VNI,
         }
     }
+
+    /// Bytes of the frame its flow sent: the size without tunnel headers.
+    #[inline]
+    pub fn flow_bytes(&self) -> u64 {
+        (self.size - self.encap as u32) as u64
+    }
 }
+
+// The packet slab's memory per packet in flight: 104 bytes (97 bytes of
+// fields, 8-byte aligned). TCP's `aux` word takes 4 of the 7 spare bytes.
+const _: () = assert!(std::mem::size_of::<Packet>() <= 104);
+
+/// `Packet::vni` of a packet that is not tunnelled.
+pub const NO_VNI: u32 = u32::MAX;
+
+/// Meter colours (RFC 2697 / RFC 2698).
+pub const COLOR_GREEN: u8 = 0;
+pub const COLOR_YELLOW: u8 = 1;
+pub const COLOR_RED: u8 = 2;
 
 /// `Packet::in_port` of a packet created at the node that holds it.
 pub const LOCAL_PORT: u16 = u16::MAX;
@@ -167,5 +205,16 @@ impl PacketPool {
     /// Peak number of packets alive at once.
     pub fn capacity_used(&self) -> usize {
         self.slots.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_packet_stays_compact() {
+        // The pool holds every packet in flight; keep each well under 200 B.
+        assert!(std::mem::size_of::<Packet>() <= 112, "{} B", std::mem::size_of::<Packet>());
     }
 }

@@ -22,10 +22,11 @@
 
 use crate::buffer::{AdmitRequest, BufferModel, Verdict};
 use crate::config::{BufferConfig, Forwarding, Scenario, TrafficConfig};
-use crate::error::ConfigError;
+use crate::error::{ConfigError, RunError};
 use crate::event_queue::EventQueue;
 use crate::ids::{ChannelId, FlowId, NodeId, PacketId, PortId, SourceId};
 use crate::network::aqm::AqmAction;
+use crate::network::multicast::MCAST_TAG;
 use crate::network::routing::RoutingTable;
 use crate::network::topology::{Graph, NodeKind};
 use crate::network::{Channel, Node, Port};
@@ -36,9 +37,19 @@ use crate::traffic::Source;
 use crate::units::{Rate, SimTime};
 use std::collections::{BTreeMap, VecDeque};
 
+mod apps;
+mod arbitration;
+mod broadcast;
+mod carried;
 mod fabric;
+pub mod guard;
+mod host;
+pub mod limits;
 mod memory;
+mod multicast;
 mod pfc;
+mod pipeline;
+mod power;
 mod roce;
 mod transport;
 
@@ -64,9 +75,33 @@ enum Event {
     RoceOpen(u32),
     /// A RoCE queue pair's timer; stale when the generation does not match.
     RoceTimer(u32, u32),
+    /// A pipe's issue slot is free: issue the head of its queue (global pipe index).
+    PipeStart(u32),
+    /// The head of a pipe's delay line leaves the pipeline (global pipe index).
+    PipeExit(u32),
+    /// A host core finished its work item, or an idle core has work (global core index).
+    CpuRun(u32),
+    /// The head of a NIC DMA line leaves it (line index).
+    NicDma(u32),
+    /// A receive ring's interrupt-coalescing timer; stale when the generation does not match.
+    Irq(u32, u32),
+    /// A ping-pong application's timer (start, gap, reply timeout); stale when the generation does not match.
+    AppTimer(u32, u32),
 }
 
-const FLOW_KINDS: [&str; 7] = ["udp_cbr", "udp_poisson", "burst", "tcp_bulk", "tcp_incast", "tcp_flow", "rdma"];
+/// How a call to [`Simulation::advance`] ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Progress {
+    /// The run is over (no events left, the time cap reached, or stopped).
+    Finished,
+    /// Every event up to the requested time has been processed.
+    Reached,
+    /// The event budget of the call was used up first; call again.
+    Paused,
+}
+
+const FLOW_KINDS: [&str; 9] =
+    ["udp_cbr", "udp_poisson", "burst", "tcp_bulk", "tcp_incast", "tcp_flow", "rdma", "iperf3", "ping_pong"];
 
 /// A running simulation.
 pub struct Simulation {
@@ -107,12 +142,32 @@ pub struct Simulation {
     flow_tcp: Vec<u32>,
     outbox: Outbox,
     throughput: ThroughputBins,
+    /// Carried frames per link and per flow on the wire; see `sim/carried.rs`.
+    carried: carried::Carried,
+    /// The run stopped at its time cap (duration + drain limit) with events left.
+    capped: bool,
     /// Switch-buffer features (ECN/RED, schedulers, pools); see `sim/fabric.rs`.
     fabric: fabric::Fabric,
     /// PFC: lossless classes, pause state and counters; see `sim/pfc.rs`.
     pfc: pfc::PfcState,
     /// RoCEv2 queue pairs; see `sim/roce.rs`.
     roce: roce::RoceState,
+    /// Match-action pipelines of switches and NICs; see `sim/pipeline.rs`.
+    pipeline: pipeline::PipelineState,
+    /// Multicast groups, trees and senders; see `sim/multicast.rs`.
+    mcast: multicast::MulticastState,
+    /// Device power bins; see `sim/power.rs`.
+    power: power::PowerState,
+    /// Broadcast fabrics; see `sim/broadcast.rs`.
+    broadcast: broadcast::BroadcastState,
+    /// Fails the run when simulated time stops advancing; see `sim/guard.rs`.
+    guard: guard::StallGuard,
+    /// Set when the run failed; every later call reports it again.
+    failure: Option<RunError>,
+    /// Host datapaths (CPU cores, NIC DMA); see `sim/host.rs`.
+    host: host::HostState,
+    /// iperf3 and ping-pong applications; see `sim/apps.rs`.
+    apps: apps::AppState,
 }
 
 impl Simulation {
@@ -126,6 +181,7 @@ impl Simulation {
             return Err(ConfigError::new("network.classes", format!("must be between 1 and 8 (got {})", net.classes)));
         }
         let classes = net.classes as usize;
+        limits::check(sc)?;
         let graph = Graph::build(&sc.topology, "topology")?;
         let n = graph.names.len();
 
@@ -155,20 +211,29 @@ impl Simulation {
             }
         }
 
+        // Rate of each port of each node, for buffer reservations by port speed.
+        let mut port_rates: Vec<Vec<u64>> = adj.iter().map(|a| vec![0; a.len()]).collect();
+        for (l, &(a, b, cfg)) in graph.links.iter().enumerate() {
+            let (pa, pb) = link_ports[l];
+            port_rates[a][pa as usize] = cfg.rate_bps;
+            port_rates[b][pb as usize] = cfg.rate_bps;
+        }
+
         let mut nodes = Vec::with_capacity(n);
         let mut first_port = 0u32;
         for i in 0..n {
             let kind = graph.kinds[i];
             let num_ports = adj[i].len();
-            let (latency, forwarding, buffer) = match kind {
+            let (latency, forwarding, cut_through_bytes, mtu, buffer) = match kind {
                 NodeKind::Switch => {
                     let name = &graph.names[i];
                     let (cfg, path) = match net.switch_overrides.get(name) {
                         Some(c) => (c, format!("network.switch_overrides.{name}.buffer")),
                         None => (&net.switch, "network.switch.buffer".to_string()),
                     };
-                    let b = BufferModel::build(&cfg.buffer, num_ports, classes, &path)?;
-                    (SimTime(cfg.latency_ps), cfg.forwarding, b)
+                    let b = BufferModel::build(&cfg.buffer, &port_rates[i], classes, &path)?;
+                    let mtu = cfg.mtu_bytes.unwrap_or(u32::MAX);
+                    (SimTime(cfg.latency_ps), cfg.forwarding, cfg.cut_through_bytes, mtu, b)
                 }
                 NodeKind::Host => {
                     let b = BufferModel::build(
@@ -177,11 +242,11 @@ impl Simulation {
                             queue_bytes: None,
                             queue_packets: None,
                         },
-                        num_ports,
+                        &port_rates[i],
                         classes,
                         "network.host.nic_buffer",
                     )?;
-                    (SimTime(net.host.latency_ps), Forwarding::StoreAndForward, b)
+                    (SimTime(net.host.latency_ps), Forwarding::StoreAndForward, 0, u32::MAX, b)
                 }
             };
             nodes.push(Node {
@@ -189,6 +254,8 @@ impl Simulation {
                 kind,
                 latency,
                 forwarding,
+                cut_through_bytes,
+                mtu,
                 first_port,
                 num_ports: num_ports as u16,
                 buffer,
@@ -223,6 +290,7 @@ impl Simulation {
             }
         }
         let ports: Vec<Port> = port_slots.into_iter().map(|p| p.expect("every port belongs to a link")).collect();
+        let num_channels = channels.len();
         let routing = RoutingTable::build(&graph.kinds, &adj, sc.seed);
 
         let mut sim = Simulation {
@@ -264,27 +332,71 @@ impl Simulation {
             flow_tcp: Vec::new(),
             outbox: Vec::new(),
             throughput: ThroughputBins::new(sc.stats.throughput_interval_ps),
+            carried: carried::Carried::new(sc.stats.throughput_interval_ps, num_channels),
+            capped: false,
             fabric: fabric::Fabric::default(),
             pfc: pfc::PfcState::default(),
             roce: roce::RoceState { default: sc.roce.clone(), ..Default::default() },
+            pipeline: pipeline::PipelineState::default(),
+            mcast: multicast::MulticastState::default(),
+            power: power::PowerState::default(),
+            broadcast: broadcast::BroadcastState::default(),
+            guard: guard::StallGuard::default(),
+            failure: None,
+            host: host::HostState::default(),
+            apps: apps::AppState::default(),
         };
         sim.setup_fabric(sc)?;
         sim.setup_pfc(sc)?;
+        sim.setup_arbitration(sc)?;
+        sim.setup_pipelines(sc)?;
+        sim.setup_broadcast(sc)?;
+        sim.setup_power(sc)?;
+        sim.setup_hosts(sc)?;
         sim.sampled_ports = (0..sim.ports.len() as u32)
             .map(PortId)
             .filter(|p| sc.stats.sample_hosts || sim.nodes[sim.ports[p.idx()].node.idx()].kind == NodeKind::Switch)
             .collect();
         let index: BTreeMap<&str, usize> = graph.names.iter().enumerate().map(|(i, s)| (s.as_str(), i)).collect();
+        sim.setup_multicast(sc, &index, &graph)?;
+        let parts = graph.parts();
         for (i, t) in sc.traffic.iter().enumerate() {
-            sim.add_traffic(i, t, &index, &graph)?;
+            sim.add_traffic(i, t, &index, &graph, &parts)?;
         }
         if sim.sample_interval.0 > 0 {
             sim.queue.push(SimTime::ZERO, Event::Sample);
         }
+        sim.guard = guard::StallGuard::new(sim.stall_limit());
         Ok(sim)
     }
 
+    /// Adds traffic entry `i`, checking that each of its flows can reach its destination.
     fn add_traffic(
+        &mut self,
+        i: usize,
+        t: &TrafficConfig,
+        index: &BTreeMap<&str, usize>,
+        graph: &Graph,
+        parts: &[u32],
+    ) -> Result<(), ConfigError> {
+        let first = self.flows.len();
+        self.add_traffic_entry(i, t, index, graph)?;
+        for f in &self.flows[first..] {
+            let (src, dst) = (f.src as usize, f.dst as usize);
+            if parts[src] != parts[dst] {
+                return Err(ConfigError::new(
+                    format!("traffic[{i}]"),
+                    format!(
+                        "'{}' cannot reach '{}': they are in separate parts of the topology",
+                        graph.names[src], graph.names[dst]
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn add_traffic_entry(
         &mut self,
         i: usize,
         t: &TrafficConfig,
@@ -297,30 +409,54 @@ impl Simulation {
         if let Some(result) = self.add_roce_traffic(i, t, index, graph) {
             return result;
         }
+        if let Some(result) = self.add_app_traffic(i, t, index, graph) {
+            return result;
+        }
         let path = format!("traffic[{i}]");
         let host = |name: &str, field: &str| resolve_host(index, graph, name, &format!("{path}.{field}"));
-        let (kind, name, srcs, dst, class, frame) = match t {
-            TrafficConfig::UdpCbr(u) => (0u32, &u.name, &u.src, &u.dst, u.class, u.frame_bytes),
-            TrafficConfig::UdpPoisson(u) => (1, &u.name, &u.src, &u.dst, u.class, u.frame_bytes),
-            TrafficConfig::Burst(b) => (2, &b.name, &b.src, &b.dst, b.class, b.frame_bytes),
+        let (kind, name, srcs, dst, class, frame, dscp, dport, jitter) = match t {
+            TrafficConfig::UdpCbr(u) => {
+                (0u32, &u.name, &u.src, &u.dst, u.class, u.frame_bytes, u.dscp, u.dst_port, u.start_jitter_ps)
+            }
+            TrafficConfig::UdpPoisson(u) => {
+                (1, &u.name, &u.src, &u.dst, u.class, u.frame_bytes, u.dscp, u.dst_port, u.start_jitter_ps)
+            }
+            TrafficConfig::Burst(b) => {
+                (2, &b.name, &b.src, &b.dst, b.class, b.frame_bytes, b.dscp, b.dst_port, b.start_jitter_ps)
+            }
             TrafficConfig::TcpBulk(_)
             | TrafficConfig::TcpIncast(_)
             | TrafficConfig::TcpFlows(_)
-            | TrafficConfig::RdmaWrite(_) => {
-                unreachable!("TCP and RDMA traffic is added by add_tcp_traffic / add_roce_traffic")
+            | TrafficConfig::RdmaWrite(_)
+            | TrafficConfig::Iperf3(_)
+            | TrafficConfig::PingPong(_) => {
+                unreachable!("TCP, RDMA and application traffic is added by their own functions")
             }
         };
         if srcs.is_empty() {
             return Err(ConfigError::new(format!("{path}.src"), "must name at least one host"));
         }
         self.check_class(class, &path)?;
+        crate::pipeline::stage::check_dscp(dscp, &format!("{path}.dscp"))?;
         if frame == 0 || frame > 65_535 {
             return Err(ConfigError::new(
                 format!("{path}.frame_size"),
                 format!("must be 1..65535 bytes (got {frame})"),
             ));
         }
-        let dst = host(dst, "dst")?;
+        let group = match t {
+            TrafficConfig::UdpCbr(u) | TrafficConfig::UdpPoisson(u) => u.group.as_deref().map(|g| (g, u.replication)),
+            _ => None,
+        };
+        let (dst, group) = match group {
+            None => (host(dst, "dst")?, None),
+            Some((g, replication)) => {
+                if !dst.is_empty() {
+                    return Err(ConfigError::new(format!("{path}.dst"), "give either dst or group, not both"));
+                }
+                (NodeId(u32::MAX), Some((self.multicast_group(g, &format!("{path}.group"))?, replication)))
+            }
+        };
         let name_idx = self.flow_names.len() as u32;
         self.flow_names.push(if name.is_empty() {
             format!("{}{}", FLOW_KINDS[kind as usize], i)
@@ -330,6 +466,12 @@ impl Simulation {
         let wire = frame as u64 + self.overhead;
         for (j, s) in srcs.iter().enumerate() {
             let src = host(s, &format!("src[{j}]"))?;
+            let flow = FlowId(self.flows.len() as u32);
+            // A multicast source: its sender, the destination its frames carry, the member shown as `dst`.
+            let (sender, dst, flow_dst) = match group {
+                None => (multicast::NO_SENDER, dst, dst),
+                Some((g, r)) => self.add_multicast_sender(flow, src, g, r, &format!("{path}.src[{j}]"))?,
+            };
             if src == dst {
                 return Err(ConfigError::new(
                     format!("{path}.src[{j}]"),
@@ -337,7 +479,6 @@ impl Simulation {
                 ));
             }
             let nic_rate = self.ports[self.nodes[src.idx()].port(0).idx()].rate.bps();
-            let flow = FlowId(self.flows.len() as u32);
             let sid = SourceId(self.sources.len() as u32);
             let (pattern, start, stop, max_frames) = match t {
                 TrafficConfig::UdpCbr(u) | TrafficConfig::UdpPoisson(u) => {
@@ -371,9 +512,16 @@ impl Simulation {
                 TrafficConfig::TcpBulk(_)
                 | TrafficConfig::TcpIncast(_)
                 | TrafficConfig::TcpFlows(_)
-                | TrafficConfig::RdmaWrite(_) => {
-                    unreachable!("TCP and RDMA traffic is added by add_tcp_traffic / add_roce_traffic")
+                | TrafficConfig::RdmaWrite(_)
+                | TrafficConfig::Iperf3(_)
+                | TrafficConfig::PingPong(_) => {
+                    unreachable!("TCP, RDMA and application traffic is added by their own functions")
                 }
+            };
+            let start = if jitter > 0 {
+                start + RandomStream::new(self.seed, "start-jitter", sid.0 as u64).below(jitter)
+            } else {
+                start
             };
             let stop = SimTime(stop.min(self.duration.0));
             let hash = mix64(mix64(src.0 as u64) ^ mix64((dst.0 as u64) << 20) ^ mix64(0x11_0000 + flow.0 as u64));
@@ -395,7 +543,12 @@ impl Simulation {
                     TrafficConfig::Burst(b) if b.ecn => ECN_ECT,
                     _ => ECN_NOT_ECT,
                 },
+                dscp,
+                multicast: sender,
             };
+            if let Some(port) = dport {
+                self.pipeline.set_dport(flow.0, port);
+            }
             let first = source.first_time();
             let done = first >= stop || max_frames == 0;
             source.next = first;
@@ -403,7 +556,7 @@ impl Simulation {
                 name: name_idx,
                 kind,
                 src: src.0,
-                dst: dst.0,
+                dst: flow_dst.0,
                 class,
                 start_ps: start,
                 source_done: done,
@@ -437,6 +590,8 @@ impl Simulation {
             Event::TcpTimer(c, generation) => self.tcp_timer_is_stale(c, generation),
             Event::RoceTimer(q, generation) => self.roce_timer_is_stale(q, generation),
             Event::PfcRefresh(p, c, generation) => self.pfc_refresh_is_stale(p, c, generation),
+            Event::Irq(r, generation) => self.irq_is_stale(r, generation),
+            Event::AppTimer(a, generation) => self.app_timer_is_stale(a, generation),
             _ => false,
         }
     }
@@ -458,11 +613,31 @@ impl Simulation {
 
     /// Processes every event at or before `limit` (and before the time cap).
     /// Returns `true` once the run is over.
+    ///
+    /// # Panics
+    ///
+    /// If the run fails ([`RunError`]: simulated time stopped advancing).
+    /// Use [`Simulation::advance`] to get the error instead.
     pub fn run_until(&mut self, limit: SimTime) -> bool {
+        match self.advance(limit, u64::MAX) {
+            Ok(p) => p == Progress::Finished,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// Processes events at or before `limit` (and before the time cap), at
+    /// most `max_events` of them, so that a caller can stay responsive (check
+    /// for interrupts, report progress) however long a stretch of simulated
+    /// time takes. Once it failed, every call returns the same error.
+    pub fn advance(&mut self, limit: SimTime, max_events: u64) -> Result<Progress, RunError> {
+        if let Some(e) = &self.failure {
+            return Err(e.clone());
+        }
         if self.finished {
-            return true;
+            return Ok(Progress::Finished);
         }
         let limit = limit.min(self.end_cap);
+        let mut budget = max_events;
         while let Some((t, ev)) = self.queue.peek() {
             if self.is_cancelled(ev) {
                 // A cancelled timer: dropped unseen, it neither counts nor
@@ -474,10 +649,25 @@ impl Simulation {
                 self.horizon = self.horizon.max(limit);
                 if limit >= self.end_cap {
                     self.finished = true;
+                    self.capped = true;
+                    return Ok(Progress::Finished);
                 }
-                return self.finished;
+                return Ok(Progress::Reached);
+            }
+            if budget == 0 {
+                return Ok(Progress::Paused);
+            }
+            budget -= 1;
+            if let Err(e) = self.guard_event(t, ev) {
+                // The event stays queued: what was computed so far is intact.
+                self.failure = Some(e.clone());
+                return Err(e);
             }
             self.queue.pop();
+            if t >= self.power.next_boundary {
+                // A power bin ended before this event (see `sim/power.rs`).
+                self.close_power_bins(t);
+            }
             self.now = t;
             self.events += 1;
             match ev {
@@ -491,27 +681,56 @@ impl Simulation {
                 Event::PfcRefresh(p, c, generation) => self.on_pfc_refresh(p, c, generation),
                 Event::RoceOpen(q) => self.on_roce_open(q),
                 Event::RoceTimer(q, generation) => self.on_roce_timer(q, generation),
+                Event::PipeStart(g) => self.on_pipe_start(g),
+                Event::PipeExit(g) => self.on_pipe_exit(g),
+                Event::CpuRun(c) => self.on_cpu_run(c),
+                Event::NicDma(l) => self.on_nic_dma(l),
+                Event::Irq(r, generation) => self.on_irq(r, generation),
+                Event::AppTimer(a, generation) => self.on_app_timer(a, generation),
             }
         }
         self.finished = true;
-        true
+        Ok(Progress::Finished)
     }
 
     /// Runs to the end.
+    ///
+    /// # Panics
+    ///
+    /// As [`Simulation::run_until`].
     pub fn run(&mut self) {
         self.run_until(SimTime::MAX);
+    }
+
+    /// Ends the run now: no further event is processed, and
+    /// [`Simulation::finish`] returns the results so far (the packets still
+    /// queued or on wires count as in the network). Used when a run is
+    /// interrupted or failed and its partial results are wanted.
+    pub fn stop(&mut self) {
+        self.finished = true;
+        self.failure = None;
+    }
+
+    /// The error that ended the run, if it failed.
+    pub fn failure(&self) -> Option<&RunError> {
+        self.failure.as_ref()
     }
 
     fn on_send(&mut self, sid: SourceId) {
         let now = self.now;
         let s = &self.sources[sid.idx()];
-        let pkt = Packet {
-            seq: s.sent,
-            ecn: s.ecn,
-            ..Packet::new(s.flow, s.src, s.dst, s.frame_bytes, PacketKind::Data, s.class, s.hash, now)
-        };
-        let id = self.create_packet(pkt);
-        self.inject(pkt.src, id);
+        if s.multicast == multicast::NO_SENDER {
+            let pkt = Packet {
+                seq: s.sent,
+                ecn: s.ecn,
+                dscp: s.dscp,
+                ..Packet::new(s.flow, s.src, s.dst, s.frame_bytes, PacketKind::Data, s.class, s.hash, now)
+            };
+            let id = self.create_packet(pkt);
+            self.inject(pkt.src, id);
+        } else {
+            self.multicast_send(sid);
+        }
         let s = &mut self.sources[sid.idx()];
         match s.advance(now) {
             Some(t) => {
@@ -538,9 +757,32 @@ impl Simulation {
         self.pool.alloc(pkt)
     }
 
-    /// Hands a packet created at host `node` to the egress port its route picks.
+    /// Hands a packet created at host `node` to its datapath (CPU and NIC) if
+    /// the host has a model, else straight to its NIC.
     fn inject(&mut self, node: NodeId, id: PacketId) {
+        if let Some(dp) = self.host.at(node) {
+            if self.host_takes(id) {
+                return self.host_tx(dp, id);
+            }
+        }
+        self.nic_out(node, id);
+    }
+
+    /// Hands a packet leaving host `node`'s stack to its NIC's pipeline, if
+    /// any, then to the egress port its route picks.
+    fn nic_out(&mut self, node: NodeId, id: PacketId) {
+        if let Some(d) = self.pipeline.at(node) {
+            return self.pipeline_offer(d, id, LOCAL_PORT, crate::pipeline::Dir::Tx);
+        }
+        self.host_send(node, id);
+    }
+
+    /// Sends a packet of host `node` to the egress port its route picks.
+    fn host_send(&mut self, node: NodeId, id: PacketId) {
         let pkt = self.pool.get(id);
+        if pkt.dst.0 & MCAST_TAG != 0 {
+            return self.multicast_replicate(node, id, None, None);
+        }
         match self.routing.route(node.idx(), pkt.dst.idx(), pkt.hash) {
             Some(out) => self.enqueue(node, out, id, None, None),
             None => self.drop_packet(node, 0, id, DropReason::NoRoute),
@@ -560,6 +802,12 @@ impl Simulation {
         if red == AqmAction::Drop {
             self.ports[pid.idx()].dropped_packets += 1;
             self.drop_packet(node, out as u32, id, DropReason::Wred);
+            return;
+        }
+        let port = &self.ports[pid.idx()];
+        if port.input_limit != u64::MAX && !port.input_has_room(pkt.class, ingress.unwrap_or(LOCAL_PORT), pkt.size) {
+            self.ports[pid.idx()].dropped_packets += 1;
+            self.drop_packet(node, out as u32, id, DropReason::InputQueueLimit);
             return;
         }
         let req = AdmitRequest {
@@ -604,11 +852,17 @@ impl Simulation {
             if n.forwarding == Forwarding::CutThrough {
                 if let Some(r) = ingress_rate {
                     if r >= port.rate {
-                        // The port could have started once the header was in and
-                        // the pipeline latency had passed (RFC 1242 bit forwarding).
-                        let eligible = pkt.first_bit + n.latency;
-                        start = eligible.max(port.free_at).min(self.now);
-                        self.pool.get_mut(id).enqueued = start;
+                        // The port can start once the header (`cut_through_bytes`, or
+                        // the whole frame if shorter) is in and the pipeline latency
+                        // has passed (RFC 1242 bit forwarding: first bit in to first
+                        // bit out). If the port was still busy then, the frame had to
+                        // wait and is stored and forwarded.
+                        let header = r.serialization_time(pkt.size.min(n.cut_through_bytes) as u64);
+                        let eligible = pkt.first_bit + header + n.latency;
+                        if port.free_at <= eligible {
+                            start = eligible.min(self.now);
+                            self.pool.get_mut(id).enqueued = start;
+                        }
                     }
                 }
             }
@@ -628,6 +882,7 @@ impl Simulation {
             // A MAC control frame: no queue or buffer accounting.
             port.queue_delay_sum_ps += (at - pkt.enqueued).0 as u128;
             port.in_tx = Some(id);
+            port.tx_start = at;
             pkt.first_bit = at + self.channels[port.channel.idx()].delay;
             let end = at + port.tx_time.of(pkt.size as u64 + self.overhead);
             self.queue.push(end, Event::TxDone(pid));
@@ -636,6 +891,7 @@ impl Simulation {
         port.dequeued(class, pkt.size);
         port.queue_delay_sum_ps += (at - pkt.enqueued).0 as u128;
         port.in_tx = Some(id);
+        port.tx_start = at;
         let ch = &self.channels[port.channel.idx()];
         pkt.first_bit = at + ch.delay;
         let end = at + port.tx_time.of(pkt.size as u64 + self.overhead);
@@ -671,6 +927,7 @@ impl Simulation {
         port.tx_bytes += size;
         port.free_at = now;
         let ch_id = port.channel;
+        self.carried.on_link(ch_id.idx(), port.tx_start.0, now.0, size);
         let more = !port.is_empty();
         let ch = &mut self.channels[ch_id.idx()];
         let arrival = now + ch.arrival_delay;
@@ -696,29 +953,65 @@ impl Simulation {
                 return;
             }
         }
-        let pkt = *self.pool.get(id);
-        if pkt.kind == PacketKind::Pause {
+        if self.pool.get(id).kind == PacketKind::Pause {
             self.on_pause_frame(node, ingress, id);
             return;
         }
+        if let Some(d) = self.pipeline.at(node) {
+            return self.pipeline_offer(d, id, ingress, crate::pipeline::Dir::Rx);
+        }
         match self.nodes[node.idx()].kind {
-            NodeKind::Host => {
-                if pkt.dst == node {
-                    self.deliver(id);
-                    if pkt.kind == PacketKind::Tcp {
-                        self.tcp_arrive(node, &pkt);
-                    } else if pkt.kind == PacketKind::Roce {
-                        self.roce_arrive(node, &pkt);
-                    }
-                } else {
-                    self.drop_packet(node, ingress as u32, id, DropReason::NoRoute);
+            NodeKind::Host => self.host_receive(node, ingress, id),
+            NodeKind::Switch => self.switch_forward(node, ingress, rate, id),
+        }
+    }
+
+    /// A packet received by host `node` on local port `ingress`: delivered if it is its destination.
+    fn host_receive(&mut self, node: NodeId, ingress: u16, id: PacketId) {
+        let pkt = *self.pool.get(id);
+        if pkt.dst == node {
+            if let Some(dp) = self.host.at(node) {
+                if self.host_takes(id) {
+                    return self.host_rx(dp, id);
                 }
             }
-            NodeKind::Switch => match self.routing.route(node.idx(), pkt.dst.idx(), pkt.hash) {
-                Some(out) => self.enqueue(node, out, id, Some(ingress), Some(rate)),
-                None => self.drop_packet(node, ingress as u32, id, DropReason::NoRoute),
-            },
+            self.deliver(id);
+            if pkt.kind == PacketKind::Tcp {
+                self.tcp_arrive(node, &pkt);
+            } else if pkt.kind == PacketKind::Roce {
+                self.roce_arrive(node, &pkt);
+            } else if pkt.kind == PacketKind::Data {
+                self.app_udp_arrive(node, &pkt);
+            }
+        } else {
+            self.drop_packet(node, ingress as u32, id, DropReason::NoRoute);
         }
+    }
+
+    /// A packet received by switch `node` on local port `ingress` (a link of
+    /// `rate`) goes to the egress port its route picks (a multicast frame to
+    /// its tree ports); a frame longer than the device's MTU is dropped.
+    #[inline(always)]
+    fn switch_forward(&mut self, node: NodeId, ingress: u16, rate: Rate, id: PacketId) {
+        let pkt = self.pool.get(id);
+        if pkt.size > self.nodes[node.idx()].mtu || pkt.dst.0 & MCAST_TAG != 0 {
+            return self.switch_forward_special(node, ingress, rate, id);
+        }
+        match self.routing.route(node.idx(), pkt.dst.idx(), pkt.hash) {
+            Some(out) => self.enqueue(node, out, id, Some(ingress), Some(rate)),
+            None => self.drop_packet(node, ingress as u32, id, DropReason::NoRoute),
+        }
+    }
+
+    /// [`Simulation::switch_forward`] of a frame longer than the device's MTU
+    /// (dropped) or of a multicast frame (replicated onto its tree ports).
+    #[cold]
+    #[inline(never)]
+    fn switch_forward_special(&mut self, node: NodeId, ingress: u16, rate: Rate, id: PacketId) {
+        if self.pool.get(id).size > self.nodes[node.idx()].mtu {
+            return self.drop_packet(node, ingress as u32, id, DropReason::FrameTooLong);
+        }
+        self.multicast_replicate(node, id, Some(ingress), Some(rate));
     }
 
     fn deliver(&mut self, id: PacketId) {
@@ -727,16 +1020,25 @@ impl Simulation {
         let f = &mut self.flows[pkt.flow.idx()];
         let lat = now - pkt.created.0;
         f.packets_delivered += 1;
-        f.bytes_delivered += pkt.size as u64;
+        f.bytes_delivered += pkt.flow_bytes();
         f.last_delivery_ps = now;
-        f.latency_sum_ps += lat as u128;
-        f.latency_min_ps = f.latency_min_ps.min(lat);
-        f.latency_max_ps = f.latency_max_ps.max(lat);
+        // The data direction: everything but what goes back to the source
+        // (TCP ACKs, RoCE ACKs and CNPs); multicast copies count at every member.
+        if pkt.dst.0 != f.src {
+            f.latency_sum_ps += lat as u128;
+            f.latency_min_ps = f.latency_min_ps.min(lat);
+            f.latency_max_ps = f.latency_max_ps.max(lat);
+            f.latency.record(lat);
+            self.carried.on_flow(pkt.flow.0, now, pkt.size as u64);
+        }
         if pkt.kind == PacketKind::Data {
-            self.throughput.add(pkt.flow.0, now, pkt.size as u64);
+            self.throughput.add(pkt.flow.0, now, pkt.flow_bytes());
+        }
+        if self.mcast.active {
+            self.multicast_delivered(&pkt, lat);
         }
         self.delivered_packets += 1;
-        self.delivered_bytes += pkt.size as u64;
+        self.delivered_bytes += pkt.flow_bytes();
         self.pool.free(id);
     }
 
@@ -747,13 +1049,17 @@ impl Simulation {
         if pkt.flow != CONTROL_FLOW {
             let f = &mut self.flows[pkt.flow.idx()];
             f.packets_dropped += 1;
-            f.bytes_dropped += pkt.size as u64;
+            f.bytes_dropped += pkt.flow_bytes();
+            if self.mcast.active {
+                self.multicast_dropped(&pkt);
+            }
         }
         self.pool.free(id);
     }
 
     fn on_sample(&mut self) {
         self.sample_pools();
+        self.sample_pipelines();
         let t = self.now.0;
         for &pid in &self.sampled_ports {
             let port = &mut self.ports[pid.idx()];
@@ -785,10 +1091,15 @@ impl Simulation {
     pub fn packets_in_network(&self) -> u64 {
         let queued: usize = self.ports.iter().map(|p| p.queued_packets() + p.in_tx.is_some() as usize).sum();
         let wires: usize = self.channels.iter().map(|c| c.in_flight.len()).sum();
-        (queued + wires) as u64
+        (queued + wires + self.pipeline.held_packets() + self.host.held_packets()) as u64
     }
 
     /// Runs to the end (if needed) and returns every table and the summary.
+    ///
+    /// # Panics
+    ///
+    /// As [`Simulation::run_until`], if the run fails on the way; after
+    /// [`Simulation::stop`] it returns the results so far.
     pub fn finish(&mut self) -> RunOutput {
         self.run();
         let in_network = self.packets_in_network();
@@ -798,7 +1109,8 @@ impl Simulation {
             .ports
             .iter()
             .all(|p| p.enqueued_packets == p.tx_packets + p.queued_packets() as u64 + p.in_tx.is_some() as u64);
-        let conservation_ok = self.created_packets == self.delivered_packets + dropped + in_network
+        let conservation_ok = self.created_packets + self.mcast.replicated
+            == self.delivered_packets + dropped + in_network
             && self.pool.live() as u64 == in_network
             && flows_sent + self.pfc.ctrl_created == self.created_packets
             && ports_ok;
@@ -832,6 +1144,11 @@ impl Simulation {
         s.insert("drained".into(), Value::Bool(in_network == 0));
         s.insert("flows_total".into(), int(self.flows.len() as u64));
         s.insert("flows_completed".into(), int(completed as u64));
+        s.insert("flows_incomplete".into(), int((self.flows.len() - completed) as u64));
+        s.insert("flows_lossy".into(), int(self.flows.iter().filter(|f| f.status() == 1).count() as u64));
+        // Draining was cut short: the time cap (duration + drain_limit) came
+        // with events still pending (flows unfinished or packets in flight).
+        s.insert("drain_limit_reached".into(), Value::Bool(self.capped && self.end_cap > self.duration));
         s.insert("peak_packets_alive".into(), int(self.pool.capacity_used() as u64));
         s.insert("nodes".into(), int(self.nodes.len() as u64));
         s.insert("links".into(), int(self.channels.len() as u64 / 2));
@@ -844,9 +1161,24 @@ impl Simulation {
         tables.insert("links".to_string(), self.links_table());
         self.fabric_outputs(&mut tables, &mut s);
         self.pfc_outputs(&mut tables, &mut s);
+        self.pipeline_outputs(&mut tables, &mut s);
+        self.arbitration_outputs(&mut tables);
+        self.multicast_outputs(&mut tables, &mut s);
+        self.power_outputs(&mut tables, &mut s);
+        self.broadcast_outputs(&mut tables);
         self.roce_summary(&mut s);
+        self.host_outputs(&mut tables, &mut s);
+        self.app_outputs(&mut tables, &mut s);
         let throughput = std::mem::take(&mut self.throughput);
         tables.insert("throughput".to_string(), throughput.into_table(&self.flows));
+        let ends: Vec<(u32, u32, u32)> = self
+            .channels
+            .iter()
+            .map(|c| (c.from_node.0, self.ports[c.from_port.idx()].local as u32, c.to_node.0))
+            .collect();
+        tables.insert("carried_links".to_string(), self.carried.links_table(&ends));
+        tables.insert("carried_flows".to_string(), self.carried.flows_table(&self.flows));
+        tables.insert("latency_hist".to_string(), self.latency_table());
         RunOutput { summary: s, node_names: self.nodes.iter().map(|n| n.name.clone()).collect(), tables }
     }
 
@@ -861,8 +1193,16 @@ impl Simulation {
         t.push(
             "kind",
             Column::Cat {
-                codes: self.nodes.iter().map(|x| (x.kind == NodeKind::Switch) as u32).collect(),
-                labels: vec!["host".into(), "switch".into()],
+                codes: (0..n)
+                    .map(|i| {
+                        if self.is_broadcast(i) {
+                            2
+                        } else {
+                            (self.nodes[i as usize].kind == NodeKind::Switch) as u32
+                        }
+                    })
+                    .collect(),
+                labels: vec!["host".into(), "switch".into(), "broadcast".into()],
             },
         );
         t.push("ports", Column::U32(self.nodes.iter().map(|x| x.num_ports as u32).collect()));
@@ -895,14 +1235,30 @@ impl Simulation {
         t.push("packets_dropped", Column::U64(f.iter().map(|x| x.packets_dropped).collect()));
         t.push("bytes_dropped", Column::U64(f.iter().map(|x| x.bytes_dropped).collect()));
         t.push("completed", Column::Bool(f.iter().map(|x| x.completed()).collect()));
+        t.push(
+            "status",
+            Column::Cat {
+                codes: f.iter().map(|x| x.status()).collect(),
+                labels: crate::stats::FLOW_STATUS.iter().map(|s| s.to_string()).collect(),
+            },
+        );
+        t.push(
+            "loss_ratio",
+            Column::F64(
+                f.iter()
+                    .map(|x| if x.packets_sent > 0 { x.packets_dropped as f64 / x.packets_sent as f64 } else { 0.0 })
+                    .collect(),
+            ),
+        );
         t.push("fct_ps", Column::I64(f.iter().map(|x| x.fct_ps().map_or(-1, |v| v as i64)).collect()));
         t.push(
             "latency_mean_ps",
             Column::F64(
                 f.iter()
                     .map(|x| {
-                        if x.packets_delivered > 0 {
-                            x.latency_sum_ps as f64 / x.packets_delivered as f64
+                        let n = x.latency.total();
+                        if n > 0 {
+                            x.latency_sum_ps as f64 / n as f64
                         } else {
                             f64::NAN
                         }
@@ -910,16 +1266,29 @@ impl Simulation {
                     .collect(),
             ),
         );
-        t.push(
-            "latency_min_ps",
-            Column::I64(f.iter().map(|x| opt(x.packets_delivered > 0, x.latency_min_ps)).collect()),
-        );
-        t.push(
-            "latency_max_ps",
-            Column::I64(f.iter().map(|x| opt(x.packets_delivered > 0, x.latency_max_ps)).collect()),
-        );
+        t.push("latency_min_ps", Column::I64(f.iter().map(|x| opt(x.latency.total() > 0, x.latency_min_ps)).collect()));
+        for (name, q) in [("latency_p50_ps", 0.5), ("latency_p99_ps", 0.99), ("latency_p999_ps", 0.999)] {
+            t.push(name, Column::I64(f.iter().map(|x| x.latency.quantile(q).map_or(-1, |v| v as i64)).collect()));
+        }
+        t.push("latency_max_ps", Column::I64(f.iter().map(|x| opt(x.latency.total() > 0, x.latency_max_ps)).collect()));
         self.tcp_flow_columns(&mut t);
         self.roce_flow_columns(&mut t);
+        t
+    }
+
+    /// Per flow, the non-empty buckets of its one-way latency histogram
+    /// (see `histogram.rs`): `[low_ps, high_ps)` and the packets in it.
+    fn latency_table(&self) -> Table {
+        let mut rows: Vec<(u32, u8, u64, u64, u64)> = Vec::new();
+        for (i, f) in self.flows.iter().enumerate() {
+            rows.extend(f.latency.buckets().map(|(lo, hi, n)| (i as u32, f.class, lo, hi, n)));
+        }
+        let mut t = Table::default();
+        t.push("flow_id", Column::U32(rows.iter().map(|r| r.0).collect()));
+        t.push("class", Column::U8(rows.iter().map(|r| r.1).collect()));
+        t.push("low_ps", Column::U64(rows.iter().map(|r| r.2).collect()));
+        t.push("high_ps", Column::U64(rows.iter().map(|r| r.3).collect()));
+        t.push("packets", Column::U64(rows.iter().map(|r| r.4).collect()));
         t
     }
 

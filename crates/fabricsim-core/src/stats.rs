@@ -30,12 +30,34 @@ pub enum DropReason {
     RandomLoss = 9,
     /// PFC: a lossless packet found its priority group's headroom full.
     HeadroomOverflow = 10,
+    /// Match-action pipeline: the queue in front of a pipe was full.
+    PipelineQueueFull = 11,
+    /// Match-action pipeline: an ACL rule (or the ACL's default) denied the packet.
+    AclDeny = 12,
+    /// Match-action pipeline: a meter's colour action dropped the packet.
+    MeterDrop = 13,
+    /// Match-action pipeline: the connection table was full for a new connection.
+    ConntrackFull = 14,
+    /// Match-action pipeline: the packet's VNI (or its absence) matched no entry.
+    VniMiss = 15,
+    /// Match-action pipeline: no prefix of the LPM table matched.
+    LpmMiss = 16,
+    /// Arbitration: the packet's input sub-queue at the egress port was full.
+    InputQueueLimit = 17,
+    /// The frame is longer than the device's MTU (`mtu`).
+    FrameTooLong = 18,
+    /// Broadcast fabric: the receiving adapter's buffer was full.
+    ReceiverBufferFull = 19,
+    /// Host model: a core's receive ring (backlog) was full.
+    HostBacklogFull = 20,
+    /// Host model: a core's transmit queue was full.
+    HostTxQueueFull = 21,
     /// The egress queue's packet-count cap was reached (tail drop).
-    QueuePacketLimit = 11,
+    QueuePacketLimit = 22,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 12] = [
+    pub const ALL: [DropReason; 23] = [
         DropReason::PortBufferFull,
         DropReason::QueueLimit,
         DropReason::NoRoute,
@@ -47,6 +69,17 @@ impl DropReason {
         DropReason::Afd,
         DropReason::RandomLoss,
         DropReason::HeadroomOverflow,
+        DropReason::PipelineQueueFull,
+        DropReason::AclDeny,
+        DropReason::MeterDrop,
+        DropReason::ConntrackFull,
+        DropReason::VniMiss,
+        DropReason::LpmMiss,
+        DropReason::InputQueueLimit,
+        DropReason::FrameTooLong,
+        DropReason::ReceiverBufferFull,
+        DropReason::HostBacklogFull,
+        DropReason::HostTxQueueFull,
         DropReason::QueuePacketLimit,
     ];
 
@@ -63,6 +96,17 @@ impl DropReason {
             DropReason::Afd => "afd",
             DropReason::RandomLoss => "random_loss",
             DropReason::HeadroomOverflow => "headroom_overflow",
+            DropReason::PipelineQueueFull => "pipeline_queue_full",
+            DropReason::AclDeny => "acl_deny",
+            DropReason::MeterDrop => "meter_drop",
+            DropReason::ConntrackFull => "conntrack_full",
+            DropReason::VniMiss => "vni_miss",
+            DropReason::LpmMiss => "lpm_miss",
+            DropReason::InputQueueLimit => "input_queue_limit",
+            DropReason::FrameTooLong => "frame_too_long",
+            DropReason::ReceiverBufferFull => "receiver_buffer_full",
+            DropReason::HostBacklogFull => "host_backlog_full",
+            DropReason::HostTxQueueFull => "host_tx_queue_full",
             DropReason::QueuePacketLimit => "queue_packet_limit",
         }
     }
@@ -79,11 +123,18 @@ pub struct FlowStats {
     pub start_ps: u64,
     pub packets_sent: u64,
     pub bytes_sent: u64,
+    /// Multicast: copies made by devices from this flow's packets.
+    pub packets_replicated: u64,
     pub packets_delivered: u64,
     pub bytes_delivered: u64,
     pub packets_dropped: u64,
     pub bytes_dropped: u64,
     pub last_delivery_ps: u64,
+    /// One-way latency of the packets delivered in the flow's data direction
+    /// (TCP ACKs and RoCE ACKs/CNPs back to the source are not counted;
+    /// multicast copies count at every member): sum, min, max and a
+    /// log-bucketed histogram.
+    pub latency: crate::histogram::LogHistogram,
     pub latency_sum_ps: u128,
     pub latency_min_ps: u64,
     pub latency_max_ps: u64,
@@ -99,7 +150,7 @@ pub struct FlowStats {
 
 impl FlowStats {
     pub fn in_network(&self) -> u64 {
-        self.packets_sent - self.packets_delivered - self.packets_dropped
+        self.packets_sent + self.packets_replicated - self.packets_delivered - self.packets_dropped
     }
 
     /// A flow is complete once its source has stopped and none of its packets
@@ -109,6 +160,19 @@ impl FlowStats {
             self.app_complete_ps.is_some()
         } else {
             self.source_done && self.in_network() == 0
+        }
+    }
+
+    /// What became of the flow: 0 `complete`; 1 `lossy` (a UDP or burst flow
+    /// that finished with packets lost); 2 `incomplete` (not finished when the
+    /// run ended).
+    pub fn status(&self) -> u32 {
+        if !self.completed() {
+            2
+        } else if !self.tcp && self.packets_dropped > 0 {
+            1
+        } else {
+            0
         }
     }
 
@@ -124,6 +188,9 @@ impl FlowStats {
         }
     }
 }
+
+/// Labels of [`FlowStats::status`].
+pub const FLOW_STATUS: [&str; 3] = ["complete", "lossy", "incomplete"];
 
 /// One output column.
 #[derive(Clone, Debug)]

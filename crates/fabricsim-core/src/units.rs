@@ -44,16 +44,20 @@ impl SimTime {
     }
 }
 
+/// Addition saturates at [`SimTime::MAX`] (about 213 days): a deadline that
+/// far away never comes, and simulated time can never wrap around to the past.
 impl Add for SimTime {
     type Output = SimTime;
+    #[inline]
     fn add(self, rhs: SimTime) -> SimTime {
-        SimTime(self.0 + rhs.0)
+        SimTime(self.0.saturating_add(rhs.0))
     }
 }
 
 impl AddAssign for SimTime {
+    #[inline]
     fn add_assign(&mut self, rhs: SimTime) {
-        self.0 += rhs.0;
+        self.0 = self.0.saturating_add(rhs.0);
     }
 }
 

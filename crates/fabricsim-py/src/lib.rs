@@ -6,7 +6,8 @@
 
 mod convert;
 
-use fabricsim_core::{Scenario, Simulation as CoreSim};
+use fabricsim_core::units::SimTime;
+use fabricsim_core::{Progress, Scenario, Simulation as CoreSim};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -73,14 +74,19 @@ impl Simulation {
     }
 
     /// Processes events up to `t_ps` with the GIL released; True once the run is over.
+    ///
+    /// The core runs in slices of at most [`EVENTS_PER_SLICE`] events; between
+    /// slices the GIL is taken back and pending signals are handled, so Ctrl-C
+    /// raises `KeyboardInterrupt` within a fraction of a second, however long
+    /// the stretch of simulated time. The simulation stays usable afterwards
+    /// (`stop()` then `finish()` gives the results so far).
     fn run_until(&mut self, py: Python<'_>, t_ps: u64) -> PyResult<bool> {
-        let mut sim = self.inner.take().ok_or_else(|| SimulationError::new_err("the simulation failed earlier"))?;
-        let (sim, res) = py.allow_threads(move || {
-            let r = guarded(|| sim.run_until(fabricsim_core::units::SimTime(t_ps)));
-            (if r.is_ok() { Some(sim) } else { None }, r)
-        });
-        self.inner = sim;
-        res
+        loop {
+            match self.advance(py, SimTime(t_ps))? {
+                Progress::Paused => py.check_signals()?,
+                p => return Ok(p == Progress::Finished),
+            }
+        }
     }
 
     /// Bytes held by the simulation's state, by part: `packets`, `port_queues`,
@@ -97,8 +103,28 @@ impl Simulation {
         Ok(d.into_any().unbind())
     }
 
-    /// Runs to completion and returns {"summary", "node_names", "tables", "strings"}.
+    /// Ends the run where it is: `finish()` then returns the results so far.
+    fn stop(&mut self) -> PyResult<()> {
+        self.sim()?.stop();
+        Ok(())
+    }
+
+    /// The stall guard's limit: events at one simulated time that fail the run.
+    #[getter]
+    fn stall_limit(&mut self) -> PyResult<u64> {
+        Ok(self.sim()?.stall_limit_in_use())
+    }
+
+    #[setter]
+    fn set_stall_limit(&mut self, limit: u64) -> PyResult<()> {
+        self.sim()?.set_stall_limit(limit);
+        Ok(())
+    }
+
+    /// Runs to completion (as `run_until`, interruptible) and returns
+    /// {"summary", "node_names", "tables", "strings"}.
     fn finish(&mut self, py: Python<'_>) -> PyResult<PyObject> {
+        self.run_until(py, u64::MAX)?;
         let mut sim = self.inner.take().ok_or_else(|| SimulationError::new_err("the simulation failed earlier"))?;
         let (sim, out) = py.allow_threads(move || {
             let r = guarded(|| sim.finish());
@@ -109,9 +135,43 @@ impl Simulation {
     }
 }
 
+/// Events the core processes between two checks for signals (about 10-100 ms).
+const EVENTS_PER_SLICE: u64 = 1 << 20;
+
+impl Simulation {
+    /// One slice of the run with the GIL released. A panic drops the
+    /// simulation (its state is unknown); a stall keeps it (its state is intact).
+    fn advance(&mut self, py: Python<'_>, limit: SimTime) -> PyResult<Progress> {
+        let mut sim = self.inner.take().ok_or_else(|| SimulationError::new_err("the simulation failed earlier"))?;
+        let (sim, res) = py.allow_threads(move || {
+            let r = guarded(|| sim.advance(limit, EVENTS_PER_SLICE));
+            (if r.is_ok() { Some(sim) } else { None }, r)
+        });
+        self.inner = sim;
+        res?.map_err(|e| SimulationError::new_err(e.to_string()))
+    }
+}
+
+/// The resolved scenario `scenario_json` with the core's defaults filled in
+/// for every field it leaves out (checks that they agree with the schema's).
+#[pyfunction]
+fn fill_defaults(scenario_json: &str) -> PyResult<String> {
+    let sc = guarded(|| Scenario::from_json(scenario_json))?.map_err(|e| ConfigError::new_err(e.to_string()))?;
+    guarded(|| sc.to_json())
+}
+
+/// Panics inside the same guard as every call into the core, to check that a
+/// panic reaches Python as `SimulationError` (used by the tests only).
+#[pyfunction]
+fn _panic_in_core(message: &str) -> PyResult<()> {
+    guarded(|| panic!("{message}"))
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Simulation>()?;
+    m.add_function(wrap_pyfunction!(_panic_in_core, m)?)?;
+    m.add_function(wrap_pyfunction!(fill_defaults, m)?)?;
     m.add("ConfigError", m.py().get_type::<ConfigError>())?;
     m.add("SimulationError", m.py().get_type::<SimulationError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -16,5 +16,5 @@ def scenario_arguments(command: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="override a scenario setting, e.g. --set traffic.0.rate=5Gbps (repeatable)",
+        help="override a scenario setting, e.g. --set traffic.0.rate=5Gbps (repeatable; in a sweep, for every point)",
     )

@@ -1,10 +1,12 @@
-"""The ``fabricsim`` command: ``run``, ``validate``, ``devices``, ``burst-absorption``, ``workloads``,
-``sweep``, ``report`` and ``bench``.
+"""The ``fabricsim`` command: ``run``, ``validate``, ``devices``, ``burst-absorption``, ``forwarding``,
+``fairness``, ``rfc2544``, ``power``, ``workloads``, ``sweep``, ``report``, ``bench`` and ``schema``.
 
 Exit status: 0 on success, 2 for problems the user can fix (invalid scenario,
-missing file, unwritable output; reported as ``error: ...``), 1 for internal
-errors (``internal error: ...``; set ``FABRICSIM_DEBUG=1`` for a traceback),
-130 when interrupted.
+missing file, unwritable output; reported as ``error: ...``), 1 when the
+simulation cannot go on (``error: simulated time stopped advancing ...``, the
+partial results written) and for internal errors (``internal error: ...``; set
+``FABRICSIM_DEBUG=1`` for a traceback), 130 when interrupted (``run`` writes
+the results up to the interruption).
 """
 
 from __future__ import annotations
@@ -16,13 +18,26 @@ import traceback
 from typing import Sequence
 
 from fabricsim import __version__
-from fabricsim.cli import bench, burst, devices, report, run, sweep, workloads
-from fabricsim.errors import FabricsimError
+from fabricsim.cli import (
+    bench,
+    burst,
+    devices,
+    fairness,
+    forwarding,
+    power,
+    report,
+    rfc2544,
+    run,
+    schema,
+    sweep,
+    workloads,
+)
+from fabricsim.errors import FabricsimError, SimulationError
 
 __all__ = ["main"]
 
 # Subcommand modules, in --help order (run also adds validate).
-COMMANDS = (run, devices, burst, workloads, sweep, report, bench)
+COMMANDS = (run, devices, burst, forwarding, fairness, rfc2544, power, workloads, sweep, report, bench, schema)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -41,6 +56,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         return int(args.handler(args))
+    except SimulationError as exc:
+        if os.environ.get("FABRICSIM_DEBUG") == "1":
+            traceback.print_exc()
+        for line in str(exc).splitlines() or [type(exc).__name__]:
+            print(f"error: {line}", file=sys.stderr)
+        return 1
     except FabricsimError as exc:
         for line in str(exc).splitlines() or [type(exc).__name__]:
             print(f"error: {line}", file=sys.stderr)

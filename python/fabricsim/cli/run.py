@@ -7,11 +7,12 @@ import json
 import sys
 from typing import Any
 
+from fabricsim.cli import validate_linux
 from fabricsim.cli.common import scenario_arguments
-from fabricsim.errors import OutputError
+from fabricsim.errors import FabricsimError, OutputError, RunInterrupted, SimulationError
 from fabricsim.schema import load
 
-__all__ = ["add_parser"]
+__all__ = ["add_parser", "print_warnings"]
 
 
 def _summary_rows(summary: dict[str, Any], prefix: str = "") -> list[tuple[str, str]]:
@@ -30,39 +31,78 @@ def _summary_rows(summary: dict[str, Any], prefix: str = "") -> list[tuple[str, 
     return rows
 
 
-def _run(args: argparse.Namespace) -> int:
+def _print_outcome(result: Any, written: list[Any], title: str) -> None:
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
-    from fabricsim.runner import run
-
-    scenario = load(args.scenario, args.overrides)
-    show_progress = sys.stderr.isatty() if args.progress is None else args.progress
-    result = run(scenario, seed=args.seed, progress=show_progress)
-    failure = None
-    try:
-        written = result.write(args.out)
-    except OutputError as exc:
-        written, failure = exc.written, exc
-
     console = Console(highlight=False)
-    table = Table(title=Text(f"{scenario.name}: summary"), title_justify="left")
+    table = Table(title=Text(title), title_justify="left")
     table.add_column("metric")
     table.add_column("value", justify="right")
-    for key, value in _summary_rows(result.summary):
+    shown = {key: value for key, value in {**result.summary, **result.timing}.items() if key != "warnings"}
+    for key, value in _summary_rows(shown):
         table.add_row(Text(key), Text(value))
     console.print(table)
     for path in written:
         console.print(f"wrote {path}", markup=False, soft_wrap=True)
+    print_warnings(result.summary.get("warnings") or [])
+
+
+def _write(result: Any, out: str) -> tuple[list[Any], OutputError | None]:
+    try:
+        return result.write(out), None
+    except OutputError as exc:
+        return exc.written, exc
+
+
+def _run(args: argparse.Namespace) -> int:
+    from fabricsim.outputs import rundir
+    from fabricsim.runner import run
+
+    scenario = load(args.scenario, args.overrides)
+    rundir.prepare(args.out)  # an unusable --out is reported before the simulation, not after
+    show_progress = sys.stderr.isatty() if args.progress is None else args.progress
+    try:
+        result = run(scenario, seed=args.seed, progress=show_progress)
+    except (RunInterrupted, SimulationError) as exc:
+        # Keep what was computed: the partial results are written, then the run fails.
+        if exc.result is not None:
+            written, _ = _write(exc.result, args.out)
+            _print_outcome(exc.result, written, f"{scenario.name}: summary (partial: the run stopped early)")
+        raise
+    written, failure = _write(result, args.out)
+    _print_outcome(result, written, f"{scenario.name}: summary")
     if failure is not None:
         raise failure
     return 0
 
 
+def print_warnings(warnings: list[str]) -> None:
+    """Each warning on stderr, prominently."""
+    if not warnings:
+        return
+    from rich.console import Console
+    from rich.text import Text
+
+    err = Console(stderr=True, highlight=False)
+    for message in warnings:
+        err.print(Text("WARNING: ", style="bold red") + Text(message, style="yellow"), soft_wrap=True)
+
+
 def _validate(args: argparse.Namespace) -> int:
+    if validate_linux.is_linux_mode(args):
+        return validate_linux.command(args)
+    misplaced = validate_linux.used_linux_options(args)
+    if misplaced:
+        raise FabricsimError(f"{', '.join(misplaced)}: only with `fabricsim validate linux`")
+    from fabricsim.outputs.warnings import scenario_warnings
+    from fabricsim.runner import check
+
     scenario = load(args.scenario, args.overrides)
-    sys.stdout.write(json.dumps(scenario.to_resolved(), indent=2) + "\n")
+    resolved = check(scenario)  # the same checks as run: the schema, then the core builds the world
+    sys.stdout.write(json.dumps(resolved, indent=2, allow_nan=False) + "\n")
+    print_warnings(scenario_warnings(scenario))
     return 0
 
 
@@ -78,6 +118,11 @@ def add_parser(commands: Any) -> None:
     progress.add_argument("--no-progress", dest="progress", action="store_false", help="never show a progress bar")
     run_command.set_defaults(handler=_run, progress=None)
 
-    validate_command = commands.add_parser("validate", help="check a scenario and print its resolved JSON")
+    validate_command = commands.add_parser(
+        "validate",
+        help="check a scenario as run does (without running it) and print its resolved JSON;"
+        " `validate linux` compares with real Linux",
+    )
     scenario_arguments(validate_command)
+    validate_linux.add_arguments(validate_command)
     validate_command.set_defaults(handler=_validate)

@@ -6,6 +6,8 @@ import argparse
 import sys
 from typing import Any
 
+from fabricsim.cli.common import scenario_arguments
+
 __all__ = ["add_parser"]
 
 
@@ -18,6 +20,7 @@ def _sweep(args: argparse.Namespace) -> int:
         parse_grid(args.grid),
         args.out,
         repeats=args.repeats,
+        overrides=args.overrides,
         backend=args.backend,
         workers=args.workers,
         ray_address=args.ray_address,
@@ -37,10 +40,11 @@ def _sweep(args: argparse.Namespace) -> int:
 
 def add_parser(commands: Any) -> None:
     command = commands.add_parser("sweep", help="run a scenario over a grid of settings (resumable)")
-    command.add_argument("scenario", metavar="SCENARIO", help="scenario YAML file")
+    scenario_arguments(command)
     command.add_argument(
         "--grid", action="append", required=True, metavar="PATH=V1,V2,...",
-        help="a setting and its values, e.g. --grid load=20%%,60%% (repeatable: the full grid is run)",
+        help="a setting and its values, e.g. --grid load=20%%,60%% (repeatable: the full grid is run); "
+        "values are YAML, split on commas outside brackets and quotes: --grid 'drr_weights=[1,2],[3,4]'",
     )
     command.add_argument("--repeats", type=int, default=1, metavar="K", help="runs per grid point with derived seeds")
     command.add_argument("--out", required=True, metavar="DIR", help="output directory (catalog, points, report)")

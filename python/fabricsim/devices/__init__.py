@@ -4,7 +4,8 @@ Each preset lives in its own module of this package and defines ``NAME``,
 ``SUMMARY`` (one line) and ``SWITCH``: switch settings written like a
 scenario's ``network.switch`` section (units as strings). A scenario's
 explicit switch settings are merged over the preset, key by key; a ``buffer``
-whose ``model`` differs from the preset's replaces the preset's buffer.
+whose ``model`` (an ``arbitration`` whose ``kind``) differs from the preset's
+replaces the preset's.
 Facts and assumptions behind each preset: ``docs/models/devices.md``.
 """
 
@@ -25,6 +26,8 @@ _MODULES = (
     "nexus_ib_5mb",
     "nexus_ib_10mb",
     "static_12mb",
+    "fm4000_like",
+    "optical_broadcast",
 )
 
 
@@ -57,13 +60,18 @@ def get(name: str) -> Device:
     return Device(d.name, d.summary, copy.deepcopy(d.switch))
 
 
+# Sections whose kind-selecting key, when changed, replaces the preset's section.
+_SELECTORS = {"buffer": ("model", "static"), "arbitration": ("kind", "fifo")}
+
+
 def merge(preset: dict[str, Any], explicit: dict[str, Any]) -> dict[str, Any]:
     """``explicit`` switch settings merged over ``preset`` (neither is modified)."""
     out = copy.deepcopy(preset)
     for key, value in explicit.items():
         current = out.get(key)
-        if key == "buffer" and isinstance(value, dict) and isinstance(current, dict):
-            if "model" in value and value["model"] != current.get("model", "static"):
+        if key in _SELECTORS and isinstance(value, dict) and isinstance(current, dict):
+            selector, default = _SELECTORS[key]
+            if selector in value and value[selector] != current.get(selector, default):
                 out[key] = copy.deepcopy(value)
             else:
                 out[key] = merge(current, value)

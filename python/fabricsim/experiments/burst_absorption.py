@@ -21,7 +21,8 @@ from fabricsim.schema import Scenario, from_dict, load
 
 __all__ = ["FRAME_SIZES", "burst_absorption", "absorbs"]
 
-FRAME_SIZES = (192, 256, 512, 1024, 1500, 4096, 9216)
+FRAME_SIZES = (192, 512, 1024, 1518, 2048, 4096, 9216)
+"""The burst-absorption test plan's frame sizes (bytes)."""
 
 
 def _trial(base: dict[str, Any], device: Optional[str], ports: int, frame: int, frames: int) -> Scenario:

@@ -1,4 +1,4 @@
-"""Flow-completion-time (FCT) metrics of TCP flows: per size bucket, with slowdown.
+"""Flow-completion-time (FCT) metrics of TCP flows: per traffic entry and size bucket, with slowdown.
 
 Ideal FCT of a flow of ``S`` application bytes from ``src`` to ``dst`` on an
 empty network (store-and-forward, no queueing, window never limiting)::
@@ -206,41 +206,52 @@ def bucket_table(
     cooldown: Optional[int] = None,
     edges: Optional[Sequence[int]] = None,
 ) -> pl.DataFrame:
-    """Per size bucket (and ``all``): counted flows, incomplete ones, FCT mean/median/p99 (ps)
-    and slowdown mean/median/p99. Empty when the run has no TCP flows."""
+    """Per traffic entry and size bucket: counted flows, incomplete ones, FCT
+    mean/median/p99 (ps) and slowdown mean/median/p99.
+
+    Rows with ``traffic == "all"`` pool every TCP entry; then each entry (its
+    ``name``) has its own rows, in scenario order. Each group ends with the
+    bucket ``all``. Empty when the run has no TCP flows.
+    """
     flows = flow_table(result, warmup=warmup, cooldown=cooldown, edges=edges)
     if flows.height == 0:
         return pl.DataFrame()
     labels = bucket_labels(_settings(result.scenario, warmup, cooldown, edges)[2])
     counted = flows.filter(pl.col("counted"))
+    entries = list(dict.fromkeys(name for name in _tcp_of(result.scenario) if name in set(flows["name"].to_list())))
     rows = []
-    for label in [*labels, "all"]:
-        group = counted if label == "all" else counted.filter(pl.col("bucket") == label)
-        done = group.filter(pl.col("completed") & pl.col("fct_ps").is_not_null())
-        fct = done["fct_ps"].cast(pl.Float64).to_numpy()
-        slow = done["slowdown"].to_numpy()
-        rows.append(
-            {
-                "bucket": label,
-                "count": done.height,
-                "incomplete": group.height - done.height,
-                "mean_fct_ps": _stat(fct, "mean"),
-                "median_fct_ps": _stat(fct, "median"),
-                "p99_fct_ps": _stat(fct, "p99"),
-                "mean_slowdown": _stat(slow, "mean"),
-                "median_slowdown": _stat(slow, "median"),
-                "p99_slowdown": _stat(slow, "p99"),
-            }
-        )
-    schema = {"bucket": pl.String, "count": pl.UInt64, "incomplete": pl.UInt64}
+    for traffic in ["all", *entries]:
+        scope = counted if traffic == "all" else counted.filter(pl.col("name") == traffic)
+        for label in [*labels, "all"]:
+            group = scope if label == "all" else scope.filter(pl.col("bucket") == label)
+            done = group.filter(pl.col("completed") & pl.col("fct_ps").is_not_null())
+            fct = done["fct_ps"].cast(pl.Float64).to_numpy()
+            slow = done["slowdown"].to_numpy()
+            rows.append(
+                {
+                    "traffic": traffic,
+                    "bucket": label,
+                    "count": done.height,
+                    "incomplete": group.height - done.height,
+                    "mean_fct_ps": _stat(fct, "mean"),
+                    "median_fct_ps": _stat(fct, "median"),
+                    "p99_fct_ps": _stat(fct, "p99"),
+                    "mean_slowdown": _stat(slow, "mean"),
+                    "median_slowdown": _stat(slow, "median"),
+                    "p99_slowdown": _stat(slow, "p99"),
+                }
+            )
+    schema = {"traffic": pl.String, "bucket": pl.String, "count": pl.UInt64, "incomplete": pl.UInt64}
     schema.update({k: pl.Float64 for k in rows[0] if k not in schema})
     return pl.DataFrame(rows, schema=schema)
 
 
 def summary_metrics(table: pl.DataFrame) -> dict[str, Any]:
-    """Flat ``fct_*`` figures of a :func:`bucket_table` for summaries and catalogs."""
+    """Flat ``fct.<bucket>.*`` figures (all traffic) and ``fct.<entry>.<bucket>.*``
+    (per traffic entry) of a :func:`bucket_table`, for summaries and catalogs."""
     out: dict[str, Any] = {}
     for row in table.iter_rows(named=True):
+        scope = "" if row.get("traffic", "all") == "all" else f"{row['traffic']}."
         for name in ("count", "mean_fct_ps", "p99_fct_ps", "mean_slowdown", "p99_slowdown"):
-            out[f"fct.{row['bucket']}.{name}"] = row[name]
+            out[f"fct.{scope}{row['bucket']}.{name}"] = row[name]
     return out

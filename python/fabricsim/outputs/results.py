@@ -12,8 +12,11 @@ from typing import Any, Callable, Mapping, Optional
 import polars as pl
 
 from fabricsim.errors import OutputError
+from fabricsim.outputs import rundir
 from fabricsim.outputs.fct import bucket_table
+from fabricsim.outputs.load import load_summary
 from fabricsim.outputs.report import render_html, write_plot_files
+from fabricsim.outputs.shares import source_shares
 from fabricsim.outputs.tables import RunTables, decode, read_tables
 from fabricsim.schema import Scenario, load
 
@@ -62,29 +65,42 @@ class Result(RunTables):
         summary, nodes, tables = decode(raw)
         result = cls(summary, nodes=nodes, tables=tables, scenario=scenario)
         if scenario is not None:
+            from fabricsim.outputs.warnings import run_warnings
+
             result.fct = bucket_table(result)
+            load = load_summary(result)
+            if load:
+                summary["load"] = load
+            summary["warnings"] = run_warnings(scenario, summary, result.flows)
+        result.source_shares = source_shares(result)
         return result
 
     def write(self, out_dir: str | os.PathLike[str], report: bool = True) -> list[Path]:
-        """Write ``summary.json``, ``scenario.yaml``, one Parquet file per table
-        (:meth:`tables`) and, unless ``report`` is false, the HTML report
-        ``report.html`` (last).
+        """Write ``summary.json``, ``timing.json``, ``scenario.yaml``, one
+        Parquet file per table (:meth:`tables`) and, unless ``report`` is
+        false, the HTML report ``report.html`` (last).
 
-        Files are written one after the other, each atomically; if one fails the
-        others are still written, then :class:`~fabricsim.errors.OutputError`
-        lists the failures. Output is byte-for-byte reproducible, apart from the
-        ``wall_time_s`` and ``events_per_sec`` summary entries.
+        ``out_dir`` must be empty, missing or hold a previous run, whose files
+        are removed first (:mod:`fabricsim.outputs.rundir`). Files are written
+        one after the other, each atomically; if one fails the others are still
+        written, then :class:`~fabricsim.errors.OutputError` lists the
+        failures. Every file but ``timing.json`` (wall time, events per second)
+        is byte-for-byte reproducible: the same scenario and seed give the same
+        bytes.
 
         Returns the paths written.
         """
-        directory = Path(out_dir)
+        directory = rundir.prepare(out_dir)
         try:
-            directory.mkdir(parents=True, exist_ok=True)
+            rundir.remove_previous_run(directory)
         except OSError as exc:
-            raise OutputError([(str(directory), exc.strerror or str(exc))]) from exc
+            raise OutputError([(str(directory), f"cannot remove the previous run: {exc.strerror or exc}")]) from None
 
         summary = json.dumps(_finite(self.summary), sort_keys=True, indent=2, allow_nan=False) + "\n"
         steps: list[tuple[str, Callable[[Path], None]]] = [("summary.json", partial(_write_text, summary))]
+        if self.timing:
+            timing = json.dumps(_finite(self.timing), sort_keys=True, indent=2, allow_nan=False) + "\n"
+            steps.append(("timing.json", partial(_write_text, timing)))
         if self.scenario is not None:
             steps.append(("scenario.yaml", partial(_write_text, self.scenario.to_yaml())))
         for name, frame in self.tables().items():
@@ -122,5 +138,7 @@ class Result(RunTables):
         if not summary_path.is_file():
             raise OutputError([(str(summary_path), "not found: not a fabricsim run directory")])
         summary = json.loads(summary_path.read_text(encoding="utf-8"))
+        timing_path = directory / "timing.json"
+        timing = json.loads(timing_path.read_text(encoding="utf-8")) if timing_path.is_file() else {}
         scenario = load(directory / "scenario.yaml") if (directory / "scenario.yaml").is_file() else None
-        return cls(summary, nodes=pl.DataFrame(), tables=read_tables(directory), scenario=scenario)
+        return cls(summary, nodes=pl.DataFrame(), tables=read_tables(directory), scenario=scenario, timing=timing)

@@ -10,7 +10,8 @@ so a table added to the core reaches Python, the Parquet files and
 - :data:`CORE_TABLES` always exist (empty when a run has none) and are listed
   first, in that order; other core tables follow in the core's order.
 - :data:`DERIVED_TABLES` are computed in Python from the others (``fct``:
-  :mod:`fabricsim.outputs.fct`); they are listed last, and only when not empty.
+  :mod:`fabricsim.outputs.fct`; ``source_shares``:
+  :mod:`fabricsim.outputs.shares`); they are listed last, and only when not empty.
 
 Known tables are also attributes (``result.flows``); any other table is read
 with ``result.tables()["name"]`` or, where the name is a valid identifier,
@@ -33,7 +34,7 @@ __all__ = ["CORE_TABLES", "DERIVED_TABLES", "RunTables", "decode", "read_tables"
 
 CORE_TABLES = ("flows", "queues", "drops", "links", "throughput", "marks", "pools", "buffers", "queue_peaks", "pauses")
 """Tables every run has, in the order they are listed and written."""
-DERIVED_TABLES = ("fct",)
+DERIVED_TABLES = ("fct", "source_shares")
 """Tables computed in Python after a run, written last and only when not empty."""
 NODES = "nodes"
 
@@ -142,16 +143,33 @@ class RunTables:
     """The summary, scenario and tables of one run.
 
     Attributes:
-        summary: run-level figures from the core, plus ``scenario``, ``seed``,
-            ``wall_time_s`` and ``events_per_sec``.
+        summary: run-level figures from the core, plus ``scenario`` and ``seed``
+            (and ``interrupted`` or ``error`` when the run stopped early).
+        timing: what depends on the machine: ``wall_time_s`` and
+            ``events_per_sec`` (written apart, to ``timing.json``).
         nodes: ``id``, ``name``, ``kind`` and any other per-node columns.
         flows, queues, drops, links, throughput: the core's tables, node ids
             replaced by node names and coded string columns decoded.
         marks, pools, buffers, queue_peaks: ECN marks, sampled pool occupancy,
             buffer and queue high-water marks; pauses: PFC pause frames and
             paused time per (node, port, priority).
+        power, energy: device power per time bin and energy per device over
+            the run (devices with a ``power`` model; ``docs/models/power.md``).
+        multicast, multicast_members, multicast_tree: per multicast source,
+            per (source, member), and the distribution trees
+            (``docs/models/multicast.md``).
+        fabric_receivers: per adapter of a broadcast fabric, frames seen,
+            kept and filtered (``docs/models/broadcast-fabric.md``).
         fct: FCT statistics per size bucket (:mod:`fabricsim.outputs.fct`);
             empty without TCP flows.
+        pipeline, pipes, pipeline_queues: match-action pipelines' per-stage
+            counters (long format), per-pipe statistics and sampled waiting
+            queues; arbitration, fairness: per-input shares of switch egress
+            ports with input arbitration and their min/max/Jain's index
+            (empty when the run has none).
+        source_shares: each source host's share of what a host received
+            from two or more sources, with min/max/Jain per receiver
+            (:mod:`fabricsim.outputs.shares`).
         scenario: the scenario that was run (seed included), when known.
     """
 
@@ -165,7 +183,25 @@ class RunTables:
     buffers = _Table()
     queue_peaks = _Table()
     pauses = _Table()
+    pipeline = _Table()
+    pipes = _Table()
+    pipeline_queues = _Table()
+    arbitration = _Table()
+    fairness = _Table()
+    power = _Table()
+    energy = _Table()
+    multicast = _Table()
+    multicast_members = _Table()
+    multicast_tree = _Table()
+    fabric_receivers = _Table()
     fct = _Table()
+    source_shares = _Table()
+    cpu = _Table()
+    cores = _Table()
+    host_stages = _Table()
+    host_latency = _Table()
+    iperf3 = _Table()
+    ping_pong = _Table()
 
     def __init__(
         self,
@@ -174,6 +210,7 @@ class RunTables:
         nodes: Optional[pl.DataFrame] = None,
         tables: Optional[Mapping[str, pl.DataFrame]] = None,
         scenario: Optional[Scenario] = None,
+        timing: Optional[dict[str, Any]] = None,
         **frames: Optional[pl.DataFrame],
     ) -> None:
         """``tables`` (and ``frames``, keyword by keyword) by name; :data:`CORE_TABLES` not given are empty."""
@@ -183,6 +220,7 @@ class RunTables:
         given = {**(tables or {}), **{name: frame for name, frame in frames.items() if frame is not None}}
         self._tables.update(given)
         self.scenario = scenario
+        self.timing: dict[str, Any] = dict(timing or {})
 
     def __getattr__(self, name: str) -> pl.DataFrame:
         """A table without an attribute of its own (one the core added), by name."""

@@ -5,15 +5,19 @@ One module per section of a scenario file, each importing only
 
 - ``_base``: error plumbing, quantity types (``Time``, ``Rate``, ``Size``, ...), the ``Model`` base;
 - ``network``: ``network`` (switch buffer, ECN, PFC, scheduler; hosts; device presets; overrides);
+- ``pipeline``: match-action ``pipeline`` of a switch or NIC (stages, pipes) and a switch's ``arbitration``;
 - ``topology``: ``topology`` (links; star, dumbbell, leaf-spine, fat tree, explicit);
 - ``transports``: ``tcp`` and ``roce`` (with DCQCN);
 - ``traffic``: ``traffic`` entries (UDP, bursts, TCP applications, workloads, RDMA writes);
+- ``multicast``: ``multicast`` (groups of member hosts);
 - ``stats``: ``stats`` and ``fct``;
 - ``scenario``: the top level, loading YAML, ``--set`` overrides;
 - ``_yaml``: YAML reading and writing (libyaml when available).
 """
 
-from fabricsim.schema.network import Buffer, Ecn, Host, Network, Pfc, Switch
+from fabricsim.schema.multicast import Group, Multicast
+from fabricsim.schema.network import Buffer, DevicePower, Ecn, Host, Network, Pfc, Switch
+from fabricsim.schema.pipeline import Arbitration, Pipeline
 from fabricsim.schema.scenario import Scenario, from_dict, load, loads
 from fabricsim.schema.stats import FctSettings, Stats
 from fabricsim.schema.topology import Dumbbell, Explicit, ExplicitLink, ExplicitNode, FatTree, LeafSpine, Link, Star
@@ -32,10 +36,12 @@ from fabricsim.schema.traffic import (
 from fabricsim.schema.transports import Dcqcn, DelayedAck, Roce, Tcp
 
 __all__ = [
+    "Arbitration",
     "Buffer",
     "Burst",
     "Dcqcn",
     "DelayedAck",
+    "DevicePower",
     "Dumbbell",
     "Ecn",
     "Explicit",
@@ -43,11 +49,14 @@ __all__ = [
     "ExplicitNode",
     "FatTree",
     "FctSettings",
+    "Group",
     "Host",
     "LeafSpine",
     "Link",
+    "Multicast",
     "Network",
     "Pfc",
+    "Pipeline",
     "RdmaWrite",
     "Roce",
     "Scenario",

@@ -21,6 +21,7 @@ from pydantic import (
     PlainSerializer,
     PlainValidator,
     ValidationError,
+    WithJsonSchema,
     model_validator,
 )
 from pydantic_core import ErrorDetails, PydanticCustomError
@@ -30,12 +31,20 @@ from fabricsim.errors import unknown_key, unknown_value
 
 __all__ = [
     "ByteCount",
+    "Count32",
     "Duration",
+    "Energy",
     "FrameSize",
+    "HeaderSize",
+    "Overhead32",
+    "PacketSize",
+    "Size32",
+    "U32_MAX",
     "Load",
     "Model",
     "NodeList",
     "Overhead",
+    "Power",
     "Rate",
     "Size",
     "Time",
@@ -50,6 +59,9 @@ __all__ = [
 ]
 
 U64_MAX = 2**64 - 1
+U32_MAX = 2**32 - 1
+"""Upper bounds of the core's integer fields (docs/contract.md): a count or size
+the core holds in 32 bits is bounded here, so that it is rejected at its field."""
 
 # --------------------------------------------------------------------------
 # Error plumbing
@@ -136,6 +148,10 @@ def _error_message(error: ErrorDetails) -> str:
     }
     if kind in expected:
         return f"expected {expected[kind]}, got {got}"
+    if kind == "finite_number":
+        return f"must be a finite number (got {got})"
+    if kind in ("float_type", "float_parsing"):
+        return f"expected a number, got {got}"
     if kind in ("too_short", "string_too_short"):
         return "must not be empty"
     return str(error["msg"])
@@ -181,18 +197,85 @@ _TIME_TEXT = PlainSerializer(as_time, return_type=str)
 _RATE_TEXT = PlainSerializer(units.format_rate, return_type=str)
 _SIZE_TEXT = PlainSerializer(units.format_size, return_type=str)
 
-Time = Annotated[int, quantity(units.parse_time, as_time, 0), _TIME_TEXT]
+# JSON Schema of the quantities (``fabricsim schema``): a string with a unit,
+# matched by a pattern an editor can check as you type, or a bare number.
+_NUMBER_TEXT = r"\s*\+?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*"
+TIME_PATTERN = f"^{_NUMBER_TEXT}(ps|ns|us|µs|μs|ms|s)\\s*$"
+RATE_PATTERN = f"^{_NUMBER_TEXT}([kKmMgGtT]?bps|[kKmMgGtT])?\\s*$"
+SIZE_PATTERN = f"^{_NUMBER_TEXT}(B|KB|kB|MB|GB|TB|KiB|MiB|GiB|TiB)?\\s*$"
+PERCENT_PATTERN = f"^{_NUMBER_TEXT}%\\s*$"
+
+
+def _unit_schema(description: str, pattern: str, bare: dict[str, Any]) -> WithJsonSchema:
+    return WithJsonSchema(
+        {"description": description, "anyOf": [{"type": "string", "pattern": pattern}, bare]}
+    )
+
+
+def quantity_limits(minimum: int, maximum: Optional[int]) -> dict[str, Any]:
+    limits: dict[str, Any] = {"type": "integer", "minimum": minimum}
+    if maximum is not None:
+        limits["maximum"] = maximum
+    return limits
+
+
+_TIME_SCHEMA = _unit_schema("a time like '10us' (ps, ns, us, ms, s); 0 may omit the unit", TIME_PATTERN, {"const": 0})
+
+Time = Annotated[int, quantity(units.parse_time, as_time, 0), _TIME_TEXT, _TIME_SCHEMA]
 """A time >= 0, held in picoseconds, written like ``500ns``."""
-Duration = Annotated[int, quantity(units.parse_time, as_time, 1), _TIME_TEXT]
+Duration = Annotated[int, quantity(units.parse_time, as_time, 1), _TIME_TEXT, _TIME_SCHEMA]
 """A time > 0, held in picoseconds."""
-Rate = Annotated[int, quantity(units.parse_rate, units.format_rate, 1), _RATE_TEXT]
+Rate = Annotated[
+    int,
+    quantity(units.parse_rate, units.format_rate, 1),
+    _RATE_TEXT,
+    _unit_schema("a data rate like '100Gbps' (bps, Kbps, Mbps, Gbps, Tbps); a bare number is bit/s", RATE_PATTERN,
+                 quantity_limits(1, None)),
+]
 """A data rate > 0, held in bit/s, written like ``100Gbps``."""
-Size = Annotated[int, quantity(units.parse_size, units.format_size, 1), _SIZE_TEXT]
+
+
+def _size_schema(minimum: int, maximum: Optional[int] = None) -> WithJsonSchema:
+    return _unit_schema(
+        "a size like '1500B', '256KB' or '32MiB'; a bare number is bytes", SIZE_PATTERN,
+        quantity_limits(minimum, maximum),
+    )
+
+
+Size = Annotated[int, quantity(units.parse_size, units.format_size, 1), _SIZE_TEXT, _size_schema(1)]
 """A size > 0, held in bytes, written like ``1MB``."""
-Overhead = Annotated[int, quantity(units.parse_size, units.format_size, 0), _SIZE_TEXT]
+Overhead = Annotated[int, quantity(units.parse_size, units.format_size, 0), _SIZE_TEXT, _size_schema(0)]
 """A size >= 0, held in bytes."""
-FrameSize = Annotated[int, quantity(units.parse_size, units.format_size, 64, 65535), _SIZE_TEXT]
+FrameSize = Annotated[
+    int, quantity(units.parse_size, units.format_size, 64, 65535), _SIZE_TEXT, _size_schema(64, 65535)
+]
 """An Ethernet frame size between 64 and 65535 bytes."""
+Size32 = Annotated[int, quantity(units.parse_size, units.format_size, 1, U32_MAX), _SIZE_TEXT, _size_schema(1, U32_MAX)]
+"""A size > 0 the core holds in 32 bits (cells, quanta), at most 4294967295 bytes."""
+Overhead32 = Annotated[
+    int, quantity(units.parse_size, units.format_size, 0, U32_MAX), _SIZE_TEXT, _size_schema(0, U32_MAX)
+]
+"""A size >= 0 the core holds in 32 bits (per-packet and per-frame overheads)."""
+HeaderSize = Annotated[int, quantity(units.parse_size, units.format_size, 0, 65535), _SIZE_TEXT, _size_schema(0, 65535)]
+"""Header bytes of a protocol: 0 to 65535."""
+PacketSize = Annotated[
+    int, quantity(units.parse_size, units.format_size, 1, 65535), _SIZE_TEXT, _size_schema(1, 65535)
+]
+"""A packet size (an MTU): 1 to 65535 bytes."""
+Power = Annotated[
+    int,
+    quantity(units.parse_power, units.format_power, 0),
+    PlainSerializer(units.format_power, return_type=str),
+    WithJsonSchema({"description": "a power like '120W' or '350mW'", "type": "string"}),
+]
+"""A power >= 0, held in microwatts, written like ``120W``."""
+Energy = Annotated[
+    int,
+    quantity(units.parse_energy, units.format_energy, 0),
+    PlainSerializer(units.format_energy, return_type=str),
+    WithJsonSchema({"description": "an energy like '50pJ'", "type": "string"}),
+]
+"""An energy >= 0, held in femtojoules, written like ``50pJ``."""
 
 
 def one_of(choices: Any) -> BeforeValidator:
@@ -227,11 +310,24 @@ def _listify(value: Any) -> Any:
     return [value] if isinstance(value, str) else value
 
 
-NodeList = Annotated[list[str], BeforeValidator(_listify), Field(min_length=1)]
+NodeList = Annotated[
+    list[str],
+    BeforeValidator(_listify),
+    Field(min_length=1),
+    WithJsonSchema(
+        {
+            "description": "a node name or a list of them",
+            "anyOf": [{"type": "string", "minLength": 1}, {"type": "array", "items": {"type": "string"}, "minItems": 1}],
+        }
+    ),
+]
 """One node name or a non-empty list of them."""
 
-ByteCount = Annotated[int, quantity(units.parse_size, units.format_size, 0), _SIZE_TEXT]
+ByteCount = Annotated[int, quantity(units.parse_size, units.format_size, 0), _SIZE_TEXT, _size_schema(0)]
 """A size >= 0, held in bytes (thresholds, offsets)."""
+
+Count32 = Annotated[int, Field(ge=1, le=U32_MAX)]
+"""A count >= 1 the core holds in 32 bits."""
 
 
 def _load_fraction(value: Any) -> float:
@@ -247,7 +343,13 @@ def _load_fraction(value: Any) -> float:
     return fraction
 
 
-Load = Annotated[float, PlainValidator(_load_fraction), PlainSerializer(units.format_percent, return_type=str)]
+Load = Annotated[
+    float,
+    PlainValidator(_load_fraction),
+    PlainSerializer(units.format_percent, return_type=str),
+    _unit_schema("an offered load like '60%' (or a fraction in (0, 1])", PERCENT_PATTERN,
+                 {"type": "number", "exclusiveMinimum": 0, "maximum": 1}),
+]
 """An offered load, written like ``60%``, held as a fraction in (0, 1]."""
 
 
@@ -258,7 +360,8 @@ Load = Annotated[float, PlainValidator(_load_fraction), PlainSerializer(units.fo
 class Model(BaseModel):
     """Strict model rejecting unknown keys with the list of allowed ones."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    # NaN and infinities are no scenario values: rejected at their field.
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     @model_validator(mode="wrap")
     @classmethod

@@ -1,4 +1,5 @@
-"""The ``network`` section: switches (buffer, ECN, PFC, scheduler), hosts and per-switch overrides.
+"""The ``network`` section: switches (buffer, ECN, PFC, scheduler, pipeline,
+arbitration), hosts (NIC pipeline) and per-switch overrides.
 
 A switch may name a device preset (``device: tomahawk-like``, see
 :mod:`fabricsim.devices`): the preset's settings are put under the switch's
@@ -14,6 +15,7 @@ from pydantic import (
     PlainSerializer,
     PlainValidator,
     SerializerFunctionWrapHandler,
+    WithJsonSchema,
     model_serializer,
     model_validator,
 )
@@ -21,19 +23,33 @@ from pydantic import (
 from fabricsim import devices, units
 from fabricsim.errors import unknown_value
 from fabricsim.schema._base import (
+    U32_MAX,
     ByteCount,
     Duration,
+    Energy,
+    FrameSize,
     Model,
     Overhead,
+    Overhead32,
+    Power,
     Size,
+    Size32,
     Time,
     issues_error,
     one_of,
+    quantity,
     show,
 )
+from fabricsim.schema.host import HostModel
+from fabricsim.schema.pipeline import Arbitration, Pipeline
 
-__all__ = ["Buffer", "Ecn", "Host", "Network", "Pfc", "Switch"]
+__all__ = ["Buffer", "DevicePower", "Ecn", "Host", "Network", "Pfc", "Switch"]
 
+DeviceKind = Literal["switch", "broadcast"]
+HeaderSize = Annotated[
+    int, quantity(units.parse_size, units.format_size, 1, 65535), PlainSerializer(units.format_size, return_type=str)
+]
+"""Bytes of a frame a cut-through device receives before it forwards (1 B .. 64 KiB)."""
 ForwardingMode = Literal["store_and_forward", "cut_through"]
 BufferModel = Literal["static", "shared", "voq", "intelligent"]
 
@@ -59,8 +75,25 @@ def _alpha_text(values: list[float]) -> Any:
     return shown[0] if len(shown) == 1 else shown
 
 
-Alpha = Annotated[list[float], PlainValidator(_alpha), PlainSerializer(_alpha_text)]
+_ALPHA_SCHEMA = {"enum": _ALPHA_LADDER, "description": f"a power of two from 1/128 to 8 ({_ALPHA_TEXT})"}
+
+Alpha = Annotated[
+    list[float],
+    PlainValidator(_alpha),
+    PlainSerializer(_alpha_text),
+    WithJsonSchema({"anyOf": [_ALPHA_SCHEMA, {"type": "array", "items": _ALPHA_SCHEMA, "minItems": 1, "maxItems": 8}]}),
+]
 """A dynamic-threshold alpha (power of two, 1/128..8), or one per class."""
+
+
+def _one_alpha(value: Any) -> float:
+    if isinstance(value, list):
+        raise ValueError(f"expected one alpha; allowed: {_ALPHA_TEXT}")
+    return _alpha(value)[0]
+
+
+OneAlpha = Annotated[float, PlainValidator(_one_alpha), WithJsonSchema(_ALPHA_SCHEMA)]
+"""One dynamic-threshold alpha on the hardware ladder."""
 
 
 def _pool_index(value: Any) -> int:
@@ -69,7 +102,7 @@ def _pool_index(value: Any) -> int:
     return value
 
 
-PoolIndex = Annotated[int, PlainValidator(_pool_index)]
+PoolIndex = Annotated[int, PlainValidator(_pool_index), WithJsonSchema({"type": "integer", "minimum": 0, "maximum": 7})]
 
 _STATIC_FIELDS = ("port_size", "queue_size", "queue_packets")
 _SHARED_FIELDS = (
@@ -83,6 +116,10 @@ _SHARED_FIELDS = (
     "class_pool",
     "slices",
     "port_slice",
+    "pg_min",
+    "class_pg",
+    "headroom_per_port",
+    "reserved_fixed",
 )
 _VOQ_FIELDS = ("size", "voq_limit")
 _INTELLIGENT_FIELDS = (
@@ -131,7 +168,48 @@ def _size_or_time_text(value: tuple[str, int]) -> str:
     return units.format_time(value[1]) if value[0] == "time" else units.format_size(value[1])
 
 
-SizeOrTime = Annotated[tuple[str, int], PlainValidator(_size_or_time), PlainSerializer(_size_or_time_text)]
+SizeOrTime = Annotated[
+    tuple[str, int],
+    PlainValidator(_size_or_time),
+    PlainSerializer(_size_or_time_text),
+    WithJsonSchema({"type": "string", "description": "a size like '5MB' or a time at the port rate like '5ms'"}),
+]
+
+
+def _headroom(value: Any) -> list[tuple[int, int]]:
+    """Headroom per port: one size for every port, or ``{speed: size}`` (a port
+    takes the entry of the smallest listed speed at or above its own)."""
+    if isinstance(value, dict):
+        if not value:
+            raise ValueError("must not be empty")
+        out = []
+        for speed, size in value.items():
+            try:
+                rate = units.parse_rate(speed)
+            except ValueError:
+                raise ValueError(f"expected port speeds like '100Gbps' as keys, got {show(speed)}") from None
+            out.append((rate, units.parse_size(size)))
+        out.sort()
+        if len({r for r, _ in out}) != len(out):
+            raise ValueError("a speed is listed twice")
+        return out
+    return [(2**64 - 1, units.parse_size(value))]
+
+
+def _headroom_text(value: list[tuple[int, int]]) -> Any:
+    if len(value) == 1 and value[0][0] == 2**64 - 1:
+        return units.format_size(value[0][1])
+    return {units.format_rate(rate): units.format_size(size) for rate, size in value}
+
+
+HeadroomPerPort = Annotated[list[tuple[int, int]], PlainValidator(_headroom), PlainSerializer(_headroom_text)]
+
+
+def _class_pg(value: Any) -> Any:
+    return value if isinstance(value, list) else [value]
+
+
+ClassPg = Annotated[list[Annotated[int, Field(ge=0, le=7)]], BeforeValidator(_class_pg)]
 
 
 class Buffer(Model):
@@ -147,15 +225,19 @@ class Buffer(Model):
     queue_packets: Optional[int] = Field(default=None, ge=1, le=2**32 - 1)
     # shared (and intelligent)
     size: Optional[Size] = None
-    cell: Size = 256
-    per_packet_overhead: Overhead = 0
+    cell: Size32 = 256
+    per_packet_overhead: Overhead32 = 0
     alpha: Alpha = Field(default_factory=lambda: [1.0])
-    reserved_per_queue: Overhead = 0
+    reserved_per_queue: ByteCount = 0
     ingress_alpha: Optional[Alpha] = None
     pools: Optional[Annotated[list[Size], Field(min_length=1, max_length=8)]] = None
     class_pool: Optional[list[PoolIndex]] = None
     slices: int = Field(default=1, ge=1, le=16)
     port_slice: Optional[list[Annotated[int, Field(ge=0, le=15)]]] = None
+    pg_min: Overhead = 0
+    class_pg: Optional[ClassPg] = None
+    headroom_per_port: Optional[HeadroomPerPort] = None
+    reserved_fixed: Overhead = 0
     # voq
     voq_limit: Optional[SizeOrTime] = None
     # intelligent
@@ -164,12 +246,12 @@ class Buffer(Model):
     etrap_age: Duration = 50_000_000
     afd_period: Duration = 25_000_000
     queue_desired: Size = 150_000
-    afd_a: float = 1.8
-    afd_b: float = 1.7
-    afd_queue_unit: Size = 16
+    afd_a: float = Field(default=1.8, ge=0, le=1000)
+    afd_b: float = Field(default=1.7, ge=0, le=1000)
+    afd_queue_unit: Size32 = 16
     afd_ecn: bool = False
     dpp: bool = True
-    dpp_packets: int = Field(default=120, ge=0)
+    dpp_packets: int = Field(default=120, ge=0, le=U32_MAX)
     dpp_age: Duration = 5_000_000_000
     dpp_class: Optional[int] = Field(default=None, ge=0, le=7)
 
@@ -232,6 +314,16 @@ class Buffer(Model):
                 "dpp_age_ps": self.dpp_age,
                 "dpp_class": self.dpp_class,
             }
+        # Reservations beyond the per-queue minimum are sent only when set.
+        reserve: dict[str, Any] = {}
+        if self.pg_min:
+            reserve["pg_min_bytes"] = self.pg_min
+        if self.class_pg is not None:
+            reserve["class_pg"] = self.class_pg
+        if self.headroom_per_port:
+            reserve["headroom_per_port"] = [list(entry) for entry in self.headroom_per_port]
+        if self.reserved_fixed:
+            reserve["reserved_fixed_bytes"] = self.reserved_fixed
         return {
             **dynamic,
             "ingress_alpha": self.ingress_alpha,
@@ -242,6 +334,7 @@ class Buffer(Model):
                 if self.slices != 1 or self.port_slice is not None
                 else {}
             ),
+            **reserve,
         }
 
 
@@ -288,7 +381,7 @@ class Pfc(Model):
 
     classes: list[Annotated[int, Field(ge=0, le=7)]] = Field(min_length=1)
     xoff: Optional[ByteCount] = None
-    xoff_alpha: float = 0.125
+    xoff_alpha: OneAlpha = 0.125
     resume_offset: ByteCount = 3072
     headroom: Optional[ByteCount] = None
     mtu: Size = 9216
@@ -308,6 +401,20 @@ class Pfc(Model):
         }
 
 
+class DevicePower(Model):
+    """Power model of a device (``docs/models/power.md``): ``idle`` with no
+    port in use, plus ``port`` per port in use, plus ``per_bit`` and
+    ``per_packet`` energy for the frames it forwards."""
+
+    idle: Power = 0
+    port: Power = 0
+    per_bit: Energy = 0
+    per_packet: Energy = 0
+
+    def to_resolved(self) -> dict[str, Any]:
+        return {"idle_uw": self.idle, "port_uw": self.port, "bit_fj": self.per_bit, "packet_fj": self.per_packet}
+
+
 def _expand_device(data: Any) -> Any:
     """Put the named device preset under the switch's explicit settings."""
     if not isinstance(data, dict) or data.get("device") is None:
@@ -319,21 +426,73 @@ def _expand_device(data: Any) -> Any:
 
 
 class Switch(Model):
-    """Switch parameters: the network-wide default or a per-switch override."""
+    """Switch parameters: the network-wide default or a per-switch override.
+
+    ``kind: broadcast`` makes the node a broadcast fabric with its own adapters
+    (``docs/models/broadcast-fabric.md``): it forwards from the header on
+    (``forwarding`` defaults to ``cut_through``), keeps one ``static`` receive
+    buffer per adapter, and has no ECN or PFC."""
 
     device: Optional[str] = None
+    kind: Annotated[DeviceKind, one_of(DeviceKind)] = "switch"
     forwarding: Annotated[ForwardingMode, one_of(ForwardingMode)] = "store_and_forward"
+    cut_through_header: HeaderSize = 64
+    mtu: Optional[FrameSize] = None
+    power: Optional[DevicePower] = None
     latency: Time = 500_000
     buffer: Buffer = Field(default_factory=Buffer)
     ecn: Optional[Ecn] = None
     scheduler: Annotated[SchedulerKind, one_of(SchedulerKind)] = "strict"
-    drr_quantum: Annotated[list[Size], BeforeValidator(lambda v: v if isinstance(v, list) else [v])] = Field(
-        default_factory=lambda: [1500]
-    )
-    drr_weights: Optional[list[Annotated[float, Field(gt=0)]]] = None
+    drr_quantum: Annotated[
+        list[Size32],
+        BeforeValidator(lambda v: v if isinstance(v, list) else [v]),
+        Field(min_length=1, max_length=8),
+        WithJsonSchema(
+            {
+                "description": "the DRR quantum of every class, or one per class (sizes like '1500B')",
+                "anyOf": [{"type": ["string", "integer"]}, {"type": "array", "minItems": 1, "maxItems": 8}],
+            }
+        ),
+    ] = Field(default_factory=lambda: [1500])
+    drr_weights: Optional[list[Annotated[float, Field(gt=0)]]] = Field(default=None, min_length=1, max_length=8)
     pfc: Optional[Pfc] = None
+    pipeline: Optional[Pipeline] = None
+    arbitration: Arbitration = Field(default_factory=Arbitration)
 
     _expand = model_validator(mode="before")(classmethod(lambda cls, data: _expand_device(data)))
+
+    @model_validator(mode="after")
+    def _broadcast_fabric(self) -> "Switch":
+        if self.kind != "broadcast":
+            return self
+        if "forwarding" not in self.model_fields_set:
+            self.forwarding = "cut_through"
+        issues = []
+        if self.forwarding != "cut_through":
+            issues.append(("forwarding", "a broadcast fabric delivers from the header on: must be cut_through"))
+        if "buffer" in self.model_fields_set and self.buffer.model != "static":
+            issues.append(("buffer.model", "a broadcast fabric has one receive buffer per adapter: must be static"))
+        if self.ecn is not None:
+            issues.append(("ecn", "not available on a broadcast fabric"))
+        if self.pfc is not None:
+            issues.append(("pfc", "not available on a broadcast fabric"))
+        if issues:
+            raise issues_error(*issues)
+        return self
+
+    @model_validator(mode="after")
+    def _quanta_fit(self) -> "Switch":
+        """A weight times the base quantum must fit the core's 32-bit quantum."""
+        if self.drr_weights is not None:
+            base = self.drr_quantum[0]
+            for i, weight in enumerate(self.drr_weights):
+                quantum = round(weight * base)
+                if quantum > U32_MAX:
+                    raise issues_error(
+                        (f"drr_weights[{i}]", f"gives a quantum of {quantum:.3g} bytes ({weight:g} x {base} B); "
+                         f"at most {U32_MAX} bytes")
+                    )
+        return self
 
     def to_resolved(self) -> dict[str, Any]:
         if self.scheduler == "drr":
@@ -344,7 +503,16 @@ class Switch(Model):
             scheduler: dict[str, Any] = {"kind": "drr", "quantum_bytes": quantum}
         else:
             scheduler = {"kind": "strict"}
-        out = {"forwarding": self.forwarding, "latency_ps": self.latency, "buffer": self.buffer.to_resolved()}
+        out: dict[str, Any] = {"forwarding": self.forwarding, "latency_ps": self.latency, "buffer": self.buffer.to_resolved()}
+        # Defaults (a plain switch; the header only matters when cutting through) are left out.
+        if self.kind != "switch":
+            out["kind"] = self.kind
+        if self.forwarding == "cut_through":
+            out["cut_through_bytes"] = self.cut_through_header
+        if self.mtu is not None:
+            out["mtu_bytes"] = self.mtu
+        if self.power is not None:
+            out["power"] = self.power.to_resolved()
         # Defaults (no ECN, strict priority) are left out, as the core assumes them.
         if self.ecn is not None:
             out["ecn"] = self.ecn.to_resolved()
@@ -352,17 +520,30 @@ class Switch(Model):
             out["scheduler"] = scheduler
         if self.pfc is not None:
             out["pfc"] = self.pfc.to_resolved()
+        if self.pipeline is not None:
+            out["pipeline"] = self.pipeline.to_resolved()
+        if self.arbitration.kind != "fifo" or self.arbitration.input_queue_size is not None:
+            out["arbitration"] = self.arbitration.to_resolved()
         return out
 
 
 class Host(Model):
-    """Host (NIC) parameters."""
+    """Host (NIC) parameters; ``pipeline`` runs on every host's NIC, on receive
+    and transmit (each stage's ``direction``)."""
 
     latency: Time = 0
     nic_buffer: Size = 1_000_000_000
+    pipeline: Optional[Pipeline] = None
+    #: CPU cores, software stack and NIC DMA of every host (``None``: ideal hosts); see :mod:`fabricsim.schema.host`.
+    model: Optional[HostModel] = None
 
     def to_resolved(self) -> dict[str, Any]:
-        return {"latency_ps": self.latency, "nic_buffer_bytes": self.nic_buffer}
+        out: dict[str, Any] = {"latency_ps": self.latency, "nic_buffer_bytes": self.nic_buffer}
+        if self.pipeline is not None:
+            out["pipeline"] = self.pipeline.to_resolved()
+        if self.model is not None:
+            out["model"] = self.model.to_resolved()
+        return out
 
 
 _M = TypeVar("_M", bound=BaseModel)
@@ -392,7 +573,7 @@ class Network(Model):
     After validation each entry holds the complete merged switch.
     """
 
-    ethernet_overhead: Overhead = 20
+    ethernet_overhead: Overhead32 = 20
     classes: int = Field(default=8, ge=1, le=8)
     switch: Switch = Field(default_factory=Switch)
     host: Host = Field(default_factory=Host)

@@ -21,7 +21,7 @@ import copy
 import os
 import re
 from pathlib import Path
-from typing import Any, Optional, Sequence, Union
+from typing import Annotated, Any, Optional, Sequence, Union
 
 import yaml
 from pydantic import Field, PrivateAttr, ValidationError, model_validator
@@ -29,10 +29,12 @@ from pydantic import Field, PrivateAttr, ValidationError, model_validator
 from fabricsim.errors import ScenarioError
 from fabricsim.schema import _yaml
 from fabricsim.schema._base import Duration, Load, Model, U64_MAX, issues_error, show, validation_issues
+from fabricsim.schema.multicast import Multicast
 from fabricsim.schema.network import Network
 from fabricsim.schema.stats import FctSettings, Stats
 from fabricsim.schema.topology import Topology
-from fabricsim.schema.traffic import Traffic, Workload
+from fabricsim.schema._base import one_of
+from fabricsim.schema.traffic import LoadBasis, Traffic, Workload
 from fabricsim.schema.transports import Roce, Tcp
 
 __all__ = ["Scenario", "from_dict", "load", "loads"]
@@ -70,8 +72,11 @@ class Scenario(Model):
     stats: Stats = Field(default_factory=Stats)
     tcp: Tcp = Field(default_factory=Tcp)
     load: Optional[Load] = None  # default offered load of workload traffic entries
+    # what that load counts by default: bytes on the wire (headers, preamble, gap) or application bytes
+    load_basis: Annotated[LoadBasis, one_of(LoadBasis)] = "wire"
     fct: FctSettings = Field(default_factory=FctSettings)
     roce: Optional[Roce] = None  # defaults of rdma_write traffic (core defaults when unset)
+    multicast: Multicast = Field(default_factory=Multicast)
 
     @model_validator(mode="before")
     @classmethod
@@ -114,6 +119,10 @@ class Scenario(Model):
                     )
                 )
             first_use.setdefault(source.name, index)
+            group = getattr(source, "group", None)
+            if group is not None and group not in self.multicast.names():
+                known = ", ".join(self.multicast.names()) or "none defined in multicast.groups"
+                issues.append((f"traffic[{index}].group", f"unknown group {group!r}; known: {known}"))
             if source.class_ >= self.network.classes:
                 issues.append(
                     (
@@ -170,6 +179,7 @@ class Scenario(Model):
             "stats": self.stats.to_resolved(),
             "tcp": self.tcp.to_resolved(),
             **({"roce": self.roce.to_resolved()} if self.roce is not None else {}),
+            **({"multicast": self.multicast.to_resolved()} if self.multicast.groups else {}),
         }
 
     def to_yaml(self) -> str:
@@ -189,9 +199,28 @@ class Scenario(Model):
 # Loading
 
 
+MAX_DEPTH = 64
+"""Deepest nesting of mappings and lists a scenario document may have (scenarios use fewer than 10)."""
+
+
+def _depth_error(data: Any) -> Optional[str]:
+    """A message if ``data`` nests deeper than :data:`MAX_DEPTH` (checked without recursion)."""
+    stack = [(data, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, (dict, list)):
+            if depth > MAX_DEPTH:
+                return f"the document nests mappings and lists more than {MAX_DEPTH} levels deep"
+            children = node.values() if isinstance(node, dict) else node
+            stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return None
+
+
 def _parse_yaml(text: str, source: Optional[str]) -> Any:
     try:
         return _yaml.parse(text)
+    except RecursionError:
+        raise ScenarioError([("", f"invalid YAML: nested more than {MAX_DEPTH} levels deep")], source) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -216,6 +245,8 @@ def _apply_override(document: dict[str, Any], override: str, source: Optional[st
         raise ScenarioError([(label, f"expected KEY=VALUE, got {override!r}")], source)
     try:
         value = _yaml.parse_value(raw)
+    except RecursionError:
+        raise ScenarioError([(label, f"the value nests more than {MAX_DEPTH} levels deep")], source) from None
     except yaml.YAMLError as exc:
         problem = getattr(exc, "problem", None) or str(exc)
         raise ScenarioError([(label, f"invalid value {raw!r}: {problem}")], source) from None
@@ -258,9 +289,15 @@ def _build(
         raise ScenarioError([("", "the scenario is empty")], source)
     if not isinstance(data, dict):
         raise ScenarioError([("", f"expected a mapping of scenario settings, got {show(data)}")], source)
+    too_deep = _depth_error(data)
+    if too_deep:
+        raise ScenarioError([("", too_deep)], source)
     document = copy.deepcopy(data)
     for override in overrides:
         _apply_override(document, override, source)
+    too_deep = _depth_error(document)
+    if too_deep:
+        raise ScenarioError([("", too_deep)], source)
     candidate = document if "name" in document or not default_name else {"name": default_name, **document}
     try:
         scenario = Scenario.model_validate(candidate)

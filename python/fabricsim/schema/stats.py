@@ -32,10 +32,15 @@ class Stats(Model):
     queue_sample_interval: Time = 10_000_000
     sample_hosts: bool = False
     throughput_interval: Time = 1_000_000_000
+    power_interval: Time = 1_000_000_000
+    #: Width of the CPU busy-time bins of host models (the ``cpu`` table); 0 turns them off.
+    cpu_interval: Time = 100_000_000
 
     def to_resolved(self) -> dict[str, Any]:
         return {
             "queue_sample_interval_ps": self.queue_sample_interval,
             "sample_hosts": self.sample_hosts,
             "throughput_interval_ps": self.throughput_interval,
+            **({"power_interval_ps": self.power_interval} if self.power_interval != 1_000_000_000 else {}),
+            "cpu_interval_ps": self.cpu_interval,
         }

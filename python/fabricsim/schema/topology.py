@@ -6,13 +6,29 @@ A new kind is a model with a ``kind: Literal[...]`` field and a
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import Field, PlainValidator, model_validator
+from pydantic import Field, PlainValidator, WithJsonSchema, model_validator
 
-from fabricsim.schema._base import Model, Rate, Time, issues_error, kind_of, one_of, show
+from fabricsim.schema._base import U32_MAX, Model, Rate, Time, issues_error, kind_of, one_of, show
 
 __all__ = ["Dumbbell", "Explicit", "ExplicitLink", "ExplicitNode", "FatTree", "LeafSpine", "Link", "Star", "Topology"]
 
 NodeKind = Literal["host", "switch"]
+
+MAX_NODES = 1 << 20
+"""Nodes a topology may have (the core's limit; docs/scenarios.md, "Limits")."""
+MAX_PORTS = 65_534
+"""Ports a node may have (the core numbers them in 16 bits)."""
+
+
+def _too_many_nodes(field: str, nodes: int) -> Any:
+    return issues_error((field, f"makes {nodes:,} nodes; at most {MAX_NODES:,} are supported"))
+
+
+def _too_many_ports(field: str, node: str, ports: int) -> Any:
+    return issues_error(
+        (field, f"gives {node} {ports:,} ports; a node has at most {MAX_PORTS:,} (local port numbers are 16-bit)")
+    )
+
 
 
 class Link(Model):
@@ -30,8 +46,14 @@ class Star(Model):
     """One switch ``sw0`` with hosts ``h0..h{hosts-1}``."""
 
     kind: Literal["star"]
-    hosts: int = Field(ge=1)
+    hosts: int = Field(ge=1, le=U32_MAX)
     link: Link
+
+    @model_validator(mode="after")
+    def _size(self) -> "Star":
+        if self.hosts > MAX_PORTS:
+            raise _too_many_ports("hosts", "sw0", self.hosts)
+        return self
 
     def to_resolved(self) -> dict[str, Any]:
         return {"kind": self.kind, "hosts": self.hosts, "link": self.link.to_resolved()}
@@ -41,10 +63,17 @@ class Dumbbell(Model):
     """Switches ``sw_left``/``sw_right`` joined by a bottleneck link."""
 
     kind: Literal["dumbbell"]
-    left: int = Field(ge=1)
-    right: int = Field(ge=1)
+    left: int = Field(ge=1, le=U32_MAX)
+    right: int = Field(ge=1, le=U32_MAX)
     edge_link: Link
     bottleneck_link: Link
+
+    @model_validator(mode="after")
+    def _size(self) -> "Dumbbell":
+        for field, switch, hosts in (("left", "sw_left", self.left), ("right", "sw_right", self.right)):
+            if hosts + 1 > MAX_PORTS:
+                raise _too_many_ports(field, switch, hosts + 1)
+        return self
 
     def to_resolved(self) -> dict[str, Any]:
         return {
@@ -61,12 +90,12 @@ def _hosts_per_leaf(value: Any) -> Union[int, list[int]]:
         return isinstance(item, int) and not isinstance(item, bool)
 
     if is_int(value):
-        if value < 1:
-            raise ValueError(f"must be >= 1 (got {value})")
+        if not 1 <= value <= U32_MAX:
+            raise ValueError(f"must be from 1 to {U32_MAX} (got {value})")
         return int(value)
     if isinstance(value, list) and value and all(is_int(item) for item in value):
-        if any(item < 0 for item in value):
-            raise ValueError(f"host counts must be >= 0 (got {value})")
+        if any(not 0 <= item <= U32_MAX for item in value):
+            raise ValueError(f"host counts must be from 0 to {U32_MAX} (got {value})")
         if sum(value) == 0:
             raise ValueError("at least one leaf must have hosts")
         return list(value)
@@ -80,18 +109,39 @@ class LeafSpine(Model):
     """
 
     kind: Literal["leaf_spine"]
-    leaves: int = Field(ge=1)
-    spines: int = Field(ge=1)
-    hosts_per_leaf: Annotated[Union[int, list[int]], PlainValidator(_hosts_per_leaf)]
+    leaves: int = Field(ge=1, le=U32_MAX)
+    spines: int = Field(ge=1, le=U32_MAX)
+    hosts_per_leaf: Annotated[
+        Union[int, list[int]],
+        PlainValidator(_hosts_per_leaf),
+        WithJsonSchema(
+            {
+                "description": "hosts on every leaf, or one count per leaf",
+                "anyOf": [{"type": "integer", "minimum": 1}, {"type": "array", "items": {"type": "integer", "minimum": 0}}],
+            }
+        ),
+    ]
     host_link: Link
     fabric_link: Link
-    links_per_spine: int = Field(default=1, ge=1)
+    links_per_spine: int = Field(default=1, ge=1, le=U32_MAX)
 
     @model_validator(mode="after")
     def _one_count_per_leaf(self) -> "LeafSpine":
         counts = self.hosts_per_leaf
         if isinstance(counts, list) and len(counts) != self.leaves:
             raise issues_error(("hosts_per_leaf", f"has {len(counts)} entries but there are {self.leaves} leaves"))
+        # The sizes the core checks before it builds anything, checked here too
+        # so that nothing (the workload generator's host list) grows first.
+        hosts = sum(counts) if isinstance(counts, list) else counts * self.leaves
+        most = max(counts) if isinstance(counts, list) else counts
+        if hosts + self.leaves + self.spines > MAX_NODES:
+            raise _too_many_nodes("hosts_per_leaf", hosts + self.leaves + self.spines)
+        if self.leaves * self.links_per_spine > MAX_PORTS:
+            raise _too_many_ports("leaves", "each spine", self.leaves * self.links_per_spine)
+        uplinks = self.spines * self.links_per_spine
+        if uplinks + most > MAX_PORTS:
+            field = "hosts_per_leaf" if most >= uplinks else "links_per_spine"
+            raise _too_many_ports(field, "a leaf", uplinks + most)
         return self
 
     def to_resolved(self) -> dict[str, Any]:
@@ -110,7 +160,7 @@ class FatTree(Model):
     """k-ary fat tree: ``core{i}``, ``agg{pod}_{i}``, ``edge{pod}_{i}``, hosts ``h{n}``."""
 
     kind: Literal["fat_tree"]
-    k: int = Field(ge=2)
+    k: int = Field(ge=2, le=64)
     link: Link
 
     @model_validator(mode="after")

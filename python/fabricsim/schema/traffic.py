@@ -10,10 +10,14 @@ lists when the whole scenario is resolved
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import Field, PlainSerializer, PlainValidator, model_validator
+from pydantic import Field, PlainSerializer, PlainValidator, WithJsonSchema, model_validator
 
 from fabricsim import units
 from fabricsim.schema._base import (
+    PERCENT_PATTERN,
+    RATE_PATTERN,
+    U64_MAX,
+    Count32,
     Duration,
     FrameSize,
     Load,
@@ -32,6 +36,9 @@ from fabricsim.schema.transports import Roce, Tcp
 __all__ = [
     "TRAFFIC_MODELS",
     "Burst",
+    "Iperf3",
+    "PingPong",
+    "LoadBasis",
     "RdmaWrite",
     "TcpBulk",
     "TcpFlowItem",
@@ -43,6 +50,10 @@ __all__ = [
     "Workload",
     "WorkloadPair",
 ]
+
+
+MAX_FLOWS = 1 << 22
+"""Flows a scenario may hold in all (the core's limit, docs/scenarios.md "Limits")."""
 
 
 @dataclass(frozen=True)
@@ -86,7 +97,7 @@ class _Source(Model):
     dst: str = Field(min_length=1)
     frame_size: FrameSize = 1500
     start: Time = 0
-    class_: int = Field(default=0, ge=0, alias="class")
+    class_: int = Field(default=0, ge=0, le=7, alias="class")
 
     def _resolved(self, sending: dict[str, Any], until: dict[str, Any], ecn: bool) -> dict[str, Any]:
         """The resolved entry: the shared fields around the kind's own ``sending``
@@ -107,13 +118,53 @@ class _Source(Model):
         return out
 
 
-class UdpTraffic(_Source):
-    """Constant-bit-rate or Poisson UDP frames from each ``src`` host to ``dst``."""
+class _Datagrams(_Source):
+    """UDP sources: the DSCP of their packets, the destination port that
+    match-action stages see (default 5001), and a random ``start_jitter``
+    (each source starts up to that much after ``start``, from its own random
+    stream: traffic generators' ports are not phase-locked)."""
+
+    dscp: int = Field(default=0, ge=0, le=63)
+    dst_port: Optional[int] = Field(default=None, ge=0, le=65535)
+    start_jitter: Time = 0
+
+    def _marking(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.start_jitter:
+            out["start_jitter_ps"] = self.start_jitter
+        if self.dscp:
+            out["dscp"] = self.dscp
+        if self.dst_port is not None:
+            out["dst_port"] = self.dst_port
+        return out
+
+
+Replication = Literal["native", "unicast"]
+
+
+class UdpTraffic(_Datagrams):
+    """Constant-bit-rate or Poisson UDP frames from each ``src`` host to ``dst``,
+    or to the multicast ``group`` (``replication: native`` or ``unicast``; the
+    rate is the group's stream rate, each member receives it)."""
 
     kind: Literal["udp_cbr", "udp_poisson"]
-    rate: Annotated[TrafficRate, PlainValidator(_traffic_rate), PlainSerializer(str, return_type=str)]
+    dst: Optional[str] = Field(default=None, min_length=1)  # type: ignore[assignment]
+    group: Optional[str] = Field(default=None, min_length=1)
+    replication: Annotated[Replication, one_of(Replication)] = "native"
+    rate: Annotated[
+        TrafficRate,
+        PlainValidator(_traffic_rate),
+        PlainSerializer(str, return_type=str),
+        WithJsonSchema(
+            {
+                "description": "a data rate like '10Gbps', or a load like '20%' of the source NIC rate",
+                "anyOf": [{"type": "string", "pattern": RATE_PATTERN}, {"type": "string", "pattern": PERCENT_PATTERN},
+                          {"type": "integer", "minimum": 1}],
+            }
+        ),
+    ]
     stop: Optional[Time] = None
-    max_frames: Optional[int] = Field(default=None, ge=1)
+    max_frames: Optional[int] = Field(default=None, ge=1, le=U64_MAX)
     ecn: bool = False
 
     @model_validator(mode="after")
@@ -122,32 +173,42 @@ class UdpTraffic(_Source):
             raise issues_error(
                 ("stop", f"must be later than start ({as_time(self.start)}), got {as_time(self.stop)}")
             )
+        if (self.dst is None) == (self.group is None):
+            raise issues_error(("dst", "give either dst (a host) or group (a multicast group), not both"))
         return self
 
     def to_resolved(self) -> dict[str, Any]:
-        return self._resolved(
-            {"rate_bps": self.rate.bps, "load": self.rate.load},
-            {"stop_ps": self.stop, "max_frames": self.max_frames},
-            self.ecn,
-        )
+        out = {
+            **self._resolved(
+                {"rate_bps": self.rate.bps, "load": self.rate.load},
+                {"stop_ps": self.stop, "max_frames": self.max_frames},
+                self.ecn,
+            ),
+            **self._marking(),
+        }
+        if self.group is not None:
+            out["dst"] = ""
+            out["group"] = self.group
+            out["replication"] = self.replication
+        return out
 
 
-class Burst(_Source):
+class Burst(_Datagrams):
     """``frames`` frames queued at once on each ``src`` host at ``start``."""
 
     kind: Literal["burst"]
-    frames: int = Field(ge=1)
+    frames: int = Field(ge=1, le=U64_MAX)
     ecn: bool = False
 
     def to_resolved(self) -> dict[str, Any]:
-        return self._resolved({"frames": self.frames}, {}, self.ecn)
+        return {**self._resolved({"frames": self.frames}, {}, self.ecn), **self._marking()}
 
 
 class _TcpTraffic(Model):
     """Fields shared by TCP applications."""
 
     name: Optional[str] = Field(default=None, min_length=1)
-    class_: int = Field(default=0, ge=0, alias="class")
+    class_: int = Field(default=0, ge=0, le=7, alias="class")
     tcp: Optional[Tcp] = None
 
     def _resolved(self, kind: str, fields: dict[str, Any]) -> dict[str, Any]:
@@ -168,7 +229,7 @@ class TcpBulk(_TcpTraffic):
     kind: Literal["tcp_bulk"]
     src: NodeList
     dst: str = Field(min_length=1)
-    streams: int = Field(default=1, ge=1)
+    streams: Count32 = 1
     size: Optional[Size] = None
     duration: Optional[Duration] = None
     start: Time = 0
@@ -202,8 +263,8 @@ class TcpIncast(_TcpTraffic):
     client: str = Field(min_length=1)
     servers: NodeList
     response_size: Size
-    flows_per_server: int = Field(default=1, ge=1)
-    rounds: int = Field(default=1, ge=1)
+    flows_per_server: Count32 = 1
+    rounds: Count32 = 1
     gap: Time = 0
     start: Time = 0
 
@@ -246,6 +307,7 @@ class TcpFlows(_TcpTraffic):
 
 WorkloadPattern = Literal["all_to_all", "many_to_one", "permutation", "explicit"]
 Sampling = Literal["linear", "step"]
+LoadBasis = Literal["wire", "payload"]
 
 
 class WorkloadPair(Model):
@@ -265,6 +327,7 @@ class Workload(_TcpTraffic):
     sampling: Annotated[Sampling, one_of(Sampling)] = "linear"
     load: Optional[Load] = None
     load_scale: float = Field(default=1.0, gt=0)
+    load_basis: Optional[Annotated[LoadBasis, one_of(LoadBasis)]] = None
     load_on: Optional[str] = Field(default=None, min_length=1)
     pattern: Annotated[WorkloadPattern, one_of(WorkloadPattern)] = "all_to_all"
     hosts: Optional[NodeList] = None
@@ -273,7 +336,7 @@ class Workload(_TcpTraffic):
     pairs: Optional[list[WorkloadPair]] = Field(default=None, min_length=1)
     start: Time = 0
     stop: Optional[Time] = None
-    max_flows: Optional[int] = Field(default=None, ge=1)
+    max_flows: Optional[int] = Field(default=None, ge=1, le=MAX_FLOWS)
 
     @model_validator(mode="after")
     def _pattern_fields(self) -> "Workload":
@@ -295,12 +358,12 @@ class RdmaWrite(Model):
     name: Optional[str] = Field(default=None, min_length=1)
     src: NodeList
     dst: str = Field(min_length=1)
-    qps: int = Field(default=1, ge=1)
-    messages: int = Field(default=1, ge=1)
+    qps: Count32 = 1
+    messages: Count32 = 1
     message_size: Size
-    window: int = Field(default=1, ge=1)
+    window: Count32 = 1
     start: Time = 0
-    class_: int = Field(default=3, ge=0, alias="class")
+    class_: int = Field(default=3, ge=0, le=7, alias="class")
     roce: Optional[Roce] = None
 
     def to_resolved(self) -> dict[str, Any]:
@@ -319,9 +382,95 @@ class RdmaWrite(Model):
         }
 
 
-TRAFFIC_MODELS = (UdpTraffic, Burst, TcpBulk, TcpIncast, TcpFlows, Workload, RdmaWrite)
+class Iperf3(_TcpTraffic):
+    """iperf3-like test: ``instances`` TCP streams from ``src`` to ``dst`` for
+    ``duration``; instance ``i`` runs on core ``i mod cores`` at both ends
+    (``pin``) when hosts have a CPU model. The ``iperf3`` table reports each
+    stream's Gbps and data packets per second over ``[start + omit, start + duration]``."""
+
+    kind: Literal["iperf3"]
+    src: str = Field(min_length=1)
+    dst: str = Field(min_length=1)
+    instances: int = Field(default=1, ge=1)
+    duration: Duration
+    omit: Time = 0
+    start: Time = 0
+    pin: bool = True
+
+    @model_validator(mode="after")
+    def _omit(self) -> "Iperf3":
+        if self.omit >= self.duration:
+            raise issues_error(("omit", "must be shorter than the duration"))
+        return self
+
+    def to_resolved(self) -> dict[str, Any]:
+        return self._resolved(
+            self.kind,
+            {
+                "src": self.src,
+                "dst": self.dst,
+                "instances": self.instances,
+                "duration_ps": self.duration,
+                "omit_ps": self.omit,
+                "start_ps": self.start,
+                "pin": self.pin,
+            },
+        )
+
+
+PingPongProtocol = Literal["udp", "tcp"]
+
+
+class PingPong(Model):
+    """sockperf-like ping-pong: ``src`` sends a ``message_size`` message to
+    ``dst``, which answers at once; one message outstanding, for ``messages``
+    messages or ``duration``. The ``ping_pong`` table reports one-way latency
+    (half the round trip) percentiles. A reply missing after ``timeout`` counts
+    the message lost."""
+
+    kind: Literal["ping_pong"]
+    name: Optional[str] = Field(default=None, min_length=1)
+    src: str = Field(min_length=1)
+    dst: str = Field(min_length=1)
+    protocol: Annotated[PingPongProtocol, one_of(PingPongProtocol)] = "udp"
+    message_size: Size
+    messages: Optional[int] = Field(default=None, ge=1)
+    duration: Optional[Duration] = None
+    start: Time = 0
+    timeout: Duration = 10**12
+    gap: Time = 0
+    core: int = Field(default=0, ge=0)
+    class_: int = Field(default=0, ge=0, alias="class")
+
+    @model_validator(mode="after")
+    def _count_or_duration(self) -> "PingPong":
+        if self.messages is None and self.duration is None:
+            raise issues_error(("messages", "give a number of messages (e.g. 10000) or a duration (e.g. 10ms)"))
+        if self.protocol == "tcp":
+            raise issues_error(("protocol", "'tcp' is not available yet; allowed: udp"))
+        return self
+
+    def to_resolved(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "src": self.src,
+            "dst": self.dst,
+            "protocol": self.protocol,
+            "message_bytes": self.message_size,
+            "messages": self.messages,
+            "duration_ps": self.duration,
+            "start_ps": self.start,
+            "timeout_ps": self.timeout,
+            "gap_ps": self.gap,
+            "core": self.core,
+            "class": self.class_,
+        }
+
+
+TRAFFIC_MODELS = (UdpTraffic, Burst, TcpBulk, TcpIncast, TcpFlows, Workload, RdmaWrite, Iperf3, PingPong)
 Traffic = Annotated[
-    Union[UdpTraffic, Burst, TcpBulk, TcpIncast, TcpFlows, Workload, RdmaWrite],
+    Union[UdpTraffic, Burst, TcpBulk, TcpIncast, TcpFlows, Workload, RdmaWrite, Iperf3, PingPong],
     Field(discriminator="kind"),
     kind_of(*TRAFFIC_MODELS),
 ]

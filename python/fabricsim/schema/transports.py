@@ -4,32 +4,93 @@ from typing import Annotated, Any, Literal, Optional
 
 from pydantic import Field, model_validator
 
-from fabricsim.schema._base import Duration, Model, Overhead, Rate, Size, Time, issues_error, one_of
+from fabricsim.schema._base import (
+    U32_MAX,
+    Count32,
+    Duration,
+    HeaderSize,
+    Model,
+    PacketSize,
+    Rate,
+    Size,
+    Time,
+    issues_error,
+    one_of,
+)
 
 __all__ = ["Dcqcn", "DelayedAck", "Roce", "Tcp"]
 
 CongestionControl = Literal["newreno", "cubic", "dctcp"]
+TcpProfileName = Literal["linux", "rfc"]
+HystartKind = Literal["off", "classic", "hystart++"]
+CubicFlavor = Literal["linux", "rfc9438"]
+RtoFormula = Literal["linux", "rfc6298"]
+SsthreshFrom = Literal["flight", "pipe", "cwnd"]
+
+#: Defaults that depend on ``tcp.profile`` (the core holds the same table,
+#: ``transport/tcp/config.rs``). ``hystart`` is ``classic`` only for CUBIC;
+#: ``dsack``, ``rack``, ``tlp`` and ``prr`` default to off when ``sack`` is off.
+TCP_PROFILES: dict[str, dict[str, Any]] = {
+    "linux": {
+        "cc": "cubic",
+        "byte_counting": True,
+        "sack": True,
+        "dsack": True,
+        "rack": True,
+        "tlp": True,
+        "prr": True,
+        "limited_transmit": True,
+        "hystart": "classic",
+        "cubic_flavor": "linux",
+        "rto_formula": "linux",
+        "ssthresh_from": "cwnd",
+        "cwnd_validation": True,
+        "loss_timer_slack": 2_000_000_000,
+    },
+    "rfc": {
+        "cc": "newreno",
+        "byte_counting": False,
+        "sack": False,
+        "dsack": False,
+        "rack": False,
+        "tlp": False,
+        "prr": False,
+        "limited_transmit": False,
+        "hystart": "off",
+        "cubic_flavor": "rfc9438",
+        "rto_formula": "rfc6298",
+        "ssthresh_from": "flight",
+        "cwnd_validation": False,
+        "loss_timer_slack": 0,
+    },
+}
+_NEEDS_SACK = ("dsack", "rack", "tlp", "prr")
 
 
 class DelayedAck(Model):
     """Receiver acknowledgment policy."""
 
-    count: int = Field(default=2, ge=1)
+    count: Count32 = 2
     timeout: Time = 40_000_000_000
-    quickack: int = Field(default=16, ge=0)
+    quickack: int = Field(default=16, ge=0, le=U32_MAX)
 
 
 class Tcp(Model):
-    """TCP parameters. Defaults follow Linux: initial window 10, minimum RTO
-    200 ms, delayed ACKs every 2 segments or 40 ms after a 16-segment quick-ACK
-    start, timestamps (52 B of IP + TCP headers), 6 MiB receive window."""
+    """TCP parameters. ``profile`` picks the defaults of the fields left unset
+    (``TCP_PROFILES``): ``linux`` (the default) is a current Linux sender and
+    receiver (CUBIC with HyStart, SACK, RACK-TLP, PRR), ``rfc`` the RFC
+    baseline without SACK (NewReno recovery). Both: initial window 10, minimum
+    RTO 200 ms, delayed ACKs every 2 segments or 40 ms after a 16-segment
+    quick-ACK start, timestamps (52 B of IP + TCP headers), 6 MiB receive
+    window. After validation every field holds its value."""
 
-    cc: Annotated[CongestionControl, one_of(CongestionControl)] = "newreno"
-    mtu: Size = 1500
-    header: Overhead = 52
-    l2_header: Overhead = 18
-    min_frame: Overhead = 64
-    init_cwnd: int = Field(default=10, ge=1)
+    profile: Annotated[TcpProfileName, one_of(TcpProfileName)] = "linux"
+    cc: Optional[Annotated[CongestionControl, one_of(CongestionControl)]] = None
+    mtu: PacketSize = 1500
+    header: HeaderSize = 52
+    l2_header: HeaderSize = 18
+    min_frame: HeaderSize = 64
+    init_cwnd: Count32 = 10
     rwnd: Size = 6 * 1024 * 1024
     min_rto: Time = 200_000_000_000
     initial_rto: Duration = 10**12
@@ -38,20 +99,61 @@ class Tcp(Model):
     delayed_ack: DelayedAck = Field(default_factory=DelayedAck)
     ecn: bool = False
     dctcp_g: float = Field(default=1 / 16, gt=0, le=1)
-    byte_counting: bool = False
-    dupack_threshold: int = Field(default=3, ge=1)
+    byte_counting: Optional[bool] = None
+    dupack_threshold: Count32 = 3
     pacing_rate: Optional[Rate] = None
+    sack: Optional[bool] = None
+    dsack: Optional[bool] = None
+    rack: Optional[bool] = None
+    tlp: Optional[bool] = None
+    prr: Optional[bool] = None
+    limited_transmit: Optional[bool] = None
+    hystart: Optional[Annotated[HystartKind, one_of(HystartKind)]] = None
+    cubic_flavor: Optional[Annotated[CubicFlavor, one_of(CubicFlavor)]] = None
+    rto_formula: Optional[Annotated[RtoFormula, one_of(RtoFormula)]] = None
+    ssthresh_from: Optional[Annotated[SsthreshFrom, one_of(SsthreshFrom)]] = None
+    cwnd_validation: Optional[bool] = None
+    loss_timer_slack: Optional[Time] = None
 
     @model_validator(mode="after")
     def _mss(self) -> "Tcp":
-        if self.mtu - self.header < 64:
-            raise issues_error(("mtu", f"leaves {self.mtu - self.header} B of payload after the {self.header} B header"))
+        # Linux's smallest segment: tcp_min_snd_mss (48) less 12 B of timestamp option.
+        if self.mtu - self.header < 36:
+            raise issues_error(
+                ("mtu", f"leaves {self.mtu - self.header} B of payload after the {self.header} B header; need at least 36")
+            )
         if self.min_rto > self.max_rto:
             raise issues_error(("min_rto", "must not exceed max_rto"))
         return self
 
+    @model_validator(mode="after")
+    def _profile_defaults(self) -> "Tcp":
+        """Fills the fields left unset from the profile, then checks they agree."""
+        defaults = TCP_PROFILES[self.profile]
+        if self.cc is None:
+            self.cc = defaults["cc"]
+        if self.sack is None:
+            self.sack = defaults["sack"]
+        for name, value in defaults.items():
+            if getattr(self, name) is not None:
+                continue
+            if name in _NEEDS_SACK:
+                value = value and self.sack
+            elif name == "hystart" and value == "classic" and self.cc != "cubic":
+                value = "off"
+            setattr(self, name, value)
+        issues = []
+        if not self.sack:
+            issues += [(n, "needs sack: true (without SACK the sender uses NewReno recovery)") for n in _NEEDS_SACK if getattr(self, n)]
+        if self.hystart == "classic" and self.cc != "cubic":
+            issues.append(("hystart", f"'classic' is part of CUBIC (cc is '{self.cc}'); use 'hystart++' or 'off'"))
+        if issues:
+            raise issues_error(*issues)
+        return self
+
     def to_resolved(self) -> dict[str, Any]:
         return {
+            "profile": self.profile,
             "cc": self.cc,
             "mtu_bytes": self.mtu,
             "header_bytes": self.header,
@@ -71,6 +173,18 @@ class Tcp(Model):
             "byte_counting": self.byte_counting,
             "dupack_threshold": self.dupack_threshold,
             "pacing_bps": self.pacing_rate,
+            "sack": self.sack,
+            "dsack": self.dsack,
+            "rack": self.rack,
+            "tlp": self.tlp,
+            "prr": self.prr,
+            "limited_transmit": self.limited_transmit,
+            "hystart": self.hystart,
+            "cubic_flavor": self.cubic_flavor,
+            "rto_formula": self.rto_formula,
+            "ssthresh_from": self.ssthresh_from,
+            "cwnd_validation": self.cwnd_validation,
+            "loss_timer_slack_ps": self.loss_timer_slack,
         }
 
 
@@ -85,7 +199,7 @@ class Dcqcn(Model):
     rate_decrease_interval: Time = 50_000_000
     rate_increase_timer: Duration = 55_000_000
     byte_counter: Optional[Size] = None
-    fast_recovery_stages: int = Field(default=5, ge=0)
+    fast_recovery_stages: int = Field(default=5, ge=0, le=U32_MAX)
     rate_ai: Optional[Rate] = None
     rate_hai: Optional[Rate] = None
     min_rate: Rate = 100_000_000
@@ -111,14 +225,16 @@ class Dcqcn(Model):
 class Roce(Model):
     """RoCEv2 RC parameters: payload ``mtu``, ``header`` bytes per frame (Eth 14 +
     IP 20 + UDP 8 + BTH 12 + ICRC 4 + FCS 4), ACK every ``ack_every`` packets and
-    at message ends, ACK/NACK and CNP classes, go-back-N timeout ``rto``."""
+    at message ends, ACK/NACK and CNP classes, go-back-N timeout ``rto`` (default
+    the NIC local ACK timeout 4.096 us x 2^14 = 67.108864 ms; time the QP's NIC
+    spends paused by PFC does not count)."""
 
-    mtu: Size = 1024
-    header: Overhead = 62
-    ack_every: int = Field(default=1, ge=1)
+    mtu: PacketSize = 1024
+    header: HeaderSize = 62
+    ack_every: Count32 = 1
     ack_class: Optional[int] = Field(default=None, ge=0, le=7)
     cnp_class: int = Field(default=7, ge=0, le=7)
-    rto: Duration = 1_000_000_000
+    rto: Duration = 67_108_864_000
     ecn: bool = True
     dcqcn: Dcqcn = Field(default_factory=Dcqcn)
 

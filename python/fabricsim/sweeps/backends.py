@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
+import sys
 import time
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
@@ -18,16 +20,23 @@ __all__ = ["local_backend", "ray_backend", "run_point"]
 
 
 def run_point(scenario_path: str, overrides: Sequence[str], seed: int, out_dir: str) -> dict[str, Any]:
-    """Run one point and write its outputs; never raises (errors are returned)."""
+    """Run one point and write its outputs; never raises (errors are returned).
+
+    The record (also written to ``point.json`` last, for resuming) names the
+    point's Parquet files relative to its directory; ``timing`` (wall time) is
+    returned beside it, and kept in the point's ``timing.json``.
+    """
     started = time.perf_counter()
     directory = Path(out_dir)
+    timing: dict[str, Any] = {}
     try:
         if directory.exists():
             shutil.rmtree(directory)
         scenario = load(scenario_path, list(overrides))
         result = run(scenario, seed=seed)
-        files = [str(p) for p in result.write(directory, report=False) if p.suffix == ".parquet"]
+        files = [p.name for p in result.write(directory, report=False) if p.suffix == ".parquet"]
         metrics = metrics_of(result)
+        timing = dict(result.timing)
         record = {"status": "done", "error": None, "metrics": metrics, "files": files, "seed": seed}
         marker = directory / "point.json"
         marker.with_suffix(".tmp").write_text(json.dumps(record, sort_keys=True, default=str), encoding="utf-8")
@@ -36,8 +45,41 @@ def run_point(scenario_path: str, overrides: Sequence[str], seed: int, out_dir: 
         message = str(exc).strip().replace("\n", "; ") or type(exc).__name__
         record = {"status": "failed", "error": f"{type(exc).__name__}: {message}", "metrics": {}, "files": [],
                   "seed": seed}
+    record["timing"] = timing
     record["elapsed_s"] = time.perf_counter() - started
     return record
+
+
+def _die_with_parent(parent: int) -> None:
+    """Worker initializer: the worker ends when the sweep's process does, even
+    when that one is killed (SIGKILL leaves no chance to stop the pool).
+
+    On Linux the kernel sends SIGKILL to the worker when its parent exits
+    (``prctl(PR_SET_PDEATHSIG)``); everywhere a watchdog thread also checks
+    every half second that the parent is still there (a worker busy in the
+    core has released the GIL, so the thread runs).
+    """
+    import threading
+
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            pr_set_pdeathsig = 1
+            libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):  # no libc prctl: the watchdog alone
+            pass
+    if os.getppid() != parent:  # the parent died before the request took effect
+        os._exit(1)
+
+    def watch() -> None:
+        while True:
+            time.sleep(0.5)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="fabricsim-parent-watch", daemon=True).start()
 
 
 def local_backend(workers: int) -> Callable[[list[tuple[Point, tuple[Any, ...]]]], Any]:
@@ -46,7 +88,9 @@ def local_backend(workers: int) -> Callable[[list[tuple[Point, tuple[Any, ...]]]
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
         context = multiprocessing.get_context("spawn")  # no fork of polars/rayon threads
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        with ProcessPoolExecutor(
+            max_workers=workers, mp_context=context, initializer=_die_with_parent, initargs=(os.getpid(),)
+        ) as pool:
             futures = {pool.submit(run_point, *args): point for point, args in tasks}
             for future in as_completed(futures):
                 point = futures[future]

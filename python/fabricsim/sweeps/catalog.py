@@ -5,13 +5,14 @@ duckdb is imported when a catalog is opened (only sweeps need it).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Sequence
 
 from fabricsim.outputs.tables import RunTables
 from fabricsim.sweeps.grid import SweepError
 
-__all__ = ["BASE_COLUMNS", "INTEGER_METRICS", "Catalog", "bucket_slug", "metric_type", "metrics_of"]
+__all__ = ["BASE_COLUMNS", "INTEGER_METRICS", "TIMING_COLUMNS", "Catalog", "bucket_slug", "metric_type", "metrics_of"]
 
 # --------------------------------------------------------------------------
 # Metrics of a run
@@ -23,7 +24,8 @@ def bucket_slug(label: str) -> str:
 
 
 def metrics_of(result: RunTables) -> dict[str, Any]:
-    """Flat summary metrics of a run for the catalog."""
+    """Flat summary metrics of a run for the catalog (reproducible ones only:
+    the timings are ``result.timing``)."""
     s = result.summary
     out: dict[str, Any] = {
         "flows_total": s.get("flows_total"),
@@ -31,17 +33,25 @@ def metrics_of(result: RunTables) -> dict[str, Any]:
         "packets_delivered": s.get("packets_delivered"),
         "packets_dropped": s.get("packets_dropped"),
         "conservation_ok": s.get("conservation_ok"),
+        "flows_incomplete": s.get("flows_incomplete"),
+        "drain_limit_reached": s.get("drain_limit_reached"),
         "events": s.get("events"),
         "sim_time_s": s.get("sim_time_s"),
-        "wall_time_s": s.get("wall_time_s"),
         "max_buffer_bytes": None,
     }
     if result.buffers.height:
         out["max_buffer_bytes"] = int(result.buffers["high_water_bytes"].max())
+    for entry, load in (s.get("load") or {}).items():
+        name = re.sub(r"\W+", "_", entry)
+        for key in ("offered_wire", "offered_payload", "carried"):
+            out[f"load_{name}_{key}"] = load.get(key)
     fct = result.fct
     if fct.height:
         for row in fct.iter_rows(named=True):
-            slug = bucket_slug(row["bucket"])
+            # All traffic: fct_<bucket>_*; one entry: fct_<entry>__<bucket>_*.
+            traffic = row.get("traffic", "all")
+            entry = "" if traffic == "all" else re.sub(r"\W+", "_", traffic) + "__"
+            slug = entry + bucket_slug(row["bucket"])
             out[f"fct_{slug}_count"] = row["count"]
             out[f"fct_{slug}_mean_ps"] = row["mean_fct_ps"]
             out[f"fct_{slug}_p99_ps"] = row["p99_fct_ps"]
@@ -50,13 +60,16 @@ def metrics_of(result: RunTables) -> dict[str, Any]:
     return out
 
 
-INTEGER_METRICS = ("flows_total", "flows_completed", "packets_delivered", "packets_dropped", "events",
-                   "max_buffer_bytes")
+TIMING_COLUMNS = ("wall_time_s", "events_per_sec")
+"""Machine-dependent figures of a point: in the catalog, not in ``sweep.parquet`` or the report."""
+
+INTEGER_METRICS = ("flows_total", "flows_completed", "flows_incomplete", "packets_delivered", "packets_dropped",
+                   "events", "max_buffer_bytes")
 
 
 def metric_type(name: str) -> str:
     """SQL type of a metric column (fixed by name, so a first null does not decide it)."""
-    if name == "conservation_ok":
+    if name in ("conservation_ok", "drain_limit_reached"):
         return "BOOLEAN"
     if name in INTEGER_METRICS or name.endswith("_count"):
         return "BIGINT"

@@ -3,15 +3,23 @@ recorded in a DuckDB catalog, resumable.
 
 Layout of the output directory ``DIR``::
 
-    DIR/catalog.duckdb        one row per point (table ``points``)
-    DIR/points/<id>/          the point's run outputs (summary.json, *.parquet, point.json last)
+    DIR/catalog.duckdb        one row per point (table ``points``), with its timings
+    DIR/points/<id>/          the point's run outputs (summary.json, timing.json, *.parquet, point.json last)
     DIR/sweep.parquet         one row per point of the current grid: parameters, seed, status, metrics
+    DIR/sweep.json            what ``fabricsim report DIR`` needs (grid paths, axes, title, --set overrides)
     DIR/report.html           the sweep report (fabricsim.sweeps.report)
 
-A point is identified by its parameters and seed. A second invocation skips
-points whose status is ``done``, adopts points whose ``point.json`` was written
-before an interruption, and reruns ``failed`` and unfinished ones. Only the
-parent process writes the catalog, as each point finishes.
+A point is identified by its parameters, seed and the sweep's fixed ``--set``
+overrides. A second invocation skips points whose status is ``done``, adopts
+points whose ``point.json`` was written before an interruption, and reruns
+``failed`` and unfinished ones. Only the parent process writes the catalog, as
+each point finishes.
+
+Paths in ``sweep.parquet`` and the catalog are relative to ``DIR``, and
+machine-dependent figures (wall time) are kept in ``timing.json`` files and the
+catalog only: the same sweep gives byte-identical files everywhere but in
+``catalog.duckdb`` (timestamps, wall times, and DuckDB's own file layout) and
+``timing.json``.
 """
 
 from __future__ import annotations
@@ -25,7 +33,7 @@ from typing import Any, Callable, Optional, Sequence
 
 from fabricsim.schema import load
 from fabricsim.sweeps.backends import local_backend, ray_backend
-from fabricsim.sweeps.catalog import BASE_COLUMNS, INTEGER_METRICS, Catalog
+from fabricsim.sweeps.catalog import BASE_COLUMNS, INTEGER_METRICS, TIMING_COLUMNS, Catalog
 from fabricsim.sweeps.grid import Point, SweepError, plan_points
 from fabricsim.sweeps.report import summary_table, write_report
 
@@ -46,15 +54,21 @@ class SweepOutcome:
 
 
 def _adopt(marker: Path, point: Point) -> Optional[dict[str, Any]]:
-    """A finished point's record from its ``point.json``, if it matches ``point``."""
+    """A finished point's record from its ``point.json``, if it matches ``point``
+    (file names in it are relative to the point's directory)."""
     try:
         record = json.loads(marker.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if record.get("status") != "done" or record.get("seed") != point.seed:
         return None
-    if not all(Path(f).exists() for f in record.get("files", [])):
+    if not all((marker.parent / f).exists() for f in record.get("files", [])):
         return None
+    timing = marker.parent / "timing.json"
+    try:
+        record["timing"] = json.loads(timing.read_text(encoding="utf-8")) if timing.is_file() else {}
+    except (OSError, ValueError):
+        record["timing"] = {}
     return record
 
 
@@ -64,6 +78,7 @@ def run_sweep(
     out_dir: str | os.PathLike[str],
     *,
     repeats: int = 1,
+    overrides: Sequence[str] = (),
     backend: str = "local",
     workers: Optional[int] = None,
     ray_address: Optional[str] = None,
@@ -72,13 +87,21 @@ def run_sweep(
     x: Optional[str] = None,
     series: Optional[str] = None,
 ) -> SweepOutcome:
-    """Run (or resume) a sweep; see the module docstring for the files it writes."""
+    """Run (or resume) a sweep; see the module docstring for the files it writes.
+
+    ``overrides`` are ``--set`` overrides applied to every point before its grid values.
+    """
     scenario_path = str(Path(scenario).resolve())
-    base = load(scenario_path)  # validates the file before anything runs
-    clash = [p for p, _ in grid if p in BASE_COLUMNS or p in INTEGER_METRICS or p.startswith("fct_")]
+    base = load(scenario_path, list(overrides))  # validates the file and overrides before anything runs
+    clash = [p for p, _ in grid if p in BASE_COLUMNS or p in INTEGER_METRICS or p in TIMING_COLUMNS
+             or p.startswith("fct_")]
     if clash:
         raise SweepError(f"--grid {clash[0]}: the name is taken by a catalog column")
-    points = plan_points(grid, repeats, base.seed)
+    fixed_paths = {o.partition("=")[0].strip() for o in overrides}
+    both = [p for p, _ in grid if p in fixed_paths]
+    if both:
+        raise SweepError(f"--grid {both[0]}: also given with --set")
+    points = plan_points(grid, repeats, base.seed, overrides)
     directory = Path(out_dir)
     directory.mkdir(parents=True, exist_ok=True)
     workers = max(1, workers or min(len(points), os.cpu_count() or 1))
@@ -103,7 +126,7 @@ def run_sweep(
                 "params": json.dumps(point.params, sort_keys=True),
                 "repeat": point.repeat,
                 "seed": point.seed,
-                "out_dir": str((directory / "points" / point.id).resolve()),
+                "out_dir": f"points/{point.id}",
             }
             row.update(point.params)
             return row
@@ -113,11 +136,12 @@ def run_sweep(
             row.update(
                 status=record["status"],
                 error=record.get("error"),
-                files=json.dumps(record.get("files", [])),
+                files=json.dumps([f"points/{point.id}/{name}" for name in record.get("files", [])]),
                 metrics=json.dumps(record.get("metrics", {}), sort_keys=True, default=str),
                 updated_at=time.time(),
             )
             row.update(record.get("metrics", {}))
+            row.update({name: record.get("timing", {}).get(name) for name in TIMING_COLUMNS})
             catalog.upsert(row)
             if record["status"] == "failed":
                 outcome.failed += 1
@@ -158,7 +182,8 @@ def run_sweep(
     table = summary_table(rows, [p for p, _ in grid])
     table.write_parquet(directory / "sweep.parquet", compression="zstd")
     # What `fabricsim report DIR` needs to rebuild the report without rerunning.
-    meta = {"grid": [p for p, _ in grid], "x": x, "series": series, "title": f"{base.name} sweep"}
+    meta = {"grid": [p for p, _ in grid], "x": x, "series": series, "title": f"{base.name} sweep",
+            "set": list(overrides)}
     (directory / "sweep.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     outcome.table = table
     if report:

@@ -38,10 +38,15 @@ import time
 
 SEGMENT_SIZE = 1448
 TCP_HEADER = 20
-TCP_OPTIONS = 12  # timestamps option (10 B) padded to 12 B; SACK disabled
+TCP_OPTIONS = 12  # timestamps option (10 B) padded to 12 B (ACKs add 4 + 8 B per SACK block)
 IP_HEADER = 20
 PPP_HEADER = 2
 HOST_QUEUE_PACKETS = 100000
+
+RECOVERY_TYPES = {
+    "classic": "ns3::TcpClassicRecovery",
+    "prr": "ns3::TcpPrrRecovery",
+}
 
 CC_TYPES = {
     "newreno": "ns3::TcpNewReno",
@@ -264,21 +269,25 @@ def _attr(ns, name):
     return str(info.initialValue.SerializeToString(info.checker))
 
 
-def _configure_tcp(ns, cc, window_bytes, k_packets, queue_packets, rate, delay, extra_defaults=None):
+def _configure_tcp(
+    ns, cc, window_bytes, k_packets, queue_packets, rate, delay, extra_defaults=None, sack=False, recovery="classic"
+):
     if cc not in CC_TYPES:
         raise ValueError(f"unknown cc {cc!r}; expected one of {sorted(CC_TYPES)}")
+    if recovery not in RECOVERY_TYPES:
+        raise ValueError(f"unknown recovery {recovery!r}; expected one of {sorted(RECOVERY_TYPES)}")
     sd = ns.Config.SetDefault
     S, U, B, T = ns.StringValue, ns.UintegerValue, ns.BooleanValue, ns.TimeValue
 
     sd("ns3::TcpL4Protocol::SocketType", S(CC_TYPES[cc]))
-    sd("ns3::TcpL4Protocol::RecoveryType", S("ns3::TcpClassicRecovery"))
+    sd("ns3::TcpL4Protocol::RecoveryType", S(RECOVERY_TYPES[recovery]))
     sd("ns3::TcpSocket::SegmentSize", U(SEGMENT_SIZE))
     sd("ns3::TcpSocket::InitialCwnd", U(10))
     sd("ns3::TcpSocket::DelAckCount", U(2))
     sd("ns3::TcpSocket::DelAckTimeout", T(ns.MilliSeconds(200)))
     sd("ns3::TcpSocket::SndBufSize", U(window_bytes))
     sd("ns3::TcpSocket::RcvBufSize", U(window_bytes))
-    sd("ns3::TcpSocketBase::Sack", B(False))
+    sd("ns3::TcpSocketBase::Sack", B(bool(sack)))
     sd("ns3::TcpSocketBase::Timestamp", B(True))
     sd("ns3::TcpSocketBase::WindowScaling", B(True))
     sd("ns3::TcpSocketBase::MinRto", T(ns.MilliSeconds(200)))
@@ -373,6 +382,8 @@ def _run_star(
     start_jitter_us=0,
     max_sim_seconds=60.0,
     extra_defaults=None,
+    sack=False,
+    recovery="classic",
 ):
     """Run ``senders x flows_per_sender`` flows of ``bytes_per_flow`` towards one
     receiver of a star; the keyword settings after ``bytes_per_flow`` are also
@@ -386,7 +397,7 @@ def _run_star(
     ns.RngSeedManager.SetRun(1)
 
     settings = _configure_tcp(
-        ns, cc, window_bytes, k_packets, queue_packets, rate, delay, extra_defaults
+        ns, cc, window_bytes, k_packets, queue_packets, rate, delay, extra_defaults, sack, recovery
     )
 
     hosts = ns.NodeContainer()
@@ -544,6 +555,8 @@ def _run_star(
             "cc": cc,
             "window_bytes": window_bytes,
             "k_packets": k_packets,
+            "sack": bool(sack),
+            "recovery": recovery,
             "seed": seed,
             "start_jitter_us": start_jitter_us,
             "extra_defaults": dict(extra_defaults or {}),
@@ -594,8 +607,10 @@ def incast(senders=16, flows_per_sender=1, bytes_per_flow=5_000_000, **settings)
     """All flows start at t=0 (+ optional uniform jitter) towards one receiver.
 
     ``settings``: ``rate``, ``delay``, ``queue_packets``, ``cc``, ``window_bytes``,
-    ``k_packets``, ``seed``, ``start_jitter_us``, ``max_sim_seconds`` and
-    ``extra_defaults``, as for :func:`_run_star`.
+    ``k_packets``, ``seed``, ``start_jitter_us``, ``max_sim_seconds``,
+    ``extra_defaults``, ``sack`` (``TcpSocketBase::Sack``, off by default here
+    although ns-3 turns it on) and ``recovery`` (``classic`` or ``prr``, ns-3's
+    default), as for :func:`_run_star`.
     """
     return _run_star(
         experiment="incast",
@@ -616,7 +631,8 @@ def _summary(r):
     ms = lambda x: "-" if x is None else f"{x * 1e3:.3f} ms"  # noqa: E731
     return (
         f"{r['experiment']} {r['params']['flows']}x{r['params']['bytes_per_flow']}B "
-        f"cc={r['params']['cc']}: completed={r['completed']} JCT={ms(r['jct_s'])} "
+        f"cc={r['params']['cc']} sack={r['params']['sack']} recovery={r['params']['recovery']}: "
+        f"completed={r['completed']} JCT={ms(r['jct_s'])} "
         f"FCT min/med/max={ms(f['min'])}/{ms(f['median'])}/{ms(f['max'])} "
         f"drops={r['bottleneck_drops']} marks={r['bottleneck_ecn_marks']} "
         f"maxq={r['bottleneck_max_queue_packets']} retx={r['retransmits_total']} "
@@ -639,6 +655,8 @@ def main(argv=None):
     ap.add_argument("--cc", default="newreno", choices=sorted(CC_TYPES))
     ap.add_argument("--window-bytes", type=int, default=262144)
     ap.add_argument("--k-packets", type=int, default=None)
+    ap.add_argument("--sack", action="store_true", help="turn SACK on (TcpSocketBase::Sack)")
+    ap.add_argument("--recovery", default="classic", choices=sorted(RECOVERY_TYPES), help="TcpL4Protocol::RecoveryType")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--start-jitter-us", type=float, default=0)
     ap.add_argument("--max-sim-seconds", type=float, default=60.0)
@@ -659,6 +677,8 @@ def main(argv=None):
         cc=a.cc,
         window_bytes=a.window_bytes,
         k_packets=a.k_packets,
+        sack=a.sack,
+        recovery=a.recovery,
         seed=a.seed,
         start_jitter_us=a.start_jitter_us,
         max_sim_seconds=a.max_sim_seconds,

@@ -40,6 +40,8 @@ __all__ = [
 ]
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
+MAX_SIZE = 2**53
+"""Largest flow size a CDF may list, in bytes (exact as a float)."""
 METHODS = ("linear", "step")
 BUCKET_EDGES: tuple[int, ...] = (100_000, 1_000_000, 10_000_000)
 """Default size-bucket edges in bytes: (0,100KB], (100KB,1MB], (1MB,10MB], (10MB,inf)."""
@@ -83,8 +85,8 @@ def parse_cdf(text: str, source: str = "<text>") -> tuple[np.ndarray, np.ndarray
             size, prob = float(parts[0]), float(parts[-1])
         except ValueError:
             raise CdfError(f"{source}:{number}: not numbers: {line!r}") from None
-        if not (math.isfinite(size) and size >= 0):
-            raise CdfError(f"{source}:{number}: size must be >= 0 (got {parts[0]})")
+        if not (math.isfinite(size) and 0 <= size <= MAX_SIZE):
+            raise CdfError(f"{source}:{number}: size must be from 0 to 2**53 bytes (got {parts[0]})")
         if not 0 <= prob <= 1:
             raise CdfError(f"{source}:{number}: probability must be in [0, 1] (got {parts[-1]})")
         if sizes and (size < sizes[-1] or prob < probs[-1]):
@@ -96,6 +98,8 @@ def parse_cdf(text: str, source: str = "<text>") -> tuple[np.ndarray, np.ndarray
     if abs(probs[-1] - 1.0) > 1e-9:
         raise CdfError(f"{source}: the last probability must be 1 (got {probs[-1]})")
     probs[-1] = 1.0
+    if sizes[-1] < 1:
+        raise CdfError(f"{source}: every size is 0: flows need at least one byte")
     return np.asarray(sizes, dtype=np.float64), np.asarray(probs, dtype=np.float64)
 
 
@@ -148,6 +152,24 @@ class Cdf:
     def mean(self, method: str = "linear") -> float:
         """Mean flow size in bytes under ``method``."""
         return float(sum(m * (a + b) / 2 for a, b, m in self._pieces(method)))
+
+    def mean_segments(self, mss: int, method: str = "linear") -> float:
+        """Mean number of ``mss``-byte segments per flow, ``E[ceil(size / mss)]``
+        (a flow has at least one), exactly under ``method``."""
+        m = float(mss)
+
+        def integral(x: float) -> float:
+            # F(x) = integral of ceil(t / m) over (0, x]
+            k = math.floor(x / m)
+            return m * k * (k + 1) / 2 + (x - k * m) * (k + 1)
+
+        total = 0.0
+        for a, b, mass in self._pieces(method):
+            if a == b:
+                total += mass * max(math.ceil(max(a, 1.0) / m), 1)
+            else:
+                total += mass * (integral(b) - integral(a)) / (b - a)
+        return total
 
     def bucket_shares(
         self, edges: Sequence[int] = BUCKET_EDGES, method: str = "linear"
@@ -228,7 +250,13 @@ def load_cdf(name_or_path: Union[str, "os.PathLike[str]"]) -> Cdf:
     path = _resolve(name_or_path)
     key = f"{path.resolve()}:{path.stat().st_mtime_ns}"
     if key not in _CACHE:
-        sizes, probs = parse_cdf(path.read_text(encoding="utf-8"), str(path))
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise CdfError(f"{path}: not a UTF-8 text file (byte {exc.start})") from None
+        except OSError as exc:
+            raise CdfError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        sizes, probs = parse_cdf(text, str(path))
         name = path.stem if path.parent == DATA_DIR else str(path)
         _CACHE[key] = Cdf(name=name, sizes=sizes, probs=probs, source=str(path))
     return _CACHE[key]

@@ -15,20 +15,29 @@ mean of the CDF under the chosen sampling method and ``R`` is
   the access-link rates of the sending hosts: every sender offers ``load`` of
   its own link (senders are picked in proportion to their link rates).
 
-``many_to_one`` calibrates on the requester's link by default. The load counts
-application bytes; TCP/IP and Ethernet headers add about 6 % on the wire.
+``many_to_one`` calibrates on the requester's link by default.
+
+``load_basis`` says what the load counts. ``wire`` (default): bytes on the
+wire, as a link's utilization counts them: ``mean_size`` is the mean wire
+bytes a flow sends towards its destination, its SYN and every data frame with
+the TCP/IP and Ethernet headers, preamble and inter-frame gap
+(``mean_bytes + E[segments] x (header + l2_header + ethernet_overhead) + SYN``).
+``payload``: application bytes only; the headers then add about 6 % on the
+wire (90 B per 1448 B segment), so ``load: 95%`` offers about 101 % of the link.
 """
 
 from __future__ import annotations
 
 from typing import Any, Optional, Protocol, Sequence
 
+import math
+
 import numpy as np
 
 from fabricsim.errors import ScenarioError
 from fabricsim.workloads.cdf import CdfError, load_cdf
 
-__all__ = ["generate", "generator", "host_rates", "plan"]
+__all__ = ["flow_wire_bytes", "generate", "generator", "host_rates", "plan"]
 
 
 class Scenario(Protocol):
@@ -37,14 +46,19 @@ class Scenario(Protocol):
     seed: int
     duration: int
     load: Optional[float]
+    load_basis: str
     topology: Any
     traffic: Sequence[Any]
+    tcp: Any
+    network: Any
 
     @property
     def source(self) -> Optional[str]: ...
 
 _STREAM_SALT = 0x666C6F77  # "flow": keeps these draws apart from any other use of the seed
 _CHUNK = 4096
+DEFAULT_MAX_FLOWS = 1_000_000
+"""Flows a workload entry may generate when it sets no ``max_flows`` (docs/scenarios.md, "Limits")."""
 
 
 def host_rates(topology: Any) -> dict[str, int]:
@@ -69,6 +83,23 @@ def host_rates(topology: Any) -> dict[str, int]:
                 rates[end] = max(rates.get(end, 0), link.rate)
         return {h: rates.get(h, 0) for h in hosts}
     raise ValueError(f"unknown topology kind {kind!r}")
+
+
+def _frame_overhead(tcp: Any, ethernet_overhead: int) -> tuple[int, int, int]:
+    """(payload bytes per segment, wire bytes a data frame adds to its payload, wire bytes of a SYN)."""
+    mss = tcp.mtu - tcp.header
+    per_frame = tcp.header + tcp.l2_header + ethernet_overhead
+    syn = max(tcp.header + tcp.l2_header, tcp.min_frame) + ethernet_overhead
+    return mss, per_frame, syn
+
+
+def flow_wire_bytes(sizes: Any, tcp: Any, ethernet_overhead: int) -> Any:
+    """Wire bytes a TCP flow of ``sizes`` application bytes sends towards its
+    destination: SYN and data frames with headers, preamble and gap (numpy array in, out)."""
+    mss, per_frame, syn = _frame_overhead(tcp, ethernet_overhead)
+    sizes = np.asarray(sizes, dtype=np.float64)
+    segments = np.maximum(np.ceil(sizes / mss), 1)
+    return sizes + segments * per_frame + syn
 
 
 def generator(seed: int, index: int) -> np.random.Generator:
@@ -98,6 +129,11 @@ def plan(scenario: Scenario, index: int) -> dict[str, Any]:
     except (CdfError, OSError) as exc:
         raise _fail(f"{base}.cdf", str(exc), scenario) from None
     mean = cdf.mean(entry.sampling)
+    basis = entry.load_basis or scenario.load_basis
+    tcp = entry.tcp if entry.tcp is not None else scenario.tcp
+    mss, per_frame, syn = _frame_overhead(tcp, scenario.network.ethernet_overhead)
+    mean_wire = mean + cdf.mean_segments(mss, entry.sampling) * per_frame + syn
+    counted = mean_wire if basis == "wire" else mean
 
     load = entry.load if entry.load is not None else scenario.load
     if load is None:
@@ -154,9 +190,12 @@ def plan(scenario: Scenario, index: int) -> dict[str, Any]:
     return {
         "cdf": cdf,
         "mean_bytes": mean,
+        "mean_wire_bytes": mean_wire,
+        "load_basis": basis,
+        "load_on": load_on,
         "load": load,
         "rate_bps": calibration,
-        "arrival_rate_per_s": load * calibration / (8.0 * mean),
+        "arrival_rate_per_s": load * calibration / (8.0 * counted),
         "pattern": pattern,
         "members": members,
         "senders": senders,
@@ -176,8 +215,24 @@ def _sattolo(rng: np.random.Generator, n: int) -> np.ndarray:
     return perm
 
 
+def _too_many(index: int, limit: int, scenario: Scenario, expected: Optional[float] = None) -> ScenarioError:
+    entry = scenario.traffic[index]
+    what = f"about {expected:.3g}" if expected is not None else f"more than {limit:,}"
+    return _fail(
+        f"traffic[{index}].max_flows",
+        f"the workload would generate {what} flows; at most {limit:,} "
+        f"({'max_flows' if entry.max_flows is not None else 'the default when max_flows is not set'}): "
+        "lower the load or load_scale, shorten the arrivals window, or raise max_flows",
+        scenario,
+    )
+
+
 def generate(scenario: Scenario, index: int) -> list[dict[str, Any]]:
-    """The flows of workload entry ``index``: ``[{src, dst, bytes, start_ps}]`` sorted by start."""
+    """The flows of workload entry ``index``: ``[{src, dst, bytes, start_ps}]`` sorted by start.
+
+    At most ``max_flows`` (default :data:`DEFAULT_MAX_FLOWS`): a workload whose
+    expected number of flows is far above it fails before drawing any.
+    """
     entry = scenario.traffic[index]
     p = plan(scenario, index)
     rng = generator(scenario.seed, index)
@@ -186,9 +241,15 @@ def generate(scenario: Scenario, index: int) -> list[dict[str, Any]]:
     members = p["members"]
     position = {name: i for i, name in enumerate(members)}
     perm = _sattolo(rng, len(members)) if p["pattern"] == "permutation" else None
-    mean_gap_ps = 1e12 / p["arrival_rate_per_s"]
     start, stop = float(p["start_ps"]), p["stop_ps"]
-    limit = entry.max_flows
+    limit = entry.max_flows if entry.max_flows is not None else DEFAULT_MAX_FLOWS
+    rate = p["arrival_rate_per_s"]
+    expected = rate * (stop - start) / 1e12
+    if not expected < 2 * limit + 100:  # NaN included; the exact count is checked while drawing
+        raise _too_many(index, limit, scenario, expected)
+    mean_gap_ps = 1e12 / float(rate) if rate > 0 else math.inf
+    if not math.isfinite(mean_gap_ps):
+        return []  # no arrival before the end of time: an empty workload
 
     flows: list[dict[str, Any]] = []
     clock = start
@@ -205,11 +266,13 @@ def generate(scenario: Scenario, index: int) -> list[dict[str, Any]]:
             src_index = np.minimum((u_src * len(senders)).astype(np.int64), len(senders) - 1)
         else:
             src_index = np.minimum(np.searchsorted(np.cumsum(p["weights"]), u_src, side="right"), len(senders) - 1)
-        starts = np.rint(times).astype(np.int64)
-        for k in range(_CHUNK):
-            if starts[k] >= stop:
-                done = True
-                break
+        # Start times in ps, compared with the window end as floats: only those
+        # inside it (far below 2**63) are converted to integers.
+        rounded = np.rint(times)
+        inside = int(np.searchsorted(rounded, float(stop), side="left"))
+        done = inside < _CHUNK
+        starts = rounded[:inside].astype(np.int64)
+        for k in range(inside):
             src = senders[src_index[k]]
             if p["pattern"] == "many_to_one":
                 dst = entry.requester
@@ -224,10 +287,6 @@ def generate(scenario: Scenario, index: int) -> list[dict[str, Any]]:
                     j += 1
                 dst = members[j]
             flows.append({"src": src, "dst": dst, "bytes": int(sizes[k]), "start_ps": int(starts[k])})
-            if limit is not None and len(flows) > limit:
-                raise _fail(
-                    f"traffic[{index}].max_flows",
-                    f"the workload generates more than {limit:,} flows; shorten the window or raise max_flows",
-                    scenario,
-                )
+            if len(flows) > limit:
+                raise _too_many(index, limit, scenario)
     return flows

@@ -33,11 +33,11 @@ use crate::packet::ECN_ECT;
 use crate::rng::RandomStream;
 use crate::stats::DropReason;
 use crate::units::{Rate, SimTime};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Resolved `buffer` section of an intelligent-buffer device.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct IntelligentConfig {
     pub total_bytes: u64,
@@ -195,8 +195,10 @@ impl IntelligentBuffer {
         if cfg.port_max_bytes == Some(0) {
             return Err(err("port_max", "must be > 0"));
         }
-        if !(cfg.afd_a.is_finite() && cfg.afd_b.is_finite()) {
-            return Err(err("afd_a", "AFD gains must be finite numbers"));
+        for (field, gain) in [("afd_a", cfg.afd_a), ("afd_b", cfg.afd_b)] {
+            if !(0.0..=1000.0).contains(&gain) {
+                return Err(err(field, &format!("an AFD gain must be from 0 to 1000 (got {gain})")));
+            }
         }
         let dpp_class = cfg.dpp_class.unwrap_or((classes - 1) as u8);
         if dpp_class as usize >= classes {

@@ -18,7 +18,7 @@ use crate::error::ConfigError;
 use crate::stats::DropReason;
 use crate::units::{Rate, SimTime};
 pub use intelligent::IntelligentBuffer;
-pub use shared::{SharedBuffer, SharedParams};
+pub use shared::{Reservations, SharedBuffer, SharedParams};
 pub use static_buffer::{StaticBuffer, StaticLimits};
 pub use voq::VoqBuffer;
 
@@ -63,8 +63,10 @@ pub enum BufferModel {
 }
 
 impl BufferModel {
-    /// Builds the model for a device with `ports` ports and `classes` classes.
-    pub fn build(cfg: &BufferConfig, ports: usize, classes: usize, path: &str) -> Result<Self, ConfigError> {
+    /// Builds the model for a device with `ports` ports (of rates
+    /// `port_rates`, bit/s) and `classes` classes.
+    pub fn build(cfg: &BufferConfig, port_rates: &[u64], classes: usize, path: &str) -> Result<Self, ConfigError> {
+        let ports = port_rates.len();
         match cfg {
             BufferConfig::Static { port_bytes, queue_bytes, queue_packets } => {
                 if *port_bytes == 0 {
@@ -91,7 +93,17 @@ impl BufferModel {
                 class_pool,
                 slices,
                 port_slice,
+                pg_min_bytes,
+                class_pg,
+                headroom_per_port,
+                reserved_fixed_bytes,
             } => {
+                let reserve = Reservations {
+                    pg_min_bytes: *pg_min_bytes,
+                    class_pg: class_pg.clone(),
+                    port_headroom: headroom_per_port.iter().map(|&[r, b]| (r, b)).collect(),
+                    fixed_bytes: *reserved_fixed_bytes,
+                };
                 let p = SharedParams::from_config(
                     *total_bytes,
                     *cell_bytes,
@@ -105,6 +117,7 @@ impl BufferModel {
                     classes,
                     path,
                 )?
+                .with_reservations(&reserve, port_rates, path)?
                 .with_slices(*slices, port_slice.as_deref(), ports, path)?;
                 Ok(BufferModel::Shared(SharedBuffer::new(ports, classes, &p)))
             }
@@ -149,6 +162,14 @@ impl BufferModel {
     pub fn take_pfc_signal(&mut self) -> Option<(u16, u8, bool)> {
         match self {
             BufferModel::Shared(m) => m.pfc.as_mut().and_then(|p| p.signal.take()),
+            _ => None,
+        }
+    }
+
+    /// The static model itself, if this is one.
+    pub fn as_static_mut(&mut self) -> Option<&mut StaticBuffer> {
+        match self {
+            BufferModel::Static(m) => Some(m),
             _ => None,
         }
     }
@@ -207,6 +228,26 @@ impl BufferModel {
             BufferModel::Voq(m) => m.used_bytes(),
             BufferModel::Intelligent(m) => m.used_bytes(),
         }
+    }
+
+    /// Cell size, for models that count their buffer in cells.
+    pub fn cell_bytes(&self) -> Option<u32> {
+        match self {
+            BufferModel::Shared(m) => Some(m.cell_bytes()),
+            BufferModel::Intelligent(m) => Some(m.base().cell_bytes()),
+            _ => None,
+        }
+    }
+
+    /// The most cells held at once, the whole buffer in cells and the cells
+    /// set aside (minimums, headroom, fixed), for models that count cells.
+    pub fn cell_counts(&self) -> Option<(u64, u64, u64)> {
+        let m = match self {
+            BufferModel::Shared(m) => m,
+            BufferModel::Intelligent(m) => m.base(),
+            _ => return None,
+        };
+        Some((m.high_water_cells(), m.capacity_cells(), m.reserved_cells_total()))
     }
 
     /// The most bytes charged to the model at once (its high-water mark).

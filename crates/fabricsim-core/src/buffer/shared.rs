@@ -15,6 +15,13 @@
 //! Shared occupancy is derived rather than tracked per packet: a queue holding
 //! `u` cells uses `max(0, u - reserved)` shared cells, so a release needs only
 //! the packet's size, class and ports.
+//!
+//! Besides the per-queue egress minimum, a device may set aside
+//! [`Reservations`]: a minimum per ingress priority group (classes map to
+//! priority groups with `class_pg`), headroom per ingress port (by port speed;
+//! reserved whether it is used or not) and a fixed amount for the device's own
+//! queues that the model does not carry (CPU, loopback, multicast,
+//! replication). All of them are taken out of the shared pool.
 
 use super::{AdmitRequest, Verdict};
 use crate::error::ConfigError;
@@ -46,6 +53,8 @@ fn within(lhs: u64, k: i8, free: u64) -> bool {
 /// Validated parameters of a shared buffer, in cells.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SharedParams {
+    /// Whole buffer in cells.
+    pub total_cells: u64,
     pub cell_bytes: u32,
     pub overhead_bytes: u32,
     /// Egress alpha exponent per class.
@@ -62,6 +71,38 @@ pub struct SharedParams {
     pub slices: u32,
     /// Slice of each egress port.
     pub port_slice: Vec<u8>,
+    /// Priority group of each class (ingress accounting).
+    pub class_pg: Vec<u8>,
+    /// Guaranteed cells per ingress priority group.
+    pub pg_min_cells: u64,
+    /// Headroom cells set aside per ingress port.
+    pub headroom_cells: Vec<u64>,
+    /// Cells set aside for the device's own queues.
+    pub fixed_cells: u64,
+}
+
+/// What a device sets aside besides the per-queue egress minimum.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Reservations {
+    /// Guaranteed bytes per ingress priority group (all groups in use).
+    pub pg_min_bytes: u64,
+    /// Priority group of each class (one value: every class); `None`: the group is the class.
+    pub class_pg: Option<Vec<u8>>,
+    /// Headroom per ingress port by port speed: `(up to this rate in bit/s,
+    /// bytes)`, increasing rates; a port faster than every entry takes the last.
+    pub port_headroom: Vec<(u64, u64)>,
+    /// Bytes set aside for queues the model does not carry (CPU, loopback, multicast).
+    pub fixed_bytes: u64,
+}
+
+impl Reservations {
+    /// Headroom bytes of a port of `rate_bps`.
+    pub fn headroom_bytes(&self, rate_bps: u64) -> u64 {
+        match self.port_headroom.iter().find(|&&(up_to, _)| rate_bps <= up_to) {
+            Some(&(_, b)) => b,
+            None => self.port_headroom.last().map_or(0, |&(_, b)| b),
+        }
+    }
 }
 
 impl SharedParams {
@@ -169,6 +210,7 @@ impl SharedParams {
             }
         };
         Ok(SharedParams {
+            total_cells,
             cell_bytes,
             overhead_bytes: per_packet_overhead_bytes,
             alpha,
@@ -178,7 +220,97 @@ impl SharedParams {
             class_pool,
             slices: 1,
             port_slice: vec![0; ports],
+            class_pg: (0..classes as u8).collect(),
+            pg_min_cells: 0,
+            headroom_cells: vec![0; ports],
+            fixed_cells: 0,
         })
+    }
+
+    /// Sets aside the device's [`Reservations`] (ingress PG minimums, port
+    /// headroom by the speed of each port in `port_rates`, fixed cells) out of
+    /// the shared pool. Call before [`SharedParams::with_slices`].
+    pub fn with_reservations(
+        mut self,
+        r: &Reservations,
+        port_rates: &[u64],
+        path: &str,
+    ) -> Result<SharedParams, ConfigError> {
+        let err = |field: &str, msg: String| ConfigError::new(format!("{path}.{field}"), msg);
+        let classes = self.class_pg.len();
+        let cell = self.cell_bytes as u64;
+        if let Some(m) = &r.class_pg {
+            if m.len() != 1 && m.len() != classes {
+                return Err(err(
+                    "class_pg",
+                    format!("expected 1 or {classes} entries (one per class), got {}", m.len()),
+                ));
+            }
+            if let Some(i) = m.iter().position(|&g| g > 7) {
+                return Err(err(&format!("class_pg[{i}]"), format!("priority groups are 0..7 (got {})", m[i])));
+            }
+            self.class_pg = if m.len() == 1 { vec![m[0]; classes] } else { m.clone() };
+        }
+        if r.port_headroom.windows(2).any(|w| w[0].0 >= w[1].0) {
+            return Err(err("headroom_per_port", "speeds must be increasing".into()));
+        }
+        let ports = port_rates.len();
+        let mut groups: Vec<u8> = self.class_pg.clone();
+        groups.sort_unstable();
+        groups.dedup();
+        self.pg_min_cells = r.pg_min_bytes.div_ceil(cell);
+        self.headroom_cells = port_rates.iter().map(|&rate| r.headroom_bytes(rate).div_ceil(cell)).collect();
+        self.fixed_cells = r.fixed_bytes.div_ceil(cell);
+        let extra = self.pg_min_cells * (ports * groups.len()) as u64
+            + self.headroom_cells.iter().sum::<u64>()
+            + self.fixed_cells;
+        if extra == 0 {
+            return Ok(self);
+        }
+        let pooled: u64 = self.pool_cells.iter().sum();
+        if self.pool_cells.len() == 1 {
+            if extra >= pooled {
+                return Err(err(
+                    "size",
+                    format!(
+                        "the reservations (PG minimums, port headroom, fixed) need {extra} cells but only \
+                         {pooled} are left after the per-queue minimums"
+                    ),
+                ));
+            }
+            self.pool_cells[0] -= extra;
+        } else {
+            let reserved_q = self.reserved_cells * (ports * classes) as u64;
+            let total = self.pool_cells_budget(reserved_q);
+            if pooled + extra > total {
+                return Err(err(
+                    "pools",
+                    format!(
+                        "pools need {pooled} cells but only {} are left after the minimums, headroom \
+                         and fixed reservations",
+                        total.saturating_sub(extra)
+                    ),
+                ));
+            }
+        }
+        Ok(self)
+    }
+
+    /// Cells available to pools and the reservations beyond the per-queue minimum.
+    fn pool_cells_budget(&self, reserved_q: u64) -> u64 {
+        self.total_cells.saturating_sub(reserved_q)
+    }
+
+    /// Cells set aside in all (per-queue minimums of `ports` x classes, PG
+    /// minimums, headroom, fixed).
+    pub fn reserved_total_cells(&self, ports: usize) -> u64 {
+        let mut groups: Vec<u8> = self.class_pg.clone();
+        groups.sort_unstable();
+        groups.dedup();
+        self.reserved_cells * (ports * self.class_pg.len()) as u64
+            + self.pg_min_cells * (ports * groups.len()) as u64
+            + self.headroom_cells.iter().sum::<u64>()
+            + self.fixed_cells
     }
 
     /// Splits the shared pools into `slices` equal slices, each serving the
@@ -243,11 +375,21 @@ pub struct SharedBuffer {
     port_slice: Vec<u8>,
     /// Cells held by each (egress port, class) queue, reserved part included.
     queue_cells: Vec<u64>,
-    /// Cells held by each (ingress port, priority group).
+    /// Cells held by each (ingress port, priority group), 8 groups per port.
     pg_cells: Vec<u64>,
+    /// Priority group of each class and the guaranteed cells of a group.
+    class_pg: [u8; 8],
+    pg_min: u64,
+    /// Port headroom set aside (cells, all ports); PFC headroom comes out of it first.
+    headroom_reserved: u64,
+    /// Cells set aside in all (minimums, headroom, fixed).
+    reserved_total: u64,
     bytes: u64,
     /// The most frame bytes held at once.
     high_water: u64,
+    /// Cells held now and at most.
+    cells_used: u64,
+    high_water_cells: u64,
     total_cells: u64,
     /// PFC ingress accounting of lossless classes (see `buffer/pfc.rs`).
     pub pfc: Option<Box<super::pfc::PfcIngress>>,
@@ -264,6 +406,9 @@ impl SharedBuffer {
         });
         let mut class_pool = [0u8; 8];
         class_pool[..classes].copy_from_slice(&p.class_pool);
+        let mut class_pg = [0u8; 8];
+        class_pg[..classes].copy_from_slice(&p.class_pg);
+        let reserved_total = p.reserved_total_cells(ports);
         SharedBuffer {
             classes,
             cell: p.cell_bytes,
@@ -276,16 +421,22 @@ impl SharedBuffer {
             pools_per_slice: p.pool_cells.len(),
             port_slice: p.port_slice.clone(),
             queue_cells: vec![0; ports * classes],
-            pg_cells: if p.ingress_alpha.is_some() { vec![0; ports * classes] } else { Vec::new() },
+            pg_cells: if p.ingress_alpha.is_some() { vec![0; ports * 8] } else { Vec::new() },
+            class_pg,
+            pg_min: p.pg_min_cells,
+            headroom_reserved: p.headroom_cells.iter().sum(),
+            reserved_total,
             bytes: 0,
             high_water: 0,
-            total_cells: p.pool_cells.iter().sum::<u64>() * p.slices as u64
-                + p.reserved_cells * (ports * classes) as u64,
+            cells_used: 0,
+            high_water_cells: 0,
+            total_cells: p.pool_cells.iter().sum::<u64>() * p.slices as u64 + reserved_total,
             pfc: None,
         }
     }
 
-    /// Turns on PFC; its headroom is taken out of the lossless classes' pool.
+    /// Turns on PFC; its headroom comes out of the port headroom the device
+    /// sets aside, and what that does not cover out of the lossless classes' pool.
     pub fn enable_pfc(&mut self, pfc: super::pfc::PfcIngress) -> Result<(), String> {
         if self.pools.len() != self.pools_per_slice {
             return Err("PFC is not supported together with per-slice pools (slices > 1)".into());
@@ -295,12 +446,13 @@ impl SharedBuffer {
         if pools.windows(2).any(|w| w[0] != w[1]) {
             return Err("lossless classes must share one service pool".into());
         }
-        let need = pfc.reserved_cells();
+        let need = pfc.reserved_cells().saturating_sub(self.headroom_reserved);
         let pool = &mut self.pools[pools[0]];
         if need >= pool.size {
             return Err(format!("headroom needs {need} cells but the pool has only {}", pool.size));
         }
         pool.size -= need;
+        self.reserved_total += need;
         self.pfc = Some(Box::new(pfc));
         Ok(())
     }
@@ -330,7 +482,7 @@ impl SharedBuffer {
                     return Verdict::Drop(reason);
                 }
                 self.queue_cells[q] += c;
-                self.charge_bytes(r.bytes);
+                self.charge(r.bytes, c);
                 return Verdict::Admit;
             }
         }
@@ -345,8 +497,10 @@ impl SharedBuffer {
         }
         let mut pg = usize::MAX;
         if let (Some(ia), Some(in_port)) = (self.ingress_alpha, r.in_port) {
-            pg = in_port as usize * self.classes + class;
-            if !within(self.pg_cells[pg] + c, ia[class], free) {
+            pg = in_port as usize * 8 + self.class_pg[class] as usize;
+            // Cells within the group's guaranteed minimum pass the ingress threshold.
+            let pg_shared_after = (self.pg_cells[pg] + c).saturating_sub(self.pg_min);
+            if pg_shared_after > 0 && !within(pg_shared_after, ia[class], free) {
                 return Verdict::Drop(DropReason::IngressThreshold);
             }
         }
@@ -358,7 +512,7 @@ impl SharedBuffer {
         if pg != usize::MAX {
             self.pg_cells[pg] += c;
         }
-        self.charge_bytes(r.bytes);
+        self.charge(r.bytes, c);
         Verdict::Admit
     }
 
@@ -373,6 +527,7 @@ impl SharedBuffer {
                 pfc.release(in_port, r.class, c, &mut pool.used, pool.size);
                 self.queue_cells[q] -= c;
                 self.bytes -= r.bytes as u64;
+                self.cells_used -= c;
                 return;
             }
         }
@@ -382,15 +537,33 @@ impl SharedBuffer {
         let pool_idx = self.pool_of(r.out_port, class);
         self.pools[pool_idx].used -= freed;
         if let (Some(_), Some(in_port)) = (self.ingress_alpha, r.in_port) {
-            self.pg_cells[in_port as usize * self.classes + class] -= c;
+            self.pg_cells[in_port as usize * 8 + self.class_pg[class] as usize] -= c;
         }
         self.bytes -= r.bytes as u64;
+        self.cells_used -= c;
     }
 
     #[inline]
-    fn charge_bytes(&mut self, bytes: u32) {
+    fn charge(&mut self, bytes: u32, cells: u64) {
         self.bytes += bytes as u64;
         self.high_water = self.high_water.max(self.bytes);
+        self.cells_used += cells;
+        self.high_water_cells = self.high_water_cells.max(self.cells_used);
+    }
+
+    /// The most cells held at once.
+    pub fn high_water_cells(&self) -> u64 {
+        self.high_water_cells
+    }
+
+    /// Whole buffer in cells.
+    pub fn capacity_cells(&self) -> u64 {
+        self.total_cells
+    }
+
+    /// Cells set aside: per-queue and per-group minimums, port and PFC headroom, fixed.
+    pub fn reserved_cells_total(&self) -> u64 {
+        self.reserved_total
     }
 
     /// The most frame bytes charged at once.
@@ -405,7 +578,8 @@ impl SharedBuffer {
 
     /// Cells currently held, reserved and shared.
     pub fn used_cells(&self) -> u64 {
-        self.queue_cells.iter().sum()
+        debug_assert_eq!(self.cells_used, self.queue_cells.iter().sum::<u64>());
+        self.cells_used
     }
 
     /// Whole buffer in bytes (reserved cells included).
@@ -551,6 +725,77 @@ mod tests {
         // Pool 0 is untouched by class 1.
         assert_eq!(b.pool_used_cells(0), 0);
         assert_eq!(b.admit(&req(None, 0, 0, 100)), Verdict::Admit);
+    }
+
+    #[test]
+    fn reservations_come_out_of_the_shared_pool() {
+        // 1000 cells of 100 B, 4 ports (two 10G, two 100G), 2 classes in one PG.
+        let base = SharedParams::from_config(100_000, 100, 0, &[1.0], 0, None, None, None, 4, 2, "b").unwrap();
+        let r = Reservations {
+            pg_min_bytes: 250, // 3 cells per port (one group in use)
+            class_pg: Some(vec![7, 7]),
+            port_headroom: vec![(10_000_000_000, 1_000), (100_000_000_000, 5_000)],
+            fixed_bytes: 4_000,
+        };
+        let g = 1_000_000_000u64;
+        let p = base.with_reservations(&r, &[10 * g, 10 * g, 100 * g, 400 * g], "b").unwrap();
+        // PG minimums 4 x 3, headroom 10 + 10 + 50 + 50 (faster than every entry: the last), fixed 40.
+        assert_eq!(p.headroom_cells, vec![10, 10, 50, 50]);
+        assert_eq!(p.reserved_total_cells(4), 12 + 120 + 40);
+        assert_eq!(p.pool_cells, vec![1000 - 172]);
+        let b = SharedBuffer::new(4, 2, &p);
+        assert_eq!((b.capacity_cells(), b.reserved_cells_total()), (1000, 172));
+        // Alpha 1 on one queue now stops at half of the smaller pool.
+        let mut b = b;
+        let mut n = 0;
+        while b.admit(&req(None, 0, 0, 100)) == Verdict::Admit {
+            n += 1;
+        }
+        assert_eq!(n, 414);
+        assert_eq!(b.high_water_cells(), 414);
+    }
+
+    #[test]
+    fn a_priority_group_minimum_passes_the_ingress_threshold() {
+        // Ingress alpha 1/128 on a 100-cell pool: no shared cell passes
+        // (1 <= 100/128 is false), but the group's 5-cell minimum does.
+        let base =
+            SharedParams::from_config(10_500, 100, 0, &[8.0], 0, Some(&[1.0 / 128.0]), None, None, 1, 1, "b").unwrap();
+        let r = Reservations { pg_min_bytes: 500, ..Default::default() };
+        let p = base.with_reservations(&r, &[1_000_000_000], "b").unwrap();
+        assert_eq!(p.pool_cells, vec![100]);
+        let mut b = SharedBuffer::new(1, 1, &p);
+        for _ in 0..5 {
+            assert_eq!(b.admit(&req(Some(0), 0, 0, 100)), Verdict::Admit);
+        }
+        assert_eq!(b.admit(&req(Some(0), 0, 0, 100)), Verdict::Drop(DropReason::IngressThreshold));
+        b.release(&req(Some(0), 0, 0, 100));
+        assert_eq!(b.admit(&req(Some(0), 0, 0, 100)), Verdict::Admit);
+    }
+
+    #[test]
+    fn pfc_headroom_comes_out_of_the_port_headroom_first() {
+        use crate::buffer::pfc::{PfcIngress, Xoff};
+        let build = |per_pg: u64| {
+            let base = SharedParams::from_config(100_000, 100, 0, &[1.0], 0, None, None, None, 2, 1, "b").unwrap();
+            let r = Reservations { port_headroom: vec![(u64::MAX, 5_000)], ..Default::default() };
+            let p = base.with_reservations(&r, &[1, 1], "b").unwrap();
+            let mut b = SharedBuffer::new(2, 1, &p);
+            b.enable_pfc(PfcIngress::new(2, 1, 1, Xoff::Dynamic(-3), 10, vec![per_pg, per_pg])).unwrap();
+            (b.pool_used_cells(0), b.pools[0].size, b.reserved_cells_total())
+        };
+        // 2 x 50 cells of port headroom cover 2 x 30 cells of PFC headroom ...
+        assert_eq!(build(30), (0, 900, 100));
+        // ... but not 2 x 80: the other 60 come out of the pool.
+        assert_eq!(build(80), (0, 840, 160));
+    }
+
+    #[test]
+    fn reservations_larger_than_the_buffer_are_an_error() {
+        let base = SharedParams::from_config(10_000, 100, 0, &[1.0], 0, None, None, None, 2, 1, "x.buffer").unwrap();
+        let r = Reservations { fixed_bytes: 10_000, ..Default::default() };
+        let msg = base.with_reservations(&r, &[1, 1], "x.buffer").unwrap_err().to_string();
+        assert!(msg.starts_with("x.buffer.size: the reservations"), "{msg}");
     }
 
     #[test]

@@ -37,6 +37,9 @@ pub struct StaticBuffer {
     slots: Vec<Slot>,
     total: u64,
     high_water: u64,
+    /// Reason reported when a port's buffer is full (a broadcast fabric's
+    /// receivers report `receiver_buffer_full`).
+    full_reason: DropReason,
 }
 
 impl StaticBuffer {
@@ -49,7 +52,13 @@ impl StaticBuffer {
             slots: vec![Slot::default(); ports * (classes + 1)],
             total: 0,
             high_water: 0,
+            full_reason: DropReason::PortBufferFull,
         }
+    }
+
+    /// Sets the reason reported when a port's buffer is full.
+    pub fn set_full_reason(&mut self, reason: DropReason) {
+        self.full_reason = reason;
     }
 
     /// Checks, in order: the queue's packet cap, the queue's byte cap, the
@@ -69,7 +78,7 @@ impl StaticBuffer {
             }
         }
         if self.slots[p].bytes + b > self.port_limit {
-            return Verdict::Drop(DropReason::PortBufferFull);
+            return Verdict::Drop(self.full_reason);
         }
         self.slots[p].bytes += b;
         self.slots[p].packets += 1;

@@ -18,10 +18,10 @@ use super::{AdmitRequest, Verdict};
 use crate::error::ConfigError;
 use crate::stats::DropReason;
 use crate::units::Rate;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// Resolved `buffer` section of a VOQ device.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct VoqConfig {
     /// Whole packet buffer of the device.

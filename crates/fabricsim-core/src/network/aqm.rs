@@ -26,9 +26,9 @@
 
 use crate::packet::{ECN_CE, ECN_ECT};
 use crate::rng::RandomStream;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum EcnMode {
     /// Mark ECT packets CE.
@@ -39,7 +39,7 @@ pub enum EcnMode {
 }
 
 /// Resolved `ecn` section of a switch.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct EcnConfig {
     pub kmin_bytes: u64,

@@ -7,6 +7,8 @@
 //! leave the FIFO in order and the channel needs only one pending wake-up.
 
 pub mod aqm;
+pub mod arbitration;
+pub mod multicast;
 pub mod pfc;
 pub mod port;
 pub mod routing;
@@ -29,6 +31,10 @@ pub struct Node {
     /// packet this node receives.
     pub latency: SimTime,
     pub forwarding: Forwarding,
+    /// Cut-through: bytes received before forwarding starts (the header).
+    pub cut_through_bytes: u32,
+    /// Largest frame forwarded (`u32::MAX`: no limit).
+    pub mtu: u32,
     /// This node's egress ports are `first_port .. first_port + num_ports`.
     pub first_port: u32,
     pub num_ports: u16,

@@ -18,10 +18,10 @@
 //! reacts at once, so the peer-response term is slack.
 
 use crate::units::{Rate, SimTime};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// Resolved `pfc` section of a switch.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct PfcConfig {
     /// Lossless priorities (traffic classes); each is its own priority group.

@@ -12,18 +12,25 @@
 //!
 //! **Queue disciplines** (within a class):
 //! - FIFO (default).
+//! - FIFO with per-input accounting (per-ingress sub-queues in arrival-order
+//!   mode): the same order as a FIFO, plus the bytes each input has queued
+//!   (for an input limit) and sent.
 //! - Per-ingress sub-queues served packet by packet in round robin, used by
-//!   VOQ devices: the sub-queue of ingress port `i` in class `c` of this port is
-//!   the virtual output queue (i, this port, c). Packet round robin gives equal
-//!   packet rates to backlogged inputs (equal byte rates when frames are equal).
+//!   VOQ devices and by input arbitration (`network/arbitration.rs`): the
+//!   sub-queue of ingress port `i` in class `c` of this port is the virtual
+//!   output queue (i, this port, c). Sub-queues belong to groups; the port
+//!   serves the groups with a non-empty sub-queue in turn and, within a group,
+//!   its non-empty sub-queues in turn (one group: plain round robin). Packet
+//!   round robin gives equal packet rates to backlogged inputs (equal byte
+//!   rates when frames are equal).
 
 use crate::ids::{ChannelId, NodeId, PacketId};
 use crate::units::{Rate, SimTime, TxTime};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
 /// Resolved `scheduler` of a switch.
-#[derive(Clone, Debug, Deserialize, PartialEq, Eq, Default)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq, Default)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum SchedulerConfig {
     #[default]
@@ -59,13 +66,57 @@ pub enum ClassQueue {
     PerIngress(SubQueues),
 }
 
-/// Per-ingress sub-queues of one class, served in packet round robin.
+/// Per-ingress sub-queues of one class, served in packet round robin over
+/// groups, then over the sub-queues of a group.
 #[derive(Debug, Default)]
 pub struct SubQueues {
     subs: Vec<VecDeque<(PacketId, u32)>>,
-    /// Non-empty sub-queues in service order.
+    /// Bytes queued per sub-queue.
+    bytes: Vec<u64>,
+    /// Group of each sub-queue.
+    group: Vec<u16>,
+    /// Per group: its non-empty sub-queues in service order.
+    members: Vec<VecDeque<u16>>,
+    /// Groups with a non-empty sub-queue, in service order.
     active: VecDeque<u16>,
     len: usize,
+    /// Per sub-queue: packets and bytes that left it (started transmission).
+    pub tx_packets: Vec<u64>,
+    pub tx_bytes: Vec<u64>,
+    /// Arrival-order mode: one FIFO of `(packet, bytes, sub-queue)` instead of
+    /// round robin (the sub-queues only count bytes).
+    order: Option<VecDeque<(PacketId, u32, u16)>>,
+}
+
+impl SubQueues {
+    /// `inputs` sub-queues plus one for locally created packets; sub-queue `i`
+    /// is in group `group[i]`, the local one in a group of its own.
+    fn new(inputs: usize, group: &[u16]) -> SubQueues {
+        let mut g: Vec<u16> = (0..inputs).map(|i| group.get(i).copied().unwrap_or(0)).collect();
+        let local = g.iter().copied().max().map_or(0, |m| m + 1);
+        g.push(local);
+        SubQueues {
+            subs: (0..inputs + 1).map(|_| VecDeque::new()).collect(),
+            bytes: vec![0; inputs + 1],
+            members: (0..=local).map(|_| VecDeque::new()).collect(),
+            group: g,
+            active: VecDeque::new(),
+            len: 0,
+            tx_packets: vec![0; inputs + 1],
+            tx_bytes: vec![0; inputs + 1],
+            order: None,
+        }
+    }
+
+    #[inline]
+    fn index(&self, in_port: u16) -> usize {
+        (in_port as usize).min(self.subs.len() - 1)
+    }
+
+    /// Group of each sub-queue (the last is the local one).
+    pub fn groups(&self) -> &[u16] {
+        &self.group
+    }
 }
 
 impl ClassQueue {
@@ -87,11 +138,22 @@ impl ClassQueue {
         match self {
             ClassQueue::Fifo(q) => q.push_back((pkt, bytes)),
             ClassQueue::PerIngress(s) => {
-                let i = (in_port as usize).min(s.subs.len() - 1);
+                let i = s.index(in_port);
+                if let Some(order) = &mut s.order {
+                    order.push_back((pkt, bytes, i as u16));
+                    s.bytes[i] += bytes as u64;
+                    s.len += 1;
+                    return;
+                }
                 if s.subs[i].is_empty() {
-                    s.active.push_back(i as u16);
+                    let g = s.group[i] as usize;
+                    if s.members[g].is_empty() {
+                        s.active.push_back(g as u16);
+                    }
+                    s.members[g].push_back(i as u16);
                 }
                 s.subs[i].push_back((pkt, bytes));
+                s.bytes[i] += bytes as u64;
                 s.len += 1;
             }
         }
@@ -102,10 +164,28 @@ impl ClassQueue {
         match self {
             ClassQueue::Fifo(q) => q.pop_front(),
             ClassQueue::PerIngress(s) => {
-                let i = s.active.pop_front()? as usize;
+                if let Some(order) = &mut s.order {
+                    let (pkt, b, i) = order.pop_front()?;
+                    let i = i as usize;
+                    s.bytes[i] -= b as u64;
+                    s.tx_packets[i] += 1;
+                    s.tx_bytes[i] += b as u64;
+                    s.len -= 1;
+                    return Some((pkt, b));
+                }
+                let g = s.active.pop_front()? as usize;
+                let i = s.members[g].pop_front().expect("an active group has a member") as usize;
                 let head = s.subs[i].pop_front();
                 if !s.subs[i].is_empty() {
-                    s.active.push_back(i as u16);
+                    s.members[g].push_back(i as u16);
+                }
+                if !s.members[g].is_empty() {
+                    s.active.push_back(g as u16);
+                }
+                if let Some((_, b)) = head {
+                    s.bytes[i] -= b as u64;
+                    s.tx_packets[i] += 1;
+                    s.tx_bytes[i] += b as u64;
                 }
                 s.len -= 1;
                 head
@@ -128,7 +208,13 @@ impl ClassQueue {
     fn front_bytes(&self) -> Option<u32> {
         match self {
             ClassQueue::Fifo(q) => q.front().map(|x| x.1),
-            ClassQueue::PerIngress(s) => s.active.front().and_then(|&i| s.subs[i as usize].front()).map(|x| x.1),
+            ClassQueue::PerIngress(s) if s.order.is_some() => s.order.as_ref().and_then(|o| o.front()).map(|x| x.1),
+            ClassQueue::PerIngress(s) => s
+                .active
+                .front()
+                .and_then(|&g| s.members[g as usize].front())
+                .and_then(|&i| s.subs[i as usize].front())
+                .map(|x| x.1),
         }
     }
 }
@@ -165,6 +251,8 @@ pub struct Port {
     pub in_tx: Option<PacketId>,
     /// When the transmitter last became free.
     pub free_at: SimTime,
+    /// When the frame in transmission started.
+    pub tx_start: SimTime,
     sched: Sched,
     // Counters.
     pub enqueued_packets: u64,
@@ -183,6 +271,8 @@ pub struct Port {
     pub ctrl: VecDeque<PacketId>,
     /// Bit `c` set while class `c` is paused by the link partner (PFC).
     pub paused: u8,
+    /// Byte limit of each per-ingress sub-queue (`u64::MAX`: none).
+    pub input_limit: u64,
 }
 
 /// Class reported by [`Port::pop`] for a MAC control frame.
@@ -201,6 +291,7 @@ impl Port {
             nonempty: 0,
             in_tx: None,
             free_at: SimTime::ZERO,
+            tx_start: SimTime::ZERO,
             sched: Sched::Strict,
             enqueued_packets: 0,
             tx_packets: 0,
@@ -213,6 +304,7 @@ impl Port {
             sampled_nonzero: 0,
             ctrl: VecDeque::new(),
             paused: 0,
+            input_limit: u64::MAX,
         }
     }
 
@@ -232,15 +324,41 @@ impl Port {
     }
 
     /// Gives every class `inputs` per-ingress sub-queues (plus one for packets
-    /// created at the node). Must be called while the port is empty.
+    /// created at the node), served in plain round robin. Must be called while
+    /// the port is empty.
     pub fn use_per_ingress_queues(&mut self, inputs: usize) {
+        self.use_input_groups(inputs, &[], u64::MAX);
+    }
+
+    /// Per-ingress sub-queues in groups (`group[i]` is input `i`'s group),
+    /// each holding at most `limit` bytes. Must be called while the port is empty.
+    pub fn use_input_groups(&mut self, inputs: usize, group: &[u16], limit: u64) {
         assert!(self.is_empty() && self.is_idle());
         for q in &mut self.queues {
-            *q = ClassQueue::PerIngress(SubQueues {
-                subs: (0..inputs + 1).map(|_| VecDeque::new()).collect(),
-                active: VecDeque::new(),
-                len: 0,
-            });
+            *q = ClassQueue::PerIngress(SubQueues::new(inputs, group));
+        }
+        self.input_limit = limit;
+    }
+
+    /// FIFO classes that count each input's bytes, each input holding at
+    /// most `limit` bytes. Must be called while the port is empty.
+    pub fn use_fifo_inputs(&mut self, inputs: usize, limit: u64) {
+        assert!(self.is_empty() && self.is_idle());
+        for q in &mut self.queues {
+            let mut s = SubQueues::new(inputs, &[]);
+            s.order = Some(VecDeque::new());
+            *q = ClassQueue::PerIngress(s);
+        }
+        self.input_limit = limit;
+    }
+
+    /// Whether the queue of `class` can take `bytes` more from `in_port`
+    /// under the input limit (always true for plain FIFO classes).
+    #[inline]
+    pub fn input_has_room(&self, class: u8, in_port: u16, bytes: u32) -> bool {
+        match &self.queues[class as usize] {
+            ClassQueue::Fifo(_) => true,
+            ClassQueue::PerIngress(s) => s.bytes[s.index(in_port)] + bytes as u64 <= self.input_limit,
         }
     }
 
@@ -396,6 +514,49 @@ mod tests {
         let order: Vec<u32> = std::iter::from_fn(|| p.pop().map(|x| x.1 .0)).collect();
         assert_eq!(order, vec![0, 10, 1, 11, 2, 3, 4, 5]);
         assert!(p.is_empty());
+    }
+
+    #[test]
+    fn hierarchical_round_robin_serves_groups_then_inputs() {
+        let mut p = port(1);
+        // Inputs 0 and 1 in group 0, input 2 alone in group 1.
+        p.use_input_groups(3, &[0, 0, 1], u64::MAX);
+        for i in 0..4 {
+            p.push_from(0, PacketId(i), 100, 0);
+            p.push_from(0, PacketId(10 + i), 100, 1);
+            p.push_from(0, PacketId(20 + i), 100, 2);
+        }
+        let order: Vec<u32> = (0..8).map(|_| p.pop().unwrap().1 .0).collect();
+        // Group 0 and group 1 alternate; inside group 0, inputs 0 and 1 alternate.
+        assert_eq!(order, vec![0, 20, 10, 21, 1, 22, 11, 23]);
+        let ClassQueue::PerIngress(s) = &p.queues[0] else { panic!() };
+        assert_eq!((s.tx_packets[0], s.tx_packets[1], s.tx_packets[2]), (2, 2, 4));
+    }
+
+    #[test]
+    fn fifo_inputs_keep_arrival_order_and_count_each_input() {
+        let mut p = port(1);
+        p.use_fifo_inputs(2, 250);
+        p.push_from(0, PacketId(0), 100, 1);
+        p.push_from(0, PacketId(1), 100, 0);
+        p.push_from(0, PacketId(2), 100, 1);
+        assert!(!p.input_has_room(0, 1, 100) && p.input_has_room(0, 0, 100));
+        let order: Vec<u32> = std::iter::from_fn(|| p.pop().map(|x| x.1 .0)).collect();
+        assert_eq!(order, vec![0, 1, 2]);
+        let ClassQueue::PerIngress(s) = &p.queues[0] else { panic!() };
+        assert_eq!((s.tx_packets[0], s.tx_packets[1]), (1, 2));
+        assert!(p.input_has_room(0, 1, 200));
+    }
+
+    #[test]
+    fn the_input_limit_bounds_each_sub_queue() {
+        let mut p = port(1);
+        p.use_input_groups(2, &[0, 0], 250);
+        p.push_from(0, PacketId(0), 100, 0);
+        p.push_from(0, PacketId(1), 100, 0);
+        assert!(!p.input_has_room(0, 0, 100));
+        assert!(p.input_has_room(0, 0, 50));
+        assert!(p.input_has_room(0, 1, 100));
     }
 
     #[test]

@@ -181,6 +181,19 @@ impl Simulation {
             "high_water_bytes",
             Column::U64(switches.iter().map(|&i| self.nodes[i].buffer.high_water_bytes()).collect()),
         );
+        // Devices that count cells: the same in cells (-1 for the others).
+        let cells = |f: fn((u64, u64, u64)) -> u64| {
+            Column::I64(
+                switches.iter().map(|&i| self.nodes[i].buffer.cell_counts().map_or(-1, |c| f(c) as i64)).collect(),
+            )
+        };
+        t.push(
+            "cell_bytes",
+            Column::I64(switches.iter().map(|&i| self.nodes[i].buffer.cell_bytes().map_or(-1, |c| c as i64)).collect()),
+        );
+        t.push("capacity_cells", cells(|c| c.1));
+        t.push("reserved_cells", cells(|c| c.2));
+        t.push("high_water_cells", cells(|c| c.0));
         tables.insert("buffers".into(), t);
 
         let mut rows: Vec<(u32, u32, u8, u64)> = Vec::new();

@@ -49,6 +49,16 @@ pub(super) struct PfcState {
     pub ctrl_delivered: u64,
 }
 
+impl PfcState {
+    /// Time egress class `class` of port `pid` has spent paused up to `now`
+    /// (`paused`: whether it is paused now); 0 when no switch uses PFC.
+    pub fn paused_ps(&self, pid: PortId, class: u8, now: SimTime, paused: bool) -> u64 {
+        let Some(ps) = self.ports.get(pid.idx()) else { return 0 };
+        let c = class as usize;
+        ps.paused_ps[c] + if paused { (now - ps.since[c]).0 } else { 0 }
+    }
+}
+
 impl Simulation {
     /// Enables PFC on every switch whose configuration has a `pfc` section.
     pub(super) fn setup_pfc(&mut self, sc: &Scenario) -> Result<(), ConfigError> {

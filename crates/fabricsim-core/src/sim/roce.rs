@@ -48,6 +48,8 @@ pub(super) struct Qp {
     snd_max: u64,
     next_send: SimTime,
     rto_at: Option<SimTime>,
+    /// Paused time of the QP's NIC class when the timer was armed.
+    rto_paused_mark: u64,
     cc: Dcqcn,
     gen: u32,
     timer_at: Option<SimTime>,
@@ -179,6 +181,7 @@ impl Simulation {
                     snd_max: 0,
                     next_send: SimTime::ZERO,
                     rto_at: None,
+                    rto_paused_mark: 0,
                     cc,
                     gen: 0,
                     timer_at: None,
@@ -227,12 +230,21 @@ impl Simulation {
         }
         qp.timer_at = None;
         let cfg = &self.roce.cfgs[qp.cfg as usize];
-        if qp.rto_at.is_some_and(|t| t <= now) {
-            if qp.snd_una < qp.snd_nxt {
-                qp.snd_nxt = qp.snd_una;
-                qp.timeouts += 1;
+        if let Some(t) = qp.rto_at.filter(|&t| t <= now) {
+            // Time the NIC spent paused by PFC since the timer was armed does
+            // not count: move the deadline by it.
+            let port = &self.ports[qp.port.idx()];
+            let paused = self.pfc.paused_ps(qp.port, qp.class, now, port.paused & (1 << qp.class) != 0);
+            if paused > qp.rto_paused_mark {
+                qp.rto_at = Some(t + SimTime(paused - qp.rto_paused_mark));
+                qp.rto_paused_mark = paused;
+            } else {
+                if qp.snd_una < qp.snd_nxt {
+                    qp.snd_nxt = qp.snd_una;
+                    qp.timeouts += 1;
+                }
+                qp.rto_at = None;
             }
-            qp.rto_at = None;
         }
         if qp.cc.inc_at.is_some_and(|t| t <= now) {
             qp.cc.on_timer(&cfg.dcqcn, now);
@@ -304,6 +316,8 @@ impl Simulation {
         qp.snd_nxt = psn + 1;
         if qp.rto_at.is_none() {
             qp.rto_at = Some(now + SimTime(cfg.rto_ps));
+            let paused = self.ports[qp.port.idx()].paused & (1 << qp.class) != 0;
+            qp.rto_paused_mark = self.pfc.paused_ps(qp.port, qp.class, now, paused);
         }
         if cfg.dcqcn.enabled {
             qp.cc.on_sent(&cfg.dcqcn, size as u64);
@@ -412,6 +426,8 @@ impl Simulation {
                     qp.snd_una = a;
                     qp.snd_nxt = qp.snd_nxt.max(a);
                     qp.rto_at = (qp.snd_una < qp.snd_nxt).then(|| now + SimTime(cfg.rto_ps));
+                    let paused = self.ports[qp.port.idx()].paused & (1 << qp.class) != 0;
+                    qp.rto_paused_mark = self.pfc.paused_ps(qp.port, qp.class, now, paused);
                     if qp.snd_una == qp.total && !qp.done {
                         qp.done = true;
                         qp.rto_at = None;

@@ -15,7 +15,8 @@ use crate::packet::{Packet, PacketKind, ECN_CE, ECN_ECT, ECN_NOT_ECT};
 use crate::rng::mix64;
 use crate::stats::{Column, FlowStats, Table};
 use crate::transport::apps::{TcpBulkConfig, TcpFlowsConfig, TcpIncastConfig};
-use crate::transport::tcp::{Connection, SegKind, Segment, TcpConfig};
+use crate::transport::tcp::cc::SlowStartExit;
+use crate::transport::tcp::{Connection, SackBlocks, SegKind, Segment, TcpConfig};
 use crate::units::SimTime;
 use std::collections::BTreeMap;
 
@@ -23,6 +24,8 @@ use std::collections::BTreeMap;
 pub(super) const TCP_KIND_BULK: u32 = 3;
 pub(super) const TCP_KIND_INCAST: u32 = 4;
 pub(super) const TCP_KIND_FLOW: u32 = 5;
+pub(super) const TCP_KIND_IPERF3: u32 = 7;
+pub(super) const TCP_KIND_PING_PONG: u32 = 8;
 
 /// A TCP flow's simulation state.
 #[derive(Debug)]
@@ -108,7 +111,10 @@ impl ThroughputBins {
 
 const FLAG_ECE: u8 = 4;
 const FLAG_CWR: u8 = 8;
-const FLAG_RETX: u8 = 16;
+pub(super) const FLAG_RETX: u8 = 16;
+/// Bits 5-6 of `flags`: how many SACK blocks an ACK carries.
+const SACK_SHIFT: u8 = 5;
+const SACK_MASK: u8 = 3 << SACK_SHIFT;
 
 fn seg_kind_bits(k: SegKind) -> u8 {
     match k {
@@ -119,6 +125,23 @@ fn seg_kind_bits(k: SegKind) -> u8 {
     }
 }
 
+/// SACK blocks ride in an ACK's packet as six signed 32-bit edge offsets
+/// from the cumulative ACK (`SackBlocks::offsets`), in fields a pure ACK does
+/// not otherwise use: `seq` (block 1), `ts` (block 2), `len` and `aux`
+/// (block 3); the block count is in `flags`. The packet keeps its size.
+fn pack_sack(p: &mut Packet, seg: &Segment) {
+    let n = seg.sack.len();
+    if n == 0 {
+        return;
+    }
+    let o = seg.sack.offsets(seg.ack).map(|x| x as u32 as u64);
+    p.seq = o[0] << 32 | o[1];
+    p.ts = SimTime(o[2] << 32 | o[3]);
+    p.len = o[4] as u32;
+    p.aux = o[5] as u32;
+    p.flags |= (n as u8) << SACK_SHIFT;
+}
+
 fn packet_segment(p: &Packet) -> Segment {
     let kind = match p.flags & 3 {
         0 => SegKind::Syn,
@@ -126,7 +149,7 @@ fn packet_segment(p: &Packet) -> Segment {
         2 => SegKind::Data,
         _ => SegKind::Ack,
     };
-    Segment {
+    let mut seg = Segment {
         kind,
         seq: p.seq,
         len: p.len,
@@ -137,7 +160,19 @@ fn packet_segment(p: &Packet) -> Segment {
         ts: p.ts,
         ts_echo: p.ts_echo,
         retransmit: p.flags & FLAG_RETX != 0,
+        sack: SackBlocks::EMPTY,
+    };
+    let n = ((p.flags & SACK_MASK) >> SACK_SHIFT) as usize;
+    if n > 0 {
+        let hi = |v: u64| (v >> 32) as u32 as i32;
+        let lo = |v: u64| v as u32 as i32;
+        let o = [hi(p.seq), lo(p.seq), hi(p.ts.0), lo(p.ts.0), p.len as i32, p.aux as i32];
+        seg.sack = SackBlocks::from_offsets(p.ack, n, o);
+        seg.seq = 0;
+        seg.len = 0;
+        seg.ts = SimTime::ZERO;
     }
+    seg
 }
 
 impl Simulation {
@@ -159,20 +194,20 @@ impl Simulation {
         Some(r)
     }
 
-    fn tcp_config(&mut self, cfg: &Option<TcpConfig>, path: &str) -> Result<u32, ConfigError> {
+    pub(super) fn tcp_config(&mut self, cfg: &Option<TcpConfig>, path: &str) -> Result<u32, ConfigError> {
         let c = cfg.clone().unwrap_or_else(|| self.tcp_default.clone());
         c.validate(path)?;
         self.tcp_cfgs.push(c);
         Ok(self.tcp_cfgs.len() as u32 - 1)
     }
 
-    fn flow_name(&mut self, name: &str, default: String) -> u32 {
+    pub(super) fn flow_name(&mut self, name: &str, default: String) -> u32 {
         self.flow_names.push(if name.is_empty() { default } else { name.to_string() });
         self.flow_names.len() as u32 - 1
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn new_tcp_flow(
+    pub(super) fn new_tcp_flow(
         &mut self,
         name: u32,
         kind: u32,
@@ -363,6 +398,11 @@ impl Simulation {
         Ok(())
     }
 
+    /// The flow of TCP connection `t`.
+    pub(super) fn tcp_flow_id(&self, t: u32) -> FlowId {
+        self.tcp[t as usize].flow
+    }
+
     // ------------------------------------------------------------- events
 
     pub(super) fn on_tcp_open(&mut self, t: u32) {
@@ -390,6 +430,12 @@ impl Simulation {
 
     /// A TCP packet reached host `node` (its destination).
     pub(super) fn tcp_arrive(&mut self, node: NodeId, pkt: &Packet) {
+        self.tcp_arrive_frames(node, pkt, (pkt.len > 0) as u64);
+    }
+
+    /// A TCP segment (`data_frames` data frames on the wire, merged by GRO
+    /// when more than one) reached host `node`.
+    pub(super) fn tcp_arrive_frames(&mut self, node: NodeId, pkt: &Packet, data_frames: u64) {
         let t = self.flow_tcp[pkt.flow.idx()];
         let now = self.now;
         let seg = packet_segment(pkt);
@@ -401,6 +447,8 @@ impl Simulation {
                 self.throughput.add(f.flow.0, now.0, delivered - f.reported);
                 f.reported = delivered;
             }
+            let flow = f.flow;
+            self.app_tcp_delivered(flow, delivered, data_frames);
         } else {
             f.conn.sender.on_segment(now, &seg, &mut self.outbox);
         }
@@ -412,7 +460,7 @@ impl Simulation {
     fn tcp_flush(&mut self, t: u32) {
         let now = self.now;
         let mut out = std::mem::take(&mut self.outbox);
-        for (from_receiver, seg) in out.drain(..) {
+        for &(from_receiver, ref seg) in out.iter() {
             let f = &self.tcp[t as usize];
             let cfg = &self.tcp_cfgs[f.cfg as usize];
             let (src, dst, hash) =
@@ -427,7 +475,12 @@ impl Simulation {
             if seg.retransmit {
                 flags |= FLAG_RETX;
             }
-            let pkt = Packet {
+            let frame = if seg.kind == SegKind::Ack {
+                cfg.ack_frame_bytes(seg.sack.len() as u32)
+            } else {
+                cfg.frame_bytes(seg.len)
+            };
+            let mut pkt = Packet {
                 seq: seg.seq,
                 ack: seg.ack,
                 len: seg.len,
@@ -435,11 +488,13 @@ impl Simulation {
                 ts: seg.ts,
                 ts_echo: seg.ts_echo,
                 ecn: if seg.ect { ECN_ECT } else { ECN_NOT_ECT },
-                ..Packet::new(f.flow, src, dst, cfg.frame_bytes(seg.len), PacketKind::Tcp, f.class, hash, now)
+                ..Packet::new(f.flow, src, dst, frame, PacketKind::Tcp, f.class, hash, now)
             };
+            pack_sack(&mut pkt, seg);
             let id = self.create_packet(pkt);
             self.inject(src, id);
         }
+        out.clear();
         self.outbox = out;
         self.tcp_rearm(t);
         self.tcp_check_complete(t);
@@ -508,6 +563,24 @@ impl Simulation {
         t.push("timeouts", u64col(&|x| x.conn.sender.timeouts));
         t.push("ecn_marked", u64col(&|x| x.conn.receiver.ce_segments));
         t.push("ecn_reductions", u64col(&|x| x.conn.sender.ecn_reductions));
+        t.push("recovery_retransmits", u64col(&|x| x.conn.sender.recovery_retransmits));
+        let now = self.now;
+        t.push("recovery_time_ps", u64col(&|x| x.conn.sender.recovery_time_until(now).0));
+        t.push("rack_losses", u64col(&|x| x.conn.sender.sack_stats().rack_losses));
+        t.push("tlp_probes", u64col(&|x| x.conn.sender.sack_stats().tlp_probes));
+        t.push("tlp_recoveries", u64col(&|x| x.conn.sender.sack_stats().tlp_recoveries));
+        t.push("dsacks", u64col(&|x| x.conn.sender.sack_stats().dsacks));
+        t.push("spurious_retransmits", u64col(&|x| x.conn.sender.sack_stats().spurious_retransmits));
+        let ss = |f: usize| get(f).and_then(|x| x.conn.sender.ss_exit);
+        t.push("ss_exit_ps", Column::I64((0..n).map(|f| ss(f).map_or(-1, |e| e.0 .0 as i64)).collect()));
+        t.push("ss_exit_cwnd", Column::I64((0..n).map(|f| ss(f).map_or(-1, |e| e.1 as i64)).collect()));
+        t.push(
+            "ss_exit_reason",
+            Column::Cat {
+                codes: (0..n).map(|f| ss(f).map_or(0, |e| e.2.code())).collect(),
+                labels: SlowStartExit::LABELS.iter().map(|s| s.to_string()).collect(),
+            },
+        );
         t.push("round", Column::U32((0..n).map(|f| get(f).map_or(0, |x| x.round)).collect()));
         t.push(
             "srtt_ps",

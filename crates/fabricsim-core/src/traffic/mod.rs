@@ -43,8 +43,12 @@ pub struct Source {
     pub next: SimTime,
     /// ECN codepoint of the packets it sends.
     pub ecn: u8,
+    /// DSCP of the packets it sends.
+    pub dscp: u8,
     /// Hash of the flow's 5-tuple, carried by its packets for ECMP.
     pub hash: u64,
+    /// Index of its multicast sender (`u32::MAX` for a unicast source).
+    pub multicast: u32,
 }
 
 impl Source {
@@ -118,6 +122,8 @@ mod tests {
             next: SimTime::ZERO,
             ecn: 0,
             hash: 0,
+            dscp: 0,
+            multicast: u32::MAX,
         }
     }
 

@@ -7,11 +7,11 @@
 //! must stay an error.
 
 use super::tcp::TcpConfig;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// iperf3-like bulk transfer: `streams` parallel connections from each client
 /// to the server, each sending `bytes` (or until `duration` has passed).
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct TcpBulkConfig {
     #[serde(default)]
@@ -34,7 +34,7 @@ pub struct TcpBulkConfig {
 
 /// Incast: `client` asks every server for `response_bytes`; when all answers
 /// of a round have arrived (plus `gap`), the next round starts; `rounds` rounds.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct TcpIncastConfig {
     #[serde(default)]
@@ -57,7 +57,7 @@ pub struct TcpIncastConfig {
 }
 
 /// An explicit list of TCP flows.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct TcpFlowsConfig {
     #[serde(default)]
@@ -70,7 +70,7 @@ pub struct TcpFlowsConfig {
 }
 
 /// One flow of a [`TcpFlowsConfig`].
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct TcpFlowSpec {
     pub src: String,
@@ -82,4 +82,85 @@ pub struct TcpFlowSpec {
 
 fn one() -> u32 {
     1
+}
+
+/// iperf3-like bulk test: `instances` TCP streams from `src` to `dst`, each
+/// sending for `duration`; instance `i` is pinned to core `i mod cores` at
+/// both ends (when hosts have a CPU model). Reports each stream's goodput and
+/// data packets per second over `[start + omit, start + duration]`.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Iperf3Config {
+    #[serde(default)]
+    pub name: String,
+    pub src: String,
+    pub dst: String,
+    #[serde(default = "one")]
+    pub instances: u32,
+    pub duration_ps: u64,
+    #[serde(default)]
+    pub omit_ps: u64,
+    #[serde(default)]
+    pub start_ps: u64,
+    #[serde(default)]
+    pub class: u8,
+    /// Pin instance `i` to core `i mod cores` (otherwise a core by flow hash).
+    #[serde(default = "yes")]
+    pub pin: bool,
+    #[serde(default)]
+    pub tcp: Option<TcpConfig>,
+}
+
+/// Transport of a ping-pong test.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum PingPongProtocol {
+    #[default]
+    Udp,
+    Tcp,
+}
+
+/// sockperf-like ping-pong: the client (`src`) sends a message of
+/// `message_bytes` to the server (`dst`), which sends it back; the next
+/// message leaves when the reply arrives (one outstanding), until `messages`
+/// have been answered or `duration` has passed. One-way latency is half the
+/// round trip, from the client's send call to its receive of the reply.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PingPongConfig {
+    #[serde(default)]
+    pub name: String,
+    pub src: String,
+    pub dst: String,
+    #[serde(default)]
+    pub protocol: PingPongProtocol,
+    /// Payload bytes of a message (sockperf's `--msg-size`).
+    pub message_bytes: u32,
+    #[serde(default)]
+    pub messages: Option<u64>,
+    #[serde(default)]
+    pub duration_ps: Option<u64>,
+    #[serde(default)]
+    pub start_ps: u64,
+    /// A UDP message whose reply has not come back after this is counted lost.
+    #[serde(default = "second")]
+    pub timeout_ps: u64,
+    /// Pause between a reply and the next message (0: at once).
+    #[serde(default)]
+    pub gap_ps: u64,
+    #[serde(default)]
+    pub class: u8,
+    /// Core of the client and of the server (within their machines).
+    #[serde(default)]
+    pub core: u32,
+    #[serde(default)]
+    pub tcp: Option<TcpConfig>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn second() -> u64 {
+    crate::units::PS_PER_SEC
 }

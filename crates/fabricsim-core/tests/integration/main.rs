@@ -1,12 +1,21 @@
 //! End-to-end behaviour of the core, one module per topic.
 
 mod alloc;
+mod arbitration;
+mod broadcast;
 mod conservation;
 mod determinism;
+mod host;
+mod multicast;
+mod outputs;
+mod pipeline;
+mod power;
 mod roce;
 mod shared_buffer;
+mod stall;
 mod switch_buffers;
 mod tcp;
+mod tcp_sack;
 mod timing;
 
 use fabricsim_core::stats::{Column, RunOutput, Value};

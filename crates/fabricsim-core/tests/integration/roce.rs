@@ -155,13 +155,14 @@ fn retransmission_timeout_recovers_a_lost_tail() {
 #[test]
 fn too_small_headroom_drops_with_headroom_overflow() {
     // Static XOFF at 20 KB and 4 KB of headroom: the bytes in flight when the
-    // pause goes out (2 us of cable at 100G alone is 25 KB) overflow it.
+    // pause goes out (2 us of cable at 100G alone is 25 KB) overflow it. A
+    // 1 ms RTO repairs the lost tails quickly (the default is 67 ms).
     let run = |pfc: &str| {
         let out = run_json(&format!(
             r#"{{"duration_ps": 20000000000, "seed": 1,
             "network": {{"switch": {sw}}},
             "topology": {{"kind": "star", "hosts": 3, "link": {{"rate_bps": {G100}, "delay_ps": 1000000}}}},
-            "roce": {{"dcqcn": {{"enabled": false}}, "ack_every": 4}},
+            "roce": {{"dcqcn": {{"enabled": false}}, "ack_every": 4, "rto_ps": 1000000000}},
             "traffic": [{{"kind": "rdma_write", "src": ["h1", "h2"], "dst": "h0", "qps": 1, "messages": 5,
                           "message_bytes": 1000000, "class": 3}}],
             "stats": {{"queue_sample_interval_ps": 0, "throughput_interval_ps": 0}}}}"#,
@@ -266,4 +267,50 @@ fn roce_runs_are_deterministic() {
     let (a, b) = (run_json(&json), run_json(&json));
     assert_eq!(format!("{:?}", a.tables), format!("{:?}", b.tables));
     check_ok(&a);
+}
+
+/// h1 (100G) -> sw -> h0 (1G), 100 QPs on h1, PFC on class 3, DCQCN off: the
+/// switch's lossless group fills to its XOFF threshold (1/8 of the free
+/// buffer, ~1.3 MB) and h1's NIC is paused nearly all the time. A QP's packet
+/// waits behind the other QPs' for ~10 ms at 1G, with no ACK in between.
+fn paused_sender(roce: &str) -> RunOutput {
+    let out = run_json(&format!(
+        r#"{{"duration_ps": 1000000000, "seed": 1,
+        "network": {{"switch": {sw}}},
+        "topology": {{"kind": "explicit",
+            "nodes": [{{"name": "h0", "kind": "host"}}, {{"name": "h1", "kind": "host"}}, {{"name": "sw", "kind": "switch"}}],
+            "links": [{{"a": "h1", "b": "sw", "rate_bps": {G100}, "delay_ps": 1000000}},
+                      {{"a": "sw", "b": "h0", "rate_bps": 1000000000, "delay_ps": 1000000}}]}},
+        "roce": {roce},
+        "traffic": [{{"kind": "rdma_write", "src": ["h1"], "dst": "h0", "qps": 100, "messages": 2,
+                      "message_bytes": 30000, "class": 3}}],
+        "stats": {{"queue_sample_interval_ps": 0, "throughput_interval_ps": 0}}}}"#,
+        sw = switch(PFC3, "null")
+    ));
+    check_ok(&out);
+    assert_eq!(int(&out, "packets_dropped"), 0, "PFC loses nothing");
+    assert_eq!(int(&out, "rdma_qps_completed"), 100);
+    assert!(int(&out, "pfc_paused_ps") > 10_000_000_000, "the NIC is paused for more than 10 ms in all");
+    out
+}
+
+#[test]
+fn the_retransmission_timer_does_not_run_while_the_nic_is_paused() {
+    // A 1 ms timer would expire again and again while the packets wait behind
+    // the pause (go-back-N storms without a single drop: only 35 of the 100
+    // QPs finish within the drain limit when paused time counts). The NIC's
+    // paused time does not count, so it expires only once the pauses end and
+    // the last ~10 ms of queue drain at 1G.
+    let out = paused_sender(r#"{"dcqcn": {"enabled": false}, "rto_ps": 1000000000}"#);
+    assert!(int(&out, "rdma_timeouts") <= 2, "{} timeouts", int(&out, "rdma_timeouts"));
+    assert!(int(&out, "rdma_retransmits") <= 100, "{} retransmissions", int(&out, "rdma_retransmits"));
+}
+
+#[test]
+fn the_default_retransmission_timeout_is_the_nic_local_ack_timeout() {
+    // 4.096 us x 2^14 (the perftest default exponent) = 67.108864 ms.
+    let cfg = fabricsim_core::transport::roce::RoceConfig::default();
+    assert_eq!(cfg.rto_ps, 67_108_864_000);
+    let out = paused_sender(r#"{"dcqcn": {"enabled": false}}"#);
+    assert_eq!((int(&out, "rdma_timeouts"), int(&out, "rdma_retransmits")), (0, 0));
 }

@@ -9,7 +9,25 @@ from typing import Any, Iterable
 
 import polars as pl
 
-__all__ = ["CSS", "cards", "figure", "fmt", "html_page", "html_table", "write_plot_files"]
+__all__ = [
+    "CSS",
+    "Col",
+    "banner",
+    "cards",
+    "details",
+    "figure",
+    "fmt",
+    "fmt_bytes",
+    "fmt_count",
+    "fmt_pct",
+    "fmt_rate",
+    "fmt_time",
+    "html_page",
+    "html_table",
+    "human_table",
+    "section",
+    "write_plot_files",
+]
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1100px;color:#222}
@@ -20,6 +38,12 @@ td:first-child,th:first-child{text-align:left}
 .ok{color:#127a1f;font-weight:600} .bad{color:#b00020;font-weight:600} .muted{color:#666}
 .grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(220px,1fr));gap:.5rem}
 .card{border:1px solid #ddd;border-radius:6px;padding:.6rem} .card b{font-size:1.3rem;display:block}
+.banner{background:#fff4e5;border:2px solid #e08a00;border-radius:6px;padding:.6rem 1rem;margin:1rem 0}
+.banner.bad{background:#fdecee;border-color:#b00020} .banner b{display:block;margin-bottom:.3rem}
+details{margin:.5rem 0} summary{cursor:pointer;color:#3a5a9a}
+dl.sim{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem;font-size:.9rem}
+dl.sim dt{font-weight:600} dl.sim dd{margin:0}
+ul.matters li{margin:.2rem 0}
 """
 
 
@@ -36,6 +60,113 @@ def fmt(value: Any) -> str:
     if isinstance(value, int):
         return f"{value:,}"
     return html.escape(str(value))
+
+
+def _sig(value: float, digits: int = 3) -> str:
+    """``value`` with ``digits`` significant digits, without exponent for usual magnitudes."""
+    if value == 0:
+        return "0"
+    text = f"{value:.{digits}g}"
+    if "e" in text:
+        return f"{value:,.0f}" if abs(value) >= 1 else text
+    return text
+
+
+def fmt_time(ps: Any) -> str:
+    """Picoseconds in a readable unit: ``5.01 ms``, ``12.3 us``, ``850 ns``."""
+    if ps is None or (isinstance(ps, float) and ps != ps):
+        return "–"
+    value = float(ps)
+    for scale, unit in ((1e12, "s"), (1e9, "ms"), (1e6, "us"), (1e3, "ns")):
+        if abs(value) >= scale:
+            return f"{_sig(value / scale)} {unit}"
+    return f"{_sig(value)} ps"
+
+
+def fmt_bytes(n: Any) -> str:
+    """Bytes in decimal units: ``1.23 MB``, ``512 B``."""
+    if n is None or (isinstance(n, float) and n != n):
+        return "–"
+    value = float(n)
+    for scale, unit in ((1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "KB")):
+        if abs(value) >= scale:
+            return f"{_sig(value / scale)} {unit}"
+    return f"{value:,.0f} B"
+
+
+def fmt_rate(bps: Any) -> str:
+    """Bit/s in a readable unit: ``9.41 Gb/s``."""
+    if bps is None or (isinstance(bps, float) and bps != bps):
+        return "–"
+    value = float(bps)
+    for scale, unit in ((1e12, "Tb/s"), (1e9, "Gb/s"), (1e6, "Mb/s"), (1e3, "kb/s")):
+        if abs(value) >= scale:
+            return f"{_sig(value / scale)} {unit}"
+    return f"{value:,.0f} b/s"
+
+
+def fmt_pct(fraction: Any, digits: int = 3) -> str:
+    """A fraction as a percentage: ``0.9312`` -> ``93.1 %``."""
+    if fraction is None or (isinstance(fraction, float) and fraction != fraction):
+        return "–"
+    return f"{_sig(float(fraction) * 100, digits)} %"
+
+
+def fmt_count(n: Any) -> str:
+    """An integer with thousands separators."""
+    if n is None or (isinstance(n, float) and n != n):
+        return "–"
+    return f"{int(n):,}"
+
+
+class Col:
+    """A column of :func:`human_table`: ``header`` shown, ``source`` column, ``format`` of each value."""
+
+    def __init__(self, header: str, source: str, format: Any = None) -> None:
+        self.header = header
+        self.source = source
+        self.format = format or fmt
+
+
+def human_table(frame: pl.DataFrame, columns: Iterable[Col], limit: int = 50, note: str = "") -> str:
+    """The first ``limit`` rows of ``frame``, the chosen columns formatted for reading
+    (the Parquet files keep the exact integers); columns missing from ``frame`` are skipped."""
+    cols = [c for c in columns if c.source in frame.columns]
+    if frame.height == 0 or not cols:
+        return '<p class="muted">none</p>'
+    head = "".join(f"<th>{html.escape(c.header)}</th>" for c in cols)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(c.format(row[c.source]))}</td>" for c in cols) + "</tr>"
+        for row in frame.head(limit).iter_rows(named=True)
+    )
+    more = (
+        f'<p class="muted">{frame.height - limit:,} more rows{note or " in the Parquet file"}</p>'
+        if frame.height > limit
+        else ""
+    )
+    return f"<table><tr>{head}</tr>{body}</table>{more}"
+
+
+def banner(messages: Iterable[str], title: str = "Warnings", bad: bool = False) -> str:
+    """A highlighted box listing ``messages`` (plain text, escaped here); empty when there are none."""
+    items = [m for m in messages if m]
+    if not items:
+        return ""
+    kind = "banner bad" if bad else "banner"
+    body = "".join(f"<li>{html.escape(m)}</li>" for m in items)
+    return f'<div class="{kind}" role="alert"><b>{html.escape(title)}</b><ul>{body}</ul></div>'
+
+
+def details(summary: str, body: str) -> str:
+    """A collapsed block: ``summary`` (plain text) opens ``body`` (HTML)."""
+    return f"<details><summary>{html.escape(summary)}</summary>{body}</details>"
+
+
+def section(title: str, body: str) -> str:
+    """A report section: an ``<h2>`` heading (plain text) and its ``body`` (HTML); empty without a body."""
+    if not body:
+        return ""
+    return f"<h2>{html.escape(title)}</h2>{body}\n"
 
 
 def html_table(frame: pl.DataFrame, limit: int = 50) -> str:

@@ -11,7 +11,13 @@ from typing import Any, Iterable, Optional
 
 from fabricsim.outputs.report.html import figure
 
-__all__ = ["bar_plot", "pyplot", "step_plot", "svg", "time_unit"]
+__all__ = ["bar_plot", "plain", "pyplot", "step_plot", "svg", "time_unit"]
+
+
+def plain(text: object) -> str:
+    """``text`` shown as it is in a plot: matplotlib reads ``$...$`` as math
+    (a node named ``$\\x$`` would fail to render); every dollar is escaped."""
+    return str(text).replace("$", r"\$")
 
 
 def pyplot() -> Any:
@@ -48,10 +54,10 @@ def step_plot(
     """Step lines of ``(label, times_ps, values)`` over a time axis in ``unit``."""
     fig, ax = pyplot().subplots(figsize=(10, 3.6))
     for label, times, values in series:
-        ax.step(times / scale, values, where="post", label=label)
+        ax.step(times / scale, values, where="post", label=plain(label))
     ax.set_xlabel(f"time ({unit})")
     ax.set_ylabel(ylabel)
-    ax.set_title(title)
+    ax.set_title(plain(title))
     ax.legend(fontsize=8, loc="upper right")
     ax.grid(alpha=0.3)
     return figure(name, svg(fig))
@@ -68,10 +74,10 @@ def bar_plot(
 ) -> str:
     """Horizontal bars, the first label on top."""
     fig, ax = pyplot().subplots(figsize=(10, 0.3 * len(labels) + 1))
-    ax.barh(labels[::-1], values[::-1], color=color)
+    ax.barh([plain(label) for label in labels[::-1]], values[::-1], color=color)
     ax.set_xlabel(xlabel)
     if xlim is not None:
         ax.set_xlim(*xlim)
-    ax.set_title(title)
+    ax.set_title(plain(title))
     ax.grid(alpha=0.3, axis="x")
     return figure(name, svg(fig))

@@ -11,7 +11,7 @@
 pub mod dcqcn;
 
 use crate::ConfigError;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// Opcodes carried in `Packet::flags`.
 pub const OP_DATA: u8 = 0;
@@ -30,7 +30,7 @@ pub const FLAG_RETX: u8 = 16;
 /// `RdmaHw` (the byte counter, 10 MB in the paper, is available but off), with
 /// HPCC's increase steps scaled by link speed (5 / 50 Mb/s per 25G) and the
 /// `RdmaHw` minimum rate of 100 Mb/s.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct DcqcnConfig {
     /// Run DCQCN; otherwise QPs always send at line rate.
@@ -59,6 +59,12 @@ pub struct DcqcnConfig {
 
 const US: u64 = 1_000_000;
 
+/// Default retransmission timeout: the InfiniBand local ACK timeout
+/// `4.096 us x 2^timeout` (IBA vol. 1, QP attribute "Local Ack Timeout") with
+/// the exponent 14 that the perftest tools (ib_write_bw, ...) set on RC QPs
+/// by default: 67.108864 ms.
+pub const DEFAULT_RTO_PS: u64 = 4_096_000 << 14;
+
 impl Default for DcqcnConfig {
     fn default() -> Self {
         DcqcnConfig {
@@ -79,7 +85,7 @@ impl Default for DcqcnConfig {
 }
 
 /// RoCEv2 parameters of a QP (resolved); missing fields take [`RoceConfig::default`].
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct RoceConfig {
     /// Payload bytes per packet (the RoCE path MTU, usually 256, 512, 1024,
@@ -94,6 +100,7 @@ pub struct RoceConfig {
     /// Class of CNPs (strict priority).
     pub cnp_class: u8,
     /// Retransmission timeout (go-back-N from the oldest unacknowledged PSN).
+    /// Time the QP's own NIC spends paused by PFC does not count.
     pub rto_ps: u64,
     /// Data packets are ECN-capable (ECT(0)).
     pub ecn: bool,
@@ -108,7 +115,7 @@ impl Default for RoceConfig {
             ack_every: 1,
             ack_class: None,
             cnp_class: 7,
-            rto_ps: 1000 * US,
+            rto_ps: DEFAULT_RTO_PS,
             ecn: true,
             dcqcn: DcqcnConfig::default(),
         }
@@ -175,7 +182,7 @@ impl RoceConfig {
 /// `rdma_write`: from each client, `qps` queue pairs to `dst`; each QP writes
 /// `messages` messages of `message_bytes`, at most `window` outstanding
 /// (1 = closed loop: the next message starts once the previous is acknowledged).
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RdmaWriteConfig {
     #[serde(default)]

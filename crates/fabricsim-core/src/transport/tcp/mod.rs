@@ -14,132 +14,22 @@
 //! segment kinds outside the byte space.
 
 pub mod cc;
+pub mod config;
+pub mod prr;
+pub mod rack;
 pub mod receiver;
+pub mod recovery;
 pub mod rtt;
+pub mod sack;
+pub mod scoreboard;
 pub mod sender;
 
-use crate::error::ConfigError;
-use crate::units::{SimTime, PS_PER_SEC};
+use crate::units::SimTime;
 pub use cc::CcKind;
+pub use config::{CubicFlavor, Hystart, RtoFormula, SsthreshFrom, TcpConfig, TcpProfile};
 pub use receiver::Receiver;
+pub use sack::SackBlocks;
 pub use sender::Sender;
-use serde::Deserialize;
-
-/// TCP parameters of one flow (resolved: integers in bytes and picoseconds).
-/// Missing fields take the values of [`TcpConfig::default`].
-#[derive(Clone, Debug, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct TcpConfig {
-    pub cc: CcKind,
-    /// IP MTU; MSS = mtu - header_bytes.
-    pub mtu_bytes: u32,
-    /// IP + TCP header bytes per segment, options included (20 + 20 + 12 with timestamps).
-    pub header_bytes: u32,
-    /// Link-layer header + trailer per frame (Ethernet 14 + 4).
-    pub l2_bytes: u32,
-    /// Smallest frame on the wire (Ethernet: 64).
-    pub min_frame_bytes: u32,
-    pub init_cwnd_segments: u32,
-    /// Receive window: the sender never has more than this in flight.
-    pub rwnd_bytes: u64,
-    pub min_rto_ps: u64,
-    pub initial_rto_ps: u64,
-    pub max_rto_ps: u64,
-    pub clock_granularity_ps: u64,
-    /// ACK after this many full segments.
-    pub delack_count: u32,
-    pub delack_timeout_ps: u64,
-    /// ACK every segment for the first this many segments (Linux quick-ACK mode).
-    pub quickack_segments: u32,
-    /// Negotiate ECN (RFC 3168). DCTCP always uses ECN.
-    pub ecn: bool,
-    pub dctcp_g: f64,
-    /// Appropriate byte counting (RFC 3465, Linux-like growth with delayed ACKs).
-    pub byte_counting: bool,
-    pub dupack_threshold: u32,
-    /// Pace data segments at this rate (bit/s of frames), if set.
-    pub pacing_bps: Option<u64>,
-}
-
-/// Linux-like defaults (the same as the scenario schema's, docs/models/tcp.md).
-impl Default for TcpConfig {
-    fn default() -> Self {
-        const MS: u64 = 1_000_000_000;
-        TcpConfig {
-            cc: CcKind::Newreno,
-            mtu_bytes: 1500,
-            header_bytes: 52,
-            l2_bytes: 18,
-            min_frame_bytes: 64,
-            init_cwnd_segments: 10,
-            rwnd_bytes: 6 * 1024 * 1024,
-            min_rto_ps: 200 * MS,
-            initial_rto_ps: PS_PER_SEC,
-            max_rto_ps: 120 * PS_PER_SEC,
-            clock_granularity_ps: MS,
-            delack_count: 2,
-            delack_timeout_ps: 40 * MS,
-            quickack_segments: 16,
-            ecn: false,
-            dctcp_g: 1.0 / 16.0,
-            byte_counting: false,
-            dupack_threshold: 3,
-            pacing_bps: None,
-        }
-    }
-}
-
-impl TcpConfig {
-    pub fn mss(&self) -> u32 {
-        self.mtu_bytes - self.header_bytes
-    }
-
-    /// Frame size on the wire for a segment carrying `payload` bytes.
-    pub fn frame_bytes(&self, payload: u32) -> u32 {
-        (payload + self.header_bytes + self.l2_bytes).max(self.min_frame_bytes)
-    }
-
-    pub fn uses_ecn(&self) -> bool {
-        self.ecn || self.cc == CcKind::Dctcp
-    }
-
-    /// Checks ranges; `path` prefixes the field names in errors.
-    pub fn validate(&self, path: &str) -> Result<(), ConfigError> {
-        let err = |field: &str, msg: String| Err(ConfigError::new(format!("{path}.{field}"), msg));
-        if self.header_bytes >= self.mtu_bytes || self.mtu_bytes - self.header_bytes < 64 {
-            return err(
-                "mtu",
-                format!(
-                    "leaves a segment of {} bytes after {} header bytes; need at least 64",
-                    self.mtu_bytes.saturating_sub(self.header_bytes),
-                    self.header_bytes
-                ),
-            );
-        }
-        if self.init_cwnd_segments == 0 {
-            return err("init_cwnd", "must be >= 1".into());
-        }
-        if self.rwnd_bytes < self.mss() as u64 {
-            return err("rwnd", "must hold at least one segment".into());
-        }
-        if self.delack_count == 0 {
-            return err("delayed_ack.count", "must be >= 1".into());
-        }
-        if !(self.dctcp_g > 0.0 && self.dctcp_g <= 1.0) {
-            return err("dctcp_g", "must be in (0, 1]".into());
-        }
-        if self.dupack_threshold == 0 {
-            return err("dupack_threshold", "must be >= 1".into());
-        }
-        if self.pacing_bps == Some(0) {
-            return err("pacing_rate", "must be positive".into());
-        }
-        if self.min_rto_ps > self.max_rto_ps {
-            return err("min_rto", "must not exceed max_rto".into());
-        }
-        Ok(())
-    }
-}
 
 /// What a segment is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -169,6 +59,8 @@ pub struct Segment {
     pub ts_echo: SimTime,
     /// A retransmission (for statistics only).
     pub retransmit: bool,
+    /// SACK blocks of an ACK (RFC 2018), most recent first; D-SACK first if any.
+    pub sack: SackBlocks,
 }
 
 impl Segment {
@@ -184,6 +76,7 @@ impl Segment {
             ts: now,
             ts_echo: SimTime::ZERO,
             retransmit: false,
+            sack: SackBlocks::EMPTY,
         }
     }
 }

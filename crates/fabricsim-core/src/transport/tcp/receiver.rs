@@ -8,12 +8,17 @@
 //!   start of a connection.
 //! - Out-of-order segments, duplicates and segments that fill a hole are
 //!   acknowledged at once (RFC 5681 4.2), which drives fast retransmit.
+//! - SACK (RFC 2018 4): with `sack`, every ACK sent while out-of-order data is
+//!   held carries up to three blocks: first the block holding the segment that
+//!   triggered the ACK, then the most recently reported other blocks (Linux
+//!   keeps the four most recent). With `dsack`, a duplicate segment is reported
+//!   once in a D-SACK block placed first (RFC 2883 4).
 //! - ECN: classic mode sets ECE on every ACK from a CE mark until a segment with
 //!   CWR arrives (RFC 3168 6.1.3). DCTCP mode echoes each packet's CE state, and
 //!   sends an immediate ACK when that state changes so the sender can tell
 //!   marked bytes from unmarked ones (RFC 8257 3.2).
 
-use super::{Outbox, SegKind, Segment, TcpConfig};
+use super::{Outbox, SackBlocks, SegKind, Segment, TcpConfig};
 use crate::units::SimTime;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,8 +35,14 @@ pub struct Receiver {
     /// Next byte expected.
     pub rcv_nxt: u64,
     total: u64,
-    /// Out-of-order intervals `[start, end)`, sorted and disjoint.
+    /// Out-of-order intervals `[start, end)`, sorted, disjoint and not touching.
     ooo: Vec<(u64, u64)>,
+    sack: bool,
+    dsack: bool,
+    /// SACK blocks in the order they are reported, most recent first (RFC 2018 4).
+    recent: Vec<(u64, u64)>,
+    /// A duplicate to report in the next ACK (RFC 2883).
+    dsack_pending: Option<(u64, u64)>,
     unacked_segments: u32,
     delack_deadline: Option<SimTime>,
     delack_count: u32,
@@ -58,6 +69,10 @@ impl Receiver {
             rcv_nxt: 0,
             total,
             ooo: Vec::new(),
+            sack: cfg.sack,
+            dsack: cfg.dsack,
+            recent: Vec::new(),
+            dsack_pending: None,
             unacked_segments: 0,
             delack_deadline: None,
             delack_count: cfg.delack_count,
@@ -117,15 +132,35 @@ impl Receiver {
         }
         let (start, end) = (seg.seq, seg.seq + seg.len as u64);
         if end <= self.rcv_nxt {
-            // Entirely old: a spurious retransmission. ACK at once.
+            // Entirely old: a spurious retransmission. ACK at once, with a
+            // D-SACK for it (RFC 2883 4.1.1).
+            if self.dsack {
+                self.dsack_pending = Some((start, end));
+            }
             self.ack_now(now, out);
             return;
         }
         if start > self.rcv_nxt {
             // A hole before this segment: keep it and send a duplicate ACK.
-            self.insert_ooo(start, end);
+            let k = self.ooo.partition_point(|&(s, _)| s <= start);
+            if self.dsack && k > 0 && self.ooo[k - 1].1 >= end {
+                // Already held above the cumulative ACK (RFC 2883 4.1.2).
+                self.dsack_pending = Some((start, end));
+            }
+            let block = self.insert_ooo(start, end);
+            if self.sack {
+                // RFC 2018 4: the block holding this segment goes first; the
+                // blocks it absorbed are no longer reported separately.
+                self.recent.retain(|&(s, e)| e < block.0 || s > block.1);
+                self.recent.insert(0, block);
+                self.recent.truncate(4);
+            }
             self.ack_now(now, out);
             return;
+        }
+        if start < self.rcv_nxt && self.dsack {
+            // Partly old (RFC 2883 4.1.1 reports the duplicated part).
+            self.dsack_pending = Some((start, self.rcv_nxt));
         }
         if self.unacked_segments == 0 {
             // The next ACK echoes the first segment it covers (RFC 7323 4.3).
@@ -139,6 +174,10 @@ impl Receiver {
             }
             self.rcv_nxt = self.rcv_nxt.max(e);
             self.ooo.remove(0);
+        }
+        if self.sack && had_hole {
+            let una = self.rcv_nxt;
+            self.recent.retain(|&(_, e)| e > una);
         }
         if self.complete_at.is_none() && self.rcv_nxt >= self.total {
             self.complete_at = Some(now);
@@ -155,21 +194,20 @@ impl Receiver {
         }
     }
 
-    fn insert_ooo(&mut self, start: u64, end: u64) {
-        let i = self.ooo.partition_point(|&(s, _)| s < start);
-        self.ooo.insert(i, (start, end));
-        // Merge overlapping or touching neighbours, in place (no allocation per segment).
-        let mut w = 0;
-        for r in 1..self.ooo.len() {
-            let (s, e) = self.ooo[r];
-            if s <= self.ooo[w].1 {
-                self.ooo[w].1 = self.ooo[w].1.max(e);
-            } else {
-                w += 1;
-                self.ooo[w] = (s, e);
-            }
+    /// Adds `[start, end)` to the out-of-order intervals, merging it with
+    /// those it overlaps or touches; returns the interval that now holds it.
+    fn insert_ooo(&mut self, start: u64, end: u64) -> (u64, u64) {
+        // Intervals i..j overlap or touch [start, end].
+        let i = self.ooo.partition_point(|&(_, e)| e < start);
+        let j = self.ooo.partition_point(|&(s, _)| s <= end);
+        if i == j {
+            self.ooo.insert(i, (start, end));
+        } else {
+            let merged = (self.ooo[i].0.min(start), self.ooo[j - 1].1.max(end));
+            self.ooo[i] = merged;
+            self.ooo.drain(i + 1..j);
         }
-        self.ooo.truncate(w + 1);
+        self.ooo[i]
     }
 
     fn ack_now(&mut self, now: SimTime, out: &mut Outbox) {
@@ -182,6 +220,15 @@ impl Receiver {
         s.ack = self.rcv_nxt;
         s.ece = ece;
         s.ts_echo = self.ts_recent;
+        if let Some((ds, de)) = self.dsack_pending.take() {
+            s.sack.push(ds, de);
+        }
+        for &(bs, be) in &self.recent {
+            if s.sack.len() == SackBlocks::MAX {
+                break;
+            }
+            s.sack.push(bs, be);
+        }
         out.push((true, s));
         self.unacked_segments = 0;
         self.delack_deadline = None;
@@ -206,7 +253,7 @@ mod tests {
     use super::*;
 
     fn cfg() -> TcpConfig {
-        TcpConfig { quickack_segments: 0, ..TcpConfig::default() }
+        TcpConfig { quickack_segments: 0, ..TcpConfig::rfc() }
     }
 
     fn data(seq: u64, len: u32, ts: u64) -> Segment {
@@ -303,5 +350,71 @@ mod tests {
         r.on_segment(SimTime(7), &data(0, 1448, 7), false, &mut out);
         assert_eq!(r.complete_at, Some(SimTime(7)));
         assert_eq!(r.delivered(), 3000);
+    }
+
+    fn sack_cfg() -> TcpConfig {
+        TcpConfig { quickack_segments: 0, ..TcpConfig::default() }
+    }
+
+    fn blocks(out: &Outbox) -> Vec<Vec<(u64, u64)>> {
+        out.iter().map(|(_, s)| s.sack.as_slice().to_vec()).collect()
+    }
+
+    #[test]
+    fn sack_reports_the_block_of_the_latest_segment_first_then_the_most_recent_others() {
+        let c = sack_cfg();
+        let m = c.mss() as u64;
+        let mut r = established(&c, 1_000_000);
+        let mut out = Vec::new();
+        // Segments 2, 4, 6, 8 arrive (0, 1, 3, 5, 7 missing).
+        for k in [2u64, 4, 6, 8] {
+            r.on_segment(SimTime(k), &data(k * m, c.mss(), k), false, &mut out);
+        }
+        let b = blocks(&out);
+        assert_eq!(b[0], vec![(2 * m, 3 * m)]);
+        assert_eq!(b[1], vec![(4 * m, 5 * m), (2 * m, 3 * m)]);
+        assert_eq!(b[3], vec![(8 * m, 9 * m), (6 * m, 7 * m), (4 * m, 5 * m)], "at most three blocks");
+        // Segment 5 joins blocks 4 and 6: the merged block goes first.
+        out.clear();
+        r.on_segment(SimTime(9), &data(5 * m, c.mss(), 9), false, &mut out);
+        assert_eq!(blocks(&out)[0], vec![(4 * m, 7 * m), (8 * m, 9 * m), (2 * m, 3 * m)]);
+        // Segments 0 and 1 fill the first hole: blocks below the ACK disappear.
+        out.clear();
+        r.on_segment(SimTime(10), &data(0, c.mss(), 10), false, &mut out);
+        r.on_segment(SimTime(11), &data(m, c.mss(), 11), false, &mut out);
+        assert_eq!(out[1].1.ack, 3 * m);
+        assert_eq!(blocks(&out)[1], vec![(4 * m, 7 * m), (8 * m, 9 * m)]);
+    }
+
+    #[test]
+    fn a_duplicate_segment_is_reported_once_in_a_dsack_block_placed_first() {
+        let c = sack_cfg();
+        let m = c.mss() as u64;
+        let mut r = established(&c, 1_000_000);
+        let mut out = Vec::new();
+        r.on_segment(SimTime(1), &data(0, c.mss(), 1), false, &mut out);
+        r.on_segment(SimTime(2), &data(m, c.mss(), 2), false, &mut out);
+        r.on_segment(SimTime(3), &data(3 * m, c.mss(), 3), false, &mut out);
+        out.clear();
+        // Below the cumulative ACK (RFC 2883 4.1.1).
+        r.on_segment(SimTime(4), &data(m, c.mss(), 4), false, &mut out);
+        assert_eq!(blocks(&out)[0], vec![(m, 2 * m), (3 * m, 4 * m)]);
+        // Above it, inside a SACKed block (4.1.2): D-SACK, then the block.
+        r.on_segment(SimTime(5), &data(3 * m, c.mss(), 5), false, &mut out);
+        assert_eq!(blocks(&out)[1], vec![(3 * m, 4 * m), (3 * m, 4 * m)]);
+        // Reported once.
+        r.on_segment(SimTime(6), &data(5 * m, c.mss(), 6), false, &mut out);
+        assert_eq!(blocks(&out)[2], vec![(5 * m, 6 * m), (3 * m, 4 * m)]);
+    }
+
+    #[test]
+    fn without_sack_acks_carry_no_blocks() {
+        let c = cfg();
+        let m = c.mss() as u64;
+        let mut r = established(&c, 1_000_000);
+        let mut out = Vec::new();
+        r.on_segment(SimTime(1), &data(2 * m, c.mss(), 1), false, &mut out);
+        r.on_segment(SimTime(2), &data(2 * m, c.mss(), 2), false, &mut out);
+        assert!(blocks(&out).iter().all(|b| b.is_empty()));
     }
 }

@@ -1,5 +1,12 @@
 //! Round-trip time estimation and the retransmission timeout (RFC 6298).
+//!
+//! SRTT and RTTVAR follow RFC 6298 2.2-2.3. The timeout is RFC 6298's
+//! `max(min_rto, SRTT + max(G, 4 RTTVAR))`, or Linux's `SRTT + max(min_rto,
+//! 4 RTTVAR)` (`tcp_set_rto`: the minimum bounds the variance term, so the
+//! timeout always exceeds SRTT by at least `min_rto`). Linux's estimator also
+//! keeps the largest deviation of each round trip; here RTTVAR is RFC 6298's.
 
+use super::config::RtoFormula;
 use crate::units::SimTime;
 
 /// Smoothed RTT, RTT variance and the RTO derived from them.
@@ -12,12 +19,28 @@ pub struct RttEstimator {
     min_rto: SimTime,
     max_rto: SimTime,
     granularity: SimTime,
+    formula: RtoFormula,
 }
 
 impl RttEstimator {
     /// Before the first sample the RTO is `initial` (RFC 6298 (2.1): 1 s).
     pub fn new(initial: SimTime, min_rto: SimTime, max_rto: SimTime, granularity: SimTime) -> Self {
-        RttEstimator { srtt: None, rttvar: 0.0, min_rtt: None, rto: initial, min_rto, max_rto, granularity }
+        RttEstimator {
+            srtt: None,
+            rttvar: 0.0,
+            min_rtt: None,
+            rto: initial,
+            min_rto,
+            max_rto,
+            granularity,
+            formula: RtoFormula::Rfc6298,
+        }
+    }
+
+    /// The same with another timeout formula.
+    pub fn with_formula(mut self, formula: RtoFormula) -> Self {
+        self.formula = formula;
+        self
     }
 
     /// Takes one RTT measurement (RFC 6298 (2.2) and (2.3), alpha = 1/8, beta = 1/4).
@@ -36,9 +59,17 @@ impl RttEstimator {
         };
         self.srtt = Some(s);
         self.min_rtt = Some(self.min_rtt.map_or(rtt, |m| m.min(rtt)));
-        let rto = s + (self.granularity.0 as f64).max(4.0 * self.rttvar);
-        // (2.4): round up to the minimum; (2.5): a maximum may be placed.
-        self.rto = SimTime((rto.ceil() as u64).clamp(self.min_rto.0, self.max_rto.0));
+        self.rto = match self.formula {
+            RtoFormula::Rfc6298 => {
+                let rto = s + (self.granularity.0 as f64).max(4.0 * self.rttvar);
+                // (2.4): round up to the minimum; (2.5): a maximum may be placed.
+                SimTime((rto.ceil() as u64).clamp(self.min_rto.0, self.max_rto.0))
+            }
+            RtoFormula::Linux => {
+                let rto = s + (self.min_rto.0 as f64).max(4.0 * self.rttvar);
+                SimTime((rto.ceil() as u64).min(self.max_rto.0))
+            }
+        };
     }
 
     /// The current RTO with `backoff` doublings (RFC 6298 (5.5)), capped at the maximum.
@@ -80,6 +111,21 @@ mod tests {
         }
         assert_eq!(e.rto(0), SimTime::from_ms(200));
         assert_eq!(e.srtt(), Some(SimTime::from_us(100)));
+    }
+
+    #[test]
+    fn linux_rto_adds_the_minimum_to_srtt() {
+        let mut e = est().with_formula(RtoFormula::Linux);
+        for _ in 0..50 {
+            e.sample(SimTime::from_ms(50));
+        }
+        // RTTVAR has decayed below 50 ms: RTO = 50 + 200 ms (RFC 6298: 200 ms).
+        assert_eq!(e.rto(0), SimTime::from_ms(250));
+        let mut e = est();
+        for _ in 0..50 {
+            e.sample(SimTime::from_ms(50));
+        }
+        assert_eq!(e.rto(0), SimTime::from_ms(200));
     }
 
     #[test]

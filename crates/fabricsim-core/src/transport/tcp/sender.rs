@@ -3,22 +3,31 @@
 //! State machine (RFC 793 names): `Closed -> SynSent -> Established -> Done`.
 //! In ESTABLISHED the sender runs:
 //! - slow start / congestion avoidance through its congestion controller
-//!   (RFC 5681 3.1);
-//! - fast retransmit on `dupack_threshold` duplicate ACKs and NewReno fast
-//!   recovery (RFC 6582 3.2): `ssthresh` from the controller, `cwnd = ssthresh +
-//!   3 SMSS`, inflation per further duplicate, a partial ACK retransmits the next
-//!   hole and deflates, a full ACK (covering `recover`) ends recovery with
-//!   `cwnd = ssthresh`;
+//!   (RFC 5681 3.1), optionally with HyStart++ (RFC 9406) and growing only
+//!   while the window limits the flight (`cwnd_validation`, as Linux);
+//! - loss recovery, one of two:
+//!   - without SACK, fast retransmit on `dupack_threshold` duplicate ACKs and
+//!     NewReno fast recovery (RFC 6582 3.2): `ssthresh` from the controller,
+//!     `cwnd = ssthresh + 3 SMSS`, inflation per further duplicate, a partial
+//!     ACK retransmits the next hole and deflates, a full ACK (covering
+//!     `recover`) ends recovery with `cwnd = ssthresh`; optional limited
+//!     transmit (RFC 3042);
+//!   - with SACK, the scoreboard-based recovery of `recovery.rs` (RFC 6675,
+//!     RACK-TLP of RFC 8985, PRR of RFC 6937);
 //! - the retransmission timer (RFC 6298 5.1-5.6): on expiry `ssthresh` from the
 //!   controller (held on a repeated expiry, RFC 5681 3.1), `cwnd = 1 SMSS`,
 //!   `recover` moves to the highest byte sent (RFC 6582 3.2 step 4), go back to
-//!   the first unacknowledged byte, double the RTO;
+//!   the first unacknowledged byte (or, with SACK, mark every segment not
+//!   SACKed lost), double the RTO;
 //! - ECN (RFC 3168 6.1.2): at most one window reduction per window of data on
 //!   ECN-Echo, CWR set on the next new segment; DCTCP does its own reduction;
 //! - optional pacing: data segments leave no closer than their frame time at
 //!   the pacing rate.
 
-use super::cc::{AckInfo, CongestionControl, Window};
+use super::cc::hystart::HystartPlusPlus;
+use super::cc::{AckInfo, CongestionControl, SlowStartExit, Window};
+use super::config::{Hystart, SsthreshFrom};
+use super::recovery::SackRecovery;
 use super::rtt::RttEstimator;
 use super::{Outbox, SegKind, Segment, TcpConfig};
 use crate::units::{Rate, SimTime};
@@ -32,39 +41,85 @@ pub enum SenderState {
     Done,
 }
 
+/// Whether the window limits the flight (Linux `tcp_cwnd_validate` and
+/// `tcp_is_cwnd_limited`): remembered for a round trip once seen, and in
+/// slow start the window may grow to twice the largest flight of the round.
+#[derive(Clone, Debug, Default)]
+pub(super) struct CwndUse {
+    is_limited: bool,
+    max_flight: u64,
+    usage_seq: u64,
+}
+
+impl CwndUse {
+    fn allows_growth(&self, w: &Window) -> bool {
+        self.is_limited || (w.in_slow_start() && w.cwnd < 2 * self.max_flight)
+    }
+
+    fn on_send(&mut self, limited_now: bool, flight: u64, snd_una: u64, snd_max: u64) {
+        if snd_una >= self.usage_seq || limited_now || (!self.is_limited && flight > self.max_flight) {
+            self.is_limited = limited_now;
+            self.max_flight = flight;
+            self.usage_seq = snd_max;
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Sender {
     pub state: SenderState,
-    total: u64,
+    pub(super) total: u64,
     stop_at: Option<SimTime>,
     pub snd_una: u64,
     pub snd_nxt: u64,
     /// Highest sequence number sent so far (end of the highest segment).
     pub snd_max: u64,
     pub window: Window,
-    rwnd: u64,
+    pub(super) rwnd: u64,
     dupacks: u32,
-    dupack_threshold: u32,
+    pub(super) dupack_threshold: u32,
     in_recovery: bool,
     recover: Option<u64>,
-    rtt: RttEstimator,
-    backoff: u32,
-    rto_deadline: Option<SimTime>,
+    pub(super) rtt: RttEstimator,
+    pub(super) backoff: u32,
+    pub(super) rto_deadline: Option<SimTime>,
     syn_sent_at: SimTime,
     syn_retransmitted: bool,
     pub cc: CongestionControl,
-    ecn: bool,
+    pub(super) ecn: bool,
     /// No further classic ECN reduction until the ACK passes this.
-    ecn_recover: Option<u64>,
-    cwr_pending: bool,
-    pacing: Option<Rate>,
-    next_send: SimTime,
-    frame_overhead: u32,
+    pub(super) ecn_recover: Option<u64>,
+    pub(super) cwr_pending: bool,
+    pub(super) pacing: Option<Rate>,
+    pub(super) next_send: SimTime,
+    /// When `send_data` last ran. A pacing deadline at or before it held
+    /// nothing back (the window or the data ran out first), so it arms no
+    /// timer: re-arming it would fire at once, send nothing and repeat
+    /// forever at the same simulated time.
+    pub(super) pacing_checked: SimTime,
+    pub(super) frame_overhead: u32,
+    pub(super) limited_transmit: bool,
+    ssthresh_from: SsthreshFrom,
+    pub(super) min_rto: SimTime,
+    /// Send the next segment whatever the window (RFC 6675 fast retransmit without PRR).
+    pub(super) force_one: bool,
+    /// SACK-based recovery state; `None` without SACK.
+    pub(super) sack: Option<SackRecovery>,
+    pub(super) hystart_pp: Option<HystartPlusPlus>,
+    pub(super) cwnd_use: Option<CwndUse>,
+    pub(super) recovery_started: SimTime,
     // Statistics.
     pub retransmits: u64,
+    /// Entries into fast recovery.
     pub fast_retransmits: u64,
+    /// Retransmissions sent during fast recovery (holes repaired).
+    pub recovery_retransmits: u64,
+    /// Time spent in fast recovery.
+    pub recovery_time: SimTime,
     pub timeouts: u64,
     pub ecn_reductions: u64,
+    /// When, at which cwnd and why slow start first ended.
+    pub ss_exit: Option<(SimTime, u64, SlowStartExit)>,
     pub done_at: Option<SimTime>,
 }
 
@@ -89,22 +144,36 @@ impl Sender {
                 SimTime(cfg.min_rto_ps),
                 SimTime(cfg.max_rto_ps),
                 SimTime(cfg.clock_granularity_ps),
-            ),
+            )
+            .with_formula(cfg.rto_formula),
             backoff: 0,
             rto_deadline: None,
             syn_sent_at: SimTime::ZERO,
             syn_retransmitted: false,
-            cc: CongestionControl::new(cfg.cc, cfg.byte_counting, cfg.dctcp_g),
+            cc: CongestionControl::new(cfg),
             ecn: cfg.uses_ecn(),
             ecn_recover: None,
             cwr_pending: false,
             pacing: cfg.pacing_bps.map(Rate),
             next_send: SimTime::ZERO,
+            pacing_checked: SimTime::ZERO,
             frame_overhead: cfg.header_bytes + cfg.l2_bytes,
+            limited_transmit: cfg.limited_transmit,
+            ssthresh_from: cfg.ssthresh_from,
+            min_rto: SimTime(cfg.min_rto_ps),
+            force_one: false,
+            sack: cfg.sack.then(|| SackRecovery::new(cfg, total)),
+            hystart_pp: (cfg.hystart == Hystart::HystartPlusPlus)
+                .then(|| HystartPlusPlus::new(cfg.pacing_bps.is_some())),
+            cwnd_use: cfg.cwnd_validation.then(CwndUse::default),
+            recovery_started: SimTime::ZERO,
             retransmits: 0,
             fast_retransmits: 0,
+            recovery_retransmits: 0,
+            recovery_time: SimTime::ZERO,
             timeouts: 0,
             ecn_reductions: 0,
+            ss_exit: None,
             done_at: None,
         }
     }
@@ -119,27 +188,52 @@ impl Sender {
     }
 
     pub fn next_deadline(&self) -> Option<SimTime> {
-        let pace = if self.pacing.is_some() && self.state == SenderState::Established && self.can_send_more() {
+        // The pacing timer is needed only while the pacer holds a segment back,
+        // that is when the next send time is after the last attempt to send.
+        let pace = if self.pacing.is_some()
+            && self.state == SenderState::Established
+            && self.can_send_more()
+            && self.next_send > self.pacing_checked
+        {
             Some(self.next_send)
         } else {
             None
         };
-        match (self.rto_deadline, pace) {
+        let mut d = match (self.rto_deadline, pace) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
+        };
+        if let Some(s) = &self.sack {
+            for t in [s.tlp_deadline, s.reo_deadline].into_iter().flatten() {
+                d = Some(d.map_or(t, |x| x.min(t)));
+            }
         }
+        d
     }
 
-    fn flight(&self) -> u64 {
+    pub(super) fn flight(&self) -> u64 {
         self.snd_max - self.snd_una
     }
 
-    fn sending_stopped(&self, now: SimTime) -> bool {
+    /// The `ssthresh` a loss or an ECN echo leaves: the controller's rule
+    /// applied to what `ssthresh_from` names (`flight` is the FlightSize the
+    /// caller measured).
+    pub(super) fn ssthresh_after_loss(&mut self, flight: u64) -> u64 {
+        let base = match self.ssthresh_from {
+            SsthreshFrom::Flight => flight,
+            SsthreshFrom::Pipe => self.sack.as_ref().map_or(flight, |s| s.sb.pipe()),
+            SsthreshFrom::Cwnd => self.window.cwnd,
+        };
+        self.cc.ssthresh_after_loss(&self.window, base)
+    }
+
+    pub(super) fn sending_stopped(&self, now: SimTime) -> bool {
         self.stop_at.map_or(false, |t| now >= t)
     }
 
+    /// Something is waiting to be sent: new data, or a segment marked lost.
     fn can_send_more(&self) -> bool {
-        self.snd_nxt < self.total
+        self.snd_nxt < self.total || self.sack.as_ref().map_or(false, |s| s.sb.has_lost_waiting())
     }
 
     /// A segment from the receiver arrived.
@@ -159,8 +253,70 @@ impl Sender {
                     self.send_data(now, out);
                 }
             }
-            (SenderState::Established, SegKind::Ack) => self.on_ack(now, seg, out),
+            (SenderState::Established, SegKind::Ack) => {
+                if self.sack.is_some() {
+                    self.on_ack_sack(now, seg, out);
+                } else {
+                    self.on_ack(now, seg, out);
+                }
+            }
             _ => {}
+        }
+    }
+
+    /// The RTT sample an ACK of new data carries (timestamp echo, RFC 7323).
+    pub(super) fn rtt_sample(now: SimTime, seg: &Segment) -> Option<SimTime> {
+        (seg.ts_echo > SimTime::ZERO && seg.ts_echo <= now).then(|| now - seg.ts_echo)
+    }
+
+    /// Window growth on an ACK of new data outside recovery: HyStart++ in
+    /// slow start if configured, else the controller; nothing while the
+    /// window does not limit the flight (`cwnd_validation`).
+    pub(super) fn grow(&mut self, info: &AckInfo) {
+        let allowed = self.cwnd_use.as_ref().map_or(true, |u| u.allows_growth(&self.window));
+        if let Some(h) = &mut self.hystart_pp {
+            let handled = h.on_ack(&mut self.window, info, allowed);
+            if let (None, Some(reason)) = (self.ss_exit, h.exit) {
+                self.ss_exit = Some((info.now, self.window.cwnd, reason));
+            }
+            if handled {
+                return;
+            }
+        }
+        if allowed {
+            self.cc.increase(&mut self.window, info);
+        }
+    }
+
+    /// Delay sample for the controller (Linux CUBIC and its HyStart).
+    pub(super) fn on_rtt_sample(&mut self, info: &AckInfo) {
+        self.cc.on_rtt_sample(&mut self.window, info);
+        if self.ss_exit.is_none() {
+            if let Some(reason) = self.cc.hystart_exit() {
+                self.ss_exit = Some((info.now, self.window.cwnd, reason));
+            }
+        }
+    }
+
+    /// A congestion signal (loss, timeout, ECN) while still in the initial
+    /// slow start ends it; HyStart++ stops for good.
+    pub(super) fn note_congestion(&mut self, now: SimTime, reason: SlowStartExit) {
+        if self.ss_exit.is_none() && self.window.in_slow_start() {
+            self.ss_exit = Some((now, self.window.cwnd, reason));
+        }
+        if let Some(h) = &mut self.hystart_pp {
+            h.on_congestion();
+        }
+    }
+
+    /// Bookkeeping after a round of sending (Linux `tcp_write_xmit` ->
+    /// `tcp_cwnd_validate`): is the window what limits the flight?
+    pub(super) fn note_window_use(&mut self, in_flight: u64, sent: bool) {
+        if let Some(u) = &mut self.cwnd_use {
+            let limited = in_flight + self.window.mss > self.window.cwnd;
+            if sent || limited {
+                u.on_send(limited, self.snd_max - self.snd_una, self.snd_una, self.snd_max);
+            }
         }
     }
 
@@ -172,8 +328,9 @@ impl Sender {
             if self.snd_nxt < self.snd_una {
                 self.snd_nxt = self.snd_una;
             }
-            if seg.ts_echo > SimTime::ZERO && seg.ts_echo <= now {
-                self.rtt.sample(now - seg.ts_echo);
+            let rtt_sample = Self::rtt_sample(now, seg);
+            if let Some(r) = rtt_sample {
+                self.rtt.sample(r);
             }
             self.backoff = 0;
             let info = AckInfo {
@@ -184,18 +341,28 @@ impl Sender {
                 ece: seg.ece,
                 srtt: self.rtt.srtt(),
                 min_rtt: self.rtt.min_rtt(),
+                rtt_sample,
             };
+            self.on_rtt_sample(&info);
             let mut reduced = false;
             if self.ecn {
                 if self.cc.handles_ecn() {
+                    let before = self.window;
                     reduced = self.cc.observe(&mut self.window, &info);
                     if reduced {
                         self.ecn_reductions += 1;
                         self.cwr_pending = true;
+                        if self.ss_exit.is_none() && before.in_slow_start() {
+                            self.ss_exit = Some((now, before.cwnd, SlowStartExit::Ecn));
+                        }
+                        if let Some(h) = &mut self.hystart_pp {
+                            h.on_congestion();
+                        }
                     }
                 } else if seg.ece && !self.in_recovery && self.ecn_recover.map_or(true, |r| ack > r) {
                     // RFC 3168 6.1.2: react as to a loss, once per window.
-                    self.window.ssthresh = self.cc.ssthresh_after_loss(&self.window, self.flight() + acked);
+                    self.note_congestion(now, SlowStartExit::Ecn);
+                    self.window.ssthresh = self.ssthresh_after_loss(self.flight() + acked);
                     self.window.cwnd = self.window.ssthresh;
                     self.ecn_recover = Some(self.snd_max);
                     self.cwr_pending = true;
@@ -209,12 +376,14 @@ impl Sender {
                     self.in_recovery = false;
                     self.dupacks = 0;
                     self.window.cwnd = self.window.ssthresh;
+                    self.recovery_time += now - self.recovery_started;
                 } else {
                     // Partial acknowledgment: retransmit the next hole, deflate by
                     // the acknowledged bytes and add back one SMSS if at least one
                     // was acknowledged. The timer restarts below on every partial
                     // ACK (the "Slow-but-Steady" variant of RFC 6582 section 4).
                     self.retransmit_head(now, out);
+                    self.recovery_retransmits += 1;
                     self.window.cwnd = self.window.cwnd.saturating_sub(acked);
                     if acked >= self.window.mss {
                         self.window.cwnd += self.window.mss;
@@ -224,7 +393,7 @@ impl Sender {
             } else {
                 self.dupacks = 0;
                 if !reduced {
-                    self.cc.increase(&mut self.window, &info);
+                    self.grow(&info);
                 }
             }
             if self.snd_una >= self.snd_max {
@@ -241,12 +410,15 @@ impl Sender {
             if !self.in_recovery {
                 if self.dupacks == self.dupack_threshold && self.recover.map_or(true, |r| ack > r) {
                     // Fast retransmit (RFC 5681 3.2 steps 2-3; RFC 6582 3.2 step 2).
+                    self.note_congestion(now, SlowStartExit::Loss);
                     let flight = self.flight();
-                    self.window.ssthresh = self.cc.ssthresh_after_loss(&self.window, flight);
+                    self.window.ssthresh = self.ssthresh_after_loss(flight);
                     self.recover = Some(self.snd_max);
                     self.in_recovery = true;
+                    self.recovery_started = now;
                     self.fast_retransmits += 1;
                     self.retransmit_head(now, out);
+                    self.recovery_retransmits += 1;
                     self.window.cwnd = self.window.ssthresh + 3 * self.window.mss;
                     self.restart_rto(now);
                 }
@@ -258,17 +430,20 @@ impl Sender {
         self.send_data(now, out);
     }
 
-    fn finish(&mut self, now: SimTime) {
+    pub(super) fn finish(&mut self, now: SimTime) {
         self.state = SenderState::Done;
         self.rto_deadline = None;
         self.done_at = Some(now);
+        if let Some(s) = &mut self.sack {
+            s.finish(now);
+        }
     }
 
-    fn restart_rto(&mut self, now: SimTime) {
+    pub(super) fn restart_rto(&mut self, now: SimTime) {
         self.rto_deadline = Some(now + self.rtt.rto(self.backoff));
     }
 
-    fn segment_at(&self, seq: u64, now: SimTime) -> Segment {
+    pub(super) fn segment_at(&self, seq: u64, now: SimTime) -> Segment {
         let len = (self.total - seq).min(self.window.mss) as u32;
         let mut s = Segment::control(SegKind::Data, now);
         s.seq = seq;
@@ -290,7 +465,20 @@ impl Sender {
         if self.state != SenderState::Established {
             return;
         }
-        let wnd = self.window.cwnd.min(self.rwnd);
+        // Before the SACK branch: the pacing timer rule holds for both.
+        self.pacing_checked = now;
+        if self.sack.is_some() {
+            self.send_data_sack(now, out);
+            return;
+        }
+        let mut wnd = self.window.cwnd.min(self.rwnd);
+        if self.limited_transmit && !self.in_recovery && self.dupacks > 0 && self.snd_nxt == self.snd_max {
+            // RFC 3042: each of the first two duplicate ACKs lets one new
+            // segment out beyond cwnd (within the receive window).
+            let extra = self.dupacks.min(2) as u64 * self.window.mss;
+            wnd = (self.window.cwnd + extra).min(self.rwnd);
+        }
+        let first = self.snd_nxt;
         while self.snd_nxt < self.total {
             if self.snd_nxt >= self.snd_max && self.sending_stopped(now) {
                 break;
@@ -320,14 +508,28 @@ impl Sender {
                 self.restart_rto(now);
             }
         }
+        self.note_window_use(self.snd_nxt - self.snd_una, self.snd_nxt > first);
         if self.sending_stopped(now) && self.snd_una >= self.snd_max && self.state == SenderState::Established {
             self.finish(now);
         }
     }
 
-    /// Runs the retransmission timer or, when pacing, sends what the pacing
-    /// deadline held back.
+    /// Runs the retransmission timer, the RACK reordering timer and the
+    /// tail-loss probe or, when pacing, sends what the pacing deadline held back.
     pub fn on_timer(&mut self, now: SimTime, out: &mut Outbox) {
+        if let Some(s) = &self.sack {
+            // The reordering timer and the probe stand in for the RTO when
+            // they are due no later (Linux keeps all three in one timer).
+            let rto = self.rto_deadline.unwrap_or(SimTime::MAX);
+            if s.reo_deadline.map_or(false, |t| t <= now && t <= rto) {
+                self.on_reorder_timer(now, out);
+                return;
+            }
+            if s.tlp_deadline.map_or(false, |t| t <= now && t <= rto) {
+                self.on_probe_timer(now, out);
+                return;
+            }
+        }
         if let Some(t) = self.rto_deadline {
             if t <= now {
                 self.on_rto(now, out);
@@ -353,15 +555,21 @@ impl Sender {
                 out.push((false, Segment::control(SegKind::Syn, now)));
                 self.restart_rto(now);
             }
+            SenderState::Established if self.sack.is_some() => self.on_rto_sack(now, repeated, out),
             SenderState::Established => {
                 self.timeouts += 1;
+                self.note_congestion(now, SlowStartExit::Timeout);
                 // RFC 5681 3.1: ssthresh is held constant when the segment was
                 // already retransmitted by the timer.
                 if !repeated {
                     let flight = self.flight();
-                    self.window.ssthresh = self.cc.ssthresh_after_loss(&self.window, flight);
+                    self.window.ssthresh = self.ssthresh_after_loss(flight);
                 }
+                self.cc.on_timeout();
                 self.window.cwnd = self.window.mss;
+                if self.in_recovery {
+                    self.recovery_time += now - self.recovery_started;
+                }
                 self.in_recovery = false;
                 self.dupacks = 0;
                 self.recover = Some(self.snd_max);
@@ -379,14 +587,30 @@ impl Sender {
     pub fn srtt(&self) -> Option<SimTime> {
         self.rtt.srtt()
     }
+
+    /// Time spent in fast recovery up to `now`, an episode still open included.
+    pub fn recovery_time_until(&self, now: SimTime) -> SimTime {
+        let open = self.in_recovery || self.sack.as_ref().map_or(false, |s| s.ca == super::recovery::CaState::Recovery);
+        if open && self.state == SenderState::Established {
+            self.recovery_time + now.saturating_sub(self.recovery_started)
+        } else {
+            self.recovery_time
+        }
+    }
+
+    /// SACK recovery statistics (zeros without SACK).
+    pub fn sack_stats(&self) -> super::recovery::SackStats {
+        self.sack.as_ref().map(|s| s.stats).unwrap_or_default()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// The RFC baseline: these tests are about NewReno without SACK.
     fn cfg() -> TcpConfig {
-        TcpConfig::default()
+        TcpConfig::rfc()
     }
 
     fn ack(a: u64) -> Segment {
@@ -515,6 +739,88 @@ mod tests {
         }
     }
 
+    /// Fires the sender's timer `rounds` times with no segment arriving in
+    /// between, and checks that every firing makes progress: it sends
+    /// something, or the next deadline is later than the one that fired. A
+    /// deadline that fires, sends nothing and stays put would be re-armed at
+    /// the same instant forever (simulated time would stop).
+    fn assert_timer_makes_progress(s: &mut Sender, rounds: usize) {
+        let mut sent = 0;
+        for _ in 0..rounds {
+            let Some(t) = s.next_deadline() else { return };
+            let mut out = Vec::new();
+            s.on_timer(t, &mut out);
+            sent += out.len();
+            if out.is_empty() {
+                if let Some(next) = s.next_deadline() {
+                    assert!(next > t, "the timer fired at {t}, sent nothing and is due again at {next}");
+                }
+            }
+        }
+        assert!(sent > 0, "the retransmission timer resends in the end");
+    }
+
+    #[test]
+    fn a_paced_sender_whose_window_is_full_waits_for_acks_not_for_its_pacing_timer() {
+        // Pacing at 20 Gb/s lets a segment out every 0.6 us, the window of 2
+        // segments is full after the second one: the pacing deadline passes
+        // while nothing may be sent, so it must not keep the timer armed.
+        let c = TcpConfig { pacing_bps: Some(20_000_000_000), init_cwnd_segments: 2, ..cfg() };
+        let (mut s, out) = established_with(&c, 100_000);
+        assert_eq!(out.len(), 1);
+        let t = s.next_deadline().unwrap();
+        let mut out = Vec::new();
+        s.on_timer(t, &mut out);
+        assert_eq!(out.len(), 1, "the second segment leaves at its pacing time");
+        assert_eq!(s.snd_max - s.snd_una, 2 * 1448, "the window is full");
+        // At most one more wake-up at the pacing time finds the window full;
+        // then only the retransmission timer is left.
+        let t = s.next_deadline().unwrap();
+        if Some(t) != s.rto_deadline {
+            s.on_timer(t, &mut out);
+            assert_eq!(out.len(), 1);
+        }
+        assert_eq!(s.next_deadline(), s.rto_deadline, "only the retransmission timer is left");
+        assert_timer_makes_progress(&mut s, 50);
+        // An ACK opens the window: sending resumes at the pacing rate.
+        let mut out = Vec::new();
+        let mut s2 = established_with(&c, 100_000).0;
+        let t = s2.next_deadline().unwrap();
+        s2.on_timer(t, &mut out);
+        out.clear();
+        s2.on_segment(SimTime::from_us(30), &ack(2 * 1448), &mut out);
+        assert_eq!(out.len(), 1, "one segment now, the next at the pacing time");
+        let next = s2.next_deadline().unwrap();
+        assert!(next > SimTime::from_us(30) && next < SimTime::from_us(31), "{next}");
+    }
+
+    #[test]
+    fn a_paced_sender_limited_by_the_receive_window_waits_for_acks() {
+        // Both loss-recovery paths (SACK scoreboard in the Linux profile,
+        // NewReno without SACK in the RFC profile) share the pacing timer rule.
+        for base in [cfg(), TcpConfig::rfc()] {
+            let c = TcpConfig { pacing_bps: Some(40_000_000_000), rwnd_bytes: 3 * 1448, ..base };
+            let (mut s, _) = established_with(&c, 1_000_000);
+            assert_timer_makes_progress(&mut s, 50);
+            assert_eq!(s.snd_max, 3 * 1448, "three segments, then the receive window is full (sack {})", c.sack);
+        }
+    }
+
+    #[test]
+    fn a_paced_sender_that_stopped_sending_waits_for_acks() {
+        // A duration-limited paced flow: once the sending time is over, data
+        // still in flight must not keep a pacing deadline in the past armed.
+        for base in [cfg(), TcpConfig::rfc()] {
+            let c = TcpConfig { pacing_bps: Some(10_000_000_000), ..base };
+            let mut s = Sender::new(&c, u64::MAX, Some(SimTime::from_us(12)));
+            let mut out = Vec::new();
+            s.open(SimTime(0), &mut out);
+            s.on_segment(SimTime::from_us(10), &Segment::control(SegKind::SynAck, SimTime(0)), &mut out);
+            assert_timer_makes_progress(&mut s, 50);
+            assert!(s.snd_max > 0 && s.snd_max < 20 * 1448, "{}", s.snd_max);
+        }
+    }
+
     #[test]
     fn classic_ecn_echo_halves_once_per_window_and_sets_cwr() {
         let (mut s, mut out) = established_with(&TcpConfig { ecn: true, ..cfg() }, 10_000_000);
@@ -532,5 +838,68 @@ mod tests {
         s.on_segment(SimTime::from_us(40), &ack(7 * 1448), &mut out);
         let new: Vec<&Segment> = out.iter().map(|(_, seg)| seg).filter(|seg| seg.seq >= 10 * 1448).collect();
         assert!(!new.is_empty() && new[0].cwr && !new[1..].iter().any(|seg| seg.cwr));
+    }
+
+    #[test]
+    fn limited_transmit_sends_a_new_segment_on_each_of_the_first_two_duplicate_acks() {
+        let c = TcpConfig { limited_transmit: true, ..cfg() };
+        let (mut s, _) = established_with(&c, 1_000_000);
+        let m = 1448;
+        let mut out = Vec::new();
+        s.on_segment(SimTime::from_us(20), &ack(m), &mut out); // cwnd 11: segments 10 and 11 go out
+        out.clear();
+        s.on_segment(SimTime::from_us(21), &ack(m), &mut out);
+        s.on_segment(SimTime::from_us(21), &ack(m), &mut out);
+        let new: Vec<u64> = out.iter().map(|(_, seg)| seg.seq / m).collect();
+        assert_eq!(new, vec![12, 13], "RFC 3042: one new segment per duplicate ACK, cwnd unchanged");
+        assert_eq!(s.window.cwnd, 11 * m);
+        // The third duplicate starts fast recovery as usual.
+        out.clear();
+        s.on_segment(SimTime::from_us(21), &ack(m), &mut out);
+        assert_eq!(s.fast_retransmits, 1);
+        assert!(out[0].1.retransmit && out[0].1.seq == m);
+        // Without limited transmit the duplicates send nothing.
+        let (mut s, _) = established(1_000_000);
+        s.on_segment(SimTime::from_us(20), &ack(m), &mut out);
+        out.clear();
+        s.on_segment(SimTime::from_us(21), &ack(m), &mut out);
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn the_window_grows_only_while_it_limits_the_flight() {
+        // A 4-segment receive window: with window validation cwnd stops
+        // growing in slow start at twice the largest flight (Linux), without
+        // it cwnd climbs with every ACK.
+        let run = |validation: bool| {
+            let c = TcpConfig { rwnd_bytes: 4 * 1448, cwnd_validation: validation, ..cfg() };
+            let (mut s, _) = established_with(&c, 100_000_000);
+            let mut out = Vec::new();
+            for k in 1..200u64 {
+                s.on_segment(SimTime::from_us(10 + k), &ack(k * 1448), &mut out);
+            }
+            s.window.cwnd / 1448
+        };
+        assert_eq!(run(true), 10, "never more than the initial window: the flight stays at 4");
+        assert!(run(false) > 150);
+    }
+
+    #[test]
+    fn ssthresh_halves_what_ssthresh_from_names() {
+        // The receive window holds the flight at 8 segments while cwnd grows
+        // to 11: FlightSize / 2 = 4 segments (RFC 5681; without SACK pipe is
+        // FlightSize), cwnd / 2 = 5.5 (Linux).
+        let m = 1448;
+        use super::super::SsthreshFrom::{Cwnd, Flight, Pipe};
+        for (from, expected) in [(Flight, 4 * m), (Pipe, 4 * m), (Cwnd, 11 * m / 2)] {
+            let c = TcpConfig { ssthresh_from: from, rwnd_bytes: 8 * m, ..cfg() };
+            let (mut s, _) = established_with(&c, 1_000_000);
+            let mut out = Vec::new();
+            s.on_segment(SimTime::from_us(20), &ack(m), &mut out);
+            for _ in 0..3 {
+                s.on_segment(SimTime::from_us(21), &ack(m), &mut out);
+            }
+            assert_eq!(s.window.ssthresh, expected, "{from:?}");
+        }
     }
 }

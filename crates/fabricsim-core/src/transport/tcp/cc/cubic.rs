@@ -92,8 +92,16 @@ mod tests {
         let mut now = SimTime::ZERO;
         while now < until {
             for _ in 0..w.cwnd / MSS {
-                let info =
-                    AckInfo { now, acked: MSS, ack: 0, snd_nxt: 0, ece: false, srtt: Some(rtt), min_rtt: Some(rtt) };
+                let info = AckInfo {
+                    now,
+                    acked: MSS,
+                    ack: 0,
+                    snd_nxt: 0,
+                    ece: false,
+                    srtt: Some(rtt),
+                    min_rtt: Some(rtt),
+                    rtt_sample: None,
+                };
                 c.increase(&mut w, &info);
             }
             now += rtt;

@@ -80,7 +80,7 @@ mod tests {
     use crate::units::SimTime;
 
     fn ack(ack: u64, acked: u64, snd_nxt: u64, ece: bool) -> AckInfo {
-        AckInfo { now: SimTime::ZERO, acked, ack, snd_nxt, ece, srtt: None, min_rtt: None }
+        AckInfo { now: SimTime::ZERO, acked, ack, snd_nxt, ece, srtt: None, min_rtt: None, rtt_sample: None }
     }
 
     #[test]

@@ -5,12 +5,17 @@
 //! goes after a loss, a timeout or an ECN echo (DCTCP cuts on ECN itself).
 
 pub mod cubic;
+pub mod cubic_linux;
 pub mod dctcp;
+pub mod hystart;
 pub mod newreno;
 
+use super::config::{CubicFlavor, Hystart, TcpConfig};
 use crate::units::SimTime;
 pub use cubic::Cubic;
+pub use cubic_linux::LinuxCubic;
 pub use dctcp::Dctcp;
+pub use hystart::SlowStartExit;
 pub use newreno::NewReno;
 
 /// The congestion window and slow-start threshold, in bytes.
@@ -41,10 +46,12 @@ pub struct AckInfo {
     pub ece: bool,
     pub srtt: Option<SimTime>,
     pub min_rtt: Option<SimTime>,
+    /// The RTT measured with this ACK (timestamp echo), if any.
+    pub rtt_sample: Option<SimTime>,
 }
 
 /// Which controller, as named in scenarios.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CcKind {
     Newreno,
@@ -52,27 +59,64 @@ pub enum CcKind {
     Dctcp,
 }
 
+impl CcKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            CcKind::Newreno => "newreno",
+            CcKind::Cubic => "cubic",
+            CcKind::Dctcp => "dctcp",
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub enum CongestionControl {
     NewReno(NewReno),
     Cubic(Cubic),
+    CubicLinux(LinuxCubic),
     Dctcp(Dctcp),
 }
 
 impl CongestionControl {
-    pub fn new(kind: CcKind, byte_counting: bool, dctcp_g: f64) -> Self {
-        match kind {
-            CcKind::Newreno => CongestionControl::NewReno(NewReno::new(byte_counting)),
-            CcKind::Cubic => CongestionControl::Cubic(Cubic::new()),
-            CcKind::Dctcp => CongestionControl::Dctcp(Dctcp::new(byte_counting, dctcp_g)),
+    pub fn new(cfg: &TcpConfig) -> Self {
+        match (cfg.cc, cfg.cubic_flavor) {
+            (CcKind::Newreno, _) => CongestionControl::NewReno(NewReno::new(cfg.byte_counting)),
+            (CcKind::Cubic, CubicFlavor::Rfc9438) => CongestionControl::Cubic(Cubic::new()),
+            (CcKind::Cubic, CubicFlavor::Linux) => {
+                CongestionControl::CubicLinux(LinuxCubic::new(cfg.hystart == Hystart::Classic))
+            }
+            (CcKind::Dctcp, _) => CongestionControl::Dctcp(Dctcp::new(cfg.byte_counting, cfg.dctcp_g)),
         }
     }
 
     pub fn name(&self) -> &'static str {
         match self {
             CongestionControl::NewReno(_) => "newreno",
-            CongestionControl::Cubic(_) => "cubic",
+            CongestionControl::Cubic(_) | CongestionControl::CubicLinux(_) => "cubic",
             CongestionControl::Dctcp(_) => "dctcp",
+        }
+    }
+
+    /// An ACK of new data with its RTT sample (Linux `pkts_acked`): CUBIC's
+    /// minimum delay and classic HyStart, which may set `ssthresh`.
+    pub fn on_rtt_sample(&mut self, w: &mut Window, info: &AckInfo) {
+        if let CongestionControl::CubicLinux(c) = self {
+            c.on_rtt_sample(w, info);
+        }
+    }
+
+    /// Why classic HyStart ended slow start, once it has.
+    pub fn hystart_exit(&self) -> Option<SlowStartExit> {
+        match self {
+            CongestionControl::CubicLinux(c) => c.hystart.as_ref().and_then(|h| h.exit),
+            _ => None,
+        }
+    }
+
+    /// A retransmission timeout (Linux CUBIC forgets its state).
+    pub fn on_timeout(&mut self) {
+        if let CongestionControl::CubicLinux(c) = self {
+            c.on_timeout();
         }
     }
 
@@ -96,6 +140,7 @@ impl CongestionControl {
         match self {
             CongestionControl::NewReno(c) => c.increase(w, info),
             CongestionControl::Cubic(c) => c.increase(w, info),
+            CongestionControl::CubicLinux(c) => c.increase(w, info),
             CongestionControl::Dctcp(c) => c.increase(w, info),
         }
     }
@@ -107,6 +152,7 @@ impl CongestionControl {
         match self {
             CongestionControl::NewReno(_) | CongestionControl::Dctcp(_) => newreno::half_flight(w, flight),
             CongestionControl::Cubic(c) => c.ssthresh_after_loss(w),
+            CongestionControl::CubicLinux(c) => c.ssthresh_after_loss(w),
         }
     }
 }

@@ -52,7 +52,16 @@ mod tests {
     use crate::units::SimTime;
 
     fn info(acked: u64) -> AckInfo {
-        AckInfo { now: SimTime::ZERO, acked, ack: 0, snd_nxt: 0, ece: false, srtt: None, min_rtt: None }
+        AckInfo {
+            now: SimTime::ZERO,
+            acked,
+            ack: 0,
+            snd_nxt: 0,
+            ece: false,
+            srtt: None,
+            min_rtt: None,
+            rtt_sample: None,
+        }
     }
 
     #[test]

@@ -1,0 +1,342 @@
+//! Size limits, checked on the scenario before anything is allocated: a
+//! scenario too large to build is an error naming the field that makes it so,
+//! never an allocation failure that aborts the process.
+//!
+//! | limit | value | why |
+//! |---|---|---|
+//! | nodes | [`MAX_NODES`] (2^20) | a k = 64 fat tree has 70,656 |
+//! | ports per node | [`MAX_PORTS`] (65,534) | local port numbers are 16-bit |
+//! | flows | [`MAX_FLOWS`] (2^22) | every flow holds its state for the whole run |
+//! | VOQs per VOQ device | [`MAX_VOQS`] (2^22) | one queue per (ingress, egress, class): 724 ports x 8 classes |
+//! | throughput bins, queue samples | [`MAX_BINS`] (10^7) over the duration | the tables grow with them |
+//! | estimated memory of the world | [`MAX_WORLD_BYTES`] (8 GiB) | nodes, ports, wires, routes, VOQs, flows |
+//!
+//! The memory estimate counts what the world holds before the first event:
+//! `size_of` of each arena element, the per-class state of every port, the
+//! routing rows (one 4-byte row per switch and destination host), the VOQ
+//! counters and sub-queues, and the per-flow state. Packets in flight come on
+//! top and depend on the run.
+
+use super::transport::TcpFlow;
+use crate::config::{BufferConfig, HostsPerLeaf, Scenario, TopologyConfig, TrafficConfig};
+use crate::error::ConfigError;
+use crate::network::{Channel, Node, Port};
+use crate::stats::FlowStats;
+use std::collections::{BTreeMap, VecDeque};
+use std::mem::size_of;
+
+pub const MAX_NODES: u64 = 1 << 20;
+pub const MAX_PORTS: u64 = 65_534;
+pub const MAX_FLOWS: u64 = 1 << 22;
+pub const MAX_VOQS: u64 = 1 << 22;
+pub const MAX_BINS: u64 = 10_000_000;
+pub const MAX_WORLD_BYTES: u64 = 8 << 30;
+
+/// What the topology will hold, computed from its description.
+struct Shape {
+    nodes: u128,
+    hosts: u128,
+    links: u128,
+    /// `(switch name, ports)` of every switch.
+    switches: Vec<(String, u64)>,
+}
+
+fn thousands(n: u128) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn too_many_nodes(path: &str, nodes: u128) -> ConfigError {
+    ConfigError::new(
+        path,
+        format!("makes {} nodes; at most {} are supported", thousands(nodes), thousands(MAX_NODES as u128)),
+    )
+}
+
+fn too_many_ports(path: &str, node: &str, ports: u128) -> ConfigError {
+    ConfigError::new(
+        path,
+        format!(
+            "gives {node} {} ports; a node has at most {} (local port numbers are 16-bit)",
+            thousands(ports),
+            thousands(MAX_PORTS as u128)
+        ),
+    )
+}
+
+/// Node, link and port counts of a topology, checked against the limits.
+fn shape(t: &TopologyConfig) -> Result<Shape, ConfigError> {
+    let p = "topology";
+    let check_nodes = |field: &str, nodes: u128| {
+        if nodes > MAX_NODES as u128 {
+            Err(too_many_nodes(&format!("{p}.{field}"), nodes))
+        } else {
+            Ok(())
+        }
+    };
+    let check_ports = |field: &str, node: &str, ports: u128| {
+        if ports > MAX_PORTS as u128 {
+            Err(too_many_ports(&format!("{p}.{field}"), node, ports))
+        } else {
+            Ok(())
+        }
+    };
+    Ok(match t {
+        TopologyConfig::Star { hosts, .. } => {
+            let h = *hosts as u128;
+            check_ports("hosts", "sw0", h)?;
+            Shape { nodes: h + 1, hosts: h, links: h, switches: vec![("sw0".into(), h as u64)] }
+        }
+        TopologyConfig::Dumbbell { left, right, .. } => {
+            let (l, r) = (*left as u128, *right as u128);
+            check_ports("left", "sw_left", l + 1)?;
+            check_ports("right", "sw_right", r + 1)?;
+            Shape {
+                nodes: l + r + 2,
+                hosts: l + r,
+                links: l + r + 1,
+                switches: vec![("sw_left".into(), l as u64 + 1), ("sw_right".into(), r as u64 + 1)],
+            }
+        }
+        TopologyConfig::LeafSpine { leaves, spines, hosts_per_leaf, links_per_spine, .. } => {
+            let (nl, ns, lps) = (*leaves as u128, *spines as u128, *links_per_spine as u128);
+            let counts: Vec<u128> = match hosts_per_leaf {
+                HostsPerLeaf::Same(n) => {
+                    // One count for every leaf: check before making a vector per leaf.
+                    check_nodes("hosts_per_leaf", nl * (*n as u128) + nl + ns)?;
+                    vec![*n as u128; nl as usize]
+                }
+                HostsPerLeaf::Each(v) => v.iter().map(|&n| n as u128).collect(),
+            };
+            let hosts: u128 = counts.iter().sum();
+            check_nodes("hosts_per_leaf", hosts + nl + ns)?;
+            check_ports("leaves", "each spine", nl * lps)?;
+            let uplinks = ns * lps;
+            if let Some((i, &most)) = counts.iter().enumerate().max_by_key(|(_, &c)| c) {
+                let field = if most >= uplinks { "hosts_per_leaf" } else { "links_per_spine" };
+                check_ports(field, &format!("leaf{i}"), uplinks + most)?;
+            }
+            let mut switches: Vec<(String, u64)> =
+                counts.iter().enumerate().map(|(i, &c)| (format!("leaf{i}"), (uplinks + c) as u64)).collect();
+            switches.extend((0..ns).map(|j| (format!("spine{j}"), (nl * lps) as u64)));
+            Shape { nodes: hosts + nl + ns, hosts, links: nl * ns * lps + hosts, switches }
+        }
+        TopologyConfig::FatTree { k, .. } => {
+            // k is checked (even, 2..=64) when the graph is built; only sizes here.
+            let k = (*k).min(64) as u128;
+            let half = k / 2;
+            let mut switches = Vec::new();
+            switches.extend((0..half * half).map(|i| (format!("core{i}"), k as u64)));
+            for pod in 0..k {
+                switches.extend((0..half).map(|i| (format!("agg{pod}_{i}"), k as u64)));
+                switches.extend((0..half).map(|i| (format!("edge{pod}_{i}"), k as u64)));
+            }
+            Shape { nodes: 5 * k * k / 4 + k * k * k / 4, hosts: k * k * k / 4, links: 3 * k * k * k / 4, switches }
+        }
+        TopologyConfig::Explicit { nodes, links } => {
+            let mut ports: BTreeMap<&str, u128> = BTreeMap::new();
+            for l in links {
+                *ports.entry(l.a.as_str()).or_default() += 1;
+                *ports.entry(l.b.as_str()).or_default() += 1;
+            }
+            if let Some((name, &n)) = ports.iter().max_by_key(|(_, &n)| n) {
+                check_ports("links", name, n)?;
+            }
+            check_nodes("nodes", nodes.len() as u128)?;
+            let kind_of = |n: &crate::config::ExplicitNode| n.kind == crate::config::NodeKindConfig::Switch;
+            Shape {
+                nodes: nodes.len() as u128,
+                hosts: nodes.iter().filter(|n| !kind_of(n)).count() as u128,
+                links: links.len() as u128,
+                switches: nodes
+                    .iter()
+                    .filter(|n| kind_of(n))
+                    .map(|n| (n.name.clone(), *ports.get(n.name.as_str()).unwrap_or(&0) as u64))
+                    .collect(),
+            }
+        }
+    })
+}
+
+/// Flows a traffic entry creates.
+fn flows_of(t: &TrafficConfig) -> u128 {
+    match t {
+        TrafficConfig::UdpCbr(u) | TrafficConfig::UdpPoisson(u) => u.src.len() as u128,
+        TrafficConfig::Burst(b) => b.src.len() as u128,
+        TrafficConfig::TcpBulk(b) => b.src.len() as u128 * b.streams as u128,
+        TrafficConfig::TcpIncast(c) => c.servers.len() as u128 * c.flows_per_server as u128 * c.rounds as u128,
+        TrafficConfig::TcpFlows(f) => f.flows.len() as u128,
+        TrafficConfig::RdmaWrite(r) => r.src.len() as u128 * r.qps as u128,
+        TrafficConfig::Iperf3(i) => i.instances as u128,
+        TrafficConfig::PingPong(_) => 1,
+    }
+}
+
+fn bins(sc: &Scenario, interval: u64, field: &str, what: &str) -> Result<(), ConfigError> {
+    if interval == 0 {
+        return Ok(());
+    }
+    let n = sc.duration_ps / interval;
+    if n > MAX_BINS {
+        let least = sc.duration_ps.div_ceil(MAX_BINS);
+        return Err(ConfigError::new(
+            format!("stats.{field}"),
+            format!(
+                "{interval} ps makes {} {what} over the duration ({} ps); at most {}: use at least {least} ps, \
+                 or 0 to turn them off",
+                thousands(n as u128),
+                thousands(sc.duration_ps as u128),
+                thousands(MAX_BINS as u128)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks every limit of the module documentation.
+pub(super) fn check(sc: &Scenario) -> Result<(), ConfigError> {
+    let s = shape(&sc.topology)?;
+    if s.nodes > MAX_NODES as u128 {
+        return Err(too_many_nodes("topology", s.nodes));
+    }
+    let classes = sc.network.classes.clamp(1, 8) as u128;
+
+    // VOQ state grows with the square of a device's port count.
+    let mut voq_bytes: u128 = 0;
+    for (name, ports) in &s.switches {
+        let (cfg, path) = match sc.network.switch_overrides.get(name) {
+            Some(c) => (c, format!("network.switch_overrides.{name}.buffer")),
+            None => (&sc.network.switch, "network.switch.buffer".to_string()),
+        };
+        if let BufferConfig::Voq(_) = cfg.buffer {
+            let p = *ports as u128;
+            let voqs = p * (p + 1) * classes;
+            if voqs > MAX_VOQS as u128 {
+                return Err(ConfigError::new(
+                    path,
+                    format!(
+                        "the VOQ model keeps a queue per (ingress port, egress port, class): {name} has {p} ports \
+                         and {classes} classes, {} VOQs; at most {} (fewer ports or classes, or another buffer model)",
+                        thousands(voqs),
+                        thousands(MAX_VOQS as u128)
+                    ),
+                ));
+            }
+            voq_bytes += voqs * (size_of::<u64>() + size_of::<VecDeque<(u32, u32)>>()) as u128;
+        }
+    }
+
+    let mut flows: u128 = 0;
+    let mut tcp_flows: u128 = 0;
+    for (i, t) in sc.traffic.iter().enumerate() {
+        let n = flows_of(t);
+        flows += n;
+        if matches!(t, TrafficConfig::TcpBulk(_) | TrafficConfig::TcpIncast(_) | TrafficConfig::TcpFlows(_)) {
+            tcp_flows += n;
+        }
+        if flows > MAX_FLOWS as u128 {
+            return Err(ConfigError::new(
+                format!("traffic[{i}]"),
+                format!(
+                    "brings the scenario to {} flows; at most {} are supported",
+                    thousands(flows),
+                    thousands(MAX_FLOWS as u128)
+                ),
+            ));
+        }
+    }
+
+    bins(sc, sc.stats.throughput_interval_ps, "throughput_interval", "throughput bins")?;
+    bins(sc, sc.stats.queue_sample_interval_ps, "queue_sample_interval", "queue samples")?;
+
+    let ports = 2 * s.links;
+    let per_port = size_of::<Port>() as u128 + classes * 48;
+    let world = s.nodes * (size_of::<Node>() as u128 + 16)
+        + ports * per_port
+        + ports * size_of::<Channel>() as u128
+        + s.switches.len() as u128 * s.hosts * 4
+        + voq_bytes
+        + flows * size_of::<FlowStats>() as u128
+        + tcp_flows * size_of::<TcpFlow>() as u128;
+    if world > MAX_WORLD_BYTES as u128 {
+        return Err(ConfigError::new(
+            "topology",
+            format!(
+                "the world would take about {:.1} GiB before the first event ({} nodes, {} links, {} flows); \
+                 at most {} GiB",
+                world as f64 / (1u64 << 30) as f64,
+                thousands(s.nodes),
+                thousands(s.links),
+                thousands(flows),
+                MAX_WORLD_BYTES >> 30
+            ),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scenario(topology: &str, extra: &str) -> Scenario {
+        Scenario::from_json(&format!(r#"{{"duration_ps": 1000000000, "topology": {topology} {extra}}}"#)).unwrap()
+    }
+
+    const L: &str = r#"{"rate_bps": 10000000000, "delay_ps": 1000}"#;
+
+    #[test]
+    fn a_billion_hosts_are_refused_before_anything_is_allocated() {
+        let sc = scenario(&format!(r#"{{"kind": "star", "hosts": 1000000000, "link": {L}}}"#), "");
+        let e = check(&sc).unwrap_err();
+        assert_eq!(e.path, "topology.hosts");
+        assert!(e.message.contains("gives sw0 1,000,000,000 ports"), "{e}");
+        let sc = scenario(
+            &format!(
+                r#"{{"kind": "leaf_spine", "leaves": 4000, "spines": 4, "hosts_per_leaf": 4000,
+                "host_link": {L}, "fabric_link": {L}}}"#
+            ),
+            "",
+        );
+        let e = check(&sc).unwrap_err();
+        assert_eq!(e.path, "topology.hosts_per_leaf");
+        assert!(e.message.contains("16,004,004 nodes"), "{e}");
+    }
+
+    #[test]
+    fn voq_devices_with_too_many_ports_are_refused() {
+        let voq = r#", "network": {"switch": {"buffer": {"model": "voq", "total_bytes": 1000000000, "voq_limit_bytes": 1000000}}}"#;
+        let ls = |lps: u32| {
+            format!(
+                r#"{{"kind": "leaf_spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 2, "links_per_spine": {lps},
+                "host_link": {L}, "fabric_link": {L}}}"#
+            )
+        };
+        let e = check(&scenario(&ls(1000), voq)).unwrap_err();
+        assert_eq!(e.path, "network.switch.buffer");
+        assert!(e.message.contains("leaf0 has 2002 ports"), "{e}");
+        check(&scenario(&ls(100), voq)).unwrap();
+    }
+
+    #[test]
+    fn too_many_flows_or_bins_are_refused_naming_the_field() {
+        let star = format!(r#"{{"kind": "star", "hosts": 3, "link": {L}}}"#);
+        let incast = r#", "traffic": [{"kind": "tcp_incast", "client": "h0", "servers": ["h1", "h2"],
+            "response_bytes": 1000, "rounds": 4000000000}]"#;
+        let e = check(&scenario(&star, incast)).unwrap_err();
+        assert_eq!(e.path, "traffic[0]");
+        let e = check(&scenario(&star, r#", "stats": {"throughput_interval_ps": 1}"#)).unwrap_err();
+        assert_eq!(e.path, "stats.throughput_interval");
+        assert!(e.message.contains("1,000,000,000 throughput bins") && e.message.contains("at least 100 ps"), "{e}");
+        let e = check(&scenario(&star, r#", "stats": {"queue_sample_interval_ps": 10}"#)).unwrap_err();
+        assert_eq!(e.path, "stats.queue_sample_interval");
+        check(&scenario(&star, r#", "stats": {"queue_sample_interval_ps": 100}"#)).unwrap();
+    }
+}

@@ -1,0 +1,237 @@
+//! CUBIC as Linux runs it (`net/ipv4/tcp_cubic.c`): RFC 9438's curve with
+//! Linux's constants and integer segment counting.
+//!
+//! - `C = 410/1024` (`bic_scale = 41`), `beta = 717/1024`, fast convergence:
+//!   on a loss `W_max = cwnd (1 + beta) / 2` if cwnd is below the previous
+//!   `W_max`, else cwnd; `ssthresh = max(cwnd beta, 2)` segments.
+//! - Each ACK in congestion avoidance computes `target = W_max + C (t - K)^3`
+//!   (or `cwnd + C t^3` above `W_max`) with `t` the time since the epoch began
+//!   plus the minimum RTT, and grows cwnd by one segment every `cnt` ACKed
+//!   segments, `cnt = cwnd / (target - cwnd)` (`100 cwnd` when at or above
+//!   the target), at most 1.5x per RTT (`cnt >= 2`), at least 5% per RTT
+//!   while no loss has set `W_max` (`cnt <= 20`), and no slower than Reno
+//!   (the TCP-friendly estimate grows by one segment per `cwnd * 15 / 8`
+//!   ACKed segments, Linux's integer form of `3 (1 - beta) / (1 + beta)`).
+//! - Slow start adds the ACKed segments up to ssthresh (`tcp_slow_start`); the
+//!   remainder goes to congestion avoidance.
+//! - Delay samples set the minimum RTT, except within 1 s of an epoch start
+//!   (after a reduction); classic HyStart (`hystart.rs`) uses them in slow
+//!   start.
+//! - A retransmission timeout resets everything (`bictcp_reset`): `W_max = 0`.
+//!
+//! Linux recomputes `cnt` at most once per jiffy and computes `K` with a
+//! table-based cube root; here both are exact.
+
+use super::hystart::ClassicHystart;
+use super::{AckInfo, Window};
+use crate::units::SimTime;
+
+const BETA_SCALE: u64 = 1024;
+const BETA: u64 = 717;
+const C: f64 = 410.0 / 1024.0;
+/// `8 (1024 + 717) / 3 / (1024 - 717)` in integers, as Linux computes it.
+const BETA_SCALE_FRIENDLY: u64 = 8 * (BETA_SCALE + BETA) / 3 / (BETA_SCALE - BETA);
+
+#[derive(Clone, Debug, Default)]
+pub struct LinuxCubic {
+    /// ACKed segments per one-segment increase.
+    cnt: u64,
+    last_max_cwnd: u64,
+    epoch_start: Option<SimTime>,
+    /// ACKed segments counted for the TCP-friendly estimate.
+    ack_cnt: u64,
+    /// TCP-friendly window estimate (segments).
+    tcp_cwnd: u64,
+    /// Seconds from the epoch start until the curve reaches its origin.
+    k: f64,
+    origin: u64,
+    delay_min: Option<SimTime>,
+    /// `snd_cwnd_cnt` of `tcp_cong_avoid_ai`.
+    cwnd_cnt: u64,
+    pub hystart: Option<ClassicHystart>,
+}
+
+impl LinuxCubic {
+    pub fn new(hystart: bool) -> Self {
+        LinuxCubic { hystart: hystart.then(ClassicHystart::default), ..Default::default() }
+    }
+
+    /// `cubictcp_recalc_ssthresh`.
+    pub fn ssthresh_after_loss(&mut self, w: &Window) -> u64 {
+        let cwnd = w.cwnd / w.mss;
+        self.epoch_start = None;
+        self.cwnd_cnt = 0;
+        self.last_max_cwnd =
+            if cwnd < self.last_max_cwnd { cwnd * (BETA_SCALE + BETA) / (2 * BETA_SCALE) } else { cwnd };
+        (cwnd * BETA / BETA_SCALE).max(2) * w.mss
+    }
+
+    /// `cubictcp_state(TCP_CA_Loss)`: a retransmission timeout forgets `W_max`.
+    pub fn on_timeout(&mut self) {
+        let hystart = self.hystart.is_some();
+        *self = LinuxCubic::new(hystart);
+    }
+
+    /// `cubictcp_acked`: a delay sample from an ACK of new data.
+    pub fn on_rtt_sample(&mut self, w: &mut Window, info: &AckInfo) {
+        let Some(delay) = info.rtt_sample else { return };
+        if let Some(e) = self.epoch_start {
+            if info.now.saturating_sub(e) < SimTime::from_secs(1) {
+                return;
+            }
+        }
+        let delay = delay.max(SimTime::from_us(1));
+        if self.delay_min.map_or(true, |m| delay < m) {
+            self.delay_min = Some(delay);
+        }
+        if let Some(h) = &mut self.hystart {
+            if w.in_slow_start() {
+                let delay_min = self.delay_min.unwrap_or(delay);
+                if let Some(ss) = h.on_delay(w, info, delay, delay_min) {
+                    w.ssthresh = ss;
+                }
+            }
+        }
+    }
+
+    /// `cubictcp_cong_avoid` (called only while the window limits the flight).
+    pub fn increase(&mut self, w: &mut Window, info: &AckInfo) {
+        let mss = w.mss;
+        let mut acked = info.acked.div_ceil(mss);
+        let mut cwnd = w.cwnd / mss;
+        if w.in_slow_start() {
+            // tcp_slow_start: cwnd = min(cwnd + acked, ssthresh).
+            let ssthresh = w.ssthresh / mss;
+            let new = (cwnd + acked).min(ssthresh.max(cwnd));
+            acked -= new - cwnd;
+            cwnd = new;
+            w.cwnd = cwnd * mss;
+            if acked == 0 {
+                return;
+            }
+        }
+        self.update(cwnd, acked, info.now);
+        // tcp_cong_avoid_ai(cnt, acked).
+        let cnt = self.cnt;
+        if self.cwnd_cnt >= cnt {
+            self.cwnd_cnt = 0;
+            cwnd += 1;
+        }
+        self.cwnd_cnt += acked;
+        if self.cwnd_cnt >= cnt {
+            let delta = self.cwnd_cnt / cnt;
+            self.cwnd_cnt -= delta * cnt;
+            cwnd += delta;
+        }
+        w.cwnd = cwnd * mss;
+    }
+
+    /// `bictcp_update`: sets `cnt`.
+    fn update(&mut self, cwnd: u64, acked: u64, now: SimTime) {
+        self.ack_cnt += acked;
+        let start = match self.epoch_start {
+            Some(s) => s,
+            None => {
+                self.epoch_start = Some(now);
+                self.ack_cnt = acked;
+                self.tcp_cwnd = cwnd;
+                if self.last_max_cwnd <= cwnd {
+                    self.k = 0.0;
+                    self.origin = cwnd;
+                } else {
+                    self.k = libm::cbrt((self.last_max_cwnd - cwnd) as f64 / C);
+                    self.origin = self.last_max_cwnd;
+                }
+                now
+            }
+        };
+        let t = (now - start).as_secs_f64() + self.delay_min.map_or(0.0, |d| d.as_secs_f64());
+        let offs = (t - self.k).abs();
+        let delta = (C * offs * offs * offs) as u64;
+        let target = if t < self.k { self.origin.saturating_sub(delta) } else { self.origin + delta };
+        self.cnt = if target > cwnd { cwnd / (target - cwnd) } else { 100 * cwnd };
+        if self.last_max_cwnd == 0 && self.cnt > 20 {
+            self.cnt = 20;
+        }
+        // TCP friendliness.
+        let per = (cwnd * BETA_SCALE_FRIENDLY) >> 3;
+        if per > 0 {
+            while self.ack_cnt > per {
+                self.ack_cnt -= per;
+                self.tcp_cwnd += 1;
+            }
+        }
+        if self.tcp_cwnd > cwnd {
+            let max_cnt = cwnd / (self.tcp_cwnd - cwnd);
+            self.cnt = self.cnt.min(max_cnt);
+        }
+        self.cnt = self.cnt.max(2);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MSS: u64 = 1000;
+
+    fn info(now: SimTime, acked: u64) -> AckInfo {
+        AckInfo {
+            now,
+            acked,
+            ack: 0,
+            snd_nxt: 0,
+            ece: false,
+            srtt: None,
+            min_rtt: None,
+            rtt_sample: Some(SimTime::from_ms(100)),
+        }
+    }
+
+    #[test]
+    fn linux_constants_beta_717_and_fast_convergence() {
+        let mut c = LinuxCubic::new(false);
+        let w = Window { cwnd: 100 * MSS, ssthresh: 0, mss: MSS };
+        assert_eq!(c.ssthresh_after_loss(&w), 70 * MSS, "100 * 717 / 1024 = 70");
+        assert_eq!(c.last_max_cwnd, 100);
+        let w = Window { cwnd: 80 * MSS, ssthresh: 0, mss: MSS };
+        c.ssthresh_after_loss(&w);
+        assert_eq!(c.last_max_cwnd, 80 * 1741 / 2048, "fast convergence: 68");
+        assert_eq!(BETA_SCALE_FRIENDLY, 15);
+    }
+
+    #[test]
+    fn window_climbs_back_to_w_max_in_k_seconds() {
+        // Loss at 100 segments; cwnd 70; K = cbrt(30 / 0.4004) = 4.21 s. One
+        // ACK per segment, cwnd segments per 100 ms RTT.
+        let mut c = LinuxCubic::new(false);
+        let mut w = Window { cwnd: 100 * MSS, ssthresh: 0, mss: MSS };
+        w.ssthresh = c.ssthresh_after_loss(&w);
+        w.cwnd = w.ssthresh;
+        let rtt = SimTime::from_ms(100);
+        let mut now = SimTime::ZERO;
+        // The delay sample arrives more than 1 s after the epoch start, so
+        // delay_min is set from the first ACKs here (no epoch yet).
+        c.on_rtt_sample(&mut w, &info(now, MSS));
+        while now < SimTime::from_ms(4200) {
+            for _ in 0..w.cwnd / MSS {
+                c.increase(&mut w, &info(now, MSS));
+            }
+            now += rtt;
+        }
+        // t includes one min RTT of look-ahead, so the curve is 0.1 s ahead.
+        let cw = w.cwnd / MSS;
+        assert!((99..=101).contains(&cw), "cwnd {cw} segments at t = K");
+    }
+
+    #[test]
+    fn slow_start_adds_every_acked_segment_up_to_ssthresh() {
+        let mut c = LinuxCubic::new(false);
+        let mut w = Window { cwnd: 10 * MSS, ssthresh: 11 * MSS, mss: MSS };
+        c.increase(&mut w, &info(SimTime::ZERO, 2 * MSS));
+        assert_eq!(w.cwnd, 11 * MSS, "one segment to ssthresh; the other goes to congestion avoidance");
+        let mut w = Window { cwnd: 10 * MSS, ssthresh: u64::MAX, mss: MSS };
+        c.increase(&mut w, &info(SimTime::ZERO, 3 * MSS));
+        assert_eq!(w.cwnd, 13 * MSS);
+    }
+}

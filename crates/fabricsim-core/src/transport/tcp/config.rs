@@ -1,0 +1,404 @@
+//! TCP parameters and the profiles that choose their defaults.
+//!
+//! A profile is a named set of defaults; every behaviour it selects has a
+//! field of its own, and a field given explicitly overrides the profile.
+//!
+//! - `linux` (the default): what a current Linux sender and receiver do out of
+//!   the box: CUBIC with Linux's constants and its classic HyStart, SACK and
+//!   D-SACK, RACK-TLP loss detection, PRR during recovery, limited transmit,
+//!   window growth counted in acknowledged segments, growth only while the
+//!   window limits the flight, Reno's `ssthresh` from cwnd, Linux's RTO
+//!   formula, and Linux's 2 ms of slack
+//!   on the RACK and TLP timers.
+//! - `rfc`: the RFC baseline without SACK: NewReno recovery (RFC 6582), RFC
+//!   5681 growth of one segment per ACK in slow start, `ssthresh` from
+//!   FlightSize, RFC 6298 RTO, no HyStart.
+
+use super::cc::CcKind;
+use crate::error::ConfigError;
+use crate::units::PS_PER_SEC;
+use serde::{Deserialize, Serialize};
+
+const MS: u64 = 1_000_000_000;
+
+/// Which set of defaults a TCP configuration starts from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TcpProfile {
+    #[default]
+    Linux,
+    Rfc,
+}
+
+/// Slow-start exit algorithm.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+pub enum Hystart {
+    /// Standard slow start until the first loss.
+    #[serde(rename = "off")]
+    Off,
+    /// Linux's HyStart in `tcp_cubic.c`: ACK-train and delay-increase detection (CUBIC only).
+    #[serde(rename = "classic")]
+    Classic,
+    /// HyStart++ (RFC 9406): delay increase, then Conservative Slow Start.
+    #[serde(rename = "hystart++")]
+    HystartPlusPlus,
+}
+
+/// Which CUBIC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CubicFlavor {
+    /// RFC 9438 as written: `C = 0.4`, `beta = 0.7`, smoothed RTT for the look-ahead.
+    Rfc9438,
+    /// `tcp_cubic.c`: `C = 410/1024`, `beta = 717/1024`, minimum RTT for the
+    /// look-ahead, whole-segment counting, 5% per RTT floor while `W_max` is unknown.
+    Linux,
+}
+
+/// How the retransmission timeout follows the RTT estimate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RtoFormula {
+    /// RFC 6298: `max(min_rto, SRTT + max(G, 4 RTTVAR))`.
+    Rfc6298,
+    /// Linux: `SRTT + max(min_rto, 4 RTTVAR)` (the minimum is added, not a floor).
+    Linux,
+}
+
+/// What a Reno-style window reduction halves (NewReno, and DCTCP on loss;
+/// CUBIC always scales cwnd by beta).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SsthreshFrom {
+    /// RFC 5681 (4) and RFC 6675 (4.2): `FlightSize / 2`, the data outstanding.
+    Flight,
+    /// RFC 6675's `pipe` (what ns-3 halves when SACK is on); FlightSize without SACK.
+    Pipe,
+    /// The congestion window (Linux `tcp_reno_ssthresh`: `cwnd / 2`).
+    Cwnd,
+}
+
+/// TCP parameters of one flow (resolved: integers in bytes and picoseconds).
+///
+/// Deserialized through [`TcpConfigSpec`]: fields left out take the values of
+/// the chosen `profile` ([`TcpConfig::for_profile`]).
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(from = "TcpConfigSpec")]
+pub struct TcpConfig {
+    pub profile: TcpProfile,
+    pub cc: CcKind,
+    /// IP MTU; MSS = mtu - header_bytes.
+    pub mtu_bytes: u32,
+    /// IP + TCP header bytes per segment, options included (20 + 20 + 12 with timestamps).
+    pub header_bytes: u32,
+    /// Link-layer header + trailer per frame (Ethernet 14 + 4).
+    pub l2_bytes: u32,
+    /// Smallest frame on the wire (Ethernet: 64).
+    pub min_frame_bytes: u32,
+    pub init_cwnd_segments: u32,
+    /// Receive window: the sender never has more than this in flight.
+    pub rwnd_bytes: u64,
+    pub min_rto_ps: u64,
+    pub initial_rto_ps: u64,
+    pub max_rto_ps: u64,
+    pub clock_granularity_ps: u64,
+    pub rto_formula: RtoFormula,
+    /// ACK after this many full segments.
+    pub delack_count: u32,
+    pub delack_timeout_ps: u64,
+    /// ACK every segment for the first this many segments (Linux quick-ACK mode).
+    pub quickack_segments: u32,
+    /// Negotiate ECN (RFC 3168). DCTCP always uses ECN.
+    pub ecn: bool,
+    pub dctcp_g: f64,
+    /// Appropriate byte counting (RFC 3465): growth by acknowledged bytes, not ACKs.
+    pub byte_counting: bool,
+    pub dupack_threshold: u32,
+    /// Pace data segments at this rate (bit/s of frames), if set.
+    pub pacing_bps: Option<u64>,
+    /// Selective acknowledgments (RFC 2018) and SACK-based recovery (RFC 6675).
+    pub sack: bool,
+    /// Duplicate-SACK reports from the receiver (RFC 2883).
+    pub dsack: bool,
+    /// RACK time-based loss detection (RFC 8985 section 6).
+    pub rack: bool,
+    /// Tail loss probes (RFC 8985 section 7).
+    pub tlp: bool,
+    /// Proportional Rate Reduction (RFC 6937, slow-start reduction bound) in recovery.
+    pub prr: bool,
+    /// Limited transmit (RFC 3042).
+    pub limited_transmit: bool,
+    pub hystart: Hystart,
+    pub cubic_flavor: CubicFlavor,
+    pub ssthresh_from: SsthreshFrom,
+    /// Grow the window only while it limits the flight (Linux `tcp_is_cwnd_limited`).
+    pub cwnd_validation: bool,
+    /// Added to the RACK reordering timer and to the tail-loss-probe timeout
+    /// when more than one segment is in flight (Linux: `TCP_TIMEOUT_MIN`, 2 ms).
+    pub loss_timer_slack_ps: u64,
+}
+
+impl Default for TcpConfig {
+    fn default() -> Self {
+        TcpConfig::for_profile(TcpProfile::Linux, None)
+    }
+}
+
+impl TcpConfig {
+    /// The defaults of `profile`; `cc` (if given) replaces the profile's
+    /// controller and the defaults that depend on it (HyStart).
+    pub fn for_profile(profile: TcpProfile, cc: Option<CcKind>) -> Self {
+        let linux = profile == TcpProfile::Linux;
+        let cc = cc.unwrap_or(if linux { CcKind::Cubic } else { CcKind::Newreno });
+        TcpConfig {
+            profile,
+            cc,
+            mtu_bytes: 1500,
+            header_bytes: 52,
+            l2_bytes: 18,
+            min_frame_bytes: 64,
+            init_cwnd_segments: 10,
+            rwnd_bytes: 6 * 1024 * 1024,
+            min_rto_ps: 200 * MS,
+            initial_rto_ps: PS_PER_SEC,
+            max_rto_ps: 120 * PS_PER_SEC,
+            clock_granularity_ps: MS,
+            rto_formula: if linux { RtoFormula::Linux } else { RtoFormula::Rfc6298 },
+            delack_count: 2,
+            delack_timeout_ps: 40 * MS,
+            quickack_segments: 16,
+            ecn: false,
+            dctcp_g: 1.0 / 16.0,
+            byte_counting: linux,
+            dupack_threshold: 3,
+            pacing_bps: None,
+            sack: linux,
+            dsack: linux,
+            rack: linux,
+            tlp: linux,
+            prr: linux,
+            limited_transmit: linux,
+            hystart: if linux && cc == CcKind::Cubic { Hystart::Classic } else { Hystart::Off },
+            cubic_flavor: if linux { CubicFlavor::Linux } else { CubicFlavor::Rfc9438 },
+            ssthresh_from: if linux { SsthreshFrom::Cwnd } else { SsthreshFrom::Flight },
+            cwnd_validation: linux,
+            loss_timer_slack_ps: if linux { 2 * MS } else { 0 },
+        }
+    }
+
+    /// Today's RFC baseline (NewReno without SACK); `TcpConfig::default()` is Linux.
+    pub fn rfc() -> Self {
+        TcpConfig::for_profile(TcpProfile::Rfc, None)
+    }
+
+    pub fn mss(&self) -> u32 {
+        self.mtu_bytes - self.header_bytes
+    }
+
+    /// Frame size on the wire for a segment carrying `payload` bytes.
+    pub fn frame_bytes(&self, payload: u32) -> u32 {
+        (payload + self.header_bytes + self.l2_bytes).max(self.min_frame_bytes)
+    }
+
+    /// Frame size of a pure ACK carrying `blocks` SACK blocks: the option
+    /// takes 2 B of kind and length, 8 B per block, padded with two NOPs
+    /// (RFC 2018 3; 3 blocks fit beside timestamps in 40 B of options).
+    pub fn ack_frame_bytes(&self, blocks: u32) -> u32 {
+        let sack = if blocks > 0 { 4 + 8 * blocks } else { 0 };
+        (self.header_bytes + sack + self.l2_bytes).max(self.min_frame_bytes)
+    }
+
+    pub fn uses_ecn(&self) -> bool {
+        self.ecn || self.cc == CcKind::Dctcp
+    }
+
+    /// Checks ranges; `path` prefixes the field names in errors.
+    pub fn validate(&self, path: &str) -> Result<(), ConfigError> {
+        let err = |field: &str, msg: String| Err(ConfigError::new(format!("{path}.{field}"), msg));
+        // Linux's smallest segment: tcp_min_snd_mss (48) less 12 B of timestamp option.
+        if self.header_bytes >= self.mtu_bytes || self.mtu_bytes - self.header_bytes < 36 {
+            return err(
+                "mtu",
+                format!(
+                    "leaves a segment of {} bytes after {} header bytes; need at least 36",
+                    self.mtu_bytes.saturating_sub(self.header_bytes),
+                    self.header_bytes
+                ),
+            );
+        }
+        if self.init_cwnd_segments == 0 {
+            return err("init_cwnd", "must be >= 1".into());
+        }
+        if self.rwnd_bytes < self.mss() as u64 {
+            return err("rwnd", "must hold at least one segment".into());
+        }
+        if self.delack_count == 0 {
+            return err("delayed_ack.count", "must be >= 1".into());
+        }
+        if !(self.dctcp_g > 0.0 && self.dctcp_g <= 1.0) {
+            return err("dctcp_g", "must be in (0, 1]".into());
+        }
+        if self.dupack_threshold == 0 {
+            return err("dupack_threshold", "must be >= 1".into());
+        }
+        if self.pacing_bps == Some(0) {
+            return err("pacing_rate", "must be positive".into());
+        }
+        if self.min_rto_ps > self.max_rto_ps {
+            return err("min_rto", "must not exceed max_rto".into());
+        }
+        if !self.sack {
+            for (field, on) in [("dsack", self.dsack), ("rack", self.rack), ("tlp", self.tlp), ("prr", self.prr)] {
+                if on {
+                    return err(field, "needs sack: true (without SACK the sender uses NewReno recovery)".into());
+                }
+            }
+        }
+        if self.hystart == Hystart::Classic && self.cc != CcKind::Cubic {
+            return err(
+                "hystart",
+                format!("'classic' is part of CUBIC (cc is '{}'); use 'hystart++' or 'off'", self.cc.name()),
+            );
+        }
+        if self.sack && self.rwnd_bytes > i32::MAX as u64 {
+            return err("rwnd", "must be below 2 GiB with SACK (SACK block edges travel as 32-bit offsets)".into());
+        }
+        Ok(())
+    }
+}
+
+/// The wire form of [`TcpConfig`]: every field optional; the profile fills the rest.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TcpConfigSpec {
+    pub profile: Option<TcpProfile>,
+    pub cc: Option<CcKind>,
+    pub mtu_bytes: Option<u32>,
+    pub header_bytes: Option<u32>,
+    pub l2_bytes: Option<u32>,
+    pub min_frame_bytes: Option<u32>,
+    pub init_cwnd_segments: Option<u32>,
+    pub rwnd_bytes: Option<u64>,
+    pub min_rto_ps: Option<u64>,
+    pub initial_rto_ps: Option<u64>,
+    pub max_rto_ps: Option<u64>,
+    pub clock_granularity_ps: Option<u64>,
+    pub rto_formula: Option<RtoFormula>,
+    pub delack_count: Option<u32>,
+    pub delack_timeout_ps: Option<u64>,
+    pub quickack_segments: Option<u32>,
+    pub ecn: Option<bool>,
+    pub dctcp_g: Option<f64>,
+    pub byte_counting: Option<bool>,
+    pub dupack_threshold: Option<u32>,
+    pub pacing_bps: Option<u64>,
+    pub sack: Option<bool>,
+    pub dsack: Option<bool>,
+    pub rack: Option<bool>,
+    pub tlp: Option<bool>,
+    pub prr: Option<bool>,
+    pub limited_transmit: Option<bool>,
+    pub hystart: Option<Hystart>,
+    pub cubic_flavor: Option<CubicFlavor>,
+    pub ssthresh_from: Option<SsthreshFrom>,
+    pub cwnd_validation: Option<bool>,
+    pub loss_timer_slack_ps: Option<u64>,
+}
+
+impl From<TcpConfigSpec> for TcpConfig {
+    fn from(s: TcpConfigSpec) -> Self {
+        let d = TcpConfig::for_profile(s.profile.unwrap_or_default(), s.cc);
+        let sack = s.sack.unwrap_or(d.sack);
+        // Mechanisms that need SACK default to off when SACK is turned off.
+        let with_sack = |v: Option<bool>, default: bool| v.unwrap_or(default && sack);
+        TcpConfig {
+            profile: d.profile,
+            cc: d.cc,
+            mtu_bytes: s.mtu_bytes.unwrap_or(d.mtu_bytes),
+            header_bytes: s.header_bytes.unwrap_or(d.header_bytes),
+            l2_bytes: s.l2_bytes.unwrap_or(d.l2_bytes),
+            min_frame_bytes: s.min_frame_bytes.unwrap_or(d.min_frame_bytes),
+            init_cwnd_segments: s.init_cwnd_segments.unwrap_or(d.init_cwnd_segments),
+            rwnd_bytes: s.rwnd_bytes.unwrap_or(d.rwnd_bytes),
+            min_rto_ps: s.min_rto_ps.unwrap_or(d.min_rto_ps),
+            initial_rto_ps: s.initial_rto_ps.unwrap_or(d.initial_rto_ps),
+            max_rto_ps: s.max_rto_ps.unwrap_or(d.max_rto_ps),
+            clock_granularity_ps: s.clock_granularity_ps.unwrap_or(d.clock_granularity_ps),
+            rto_formula: s.rto_formula.unwrap_or(d.rto_formula),
+            delack_count: s.delack_count.unwrap_or(d.delack_count),
+            delack_timeout_ps: s.delack_timeout_ps.unwrap_or(d.delack_timeout_ps),
+            quickack_segments: s.quickack_segments.unwrap_or(d.quickack_segments),
+            ecn: s.ecn.unwrap_or(d.ecn),
+            dctcp_g: s.dctcp_g.unwrap_or(d.dctcp_g),
+            byte_counting: s.byte_counting.unwrap_or(d.byte_counting),
+            dupack_threshold: s.dupack_threshold.unwrap_or(d.dupack_threshold),
+            pacing_bps: s.pacing_bps.or(d.pacing_bps),
+            sack,
+            dsack: with_sack(s.dsack, d.dsack),
+            rack: with_sack(s.rack, d.rack),
+            tlp: with_sack(s.tlp, d.tlp),
+            prr: with_sack(s.prr, d.prr),
+            limited_transmit: s.limited_transmit.unwrap_or(d.limited_transmit),
+            hystart: s.hystart.unwrap_or(d.hystart),
+            cubic_flavor: s.cubic_flavor.unwrap_or(d.cubic_flavor),
+            ssthresh_from: s.ssthresh_from.unwrap_or(d.ssthresh_from),
+            cwnd_validation: s.cwnd_validation.unwrap_or(d.cwnd_validation),
+            loss_timer_slack_ps: s.loss_timer_slack_ps.unwrap_or(d.loss_timer_slack_ps),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(json: &str) -> TcpConfig {
+        serde_json::from_str(json).unwrap()
+    }
+
+    #[test]
+    fn linux_is_the_default_profile() {
+        let c = parse("{}");
+        assert_eq!(c.profile, TcpProfile::Linux);
+        assert_eq!(c.cc, CcKind::Cubic);
+        assert!(c.sack && c.dsack && c.rack && c.tlp && c.prr && c.limited_transmit && c.cwnd_validation);
+        assert_eq!(c.hystart, Hystart::Classic);
+        assert_eq!(c.loss_timer_slack_ps, 2_000_000_000);
+        assert_eq!((c.min_rto_ps, c.init_cwnd_segments, c.quickack_segments), (200_000_000_000, 10, 16));
+    }
+
+    #[test]
+    fn rfc_profile_turns_every_linux_mechanism_off() {
+        let c = parse(r#"{"profile": "rfc"}"#);
+        assert_eq!(c.cc, CcKind::Newreno);
+        assert!(!(c.sack || c.dsack || c.rack || c.tlp || c.prr || c.limited_transmit || c.byte_counting));
+        assert_eq!(
+            (c.hystart, c.rto_formula, c.cubic_flavor),
+            (Hystart::Off, RtoFormula::Rfc6298, CubicFlavor::Rfc9438)
+        );
+    }
+
+    #[test]
+    fn explicit_fields_override_the_profile() {
+        let c = parse(r#"{"profile": "rfc", "sack": true, "hystart": "hystart++", "cc": "cubic"}"#);
+        assert!(c.sack && !c.rack && !c.prr, "the rfc profile keeps RACK and PRR off even with SACK");
+        assert_eq!(c.hystart, Hystart::HystartPlusPlus);
+        let c = parse(r#"{"cc": "newreno"}"#);
+        assert_eq!(c.hystart, Hystart::Off, "classic HyStart belongs to CUBIC");
+        let c = parse(r#"{"sack": false}"#);
+        assert!(!c.rack && !c.tlp && !c.prr && !c.dsack, "mechanisms that need SACK follow it");
+        assert!(c.validate("tcp").is_ok());
+    }
+
+    #[test]
+    fn contradictions_are_errors_naming_the_field() {
+        let e = parse(r#"{"sack": false, "rack": true}"#).validate("tcp").unwrap_err();
+        assert!(e.to_string().contains("tcp.rack"), "{e}");
+        let e = parse(r#"{"rwnd_bytes": 4294967296}"#).validate("tcp").unwrap_err();
+        assert!(e.to_string().contains("tcp.rwnd"), "{e}");
+        assert!(parse(r#"{"rwnd_bytes": 4294967296, "sack": false}"#).validate("tcp").is_ok());
+        let e = parse(r#"{"cc": "dctcp", "hystart": "classic"}"#).validate("traffic[0].tcp").unwrap_err();
+        assert!(e.to_string().contains("traffic[0].tcp.hystart"), "{e}");
+        assert!(serde_json::from_str::<TcpConfig>(r#"{"profile": "bsd"}"#).is_err());
+    }
+}

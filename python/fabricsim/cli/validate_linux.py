@@ -1,0 +1,152 @@
+"""``fabricsim validate linux``: the same TCP dumbbell in real Linux and in fabricsim, side by side.
+
+Live (root): builds the dumbbell in network namespaces, runs iperf3, deletes
+the namespaces, then simulates the twin scenario. ``--recorded`` compares the
+stored Linux measurements (``tests/linux/results/dumbbell.json``) with fresh
+simulations, without root.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from fabricsim.errors import FabricsimError
+
+__all__ = ["LINUX_OPTIONS", "add_arguments", "command", "is_linux_mode", "used_linux_options"]
+
+#: argparse destinations of the options that only the linux mode takes.
+LINUX_OPTIONS = (
+    "linux_senders",
+    "linux_flows",
+    "linux_cc",
+    "linux_rate",
+    "linux_shaper",
+    "linux_buffer",
+    "linux_mtu",
+    "linux_duration",
+    "linux_size",
+    "linux_access_rate",
+    "linux_repeats",
+    "linux_recorded",
+    "linux_json",
+)
+
+
+def is_linux_mode(args: argparse.Namespace) -> bool:
+    """``fabricsim validate linux``: the scenario argument is the word ``linux``."""
+    return getattr(args, "scenario", None) == "linux"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``fabricsim validate linux`` (they default to None so scenario mode can refuse them)."""
+    group = parser.add_argument_group(
+        "linux mode",
+        "`fabricsim validate linux [options]` runs a TCP dumbbell in real Linux (root: network namespaces) "
+        "and its fabricsim twin, and prints both; --recorded uses stored Linux measurements instead",
+    )
+    group.add_argument("--senders", dest="linux_senders", type=int, metavar="N", help="senders (default 2)")
+    group.add_argument("--flows", dest="linux_flows", type=int, metavar="N", help="TCP streams per sender (default 1)")
+    group.add_argument("--cc", dest="linux_cc", choices=("reno", "cubic"), help="congestion control (default cubic)")
+    group.add_argument("--rate", dest="linux_rate", metavar="RATE", help="bottleneck rate (default 1Gbps)")
+    group.add_argument("--shaper", dest="linux_shaper", choices=("htb", "tbf"), help="bottleneck shaper (default htb)")
+    group.add_argument("--buffer", dest="linux_buffer", metavar="SIZE", help="bfifo limit (default 250KB)")
+    group.add_argument("--mtu", dest="linux_mtu", type=int, metavar="BYTES", help="MTU of every link (default 1500)")
+    group.add_argument("--duration", dest="linux_duration", type=float, metavar="S", help="seconds (default 20)")
+    group.add_argument("--size", dest="linux_size", metavar="SIZE", help="bytes per flow instead of a duration")
+    group.add_argument(
+        "--access-rate", dest="linux_access_rate", metavar="RATE", help="fabricsim NIC rate of the senders (10Gbps)"
+    )
+    group.add_argument("--repeats", dest="linux_repeats", type=int, metavar="K", help="Linux runs to average (1)")
+    group.add_argument(
+        "--recorded",
+        dest="linux_recorded",
+        nargs="?",
+        const="",
+        metavar="NAME",
+        help="compare the stored Linux results (all, or those whose name contains NAME); no root needed",
+    )
+    group.add_argument("--json", dest="linux_json", action="store_true", help="print JSON instead of tables")
+
+
+def used_linux_options(args: argparse.Namespace) -> list[str]:
+    """The linux-mode options given on the command line (an error in scenario mode)."""
+    return [
+        "--" + name[len("linux_") :].replace("_", "-")
+        for name in LINUX_OPTIONS
+        if getattr(args, name, None) not in (None, False)
+    ]
+
+
+def unavailable_reason(tools: tuple[str, ...]) -> str | None:
+    """Why the live lab cannot run here (not root, a tool missing), or None."""
+    from fabricsim.validation.linux import unavailable_reason as reason
+
+    return reason(tools)
+
+
+def command(args: argparse.Namespace) -> int:
+    from fabricsim.validation import linux_dumbbell
+
+    if args.overrides:
+        raise FabricsimError("validate linux: --set applies to scenario files; use the linux-mode options")
+    if args.linux_recorded is not None:
+        experiments = [
+            record for record in linux_dumbbell.recorded() if args.linux_recorded in record["name"]
+        ]
+        if not experiments:
+            names = ", ".join(record["name"] for record in linux_dumbbell.recorded())
+            raise FabricsimError(f"--recorded: no stored experiment matches {args.linux_recorded!r}; stored: {names}")
+    else:
+        reason = unavailable_reason(("ip", "tc", "ethtool", "iperf3", "sysctl", "ss", "nstat", "sockperf"))
+        if reason:
+            raise FabricsimError(f"validate linux: {reason}; `fabricsim validate linux --recorded` needs neither")
+        setup = _setup(args)
+        print(f"running {setup.name} in Linux namespaces ...", file=sys.stderr, flush=True)
+        experiments = [linux_dumbbell.measure(setup, repeats=args.linux_repeats or 1)]
+    reports = []
+    for record in experiments:
+        rows = linux_dumbbell.compare(record)
+        reports.append({"name": record["name"], "environment": record["environment"], "rows": rows})
+    if args.linux_json:
+        sys.stdout.write(json.dumps(reports, indent=1) + "\n")
+    else:
+        _print(reports)
+    return 0
+
+
+def _setup(args: argparse.Namespace) -> Any:
+    from fabricsim.validation.linux_dumbbell import DumbbellSetup
+
+    given = {
+        "senders": args.linux_senders,
+        "flows_per_sender": args.linux_flows,
+        "cc": args.linux_cc,
+        "rate": args.linux_rate,
+        "shaper": args.linux_shaper,
+        "buffer": args.linux_buffer,
+        "mtu": args.linux_mtu,
+        "duration_s": args.linux_duration,
+        "size": args.linux_size,
+        "access_rate": args.linux_access_rate,
+    }
+    return DumbbellSetup(**{key: value for key, value in given.items() if value is not None})
+
+
+def _print(reports: list[dict[str, Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    console = Console(highlight=False)
+    for report in reports:
+        env = report["environment"]
+        title = f"{report['name']}: Linux {env.get('kernel', '?')} ({env.get('date', '?')}) vs fabricsim"
+        table = Table(title=Text(title), title_justify="left")
+        for column, justify in (("metric", "left"), ("Linux", "right"), ("fabricsim", "right"), ("ratio", "right")):
+            table.add_column(column, justify=justify)  # type: ignore[arg-type]
+        for row in report["rows"]:
+            table.add_row(*(Text(cell) for cell in row))
+        console.print(table)

@@ -1,0 +1,142 @@
+"""Unloaded latency of one frame along a path, in closed form, and its breakdown.
+
+Independent of the simulation core: it reads the resolved scenario (link
+rates and delays, each device's forwarding mode, latency and cut-through
+header) and adds up, hop by hop, what a frame of ``L`` bytes waits for on an
+empty path (``docs/models/links-and-ports.md``):
+
+- every link: its propagation delay;
+- a **store-and-forward** stage (or a cut-through stage whose egress is faster
+  than its ingress): the frame's serialization on the ingress link,
+  ``ceil((L + overhead) * 8 * 10^12 / rate)`` ps, then the device latency;
+- a **cut-through** stage: the serialization of the first ``min(header, L)``
+  bytes on the ingress link, then the device latency;
+- the last link: the frame's serialization, then the receiving host's latency.
+
+The parts are reported separately (:class:`Breakdown`), so that a host
+datapath model can add its own terms (NIC, stack) next to today's single
+``host`` term. RFC 1242 device latencies between two tester ports follow from
+the same numbers: bit forwarding (FIFO, first bit in to first bit out) and
+store-and-forward (LIFO, last bit in to first bit out).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+__all__ = ["Breakdown", "Hop", "path_hops", "path_nodes", "serialization_ps", "tester_terms", "unloaded_latency"]
+
+
+def serialization_ps(size: int, rate_bps: int) -> int:
+    """Picoseconds to serialize ``size`` bytes at ``rate_bps``, rounded up (as the core does)."""
+    return -(-size * 8 * 10**12 // rate_bps)
+
+
+@dataclass(frozen=True)
+class Hop:
+    """A link of the path, and the device at its far end (``None`` for the destination host)."""
+
+    src: str
+    dst: str
+    rate_bps: int
+    delay_ps: int
+    device: Mapping[str, Any] | None
+
+
+@dataclass
+class Breakdown:
+    """Where an unloaded frame's one-way latency goes, in picoseconds, part by part.
+
+    The parts are named ``<part>_ps`` and reported in this order (a host datapath
+    model adds its own, e.g. NIC and stack parts, with :meth:`add`); the total is
+    their sum."""
+
+    parts: dict[str, int] = field(
+        default_factory=lambda: {
+            "propagation_ps": 0,
+            "serialization_ps": 0,
+            "header_ps": 0,
+            "device_ps": 0,
+            "host_ps": 0,
+        }
+    )
+    #: Per device on the path: ``store_and_forward`` or ``cut_through`` as it actually forwarded the frame.
+    modes: list[str] = field(default_factory=list)
+
+    def add(self, part: str, ps: int) -> None:
+        """Add ``ps`` picoseconds to ``part`` (created after the others if new)."""
+        self.parts[part] = self.parts.get(part, 0) + ps
+
+    @property
+    def total_ps(self) -> int:
+        return sum(self.parts.values())
+
+    def as_dict(self) -> dict[str, int]:
+        return {**self.parts, "total_ps": self.total_ps}
+
+
+def _device(resolved: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    network = resolved["network"]
+    return network.get("switch_overrides", {}).get(name) or network["switch"]
+
+
+def path_nodes(links: Any, src: str, dst: str) -> list[str]:
+    """The nodes a stream from ``src`` to ``dst`` went through, from a run's ``links``
+    table (the link directions that carried its frames, the only traffic of the run)."""
+    used = {(a, b) for a, b, n in zip(links["src"].to_list(), links["dst"].to_list(), links["packets"].to_list()) if n}
+    nodes = [src]
+    while nodes[-1] != dst:
+        nxt = [b for a, b in used if a == nodes[-1] and b not in nodes]
+        if len(nxt) != 1:
+            raise ValueError(f"cannot follow the path from {src} to {dst} at {nodes[-1]} (next hops: {sorted(nxt)})")
+        nodes.append(nxt[0])
+    return nodes
+
+
+def path_hops(resolved: Mapping[str, Any], links: Any, nodes: Sequence[str]) -> list[Hop]:
+    """The hops along ``nodes``, with rates and delays from a run's ``links`` table and device settings
+    from the resolved scenario."""
+    rows = {(a, b): (r, d) for a, b, r, d in zip(links["src"].to_list(), links["dst"].to_list(),
+                                                  links["rate_bps"].to_list(), links["delay_ps"].to_list())}
+    hops = []
+    for k in range(len(nodes) - 1):
+        rate, delay = rows[(nodes[k], nodes[k + 1])]
+        last = k == len(nodes) - 2
+        hops.append(Hop(nodes[k], nodes[k + 1], int(rate), int(delay), None if last else _device(resolved, nodes[k + 1])))
+    return hops
+
+
+def unloaded_latency(resolved: Mapping[str, Any], hops: Sequence[Hop], frame: int) -> Breakdown:
+    """One-way latency of a ``frame``-byte frame from its creation at the source host to its
+    delivery (last bit in plus the host latency) at the destination, on an otherwise empty path."""
+    overhead = int(resolved["network"].get("ethernet_overhead_bytes", 20))
+    host_latency = int(resolved["network"]["host"]["latency_ps"])
+    b = Breakdown()
+    for k, hop in enumerate(hops):
+        b.add("propagation_ps", hop.delay_ps)
+        if hop.device is None:
+            b.add("serialization_ps", serialization_ps(frame + overhead, hop.rate_bps))
+            b.add("host_ps", host_latency)
+            break
+        dev = hop.device
+        cut = dev.get("forwarding") == "cut_through" and hop.rate_bps >= hops[k + 1].rate_bps
+        if cut:
+            b.add("header_ps", serialization_ps(min(int(dev.get("cut_through_bytes", 64)), frame), hop.rate_bps))
+        else:
+            b.add("serialization_ps", serialization_ps(frame + overhead, hop.rate_bps))
+        b.add("device_ps", int(dev["latency_ps"]))
+        b.modes.append("cut_through" if cut else "store_and_forward")
+    return b
+
+
+def tester_terms(resolved: Mapping[str, Any], hops: Sequence[Hop], frame: int) -> tuple[int, int]:
+    """What separates a one-way latency from the RFC 1242 latency of the devices between the two
+    tester ports: ``(fifo, lifo)`` picoseconds to subtract. FIFO (first bit in to first bit out)
+    removes the two cables, the last link's serialization and the receiving host; LIFO (last bit in
+    to first bit out) also the first link's serialization."""
+    overhead = int(resolved["network"].get("ethernet_overhead_bytes", 20))
+    host_latency = int(resolved["network"]["host"]["latency_ps"])
+    first, last = hops[0], hops[-1]
+    fifo = first.delay_ps + last.delay_ps + serialization_ps(frame + overhead, last.rate_bps) + host_latency
+    return fifo, fifo + serialization_ps(frame + overhead, first.rate_bps)

@@ -1,0 +1,323 @@
+"""RFC 2544 benchmarks of the devices between two hosts: throughput, latency,
+frame loss rate and back-to-back frames, per frame size.
+
+The scenario supplies the network (topology, devices, hosts); its traffic is
+replaced by the test stream from the tester port ``src`` to ``dst`` (default:
+the first two hosts). Each measurement is a *trial*: a constant-rate stream of
+one frame size for ``trial`` (RFC 2544 section 23: send, then wait for the
+residual frames), after which the frames received are counted.
+
+- **Throughput** (26.1): the highest offered rate at which every frame sent
+  is received, by binary search between 0 and the line rate of ``src``,
+  starting at the line rate, to ``resolution`` of the line rate.
+- **Latency** (26.2): one trial at the throughput rate (or ``rate``); every
+  frame is timed. The RFC 1242 latency of the devices between the tester
+  ports is first bit in to first bit out (FIFO) for bit-forwarding devices
+  and last bit in to first bit out (LIFO) for store-and-forward ones (LIFO
+  if any device on the path stores and forwards). The end-to-end figure
+  (creation at the source host to delivery to the destination host,
+  serialization and host latency included) is reported beside it, with its
+  closed-form breakdown (:mod:`fabricsim.experiments.path_latency`).
+- **Frame loss rate** (26.3): ``(sent - received) / sent`` at 100% of the line
+  rate, then in steps of ``loss_step`` down, until two successive trials lose
+  nothing.
+- **Back-to-back** (26.4): the longest burst at line rate (minimum gap) that
+  passes without a drop, by doubling then bisection, up to ``max_burst``.
+
+**Trials in simulated time.** RFC 2544 trials last 60 s (throughput) or 2 s
+(back-to-back), long enough for any DUT buffer to overflow at a rate above
+what the device sustains. A simulated trial is much shorter (``trial``,
+default 10 ms), so a frame counts as received only if it arrives within
+``wait`` after the end of the trial (RFC 2544 section 23 waits 2 s). The
+default ``wait`` is the frame's unloaded one-way latency plus one more
+serialization on the slowest link of the path: at a rate the device sustains
+no queue builds and the last frame arrives within that time; an overload
+leaves a backlog that does not drain in time. The rate found is then at most
+``wait / trial`` (plus ``resolution``) above the device's sustained capacity
+(0.05% for a 5 us path and 10 ms trials). ``trial: 60s, wait: 2s`` gives the RFC's literal procedure.
+Back-to-back counts drops only (frames waiting in a buffer are the point).
+
+Frame sizes above the smallest ``mtu`` of a device on the path are skipped.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from dataclasses import dataclass
+from typing import Any, Iterable, Optional, Sequence, Union
+
+import polars as pl
+
+from fabricsim import units
+from fabricsim.experiments.path_latency import path_hops, path_nodes, serialization_ps, tester_terms, unloaded_latency
+from fabricsim.runner import run
+from fabricsim.schema import Scenario, from_dict, load
+
+__all__ = ["FRAME_SIZES", "TESTS", "UDP_OVERHEAD", "Settings", "Target", "rfc2544", "targets"]
+
+FRAME_SIZES = (64, 128, 256, 512, 1024, 1280, 1518, 2176, 9216)
+"""RFC 2544 section 9.1 Ethernet sizes, plus 2176 B and 9216 B (jumbo)."""
+TESTS = ("throughput", "latency", "loss", "back_to_back")
+UDP_OVERHEAD = 46
+"""Bytes of an Ethernet frame that are not UDP payload: Ethernet header and FCS (18), IPv4 (20), UDP (8)."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How the trials are run (times in picoseconds, rates as fractions of the line rate)."""
+
+    trial_ps: int = 10_000_000_000
+    wait_ps: Optional[int] = None  # None: the frame's unloaded latency + one serialization on the slowest link
+    resolution: float = 0.001
+    loss_step: float = 0.1
+    latency_rate: Optional[float] = None  # None: the throughput rate
+    max_burst: Optional[int] = None  # None: the frames of one trial at line rate
+
+
+@dataclass(frozen=True)
+class Target:
+    """The network under test and its two tester ports."""
+
+    label: str
+    base: dict[str, Any]
+    src: str
+    dst: str
+    #: Name the series after the devices between the tester ports (several pairs were given).
+    by_path: bool = False
+
+
+def _hosts(sc: Scenario) -> list[str]:
+    """Host names in the order the core builds them (enough for the default tester ports)."""
+    topo = sc.topology
+    if topo.kind == "explicit":
+        return [n.name for n in topo.nodes if n.kind == "host"]
+    if topo.kind == "dumbbell":
+        return [f"left{i}" for i in range(topo.left)] + [f"right{i}" for i in range(topo.right)]
+    if topo.kind == "star":
+        return [f"h{i}" for i in range(topo.hosts)]
+    return ["h0", "h1"]
+
+
+def targets(
+    scenario: Union[Scenario, str, "os.PathLike[str]"],
+    devices: Sequence[Optional[str]] = (None,),
+    pairs: Sequence[Optional[tuple[str, str]]] = (None,),
+    overrides: Sequence[str] = (),
+) -> list[Target]:
+    """One target per (device preset, tester pair): ``None`` keeps the scenario's switches / its first two hosts."""
+    sc = scenario if isinstance(scenario, Scenario) else load(scenario, overrides)
+    doc = sc.source_data or sc.model_dump(mode="json", by_alias=True)
+    hosts = _hosts(sc)
+    out = []
+    for device in devices:
+        base = copy.deepcopy(doc)
+        if device is not None:
+            network = base.setdefault("network", {}) or {}
+            base["network"] = network
+            network["switch"] = {**(network.get("switch") or {}), "device": device}
+        for pair in pairs:
+            src, dst = pair if pair is not None else (hosts[0], hosts[1])
+            # Several pairs: each series is also named after the devices between its tester ports.
+            out.append(Target(device or ("" if len(pairs) > 1 else sc.name), base, src, dst, len(pairs) > 1))
+    return out
+
+
+class _Bench:
+    """Trials of one target."""
+
+    def __init__(self, target: Target, settings: Settings) -> None:
+        self.t = target
+        self.s = settings
+        probe = self._run(64, traffic={"kind": "burst", "frames": 1}, duration=10**6)
+        self.resolved = probe.scenario.to_resolved()
+        self.nodes = path_nodes(probe.links, target.src, target.dst)
+        self.hops = path_hops(self.resolved, probe.links, self.nodes)
+        self.line_bps = self.hops[0].rate_bps
+        self.overhead = int(self.resolved["network"]["ethernet_overhead_bytes"])
+        mtus = [int(h.device["mtu_bytes"]) for h in self.hops if h.device is not None and h.device.get("mtu_bytes")]
+        self.mtu = min(mtus) if mtus else None
+        self.devices = list(self.nodes[1:-1])
+        path = " ".join(self.devices) or f"{target.src}->{target.dst}"
+        self.label = " ".join(x for x in (target.label, path if target.by_path else "") if x)
+        modes = [h.device.get("forwarding") for h in self.hops if h.device is not None]
+        self.method = "fifo" if modes and all(m == "cut_through" for m in modes) else "lifo"
+
+    def _run(self, frame: int, traffic: dict[str, Any], duration: int, wait: Optional[int] = None) -> Any:
+        doc = copy.deepcopy(self.t.base)
+        doc["duration"] = units.format_time(duration)
+        doc["drain"] = True
+        if wait is not None:
+            doc["drain_limit"] = units.format_time(max(wait, 1))
+        doc["stats"] = {**(doc.get("stats") or {}), "queue_sample_interval": "0s", "throughput_interval": "0s"}
+        doc["traffic"] = [{"name": "rfc2544", "src": [self.t.src], "dst": self.t.dst, "frame_size": f"{frame}B",
+                           **traffic}]
+        return run(from_dict(doc))
+
+    def fits(self, frame: int) -> bool:
+        return self.mtu is None or frame <= self.mtu
+
+    def wait(self, frame: int) -> int:
+        """RFC 2544 section 23's wait after a trial; by default the frame's unloaded latency plus
+        one more serialization on the slowest link of the path."""
+        if self.s.wait_ps is not None:
+            return self.s.wait_ps
+        slowest = min(h.rate_bps for h in self.hops)
+        return unloaded_latency(self.resolved, self.hops, frame).total_ps + serialization_ps(
+            frame + self.overhead, slowest
+        )
+
+    def trial(self, frame: int, fraction: float) -> dict[str, Any]:
+        """A constant-rate trial at ``fraction`` of the line rate: the flow's row of the flows table."""
+        bps = max(1, round(fraction * self.line_bps))
+        result = self._run(frame, {"kind": "udp_cbr", "rate": bps}, self.s.trial_ps, self.wait(frame))
+        return result.flows.row(0, named=True)
+
+    def passes(self, frame: int, fraction: float) -> bool:
+        row = self.trial(frame, fraction)
+        return row["packets_delivered"] == row["packets_sent"]
+
+    def frames_per_s(self, frame: int, fraction: float) -> float:
+        return fraction * self.line_bps / ((frame + self.overhead) * 8)
+
+    # ------------------------------------------------------------------ tests
+
+    def throughput(self, frame: int) -> dict[str, Any]:
+        trials = 1
+        if self.passes(frame, 1.0):
+            lo = 1.0
+        else:
+            lo, hi = 0.0, 1.0
+            while hi - lo > self.s.resolution:
+                mid = (lo + hi) / 2
+                trials += 1
+                if self.passes(frame, mid):
+                    lo = mid
+                else:
+                    hi = mid
+        fps = self.frames_per_s(frame, lo)
+        return {
+            "frame_bytes": frame,
+            "load": lo,
+            "frames_per_s": fps,
+            "bits_per_s": lo * self.line_bps,
+            "line_frames_per_s": self.frames_per_s(frame, 1.0),
+            "udp_payload_MBps": fps * (frame - UDP_OVERHEAD) / 1e6,
+            "trials": trials,
+        }
+
+    def latency(self, frame: int, fraction: float) -> dict[str, Any]:
+        row = self.trial(frame, fraction)
+        model = unloaded_latency(self.resolved, self.hops, frame)
+        fifo, lifo = tester_terms(self.resolved, self.hops, frame)
+        minus = fifo if self.method == "fifo" else lifo
+        mean = row["latency_mean_ps"]
+        return {
+            "frame_bytes": frame,
+            "load": fraction,
+            "method": self.method,
+            "latency_ps": mean - minus if mean is not None else None,
+            "latency_min_ps": row["latency_min_ps"] - minus if row["latency_min_ps"] is not None else None,
+            "latency_max_ps": row["latency_max_ps"] - minus if row["latency_max_ps"] is not None else None,
+            "e2e_mean_ps": mean,
+            "e2e_min_ps": row["latency_min_ps"],
+            "e2e_max_ps": row["latency_max_ps"],
+            "unloaded_ps": model.total_ps,
+            **{k: v for k, v in model.as_dict().items() if k != "total_ps"},
+            "queueing_ps": mean - model.total_ps if mean is not None else None,
+            "frames": row["packets_delivered"],
+        }
+
+    def loss(self, frame: int) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = []
+        clean = 0
+        step = 0
+        while clean < 2:
+            fraction = round(1.0 - step * self.s.loss_step, 12)
+            if fraction <= 0:
+                break
+            row = self.trial(frame, fraction)
+            sent, got = row["packets_sent"], row["packets_delivered"]
+            lost = sent - got
+            rows.append({"frame_bytes": frame, "load": fraction, "frames_sent": sent, "frames_received": got,
+                         "loss_percent": 100.0 * lost / sent if sent else 0.0})
+            clean = clean + 1 if lost == 0 else 0
+            step += 1
+        return rows
+
+    def burst_passes(self, frame: int, frames: int) -> bool:
+        span = frames * serialization_ps(frame + self.overhead, self.line_bps) + 1_000_000
+        result = self._run(frame, {"kind": "burst", "frames": frames}, span)
+        return int(result.summary["packets_dropped"]) == 0 and bool(result.summary["drained"])
+
+    def back_to_back(self, frame: int) -> dict[str, Any]:
+        cap = self.s.max_burst or max(1, int(self.s.trial_ps // serialization_ps(frame + self.overhead, self.line_bps)))
+        trials = 1
+        if self.burst_passes(frame, cap):
+            lo, capped = cap, True
+        else:
+            capped = False
+            lo, hi = 0, 1
+            while hi < cap:
+                trials += 1
+                if not self.burst_passes(frame, hi):
+                    break
+                lo, hi = hi, hi * 2
+            hi = min(hi, cap)
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                trials += 1
+                if self.burst_passes(frame, mid):
+                    lo = mid
+                else:
+                    hi = mid
+        return {
+            "frame_bytes": frame,
+            "frames": lo,
+            "burst_ps": lo * serialization_ps(frame + self.overhead, self.line_bps),
+            "capped": capped,
+            "trials": trials,
+        }
+
+
+def rfc2544(
+    scenario: Union[Scenario, str, "os.PathLike[str]"],
+    tests: Iterable[str] = TESTS,
+    frame_sizes: Sequence[int] = FRAME_SIZES,
+    devices: Sequence[Optional[str]] = (None,),
+    pairs: Sequence[Optional[tuple[str, str]]] = (None,),
+    settings: Settings = Settings(),
+    overrides: Sequence[str] = (),
+) -> dict[str, pl.DataFrame]:
+    """Run the RFC 2544 ``tests`` for each frame size on each target; returns one table per test
+    (``throughput``, ``latency``, ``loss``, ``back_to_back``), each with ``device``, ``src``,
+    ``dst`` and ``devices`` (the nodes between the tester ports) columns first."""
+    wanted = list(dict.fromkeys(tests))
+    unknown = [t for t in wanted if t not in TESTS]
+    if unknown:
+        raise ValueError(f"unknown test {unknown[0]!r}; allowed: {', '.join(TESTS)}")
+    rows: dict[str, list[dict[str, Any]]] = {t: [] for t in wanted}
+    skipped: list[dict[str, Any]] = []
+    for target in targets(scenario, devices, pairs, overrides):
+        bench = _Bench(target, settings)
+        head = {"device": bench.label, "src": target.src, "dst": target.dst, "devices": " ".join(bench.devices)}
+        for frame in frame_sizes:
+            if not bench.fits(frame):
+                skipped.append({**head, "frame_bytes": frame, "mtu_bytes": bench.mtu})
+                continue
+            found = None
+            if "throughput" in wanted:
+                found = bench.throughput(frame)
+                rows["throughput"].append({**head, **found})
+            if "latency" in wanted:
+                rate = settings.latency_rate
+                if rate is None:
+                    rate = (found or bench.throughput(frame))["load"]
+                rows["latency"].append({**head, **bench.latency(frame, rate)})
+            if "loss" in wanted:
+                rows["loss"].extend({**head, **r} for r in bench.loss(frame))
+            if "back_to_back" in wanted:
+                rows["back_to_back"].append({**head, **bench.back_to_back(frame)})
+    out = {name: pl.DataFrame(r) for name, r in rows.items()}
+    out["skipped"] = pl.DataFrame(skipped) if skipped else pl.DataFrame()
+    return out

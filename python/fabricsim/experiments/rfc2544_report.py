@@ -1,0 +1,106 @@
+"""The RFC 2544 page: one section per test, a plot per frame size and the table, one series per device."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Mapping
+
+import polars as pl
+
+from fabricsim.outputs.report.html import figure, html_page, html_table, write_plot_files
+from fabricsim.outputs.report.plots import pyplot, svg
+
+__all__ = ["render_rfc2544", "write_rfc2544"]
+
+
+def _by_device(table: pl.DataFrame) -> list[tuple[str, pl.DataFrame]]:
+    return [(str(name), table.filter(pl.col("device") == name)) for name in table["device"].unique(maintain_order=True)]
+
+
+def _size_plot(name: str, table: pl.DataFrame, column: str, scale: float, ylabel: str, title: str,
+               reference: str | None = None) -> str:
+    fig, ax = pyplot().subplots(figsize=(9, 3.6))
+    sizes = sorted(set(table["frame_bytes"].to_list()))
+    positions = {size: i for i, size in enumerate(sizes)}
+    for device, rows in _by_device(table):
+        x = [positions[s] for s in rows["frame_bytes"].to_list()]
+        ax.plot(x, rows[column].to_numpy() / scale, marker="o", label=device)
+        if reference is not None:
+            ax.plot(x, rows[reference].to_numpy() / scale, linestyle=":", color="#888",
+                    label="line rate" if device == _by_device(table)[0][0] else None)
+    ax.set_xticks(range(len(sizes)))
+    ax.set_xticklabels([str(s) for s in sizes])
+    ax.set_xlabel("frame size (bytes)")
+    ax.set_ylim(bottom=0)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return figure(name, svg(fig))
+
+
+def _loss_plot(table: pl.DataFrame) -> str:
+    fig, ax = pyplot().subplots(figsize=(9, 3.6))
+    for device, rows in _by_device(table):
+        for size in sorted(set(rows["frame_bytes"].to_list())):
+            r = rows.filter(pl.col("frame_bytes") == size).sort("load")
+            ax.plot(r["load"].to_numpy() * 100, r["loss_percent"].to_numpy(), marker=".", label=f"{device} {size} B")
+    ax.set_xlabel("offered load (% of line rate)")
+    ax.set_ylabel("frame loss (%)")
+    ax.set_title("Frame loss rate (RFC 2544 26.3)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+    return figure("rfc2544_loss", svg(fig))
+
+
+def render_rfc2544(tables: Mapping[str, pl.DataFrame], title: str = "RFC 2544") -> str:
+    """The page for the tables returned by :func:`fabricsim.experiments.rfc2544.rfc2544`."""
+    body = [f"<h1>{html.escape(title)}</h1>",
+            '<p class="muted">Method and simulated-trial rules: docs/models/rfc2544.md.</p>']
+    t = tables.get("throughput")
+    if t is not None and t.height:
+        body.append("<h2>Throughput (26.1)</h2>")
+        body.append(_size_plot("rfc2544_throughput", t, "frames_per_s", 1e6, "Mframes/s",
+                               "Highest rate without loss", reference="line_frames_per_s"))
+        body.append(_size_plot("rfc2544_socket", t, "udp_payload_MBps", 1.0, "MB/s",
+                               "UDP payload at the throughput rate"))
+        body.append(html_table(t))
+    t = tables.get("latency")
+    if t is not None and t.height:
+        body.append("<h2>Latency (26.2)</h2>")
+        body.append(_size_plot("rfc2544_latency", t, "latency_ps", 1e3, "ns",
+                               "RFC 1242 latency of the devices between the tester ports"))
+        body.append(_size_plot("rfc2544_e2e", t, "e2e_mean_ps", 1e3, "ns",
+                               "End-to-end one-way latency (host to host)"))
+        body.append(html_table(t))
+    t = tables.get("loss")
+    if t is not None and t.height:
+        body.append(f"<h2>Frame loss rate (26.3)</h2>{_loss_plot(t)}{html_table(t, limit=200)}")
+    t = tables.get("back_to_back")
+    if t is not None and t.height:
+        body.append("<h2>Back-to-back frames (26.4)</h2>")
+        body.append(_size_plot("rfc2544_back_to_back", t, "frames", 1.0, "frames", "Longest burst without loss"))
+        body.append(html_table(t))
+    t = tables.get("skipped")
+    if t is not None and t.height:
+        body.append(f"<h2>Skipped (above the path's MTU)</h2>{html_table(t)}")
+    return html_page(title, "\n".join(body))
+
+
+def write_rfc2544(tables: Mapping[str, pl.DataFrame], out_dir: str | Path, title: str = "RFC 2544") -> list[Path]:
+    """Write ``rfc2544_<test>.parquet`` for each non-empty table, ``rfc2544.html`` and its plots."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, frame in tables.items():
+        if frame.height:
+            path = out / f"rfc2544_{name}.parquet"
+            frame.write_parquet(path, compression="zstd")
+            written.append(path)
+    page = render_rfc2544(tables, title)
+    path = out / "rfc2544.html"
+    path.write_text(page, encoding="utf-8")
+    write_plot_files(page, out / "plots")
+    written.append(path)
+    return written

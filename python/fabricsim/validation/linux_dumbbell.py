@@ -1,0 +1,558 @@
+"""TCP through one shaped bottleneck in real Linux, and the same experiment in fabricsim.
+
+Topology (:func:`topology`)::
+
+    s0 ──┐
+    s1 ──┤ veth (unshaped)      htb/tbf at ``rate``, bfifo of ``buffer``
+    ...  ├───────────────── r ────────────────────────────────────────── rx
+    sN ──┘                 (router namespace)
+
+Each sender runs one iperf3 client (``flows_per_sender`` streams, ``-C reno``
+or ``-C cubic``) to its own server on ``rx`` for ``duration_s`` seconds, or,
+with ``size``, ``flows_per_sender`` sized transfers of ``size`` bytes
+(:meth:`Lab.transfers`, which times the receiver's last byte: the job
+completion time). The only queue that can build is the bfifo on the
+router's egress towards ``rx``; the access veths have no qdisc (``noqueue``)
+and forward as fast as the CPU lets them. Every namespace gets the kernel's
+default TCP buffer sysctls (``tcp_rmem`` 4096 131072 6291456, ``tcp_wmem`` 4096
+16384 4194304) so that the result does not depend on the host's tuning.
+
+:func:`scenario` builds the fabricsim twin: an explicit topology with the
+senders' NICs at ``access_rate``, the router as a switch with a static buffer
+of ``buffer`` bytes per port and no pipeline latency, the bottleneck link at
+``rate``, and link delays that reproduce the measured unloaded one-way
+latency (sockperf UDP ping-pong, half a round trip, split over the two links
+of the path). Frames are counted as the veth queue counts them: IP packet +
+14 B Ethernet header, no preamble, gap or minimum frame size. TCP is left at
+the scenario defaults (the ``cc`` is set).
+
+:func:`measure` runs the Linux side (root) and returns a JSON-ready record;
+:func:`compare` runs the fabricsim side and lines both up.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from fabricsim.units import parse_rate, parse_size
+from fabricsim.validation.linux import (
+    ETH_HEADER,
+    Iperf3Job,
+    Lab,
+    LabError,
+    Topology,
+    Transfer,
+    environment,
+)
+
+__all__ = [
+    "DumbbellSetup",
+    "RESULTS",
+    "compare",
+    "measure",
+    "recorded",
+    "scenario",
+    "simulate",
+    "topology",
+]
+
+#: Recorded Linux measurements (``python -m fabricsim.validation.linux_dumbbell record``).
+RESULTS = Path(__file__).resolve().parents[3] / "tests" / "linux" / "results" / "dumbbell.json"
+#: The kernel's built-in TCP buffer defaults, set in every namespace of the experiment.
+TCP_SYSCTLS = {"net.ipv4.tcp_rmem": "4096 131072 6291456", "net.ipv4.tcp_wmem": "4096 16384 4194304"}
+#: nstat counters kept in the records (sender side).
+NSTAT_KEYS = (
+    "TcpRetransSegs",
+    "TcpOutSegs",
+    "TcpExtTCPHystartTrainDetect",
+    "TcpExtTCPHystartTrainCwnd",
+    "TcpExtTCPHystartDelayDetect",
+    "TcpExtTCPHystartDelayCwnd",
+    "TcpExtTCPSackRecovery",
+    "TcpExtTCPLossProbes",
+    "TcpExtTCPLossProbeRecovery",
+    "TcpExtTCPFastRetrans",
+    "TcpExtTCPSlowStartRetrans",
+    "TcpExtTCPLostRetransmit",
+    "TcpExtTCPTimeouts",
+    "TcpExtTCPSACKReorder",
+    "TcpExtTCPDSACKRecv",
+    "TcpExtTCPDSACKUndo",
+    "TcpExtTCPSpuriousRtxHostQueues",
+    "TcpExtTCPFullUndo",
+    "TcpExtTCPPartialUndo",
+)
+_CC_TO_FABRICSIM = {"reno": "newreno", "cubic": "cubic"}
+
+
+@dataclass(frozen=True)
+class DumbbellSetup:
+    """One dumbbell experiment; sizes and rates take units (``"250KB"``, ``"1Gbps"``)."""
+
+    senders: int = 2
+    flows_per_sender: int = 1
+    cc: str = "cubic"
+    rate: str = "1Gbps"
+    shaper: str = "htb"
+    buffer: str = "250KB"
+    mtu: int = 1500
+    duration_s: float = 20.0
+    size: Optional[str] = None
+    access_rate: str = "10Gbps"
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.senders <= 16:
+            raise LabError(f"senders: must be 1..16 (got {self.senders})")
+        if self.cc not in _CC_TO_FABRICSIM:
+            raise LabError(f"cc: unknown value {self.cc!r}; allowed: {', '.join(_CC_TO_FABRICSIM)}")
+        for name, parse in (("rate", parse_rate), ("buffer", parse_size), ("access_rate", parse_rate)):
+            try:
+                parse(getattr(self, name))
+            except ValueError as exc:
+                raise LabError(f"{name}: {exc}") from None
+        if self.size is not None:
+            try:
+                parse_size(self.size)
+            except ValueError as exc:
+                raise LabError(f"size: {exc}") from None
+
+    @property
+    def name(self) -> str:
+        length = f"{self.size}" if self.size else f"{self.duration_s:g}s"
+        return f"{self.cc}-{self.senders}x{self.flows_per_sender}-{self.rate}-{self.buffer}-{length}"
+
+    @property
+    def flows(self) -> int:
+        return self.senders * self.flows_per_sender
+
+
+def topology(setup: DumbbellSetup) -> Topology:
+    """The Linux topology of ``setup``."""
+    senders = [f"s{i}" for i in range(setup.senders)]
+    links: list[dict[str, Any]] = [{"a": s, "b": "r", "mtu": setup.mtu} for s in senders]
+    links.append(
+        {
+            "a": "r",
+            "b": "rx",
+            "mtu": setup.mtu,
+            "egress": {"r": {"rate": setup.rate, "shaper": setup.shaper, "queue": "bfifo", "limit": setup.buffer}},
+        }
+    )
+    return Topology.from_dict({"hosts": senders + ["rx"], "routers": ["r"], "links": links, "sysctls": TCP_SYSCTLS})
+
+
+def _jobs(setup: DumbbellSetup) -> list[Iperf3Job]:
+    return [
+        Iperf3Job(
+            src=f"s{i}",
+            dst="rx",
+            cc=setup.cc,
+            streams=setup.flows_per_sender,
+            duration_s=setup.duration_s,
+            interval_s=0.1,
+        )
+        for i in range(setup.senders)
+    ]
+
+
+def _mean_sd(values: Sequence[float]) -> dict[str, float]:
+    values = list(values)
+    if not values:
+        return {"mean": float("nan"), "sd": float("nan"), "n": 0}
+    return {
+        "mean": statistics.fmean(values),
+        "sd": statistics.stdev(values) if len(values) > 1 else 0.0,
+        "n": len(values),
+    }
+
+
+def jain_index(values: Sequence[float]) -> float:
+    """Jain's fairness index (1 = equal shares)."""
+    values = list(values)
+    square = sum(v * v for v in values)
+    return sum(values) ** 2 / (len(values) * square) if square > 0 else float("nan")
+
+
+def payload_rate_bps(setup: DumbbellSetup) -> float:
+    """The most TCP payload the bottleneck carries: its rate times MSS / (IP packet + Ethernet header)."""
+    return parse_rate(setup.rate) * (setup.mtu - 52) / (setup.mtu + ETH_HEADER)
+
+
+def measure(
+    setup: DumbbellSetup,
+    repeats: int = 3,
+    latency_s: float = 3.0,
+    max_attempts: Optional[int] = None,
+    starved_share: float = 0.97,
+    pause_s: float = 20.0,
+    nice: int = 0,
+) -> dict[str, Any]:
+    """Run ``setup`` in real Linux ``repeats`` times (root); a JSON-ready record.
+
+    Each repeat builds a fresh lab (fresh TCP metrics, fresh qdisc counters).
+    A run whose total goodput stays below ``starved_share`` of the
+    bottleneck's payload rate, or that lost packets in a CPU's input backlog
+    (softnet drops), was limited by the CPU rather than by the bottleneck
+    (the machine is shared): it is set aside (kept under ``starved_runs``)
+    and run again after ``pause_s``, up to ``max_attempts`` runs in all
+    (default ``3 * repeats``). ``nice`` is the niceness of the traffic
+    processes (:class:`Lab`).
+    """
+    import time
+
+    runs: list[dict[str, Any]] = []
+    starved: list[dict[str, Any]] = []
+    env: dict[str, Any] = {}
+    for attempt in range(max_attempts or 3 * repeats):
+        if len(runs) == repeats:
+            break
+        if starved and starved[-1]["attempt"] == attempt - 1:
+            time.sleep(pause_s)
+        with Lab(topology(setup), nice=nice) as lab:
+            if not env:
+                env = environment(lab, "s0")
+            run = _one_run(setup, lab, latency_s)
+        run["attempt"] = attempt
+        run["nice"] = nice
+        if run["total_goodput_bps"] < starved_share * payload_rate_bps(setup) or run["softnet_drops"] > 0:
+            starved.append(run)
+        else:
+            run["repeat"] = len(runs)
+            runs.append(run)
+    if not runs:
+        raise LabError(f"{setup.name}: every run was limited by the CPU (the machine is busy); try again later")
+    one_way = [r["one_way_latency_us"]["percentiles_us"].get("p50", r["one_way_latency_us"]["avg_us"]) for r in runs]
+    flows = setup.flows
+    per_flow = [[run["flows"][i]["goodput_bps"] for run in runs] for i in range(flows)]
+    summary = {
+        "total_goodput_bps": _mean_sd([r["total_goodput_bps"] for r in runs]),
+        "flow_goodput_bps": [_mean_sd(values) for values in per_flow],
+        "jain_index": _mean_sd([jain_index([f["goodput_bps"] for f in r["flows"]]) for r in runs]),
+        "drops": _mean_sd([r["bottleneck"]["drops"] for r in runs]),
+        "retransmits": _mean_sd([r["retransmits"] for r in runs]),
+        "one_way_latency_us": _mean_sd(one_way),
+        "mean_queue_bytes": _mean_sd(
+            [statistics.fmean(r["bottleneck"]["backlog_samples_bytes"]) for r in runs if r["bottleneck"]["backlog_samples_bytes"]]
+        ),
+    }
+    if setup.size:
+        summary["job_completion_s"] = _mean_sd([r["job_completion_s"] for r in runs])
+    return {
+        "name": setup.name,
+        "setup": asdict(setup),
+        "environment": env,
+        "summary": summary,
+        "runs": runs,
+        "starved_runs": starved,
+    }
+
+
+def _one_run(setup: DumbbellSetup, lab: Lab, latency_s: float) -> dict[str, Any]:
+    latency = lab.sockperf_pingpong("s0", "rx", message_bytes=64, duration_s=latency_s)
+    if setup.size:
+        size = parse_size(setup.size)
+        transfers = [
+            Transfer(src=f"s{i}", dst="rx", bytes=size, cc=setup.cc)
+            for i in range(setup.senders)
+            for _ in range(setup.flows_per_sender)
+        ]
+        run = lab.transfers(transfers, sample_interval_s=0.25)
+    else:
+        run = lab.iperf3(_jobs(setup), sample_interval_s=0.25)
+    queue = run.qdisc("r", "rx")
+    shaper = run.qdisc("r", "rx", leaf=False)
+    senders = [f"s{i}" for i in range(setup.senders)]
+    nstat = {key: sum(run.nstat.get(s, {}).get(key, 0) for s in senders) for key in NSTAT_KEYS}
+    return {
+        "one_way_latency_us": asdict(latency),
+        "flows": [
+            {
+                "src": f.src,
+                "stream": f.stream,
+                "goodput_bps": f.goodput_bps,
+                "bytes_received": f.bytes_received,
+                "seconds": f.seconds,
+                "retransmits": f.retransmits,
+                "min_rtt_us": f.min_rtt_us,
+                "mean_rtt_us": f.mean_rtt_us,
+                "max_cwnd_bytes": f.max_cwnd_bytes,
+                "completion_s": f.completion_s,
+                "first_retransmit_s": next((i[0] for i in f.intervals if i[3] > 0), None),
+            }
+            for f in run.flows
+        ],
+        "total_goodput_bps": run.total_goodput_bps,
+        "retransmits": run.total_retransmits,
+        "job_completion_s": run.job_completion_s,
+        "bottleneck": {
+            "drops": queue.drops,
+            "packets": queue.packets,
+            "bytes": queue.bytes,
+            "shaper_overlimits": shaper.overlimits,
+            "backlog_samples_bytes": [s[3] for s in run.qdisc_samples if s[1] == "r"],
+        },
+        "nstat_senders": nstat,
+        "softnet_drops": run.softnet_drops,
+        "cpu_busy_s": run.cpu.busy_s,
+        "iperf3_cpu_s": run.iperf3_cpu_s,
+        "wall_s": run.wall_s,
+        "load_before": run.load_before,
+        "load_after": run.load_after,
+    }
+
+
+# --------------------------------------------------------------------------- the fabricsim twin
+
+
+def scenario(setup: DumbbellSetup, one_way_latency_us: float, seed: int = 1) -> dict[str, Any]:
+    """The fabricsim scenario of ``setup`` (see the module docs for the mapping)."""
+    senders = [f"s{i}" for i in range(setup.senders)]
+    # Two links on the path from a sender to rx: half the one-way latency on each.
+    delay_ns = max(0, round(one_way_latency_us * 1000 / 2))
+    nodes = [{"name": s, "kind": "host"} for s in senders] + [
+        {"name": "r", "kind": "switch"},
+        {"name": "rx", "kind": "host"},
+    ]
+    links = [{"a": s, "b": "r", "rate": setup.access_rate, "delay": f"{delay_ns}ns"} for s in senders]
+    links.append({"a": "r", "b": "rx", "rate": setup.rate, "delay": f"{delay_ns}ns"})
+    traffic: dict[str, Any] = {"kind": "tcp_bulk", "name": "iperf3", "src": senders, "dst": "rx"}
+    traffic["streams"] = setup.flows_per_sender
+    if setup.size:
+        traffic["size"] = setup.size
+        duration = "120s"
+    else:
+        traffic["duration"] = f"{setup.duration_s:g}s"
+        duration = f"{setup.duration_s:g}s"
+    return {
+        "name": f"linux-dumbbell-{setup.name}",
+        "description": "twin of the real-Linux dumbbell (fabricsim.validation.linux_dumbbell)",
+        "seed": seed,
+        "duration": duration,
+        "network": {
+            "ethernet_overhead": "0B",
+            "classes": 1,
+            "switch": {"latency": "0ns", "buffer": {"model": "static", "port_size": setup.buffer}},
+        },
+        "topology": {"kind": "explicit", "nodes": nodes, "links": links},
+        "tcp": {
+            "cc": _CC_TO_FABRICSIM[setup.cc],
+            "mtu": f"{setup.mtu}B",
+            "l2_header": f"{ETH_HEADER}B",
+            "min_frame": "0B",
+        },
+        "traffic": [traffic],
+        "stats": {"queue_sample_interval": "0", "throughput_interval": "0"},
+    }
+
+
+def simulate(setup: DumbbellSetup, one_way_latency_us: float, seed: int = 1) -> dict[str, Any]:
+    """Run the fabricsim twin; per-flow goodput, drops, retransmits, job completion time."""
+    from fabricsim.runner import run
+    from fabricsim.schema import from_dict
+
+    result = run(from_dict(scenario(setup, one_way_latency_us, seed)), seed=seed)
+    flows = result.flows.sort("flow_id")
+    duration_s = setup.duration_s
+    rows = []
+    for flow in flows.iter_rows(named=True):
+        fct_s = flow["fct_ps"] / 1e12 if flow["fct_ps"] is not None and flow["fct_ps"] >= 0 else None
+        seconds = fct_s if setup.size and fct_s else duration_s
+        rows.append(
+            {
+                "src": flow["src"],
+                "goodput_bps": 8.0 * flow["app_bytes_delivered"] / seconds if seconds else float("nan"),
+                "bytes_received": flow["app_bytes_delivered"],
+                "retransmits": flow["retransmits"],
+                "timeouts": flow["timeouts"],
+                "completion_s": fct_s,
+            }
+        )
+    drops = int(result.drops["packets"].sum()) if result.drops.height else 0
+    bottleneck = result.links.filter((result.links["src"] == "r") & (result.links["dst"] == "rx"))
+    queue_delay_s = float(bottleneck["queue_delay_mean_ps"][0]) / 1e12 if bottleneck.height else float("nan")
+    completions = [row["completion_s"] for row in rows]
+    job_completion = max(completions) if setup.size and all(c is not None for c in completions) else None
+    total = sum(row["goodput_bps"] for row in rows)
+    if job_completion:
+        total = 8.0 * sum(row["bytes_received"] for row in rows) / job_completion
+    return {
+        "flows": rows,
+        "total_goodput_bps": total,
+        "jain_index": jain_index([row["goodput_bps"] for row in rows]),
+        "drops": drops,
+        "retransmits": sum(row["retransmits"] for row in rows),
+        "timeouts": sum(row["timeouts"] for row in rows),
+        "job_completion_s": job_completion,
+        "mean_queue_bytes": queue_delay_s * parse_rate(setup.rate) / 8,
+        "conservation_ok": bool(result.summary.get("conservation_ok")),
+        "events": result.summary.get("events"),
+        "wall_time_s": result.summary.get("wall_time_s"),
+    }
+
+
+def compare(record: dict[str, Any], seed: int = 1) -> list[tuple[str, str, str, str]]:
+    """Rows (metric, Linux mean ± sd, fabricsim, fabricsim / Linux) for one recorded experiment."""
+    setup = DumbbellSetup(**record["setup"])
+    summary = record["summary"]
+    sim = simulate(setup, summary["one_way_latency_us"]["mean"], seed)
+    rows: list[tuple[str, str, str, str]] = []
+
+    def add(metric: str, linux: dict[str, float], value: Optional[float], scale: float, unit: str) -> None:
+        if value is None or linux["n"] == 0:
+            rows.append((metric, _fmt(linux, scale, unit), "-" if value is None else f"{value / scale:.4g}", "-"))
+            return
+        ratio = value / linux["mean"] if linux["mean"] else float("nan")
+        rows.append((metric, _fmt(linux, scale, unit), f"{value / scale:.4g} {unit}".strip(), _ratio(ratio)))
+
+    for index, flow in enumerate(sim["flows"]):
+        if index < len(summary["flow_goodput_bps"]):
+            add(f"goodput flow {index} ({flow['src']})", summary["flow_goodput_bps"][index], flow["goodput_bps"], 1e6, "Mbps")
+    add("goodput total", summary["total_goodput_bps"], sim["total_goodput_bps"], 1e6, "Mbps")
+    add("Jain fairness index", summary["jain_index"], sim["jain_index"], 1.0, "")
+    add("drops at the bottleneck", summary["drops"], sim["drops"], 1.0, "pkts")
+    queue = summary.get("mean_queue_bytes") or _mean_sd(
+        [statistics.fmean(r["bottleneck"]["backlog_samples_bytes"]) for r in record["runs"] if r["bottleneck"]["backlog_samples_bytes"]]
+    )
+    add("mean bottleneck queue", queue, sim["mean_queue_bytes"], 1e3, "KB")
+    add("retransmits", summary["retransmits"], sim["retransmits"], 1.0, "pkts")
+    if "job_completion_s" in summary:
+        add("job completion time", summary["job_completion_s"], sim["job_completion_s"], 1.0, "s")
+    return rows
+
+
+def _fmt(stat: dict[str, float], scale: float, unit: str) -> str:
+    if not stat["n"] or stat["mean"] is None or (isinstance(stat["mean"], float) and math.isnan(stat["mean"])):
+        return "-"
+    text = f"{stat['mean'] / scale:.4g}"
+    if stat["n"] > 1:
+        text += f" ± {stat['sd'] / scale:.2g}"
+    return f"{text} {unit}".strip()
+
+
+def _ratio(value: float) -> str:
+    return "-" if math.isnan(value) or math.isinf(value) else f"{value:.2f}"
+
+
+def markdown(experiments: Sequence[dict[str, Any]], with_simulation: bool = True) -> str:
+    """Tables of recorded experiments (and their fabricsim twins), for docs/validation/linux.md."""
+    lines = [
+        "| experiment | goodput total (Mbps) | per flow (Mbps) | Jain | drops | retransmits | JCT (s) | load | runs kept / set aside |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for record in experiments:
+        summary = record["summary"]
+        flows = ", ".join(f"{f['mean'] / 1e6:.0f}" for f in summary["flow_goodput_bps"])
+        jct = _fmt(summary["job_completion_s"], 1.0, "") if "job_completion_s" in summary else "-"
+        load = statistics.fmean(r["load_before"][0] for r in record["runs"])
+        lines.append(
+            f"| {record['name']} | {_fmt(summary['total_goodput_bps'], 1e6, '')} | {flows} "
+            f"| {summary['jain_index']['mean']:.3f} | {_fmt(summary['drops'], 1.0, '')} "
+            f"| {_fmt(summary['retransmits'], 1.0, '')} | {jct} | {load:.2f} "
+            f"| {len(record['runs'])} / {len(record.get('starved_runs', []))} |"
+        )
+    lines += [
+        "",
+        "Sender-side kernel counters (nstat, mean per run) and the first interval (0.1 s) with a retransmission:",
+        "",
+        "| experiment | Hystart train / delay exits | cwnd at exit | SACK recoveries | loss probes | RTOs "
+        "| reorder seen | softnet drops | first retransmit (s) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for record in experiments:
+        runs = record["runs"]
+
+        def mean(key: str) -> float:
+            return statistics.fmean(r["nstat_senders"].get(key, 0) for r in runs)
+
+        exits = mean("TcpExtTCPHystartTrainDetect") + mean("TcpExtTCPHystartDelayDetect")
+        cwnd = (mean("TcpExtTCPHystartTrainCwnd") + mean("TcpExtTCPHystartDelayCwnd")) / exits if exits else 0.0
+        firsts = [f["first_retransmit_s"] for r in runs for f in r["flows"] if f["first_retransmit_s"] is not None]
+        first = f"{min(firsts):.1f}-{max(firsts):.1f}" if firsts else "none"
+        lines.append(
+            f"| {record['name']} | {mean('TcpExtTCPHystartTrainDetect'):.1f} / {mean('TcpExtTCPHystartDelayDetect'):.1f} "
+            f"| {cwnd:.0f} | {mean('TcpExtTCPSackRecovery'):.0f} | {mean('TcpExtTCPLossProbes'):.0f} "
+            f"| {mean('TcpExtTCPTimeouts'):.1f} | {mean('TcpExtTCPSACKReorder'):.0f} "
+            f"| {statistics.fmean(r['softnet_drops'] for r in runs):.0f} | {first} |"
+        )
+    if with_simulation:
+        lines += [
+            "",
+            "fabricsim (scenario defaults, seed 1) against the Linux means:",
+            "",
+            "| experiment | goodput total (Mbps) | per flow (Mbps) | Jain | drops | retransmits | RTOs | JCT (s) |",
+            "|---|---:|---|---:|---:|---:|---:|---:|",
+        ]
+        for record in experiments:
+            setup = DumbbellSetup(**record["setup"])
+            sim = simulate(setup, record["summary"]["one_way_latency_us"]["mean"])
+            flows = ", ".join(f"{f['goodput_bps'] / 1e6:.0f}" for f in sim["flows"])
+            jct = f"{sim['job_completion_s']:.3f}" if sim["job_completion_s"] else "-"
+            lines.append(
+                f"| {record['name']} | {sim['total_goodput_bps'] / 1e6:.1f} | {flows} | {sim['jain_index']:.3f} "
+                f"| {sim['drops']} | {sim['retransmits']} | {sim['timeouts']} | {jct} |"
+            )
+    return "\n".join(lines)
+
+
+def recorded(path: Path = RESULTS) -> list[dict[str, Any]]:
+    """The recorded Linux experiments (no root needed)."""
+    if not path.exists():
+        raise LabError(f"no recorded Linux results at {path}")
+    return list(json.loads(path.read_text())["experiments"])
+
+
+#: The experiments recorded in :data:`RESULTS`.
+REFERENCE_SETUPS = tuple(
+    [DumbbellSetup(senders=n, cc=cc) for cc in ("reno", "cubic") for n in (2, 4)]
+    + [DumbbellSetup(senders=4, cc=cc, size="100MB") for cc in ("reno", "cubic")]
+    + [DumbbellSetup(senders=1, cc=cc, buffer="2MB", duration_s=10.0) for cc in ("reno", "cubic")]
+)
+
+
+def _main(argv: Optional[Sequence[str]] = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m fabricsim.validation.linux_dumbbell")
+    sub = parser.add_subparsers(dest="command", required=True)
+    rec = sub.add_parser("record", help="measure the reference setups in Linux (root) and write the results JSON")
+    rec.add_argument("--out", type=Path, default=RESULTS)
+    rec.add_argument("--repeats", type=int, default=3)
+    rec.add_argument("--max-attempts", type=int, help="runs in all, CPU-starved ones included (3 x repeats)")
+    rec.add_argument("--nice", type=int, default=0, help="niceness of the traffic processes (negative: priority)")
+    rec.add_argument("--only", action="append", default=[], help="only setups whose name contains this")
+    md = sub.add_parser("markdown", help="print the tables of the recorded results (and their fabricsim twins)")
+    md.add_argument("--path", type=Path, default=RESULTS)
+    md.add_argument("--no-simulation", action="store_true")
+    args = parser.parse_args(argv)
+    if args.command == "markdown":
+        print(markdown(recorded(args.path), with_simulation=not args.no_simulation))
+        return 0
+    experiments = []
+    existing = {e["name"]: e for e in recorded(args.out)} if args.out.exists() else {}
+    for setup in REFERENCE_SETUPS:
+        if args.only and not any(part in setup.name for part in args.only):
+            if setup.name in existing:
+                experiments.append(existing[setup.name])
+            continue
+        print(f"measuring {setup.name} ({args.repeats} repeats)", flush=True)
+        try:
+            experiments.append(
+                measure(setup, repeats=args.repeats, max_attempts=args.max_attempts, nice=args.nice)
+            )
+        except LabError as exc:
+            print(f"  {exc}", flush=True)
+            if setup.name in existing:
+                experiments.append(existing[setup.name])
+            continue
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps({"experiments": experiments}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main())

@@ -1,0 +1,190 @@
+"""Bad and unbounded input gets a clear error naming the field, in bounded
+time and memory; validate applies the checks run applies; names are text in
+reports."""
+
+import json
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+import fabricsim
+from fabricsim import ScenarioError, loads
+from fabricsim.cli.main import main
+
+ROOT = Path(__file__).resolve().parents[2]
+DATAMINING = str(ROOT / "scenarios" / "leafspine-datamining.yaml")
+
+GOOD = """
+duration: 1ms
+topology: {kind: star, hosts: 3, link: {rate: 10Gbps, delay: 1us}}
+traffic: [{kind: udp_cbr, src: h0, dst: h1, rate: 1Gbps}]
+"""
+
+
+def validate(capsys, text_or_path, *overrides, tmp_path=None):
+    """``fabricsim validate``: (exit status, stdout, stderr)."""
+    path = text_or_path
+    if tmp_path is not None:
+        path = tmp_path / "s.yaml"
+        path.write_text(text_or_path)
+    args = ["validate", str(path)]
+    for override in overrides:
+        args += ["--set", override]
+    status = main(args)
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def assert_field_error(result, field, *needles):
+    status, out, err = result
+    assert status == 2, (status, err)
+    assert out == "", "nothing is printed on stdout (no NaN, no partial JSON)"
+    assert f": {field}: " in err, err
+    for needle in needles:
+        assert needle in err, (needle, err)
+    assert "Traceback" not in err and "internal error" not in err
+
+
+@pytest.mark.parametrize("value", [".inf", ".nan", "-.inf"])
+def test_infinite_or_nan_numbers_are_refused_at_their_field(core, capsys, tmp_path, value):
+    cases = {
+        "network.switch.drr_weights[0]": f"network: {{switch: {{scheduler: drr, drr_weights: [{value}]}}}}",
+        "network.switch.buffer.afd_a": f"network: {{switch: {{buffer: {{model: intelligent, size: 10MB, "
+                                       f"afd_a: {value}}}}}}}",
+        "network.switch.buffer.afd_b": f"network: {{switch: {{buffer: {{model: intelligent, size: 10MB, "
+                                       f"afd_b: {value}}}}}}}",
+        "network.switch.pfc.xoff_alpha": f"network: {{switch: {{buffer: {{model: shared, size: 10MB}}, "
+                                         f"pfc: {{classes: [3], xoff_alpha: {value}}}}}}}",
+        "topology.link.loss": None,
+        "tcp.dctcp_g": f"tcp: {{dctcp_g: {value}}}",
+    }
+    for field, extra in cases.items():
+        text = GOOD + extra + "\n" if extra else GOOD.replace("delay: 1us}", f"delay: 1us, loss: {value}}}")
+        assert_field_error(validate(capsys, text, tmp_path=tmp_path), field)
+
+
+def test_numbers_beyond_the_cores_range_are_refused_at_their_field(core, capsys, tmp_path):
+    for field, extra in {
+        "network.switch.buffer.afd_a": "network: {switch: {buffer: {model: intelligent, size: 10MB, afd_a: 5000000000}}}",
+        "network.switch.buffer.afd_b": "network: {switch: {buffer: {model: intelligent, size: 10MB, afd_b: 4294967296}}}",
+        "network.switch.pfc.xoff_alpha": "network: {switch: {buffer: {model: shared, size: 10MB}, "
+                                         "pfc: {classes: [3], xoff_alpha: 4294967296}}}",
+        "network.switch.drr_weights[0]": "network: {switch: {scheduler: drr, drr_weights: [1.0e12]}}",
+        "tcp.init_cwnd": "tcp: {init_cwnd: 5000000000}",
+    }.items():
+        assert_field_error(validate(capsys, GOOD + extra + "\n", tmp_path=tmp_path), field)
+    assert_field_error(validate(capsys, GOOD.replace("hosts: 3", "hosts: 4294967296"), tmp_path=tmp_path),
+                       "topology.hosts")
+
+
+def test_a_billion_hosts_are_refused_before_anything_is_built(core, capsys, tmp_path):
+    result = validate(capsys, GOOD.replace("hosts: 3", "hosts: 1000000000"), tmp_path=tmp_path)
+    assert_field_error(result, "topology.hosts", "1,000,000,000 ports", "65,534")
+
+
+def test_voq_state_is_bounded(core, capsys):
+    result = validate(capsys, DATAMINING, "duration=1ms", "network.switch.device=jericho-deep",
+                      "topology.links_per_spine=1000")
+    assert_field_error(result, "network.switch.buffer", "VOQ", "leaf0 has 2024 ports", "4,194,304")
+
+
+def test_too_many_throughput_bins_are_refused(core, capsys, tmp_path):
+    result = validate(capsys, GOOD + "stats: {throughput_interval: 1ps}\n", tmp_path=tmp_path)
+    assert_field_error(result, "stats.throughput_interval", "10,000,000", "at least 100 ps")
+
+
+def test_an_infinite_load_scale_is_refused_quickly(tmp_path):
+    """This once grew past 2 GB and never ended: a subprocess with a time and
+    memory limit."""
+    r = subprocess.run(
+        [sys.executable, "-c", "import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30)); "
+         "from fabricsim.cli.main import main; sys.exit(main(sys.argv[1:]))",
+         "validate", DATAMINING, "--set", "duration=1ms", "--set", "traffic.1.load_scale=.inf"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert r.returncode == 2, r.stderr
+    assert "traffic[1].load_scale: must be a finite number" in r.stderr
+
+
+def test_a_workload_above_its_flow_limit_fails_before_drawing_flows(core, capsys):
+    result = validate(capsys, DATAMINING, "duration=1ms", "traffic.1.load_scale=1.0e+12")
+    assert_field_error(result, "traffic[1].max_flows", "about", "1,000,000")
+    result = validate(capsys, DATAMINING, "duration=50ms", "traffic.1.max_flows=5")
+    assert_field_error(result, "traffic[1].max_flows", "more than 5 flows")
+
+
+def test_a_vanishing_load_is_an_empty_workload_without_numpy_warnings(core):
+    scenario = fabricsim.load(DATAMINING, ["duration=1ms", "traffic.1.load_scale=1.0e-300"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        resolved = scenario.to_resolved()
+    assert resolved["traffic"][1]["flows"] == []
+
+
+def test_deeply_nested_yaml_is_refused(capsys, tmp_path):
+    for nested in ("[" * 300 + "]" * 300, "{a: " * 300 + "1" + "}" * 300, "[" * 70 + "]" * 70):
+        status, _, err = validate(capsys, GOOD + f"x: {nested}\n", tmp_path=tmp_path)
+        assert status == 2 and "levels deep" in err and "Recursion" not in err, err
+
+
+@pytest.mark.parametrize("content, needle", [
+    (b"0 0.5\n0 1\n", "every size is 0"),
+    (b"100 0.5\n\xe9200 1\n", "not a UTF-8 text file"),
+    (b"1e300 1\n", "from 0 to 2**53"),
+])
+def test_bad_cdf_files_are_refused_at_the_cdf_field(core, capsys, tmp_path, content, needle):
+    cdf = tmp_path / "sizes.cdf"
+    cdf.write_bytes(content)
+    text = GOOD.replace("[{kind: udp_cbr, src: h0, dst: h1, rate: 1Gbps}]",
+                        f"[{{kind: workload, cdf: '{cdf}', load: 50%}}]")
+    assert_field_error(validate(capsys, text, tmp_path=tmp_path), "traffic[0].cdf", needle)
+
+
+@pytest.mark.parametrize("dst, needle", [("h7", "unknown host 'h7'"), ("sw0", "'sw0' is a switch, not a host")])
+def test_validate_applies_the_checks_of_run(core, capsys, tmp_path, dst, needle):
+    assert_field_error(validate(capsys, GOOD.replace("dst: h1", f"dst: {dst}"), tmp_path=tmp_path),
+                       "traffic[0].dst", needle)
+
+
+def test_validate_prints_finite_json(core, capsys, tmp_path):
+    status, out, _ = validate(capsys, GOOD, tmp_path=tmp_path)
+    assert status == 0 and "NaN" not in out and "Infinity" not in out
+    json.loads(out)
+
+
+DOLLARS = r"""
+name: '$\badcmd$ <b>x</b>'
+duration: 200us
+topology:
+  kind: explicit
+  nodes: [{name: '$\badcmd$', kind: host}, {name: '<script>x</script>', kind: host}, {name: '$s$', kind: switch}]
+  links:
+    - {a: '$\badcmd$', b: '$s$', rate: 10Gbps, delay: 1us}
+    - {a: '<script>x</script>', b: '$s$', rate: 1Gbps, delay: 1us}
+network: {switch: {buffer: {port_size: 20KB}}}
+traffic: [{kind: udp_cbr, name: '$f$', src: '$\badcmd$', dst: '<script>x</script>', rate: 5Gbps}]
+stats: {queue_sample_interval: 1us, throughput_interval: 10us}
+"""
+
+
+def test_names_are_text_in_plots_and_html(core, tmp_path):
+    """A dollar sign would make matplotlib read a name as math (and fail on an
+    unknown command); markup in a name must not reach the page as markup."""
+    result = fabricsim.run(loads(DOLLARS))
+    result.write(tmp_path / "out")
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert "<script>x</script>" not in page and "&lt;script&gt;x&lt;/script&gt;" in page
+    assert r"$\badcmd$" in page
+    assert {p.name for p in (tmp_path / "out" / "plots").iterdir()} >= {"queues.svg", "throughput.svg", "drops.svg",
+                                                                        "links.svg"}
+
+
+def test_deep_mappings_given_as_data_are_refused():
+    nested: list = []
+    for _ in range(100):
+        nested = [nested]
+    with pytest.raises(ScenarioError, match="levels deep"):
+        fabricsim.from_dict({"duration": "1ms", "x": nested})

@@ -1,0 +1,446 @@
+"""The real-Linux lab: parsers and topology checks (no root), and live runs in namespaces (root).
+
+Live tests carry ``@pytest.mark.linux`` and skip without root or the tools;
+the long measurements are ``@pytest.mark.slow`` too.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from fabricsim.validation import linux_datapath, linux_dumbbell
+from fabricsim.validation.linux import (
+    CONNTRACK_RULES,
+    PREFIX,
+    Egress,
+    Iperf3Job,
+    Lab,
+    LabError,
+    Topology,
+    Transfer,
+    link_addresses,
+    parse_iperf3,
+    parse_ip_link,
+    parse_nstat,
+    parse_sockperf,
+    parse_tc_qdiscs,
+    qdisc_available,
+    sweep_stale,
+    unavailable_reason,
+)
+
+FIXTURES = Path(__file__).resolve().parents[1] / "linux" / "fixtures"
+
+
+def fixture(name: str) -> str:
+    return (FIXTURES / name).read_text()
+
+
+def needs_lab(*tools: str) -> pytest.MarkDecorator:
+    reason = unavailable_reason(tuple(tools) or ("ip", "tc", "ethtool", "iperf3", "sysctl", "ss", "nstat"))
+    return pytest.mark.skipif(reason is not None, reason=reason or "")
+
+
+def lab_namespaces(prefix: str = PREFIX) -> list[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return [line.split()[0] for line in out.splitlines() if line.startswith(prefix + "-")]
+
+
+# --------------------------------------------------------------------------- parsers (no root)
+
+
+def test_iperf3_tcp_json_gives_each_stream_its_bytes_retransmits_and_rtt() -> None:
+    summary = parse_iperf3(fixture("iperf3_tcp.json"))
+    raw = json.loads(fixture("iperf3_tcp.json"))
+    assert summary.protocol == "TCP" and summary.cc == "reno"
+    assert len(summary.streams) == 2
+    for stream, item in zip(summary.streams, raw["end"]["streams"]):
+        assert stream["bytes_sent"] == item["sender"]["bytes"]
+        assert stream["bytes_received"] == item["receiver"]["bytes"]
+        assert stream["retransmits"] == item["sender"]["retransmits"]
+        assert stream["min_rtt_us"] == item["sender"]["min_rtt"] > 0
+        # -i 0.5 over 1 s: two intervals whose bytes add up to what the sender sent
+        assert len(stream["intervals"]) == 2
+        assert sum(i[2] for i in stream["intervals"]) == pytest.approx(stream["bytes_sent"], rel=0.02)
+    assert sum(s["bytes_received"] for s in summary.streams) == raw["end"]["sum_received"]["bytes"]
+    assert summary.sender_cpu_percent > 0 and summary.receiver_cpu_percent > 0
+
+
+def test_iperf3_udp_json_counts_lost_datagrams_out_of_the_received_bytes() -> None:
+    summary = parse_iperf3(fixture("iperf3_udp.json"))
+    raw = json.loads(fixture("iperf3_udp.json"))
+    (stream,) = summary.streams
+    assert summary.protocol == "UDP"
+    assert stream["lost_packets"] == raw["end"]["sum"]["lost_packets"]
+    assert stream["bytes_received"] == raw["end"]["sum_received"]["bytes"]
+
+
+def test_iperf3_error_and_garbage_raise_lab_errors() -> None:
+    with pytest.raises(LabError, match="unable to connect"):
+        parse_iperf3(json.dumps({"start": {}, "intervals": [], "end": {}, "error": "unable to connect to server"}))
+    with pytest.raises(LabError, match="no JSON"):
+        parse_iperf3("iperf3: error")
+
+
+def test_tc_json_gives_shaper_and_queue_counters() -> None:
+    htb, bfifo = parse_tc_qdiscs(fixture("tc_qdisc.json"), node="r", dev="eth1")
+    assert (htb.kind, htb.parent) == ("htb", "root")
+    assert (bfifo.kind, bfifo.parent, bfifo.handle) == ("bfifo", "1:1", "10:")
+    assert bfifo.drops > 0 and bfifo.packets > 0 and bfifo.node == "r"
+    delta = bfifo.minus(bfifo)
+    assert (delta.drops, delta.packets, delta.bytes) == (0, 0, 0)
+
+
+def test_ip_link_json_gives_counters_per_interface() -> None:
+    links = parse_ip_link(fixture("ip_link.json"))
+    assert {"lo", "eth0", "eth1"} <= set(links)
+    assert links["eth1"].tx_packets > 0 and links["eth1"].mtu == 1500
+    assert links["eth1"].minus(links["eth1"]).tx_bytes == 0
+
+
+def test_nstat_json_gives_tcp_extension_counters() -> None:
+    counters = parse_nstat(fixture("nstat.json"))
+    assert counters["TcpRetransSegs"] > 0
+    assert "TcpExtTCPSackRecovery" in counters and "TcpExtTCPLossProbes" in counters
+
+
+def test_sockperf_summary_gives_one_way_latency_percentiles() -> None:
+    record = parse_sockperf(fixture("sockperf_pingpong.txt"), message_bytes=64)
+    assert record.observations > 1000
+    assert 0 < record.min_us <= record.percentiles_us["p50"] <= record.percentiles_us["p99"] <= record.max_us
+    assert record.avg_us > 0 and record.dropped == 0
+    with pytest.raises(LabError):
+        parse_sockperf("sockperf: error")
+
+
+# --------------------------------------------------------------------------- topology descriptions (no root)
+
+
+def test_topology_from_dict_reads_rates_queues_and_mtus() -> None:
+    topo = Topology.from_dict(
+        {
+            "hosts": ["a", "b"],
+            "routers": ["r"],
+            "links": [
+                {"a": "a", "b": "r", "mtu": 9000},
+                {"a": "r", "b": "b", "egress": {"r": {"rate": "1Gbps", "shaper": "tbf", "queue": "pfifo", "limit": 100}}},
+            ],
+        }
+    )
+    assert topo.nodes == ("a", "b", "r")
+    assert topo.links[0].mtu == 9000
+    assert topo.links[1].egress["r"] == Egress(rate_bps=10**9, shaper="tbf", queue="pfifo", limit=100)
+    assert link_addresses(1) == ("198.18.1.0/24", "198.18.1.1", "198.18.1.2")
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"links": [{"a": "a", "b": "x"}]}, r"links\[0\]\.b: unknown value 'x'"),
+        ({"links": [{"a": "a", "b": "b", "egress": {"a": {"rate": "fast"}}}]}, r"links\[0\]\.egress\.a\.rate"),
+        ({"links": [{"a": "a", "b": "b", "egress": {"a": {"queue": "codel", "limit": 5}}}]}, r"queue: unknown value"),
+        ({"links": [{"a": "a", "b": "b", "egress": {"a": {"queue": "bfifo"}}}]}, r"egress\.a\.limit: required"),
+        ({"links": [{"a": "a", "b": "b", "egress": {"a": {"queue": "pfifo", "limit": "1MB"}}}]}, "packets"),
+        ({"links": [{"a": "a", "b": "b", "mtu": 40}]}, r"links\[0\]\.mtu: must be in 68\.\.65535"),
+        ({"links": [{"a": "a", "b": "b", "speed": 1}]}, r"links\[0\]\.speed: unknown key"),
+        ({"links": [{"a": "a", "b": "b", "mtu": 100}], "tunnels": [{"a": "a", "b": "b"}]}, r"tunnels\[0\]\.mtu"),
+        ({"links": []}, "not connected"),
+        ({"links": [{"a": "a", "b": "b"}], "steering": "rss"}, "steering: unknown value"),
+        ({"hosts": ["A"], "links": []}, r"hosts\[0\]"),
+    ],
+)
+def test_bad_topologies_are_refused_naming_the_field(change: dict, message: str) -> None:
+    data = {"hosts": ["a", "b"], **change}
+    with pytest.raises(LabError, match=message):
+        Topology.from_dict(data)
+
+
+def test_conntrack_rules_track_inner_flows_and_exempt_the_vxlan_underlay() -> None:
+    assert "udp dport 4789 notrack" in CONNTRACK_RULES
+    assert "ct state established,related accept" in CONNTRACK_RULES
+    assert "ct state new accept" in CONNTRACK_RULES
+
+
+def test_iperf3_job_command_line() -> None:
+    tcp = Iperf3Job("a", "b", cc="reno", streams=4, duration_s=20, cpu=1).argv("198.18.1.2", 5202)
+    assert tcp[:3] == ["taskset", "-c", "1"]
+    assert "-C" in tcp and tcp[tcp.index("-C") + 1] == "reno"
+    assert tcp[tcp.index("-P") + 1] == "4" and tcp[tcp.index("-t") + 1] == "20"
+    udp = Iperf3Job("a", "b", udp_rate_bps=5 * 10**8, bytes=10**6).argv("198.18.1.2", 5201)
+    assert "-u" in udp and "-C" not in udp and udp[udp.index("-n") + 1] == "1000000"
+
+
+# --------------------------------------------------------------------------- the dumbbell twin (no root)
+
+
+def test_dumbbell_scenario_mirrors_the_linux_topology() -> None:
+    import fabricsim
+
+    setup = linux_dumbbell.DumbbellSetup(senders=3, cc="reno", buffer="250KB", rate="1Gbps")
+    data = linux_dumbbell.scenario(setup, one_way_latency_us=10.0)
+    scenario = fabricsim.from_dict(data)
+    resolved = scenario.to_resolved()
+    assert data["network"]["switch"]["buffer"] == {"model": "static", "port_size": "250KB"}
+    links = data["topology"]["links"]
+    assert [link["rate"] for link in links] == ["10Gbps"] * 3 + ["1Gbps"]
+    assert all(link["delay"] == "5000ns" for link in links)
+    assert data["tcp"]["cc"] == "newreno" and data["tcp"]["l2_header"] == "14B"
+    assert resolved["traffic"]
+
+
+def test_linux_topology_of_the_dumbbell_has_one_shaped_queue() -> None:
+    topo = linux_dumbbell.topology(linux_dumbbell.DumbbellSetup(senders=4))
+    shaped = [(link, egress) for link in topo.links for egress in link.egress.items()]
+    assert len(shaped) == 1
+    link, (node, egress) = shaped[0]
+    assert (link.a, link.b, node) == ("r", "rx", "r")
+    assert egress == Egress(rate_bps=10**9, shaper="htb", queue="bfifo", limit=250_000)
+    assert topo.hosts == ("s0", "s1", "s2", "s3", "rx")
+
+
+def test_dumbbell_setup_refuses_unknown_congestion_control() -> None:
+    with pytest.raises(LabError, match="cc: unknown value 'vegas'"):
+        linux_dumbbell.DumbbellSetup(cc="vegas")
+
+
+def test_recorded_dumbbell_results_have_every_reference_setup() -> None:
+    experiments = {e["name"]: e for e in linux_dumbbell.recorded()}
+    for setup in linux_dumbbell.REFERENCE_SETUPS:
+        record = experiments[setup.name]
+        assert record["environment"]["kernel"]
+        assert len(record["runs"]) >= 3
+        assert len(record["summary"]["flow_goodput_bps"]) == setup.flows
+        assert record["setup"]["duration_s"] >= 10
+
+
+def test_fabricsim_dumbbell_goodput_is_within_10_percent_of_linux(core: object) -> None:
+    """fabricsim's defaults against the recorded Linux runs: total goodput and fairness only.
+
+    Drops and retransmits differ by more (see docs/validation/linux.md); they
+    are printed by `fabricsim validate linux` and tightened with the Linux TCP profile.
+    """
+    experiments = {e["name"]: e for e in linux_dumbbell.recorded()}
+    for name in ("reno-2x1-1Gbps-250KB-20s", "cubic-4x1-1Gbps-250KB-20s"):
+        record = experiments[name]
+        setup = linux_dumbbell.DumbbellSetup(**record["setup"])
+        sim = linux_dumbbell.simulate(setup, record["summary"]["one_way_latency_us"]["mean"])
+        linux_total = record["summary"]["total_goodput_bps"]["mean"]
+        assert sim["conservation_ok"]
+        assert sim["total_goodput_bps"] == pytest.approx(linux_total, rel=0.10), name
+        assert sim["jain_index"] > 0.9
+
+
+# --------------------------------------------------------------------------- datapath fit (no root)
+
+
+def test_datapath_fit_recovers_a_line_and_stage_costs_are_differences() -> None:
+    def points(a: float, b: float) -> list[dict]:
+        return [{"mtu": m, "inner_packet_bytes": m, "cpu_ns_per_packet": a + b * m} for m in (100, 500, 1500, 9000)]
+
+    fits = {"veth": linux_datapath.fit(points(1000, 0.1)), "vxlan": linux_datapath.fit(points(2500, 0.12))}
+    fits["vxlan+ct"] = linux_datapath.fit(points(3300, 0.12))
+    assert fits["veth"]["a_ns"] == pytest.approx(1000) and fits["veth"]["b_ns_per_byte"] == pytest.approx(0.1)
+    assert fits["veth"]["r2"] == pytest.approx(1.0)
+    stages = linux_datapath.stage_costs(fits)
+    assert stages["vxlan_encap_decap"]["per_packet_ns"] == pytest.approx(1500)
+    assert stages["vxlan_encap_decap"]["per_byte_ns"] == pytest.approx(0.02)
+    assert stages["conntrack"]["per_packet_ns"] == pytest.approx(800)
+
+
+def test_vxlan_below_the_smallest_tcp_mtu_uses_the_smallest_that_works() -> None:
+    assert linux_datapath.working_mtu("veth", 96) == (96, "")
+    mtu, why = linux_datapath.working_mtu("vxlan", 96)
+    assert mtu == 88 + 50 and "inner MTU of 46 B" in why
+
+
+def test_recorded_datapath_costs_cover_every_stage_and_mtu() -> None:
+    data = linux_datapath.load()
+    assert data["environment"]["kernel"] and data["method"]
+    for stage in ("stack_veth", "vxlan_encap_decap", "conntrack"):
+        assert data["stages"][stage]["per_packet_ns"] > 0
+    for config in linux_datapath.CONFIGS:
+        for instances in (1, 4):
+            mtus = sorted(p["requested_mtu"] for p in data["points"] if p["config"] == config and p["instances"] == instances)
+            assert mtus == sorted(linux_datapath.MTUS)
+            fit = data["fits"][f"{config}/x{instances}"]
+            assert len(fit["residuals"]) == len(linux_datapath.MTUS)
+    for point in data["points"]:
+        assert point["goodput_bps"] > 0 and point["cpu_ns_per_packet"] > 0
+        assert math.isclose(point["inner_packet_bytes"], point["payload_bytes_per_packet"] + 52)
+
+
+# --------------------------------------------------------------------------- live runs (root)
+
+
+@pytest.mark.linux
+@needs_lab()
+def test_tiny_topology_runs_iperf3_and_leaves_no_namespace() -> None:
+    topo = Topology.from_dict(
+        {
+            "hosts": ["a", "b"],
+            "routers": ["r"],
+            "links": [
+                {"a": "a", "b": "r"},
+                {"a": "r", "b": "b", "egress": {"r": {"rate": "100Mbps", "queue": "bfifo", "limit": "50KB"}}},
+            ],
+        }
+    )
+    with Lab(topo) as lab:
+        prefix = lab.prefix
+        assert len(lab_namespaces(prefix)) == 3
+        run = lab.iperf3([Iperf3Job("a", "b", cc="reno", duration_s=2, interval_s=0.5)])
+        (flow,) = run.flows
+        # a 100 Mbit/s shaper: goodput just under it (headers), never above
+        assert 70e6 < flow.goodput_bps < 100e6
+        queue = run.qdisc("r", "b")
+        assert queue.kind == "bfifo" and queue.packets > 10_000
+        assert queue.drops >= 0 and flow.retransmits >= 0
+        assert run.links["b"]["eth0"].rx_packets >= queue.packets
+        assert "TcpOutSegs" in run.nstat["a"]
+        mtu = lab.run("a", ["cat", f"/sys/class/net/{lab.device('a', 'r')}/mtu"]).stdout.strip()
+        assert mtu == "1500"
+        offloads = lab.run("a", ["ethtool", "-k", lab.device("a", "r")]).stdout
+        assert "tcp-segmentation-offload: off" in offloads and "generic-segmentation-offload: off" in offloads
+        sized = lab.transfers([Transfer("a", "b", bytes=2_000_000, cc="cubic")])
+        (transfer,) = sized.flows
+        # every byte arrives, and 2 MB through 100 Mbit/s take at least 160 ms
+        assert transfer.bytes_received == 2_000_000
+        assert 0.16 < transfer.completion_s == sized.job_completion_s < 5
+    assert lab_namespaces(prefix) == []
+
+
+@pytest.mark.linux
+@needs_lab()
+def test_a_failing_command_still_removes_the_namespaces() -> None:
+    topo = Topology.from_dict({"hosts": ["a", "b"], "links": [{"a": "a", "b": "b"}]})
+    lab = Lab(topo)
+    with pytest.raises(LabError, match="false"):
+        with lab:
+            lab.run("a", ["false"])
+    assert lab_namespaces(lab.prefix) == []
+
+
+@pytest.mark.linux
+@needs_lab()
+def test_stale_namespaces_of_dead_labs_are_swept() -> None:
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    name = f"{PREFIX}-{dead.pid}-dead-x"
+    subprocess.run(["ip", "netns", "add", name], check=True)
+    try:
+        assert name in sweep_stale()
+        assert name not in lab_namespaces()
+    finally:
+        subprocess.run(["ip", "netns", "del", name], capture_output=True)
+    mine = f"{PREFIX}-{os.getpid()}-live-x"
+    subprocess.run(["ip", "netns", "add", mine], check=True)
+    try:
+        assert mine not in sweep_stale()
+    finally:
+        subprocess.run(["ip", "netns", "del", mine], capture_output=True)
+
+
+@pytest.mark.linux
+@needs_lab("ip", "tc")
+def test_a_queue_kind_missing_from_the_kernel_is_named() -> None:
+    if qdisc_available("red"):
+        pytest.skip("this kernel has red")
+    topo = Topology.from_dict(
+        {"hosts": ["a", "b"], "links": [{"a": "a", "b": "b", "egress": {"a": {"queue": "red", "limit": "100KB"}}}]}
+    )
+    lab = Lab(topo)
+    with pytest.raises(LabError, match=r"links\[0\]\.egress\.a\.queue: this kernel has no 'red' qdisc"):
+        lab.build()
+    assert lab_namespaces(lab.prefix) == []
+
+
+@pytest.mark.linux
+@needs_lab("ip", "tc", "ethtool", "iperf3", "sysctl", "ss", "nstat", "nft")
+def test_vxlan_tunnel_with_conntrack_carries_tcp_and_tracks_it() -> None:
+    with Lab(linux_datapath.topology("vxlan+ct", 1500)) as lab:
+        run = lab.iperf3([Iperf3Job("a", "b", cc="cubic", duration_s=1, tunnel=True)])
+        assert run.flows[0].goodput_bps > 1e6
+        underlay = run.links["a"][lab.device("a", "b")]
+        tunnel = run.links["a"]["vx0"]
+        # every tunnelled packet crossed the underlay with 50 B more
+        assert underlay.tx_packets >= tunnel.tx_packets > 1000
+        assert underlay.tx_bytes - tunnel.tx_bytes >= 50 * tunnel.tx_packets - 5000
+        tracked = lab.run("b", ["conntrack", "-L", "-p", "tcp"]).stdout + lab.run("b", ["conntrack", "-L", "-p", "tcp"]).stderr
+        assert "198.19.0.1" in tracked and "dport=5201" in tracked
+
+
+@pytest.mark.linux
+@needs_lab("ip", "tc", "ethtool", "iperf3", "sysctl", "ss", "nstat", "sockperf")
+def test_sockperf_pingpong_measures_latency_between_namespaces() -> None:
+    with Lab(Topology.from_dict({"hosts": ["a", "b"], "links": [{"a": "a", "b": "b"}]})) as lab:
+        record = lab.sockperf_pingpong("a", "b", message_bytes=64, duration_s=1)
+    assert record.observations > 100 and 0 < record.percentiles_us["p50"] < 10_000
+
+
+@pytest.mark.linux
+@pytest.mark.slow
+@needs_lab("ip", "tc", "ethtool", "iperf3", "sysctl", "ss", "nstat", "sockperf")
+def test_dumbbell_measurement_and_comparison(core: object) -> None:
+    setup = linux_dumbbell.DumbbellSetup(senders=2, cc="cubic", duration_s=10)
+    record = linux_dumbbell.measure(setup, repeats=1)
+    assert len(record["runs"][0]["flows"]) == 2
+    assert 0.8e9 < record["summary"]["total_goodput_bps"]["mean"] < 1e9
+    rows = linux_dumbbell.compare(record)
+    metrics = [row[0] for row in rows]
+    assert {"Jain fairness index", "drops at the bottleneck", "mean bottleneck queue", "retransmits"} <= set(metrics)
+    assert lab_namespaces() == []
+
+
+@pytest.mark.linux
+@pytest.mark.slow
+@needs_lab("ip", "tc", "ethtool", "iperf3", "sysctl", "ss", "nstat", "nft")
+def test_datapath_stages_cost_cpu_in_order() -> None:
+    costs = {
+        config: linux_datapath.measure_point(config, 1500, 1, duration_s=3, repeats=1).cpu_ns_per_packet
+        for config in ("veth", "vxlan", "vxlan+ct")
+    }
+    assert costs["veth"] < costs["vxlan"] < costs["vxlan+ct"]
+
+
+# --------------------------------------------------------------------------- fabricsim validate linux
+
+
+def test_validate_linux_recorded_prints_linux_and_fabricsim_side_by_side(core: object, capsys) -> None:
+    from fabricsim.cli import main as cli
+
+    assert cli.main(["validate", "linux", "--recorded", "reno-2x1-1Gbps-250KB-20s", "--json"]) == 0
+    (report,) = json.loads(capsys.readouterr().out)
+    metrics = [row[0] for row in report["rows"]]
+    assert metrics[:2] == ["goodput flow 0 (s0)", "goodput flow 1 (s1)"]
+    assert {"goodput total", "drops at the bottleneck", "retransmits"} <= set(metrics)
+    assert report["environment"]["kernel"]
+    assert cli.main(["validate", "linux", "--recorded", "100MB"]) == 0
+    assert "job completion time" in capsys.readouterr().out
+
+
+def test_validate_linux_without_root_says_what_is_missing(monkeypatch, capsys) -> None:
+    from fabricsim.cli import main as cli
+    from fabricsim.cli import validate_linux
+
+    monkeypatch.setattr(validate_linux, "unavailable_reason", lambda tools: "the Linux lab needs root (network namespaces)")
+    assert cli.main(["validate", "linux", "--senders", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "needs root" in err and "--recorded" in err
+
+
+def test_validate_linux_refuses_unknown_recorded_names_and_scenario_options(tmp_path: Path, capsys) -> None:
+    from fabricsim.cli import main as cli
+
+    assert cli.main(["validate", "linux", "--recorded", "no-such-experiment"]) == 2
+    assert "no stored experiment matches" in capsys.readouterr().err
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text("duration: 1ms\ntopology: {kind: star, hosts: 2, link: {rate: 10Gbps, delay: 1us}}\n")
+    assert cli.main(["validate", str(scenario), "--senders", "3"]) == 2
+    assert "--senders" in capsys.readouterr().err
+    assert cli.main(["validate", str(scenario)]) == 0
