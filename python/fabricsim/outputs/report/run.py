@@ -366,6 +366,9 @@ def _fct_cdf_plot(per_flow: pl.DataFrame) -> str:
     return figure("fct-cdf", svg(fig))
 
 
+_VECTOR_POINTS = 5000  # scatter plots with more points are rasterized
+
+
 def _slowdown_plot(per_flow: pl.DataFrame) -> str:
     done = per_flow.filter(pl.col("counted") & pl.col("slowdown").is_not_null())
     if done.height == 0:
@@ -373,7 +376,9 @@ def _slowdown_plot(per_flow: pl.DataFrame) -> str:
     sizes = done["size_bytes"].to_numpy().astype(np.float64)
     slow = done["slowdown"].to_numpy()
     fig, ax = pyplot().subplots(figsize=(8, 3.6))
-    ax.scatter(sizes, slow, s=4, alpha=0.3, color="#888", label="flows", rasterized=False)
+    # Beyond a few thousand flows the points are drawn as one embedded image
+    # (vector markers would make a report of megabytes that takes seconds to draw).
+    ax.scatter(sizes, slow, s=4, alpha=0.3, color="#888", label="flows", rasterized=sizes.size > _VECTOR_POINTS)
     edges = np.logspace(np.log10(max(sizes.min(), 1)), np.log10(sizes.max() * 1.0001), 13)
     centers, med, p99 = [], [], []
     for a, b in zip(edges, edges[1:]):
