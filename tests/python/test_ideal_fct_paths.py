@@ -102,7 +102,8 @@ topology:
   bottleneck_link: {rate: 10Gbps, delay: 20us}
 """,
     # two independent networks; the first has equal-hop paths of different
-    # widths and, among the widest, of different delays (the first in link order wins)
+    # widths and, among the widest, of different delays (the first in link order
+    # wins), and a host on two switches (reached by more than one link)
     "two_networks_unequal_paths": """
 topology:
   kind: explicit
@@ -110,6 +111,7 @@ topology:
     - {name: a0, kind: host}
     - {name: a1, kind: host}
     - {name: a2, kind: host}
+    - {name: a3, kind: host}
     - {name: s0, kind: switch}
     - {name: s1, kind: switch}
     - {name: s2, kind: switch}
@@ -129,6 +131,8 @@ topology:
     - {a: s4, b: s3, rate: 40Gbps, delay: 5us}
     - {a: s3, b: a1, rate: 25Gbps, delay: 1us}
     - {a: s1, b: a2, rate: 1Gbps, delay: 10us}
+    - {a: s2, b: a3, rate: 10Gbps, delay: 1us}
+    - {a: s4, b: a3, rate: 10Gbps, delay: 2us}
     - {a: b0, b: t0, rate: 100Gbps, delay: 100ns}
     - {a: t0, b: t1, rate: 100Gbps, delay: 100ns}
     - {a: t1, b: b1, rate: 50Gbps, delay: 100ns}

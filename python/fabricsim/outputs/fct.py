@@ -73,8 +73,10 @@ class _Paths:
         self.e_delay = edges["delay_ps"].cast(pl.Float64).to_numpy() + latency[self.e_dst]
         self.names = names
 
-    def _tree(self, target: int) -> tuple[np.ndarray, np.ndarray]:
-        """(distance in hops to ``target``, the link each node takes towards it); -1 where none."""
+    def _tree(self, target: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Paths to ``target``: (distance in hops, -1 where none; the link each node
+        takes; every link one hop closer to the target; the width of the widest
+        path through each of those links)."""
         size = len(self.names)
         e_src, e_dst = self.e_src, self.e_dst
         dist = np.full(size, -1, dtype=np.int64)
@@ -97,15 +99,67 @@ class _Paths:
         down = (d_dst >= 0) & (d_src == d_dst + 1)
         for level in range(1, layer + 1):
             edge = np.flatnonzero(down & (d_src == level))
-            owner = e_src[edge]
             candidate = np.minimum(self.e_rate[edge], width[e_dst[edge]])
-            # per node: the widest candidate, the first one in link order among equals
-            order = np.lexsort((edge, -candidate, owner))
-            owner_sorted = owner[order]
-            first = order[np.r_[True, owner_sorted[1:] != owner_sorted[:-1]]]
-            step[owner[first]] = edge[first]
-            width[owner[first]] = candidate[first]
-        return dist, step
+            first = self._first_widest(edge, candidate)
+            step[e_src[edge[first]]] = edge[first]
+            width[e_src[edge[first]]] = candidate[first]
+        edge = np.flatnonzero(down)
+        return dist, step, edge, np.minimum(self.e_rate[edge], width[e_dst[edge]])
+
+    def _first_widest(self, edge: np.ndarray, candidate: np.ndarray) -> np.ndarray:
+        """Per node owning some of ``edge``: the position of its widest candidate, the first in link order among equals."""
+        owner = self.e_src[edge]
+        order = np.lexsort((edge, -candidate, owner))
+        owner_sorted = owner[order]
+        return order[np.r_[True, owner_sorted[1:] != owner_sorted[:-1]]]
+
+    def _leaf_link(self) -> np.ndarray:
+        """For each node reached by exactly one link (a host on one switch port), that link; -1 otherwise."""
+        size = len(self.names)
+        count = np.bincount(self.e_dst, minlength=size)
+        only = np.full(size, -1, dtype=np.int64)
+        single = count[self.e_dst] == 1
+        only[self.e_dst[single]] = np.flatnonzero(single)
+        only[self.e_src[only[np.arange(size)]] == np.arange(size)] = -1  # a link from a node to itself is no way in
+        return only
+
+    def _groups(self, dst: np.ndarray) -> Any:
+        """The pairs' rows grouped by how their destination is searched:
+        ``(rows, via, dist, step, last)``: every row's path is its walk along
+        ``step`` to ``via``, then the link ``last[row]`` (-1: none).
+
+        A destination reached by a single link ``t -> d`` (a host on one switch
+        port) is reached through ``t``: its distances are ``t``'s plus one, and
+        the widest path from a node is the widest to ``t`` with the widths
+        capped at that link's rate (ties to the first link in table order, as in
+        a search of its own). One search per such ``t`` and one pass per
+        distinct cap serve every host on ``t``; other destinations get a search
+        of their own.
+        """
+        leaf = self._leaf_link()[dst]
+        rate = np.where(leaf >= 0, self.e_rate[leaf], 0.0)
+        via = np.where(leaf >= 0, self.e_src[leaf], dst)
+        own = leaf < 0
+        keys = np.stack([via, own.astype(np.int64), np.where(own, dst, 0)], axis=1)
+        # group rows by (via, cap) for leaves and by destination otherwise
+        order = np.lexsort((rate, keys[:, 2], keys[:, 1], keys[:, 0]))
+        k, r = keys[order], rate[order]
+        change = np.r_[True, np.any(k[1:] != k[:-1], axis=1) | (r[1:] != r[:-1])]
+        bounds = np.r_[np.flatnonzero(change), len(order)]
+        searched: dict[int, Any] = {}
+        for lo, hi in zip(bounds[:-1], bounds[1:]):
+            rows = order[lo:hi]
+            target = int(via[rows[0]])
+            if target not in searched:
+                searched[target] = self._tree(target)
+            dist, step, edge, width = searched[target]
+            if own[rows[0]]:
+                yield rows, target, dist, step, np.full(rows.size, -1, dtype=np.int64)
+                continue
+            first = self._first_widest(edge, np.minimum(width, rate[rows[0]]))
+            shared = np.full(len(self.names), -1, dtype=np.int64)
+            shared[self.e_src[edge[first]]] = edge[first]
+            yield rows, target, dist, shared, leaf[rows]
 
     def ids(self, names: pl.Series) -> np.ndarray:
         """The node number of each name (-1 for a name that is in no link)."""
@@ -125,18 +179,16 @@ class _Paths:
         missing = np.flatnonzero((src < 0) | (dst < 0))
         if missing.size:
             raise ValueError(f"no path from {self._name(src, missing[0])} to {self._name(dst, missing[0])}")
-        order = np.argsort(dst, kind="stable")
-        bounds = np.flatnonzero(np.r_[True, dst[order][1:] != dst[order][:-1], True])
         walks: list[tuple[np.ndarray, list[np.ndarray], list[np.ndarray]]] = []
         longest = 0
-        for lo, hi in zip(bounds[:-1], bounds[1:]):
-            rows = order[lo:hi]
-            target = int(dst[rows[0]])
-            dist, step = self._tree(target)
+        for rows, target, dist, step, last in self._groups(dst):
             cur = src[rows]
-            lost = np.flatnonzero(dist[cur] < 0)
+            itself = cur == dst[rows]  # no hop from a node to itself
+            lost = np.flatnonzero((dist[cur] < 0) & ~itself)
             if lost.size:
-                raise ValueError(f"no path from {self.names[cur[lost[0]]]} to {self.names[target]}")
+                row = int(rows[lost[0]])
+                raise ValueError(f"no path from {self.names[src[row]]} to {self.names[dst[row]]}")
+            cur = np.where(itself, target, cur)
             rates, times = [], []
             while True:
                 moving = cur != target
@@ -146,6 +198,10 @@ class _Paths:
                 rates.append(np.where(moving, self.e_rate[edge], np.inf))
                 times.append(np.where(moving, self.e_delay[edge], 0.0))
                 cur = np.where(moving, self.e_dst[edge], target)
+            final = (last >= 0) & ~itself
+            if final.any():
+                rates.append(np.where(final, self.e_rate[last], np.inf))
+                times.append(np.where(final, self.e_delay[last], 0.0))
             longest = max(longest, len(rates))
             walks.append((rows, rates, times))
         rate = np.full((len(src), longest), np.inf)
