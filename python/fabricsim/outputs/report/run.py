@@ -62,7 +62,15 @@ def port_labels(result: RunTables) -> dict[tuple[str, int], str]:
     links = result.links
     if links.height == 0 or "src_port" not in links.columns:
         return {}
-    return {(a, int(p)): f"{a} -> {b}" for a, p, b in links.select("src", "src_port", "dst").iter_rows()}
+    cached = result.__dict__.get("_port_labels")  # several sections ask; a fabric has many ports
+    if cached is not None and cached[0] is links:
+        return cached[1]
+    labels = {
+        (a, int(p)): f"{a} -> {b}"
+        for a, p, b in zip(links["src"].to_list(), links["src_port"].to_list(), links["dst"].to_list())
+    }
+    result.__dict__["_port_labels"] = (links, labels)
+    return labels
 
 
 def _port(labels: dict[tuple[str, int], str], node: Any, port: Any) -> str:
