@@ -10,8 +10,7 @@ Typical use::
     result.flows  # polars DataFrame
     result.write("out/quickstart")
 
-Importing the package loads only the scenario schema (pydantic and PyYAML;
-the models' validators are built when a scenario is first validated). :func:`run` and
+Importing the package loads only the scenario schema (pydantic and PyYAML). :func:`run` and
 :class:`Result` (with polars and numpy) are imported on first use, and the
 compiled core (``fabricsim._core``) when a simulation runs, so loading and
 validating scenarios works without it.

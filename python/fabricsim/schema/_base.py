@@ -361,7 +361,7 @@ class Model(BaseModel):
     """Strict model rejecting unknown keys with the list of allowed ones."""
 
     # NaN and infinities are no scenario values: rejected at their field.
-    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, defer_build=True)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     @model_validator(mode="wrap")
     @classmethod
