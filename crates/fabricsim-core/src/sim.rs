@@ -45,7 +45,9 @@ mod fabric;
 pub mod guard;
 mod host;
 pub mod limits;
+mod memory;
 mod multicast;
+mod pcap;
 mod pfc;
 mod pipeline;
 mod power;
@@ -53,6 +55,7 @@ mod roce;
 mod transport;
 
 use crate::transport::tcp::{Outbox, TcpConfig};
+pub use memory::MemoryUse;
 use transport::{IncastApp, TcpFlow, ThroughputBins};
 
 #[derive(Clone, Copy, Debug)]
@@ -166,6 +169,8 @@ pub struct Simulation {
     host: host::HostState,
     /// iperf3 and ping-pong applications; see `sim/apps.rs`.
     apps: apps::AppState,
+    /// Packet capture taps; see `sim/pcap.rs`.
+    capture: pcap::CaptureState,
 }
 
 impl Simulation {
@@ -235,7 +240,11 @@ impl Simulation {
                 }
                 NodeKind::Host => {
                     let b = BufferModel::build(
-                        &BufferConfig::Static { port_bytes: net.host.nic_buffer_bytes, queue_bytes: None },
+                        &BufferConfig::Static {
+                            port_bytes: net.host.nic_buffer_bytes,
+                            queue_bytes: None,
+                            queue_packets: None,
+                        },
                         &port_rates[i],
                         classes,
                         "network.host.nic_buffer",
@@ -339,6 +348,7 @@ impl Simulation {
             failure: None,
             host: host::HostState::default(),
             apps: apps::AppState::default(),
+            capture: pcap::CaptureState::default(),
         };
         sim.setup_fabric(sc)?;
         sim.setup_pfc(sc)?;
@@ -353,6 +363,7 @@ impl Simulation {
             .collect();
         let index: BTreeMap<&str, usize> = graph.names.iter().enumerate().map(|(i, s)| (s.as_str(), i)).collect();
         sim.setup_multicast(sc, &index, &graph)?;
+        sim.setup_capture(sc, &index)?;
         let parts = graph.parts();
         for (i, t) in sc.traffic.iter().enumerate() {
             sim.add_traffic(i, t, &index, &graph, &parts)?;
@@ -878,8 +889,11 @@ impl Simulation {
             port.in_tx = Some(id);
             port.tx_start = at;
             pkt.first_bit = at + self.channels[port.channel.idx()].delay;
-            let end = at + port.rate.serialization_time(pkt.size as u64 + self.overhead);
+            let end = at + port.tx_time.of(pkt.size as u64 + self.overhead);
             self.queue.push(end, Event::TxDone(pid));
+            if self.capture.on {
+                self.capture_tx(pid, id, at);
+            }
             return;
         }
         port.dequeued(class, pkt.size);
@@ -888,7 +902,7 @@ impl Simulation {
         port.tx_start = at;
         let ch = &self.channels[port.channel.idx()];
         pkt.first_bit = at + ch.delay;
-        let end = at + port.rate.serialization_time(pkt.size as u64 + self.overhead);
+        let end = at + port.tx_time.of(pkt.size as u64 + self.overhead);
         let in_port = if pkt.in_port == LOCAL_PORT { None } else { Some(pkt.in_port) };
         let req = AdmitRequest {
             in_port,
@@ -909,6 +923,9 @@ impl Simulation {
         }
         if !self.roce.wait.is_empty() && !self.roce.wait[pid.idx()].is_empty() {
             self.roce_wake(pid);
+        }
+        if self.capture.on {
+            self.capture_tx(pid, id, at);
         }
     }
 
@@ -946,6 +963,9 @@ impl Simulation {
                 self.drop_packet(node, ingress as u32, id, DropReason::RandomLoss);
                 return;
             }
+        }
+        if self.capture.on {
+            self.capture_rx(cid, id);
         }
         if self.pool.get(id).kind == PacketKind::Pause {
             self.on_pause_frame(node, ingress, id);
@@ -1163,6 +1183,7 @@ impl Simulation {
         self.roce_summary(&mut s);
         self.host_outputs(&mut tables, &mut s);
         self.app_outputs(&mut tables, &mut s);
+        self.capture_outputs(&mut tables);
         let throughput = std::mem::take(&mut self.throughput);
         tables.insert("throughput".to_string(), throughput.into_table(&self.flows));
         let ends: Vec<(u32, u32, u32)> = self

@@ -1,5 +1,6 @@
 //! End-to-end behaviour of the core, one module per topic.
 
+mod alloc;
 mod arbitration;
 mod broadcast;
 mod conservation;
@@ -7,6 +8,7 @@ mod determinism;
 mod host;
 mod multicast;
 mod outputs;
+mod pcap;
 mod pipeline;
 mod power;
 mod roce;
