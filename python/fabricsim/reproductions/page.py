@@ -80,6 +80,12 @@ def line_figure(
     return figure(name, svg(fig))
 
 
+def details_table(summary: str, frame: Optional[pl.DataFrame]) -> str:
+    if frame is None or frame.height == 0:
+        return ""
+    return f"<details><summary>{html.escape(summary)}</summary>{table(frame)}</details>"
+
+
 def test_section(title: str, *parts: str) -> str:
     return f'<section><h2>{html.escape(title)}</h2>{"".join(p for p in parts if p)}</section>\n'
 
