@@ -17,7 +17,13 @@ from typing import Any, Callable, Optional
 
 import yaml
 
-__all__ = ["Report", "Test", "data_dir", "load_yaml", "sweep_definition"]
+from fabricsim.errors import FabricsimError
+
+__all__ = ["ReproduceError", "Report", "Test", "data_dir", "grid_points", "load_yaml", "sweep_definition"]
+
+class ReproduceError(FabricsimError):
+    """A reproduction cannot be run as asked (unknown report or test, bad backend)."""
+
 
 Rows = dict[str, list[dict[str, Any]]]
 

@@ -31,7 +31,7 @@ def golden_path(name: str) -> Path:
 
 def tables(name: str, workers: Optional[int] = 1) -> dict[str, pl.DataFrame]:
     """The golden tests' tables at the default scale (run afresh in a temporary folder)."""
-    from fabricsim.reproductions import get
+    from fabricsim.reproductions.registry import get
     from fabricsim.reproductions.job import run_reproduction
 
     report = get(name)

@@ -21,13 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
-from fabricsim.errors import FabricsimError
+from fabricsim.reproductions.base import ReproduceError
 
-__all__ = ["Outcome", "RPoint", "collect", "execute_point", "run_reproduction"]
-
-
-class ReproduceError(FabricsimError):
-    """A reproduction cannot be run as asked (unknown report or test, bad backend)."""
+__all__ = ["ReproduceError", "Outcome", "RPoint", "collect", "execute_point", "run_reproduction"]
 
 
 @dataclass(frozen=True)
@@ -73,7 +69,7 @@ def execute_point(report_name: str, test: str, params: dict[str, Any], full: boo
     """Run one point in a worker and write its tables; never raises (errors are returned)."""
     import polars as pl
 
-    from fabricsim.reproductions import get
+    from fabricsim.reproductions.registry import get
 
     started = time.perf_counter()
     directory = Path(out_dir)
@@ -122,7 +118,7 @@ def run_reproduction(
     page: bool = True,
 ) -> Outcome:
     """Run (or resume) reproduction ``name`` into ``out_dir``; see the module docstring."""
-    from fabricsim.reproductions import get
+    from fabricsim.reproductions.registry import get
     from fabricsim.sweeps.backends import local_backend, ray_backend
     from fabricsim.sweeps.catalog import Catalog
 
