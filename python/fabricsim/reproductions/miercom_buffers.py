@@ -42,8 +42,9 @@ def fct(params: dict[str, Any], full: bool) -> dict[str, list[dict[str, Any]]]:
     f = f.filter(pl.col("traffic") == "all") if "traffic" in f.columns else f
     for r in f.iter_rows(named=True):
         rows.append({**head, "bucket": BUCKETS.get(r["bucket"], r["bucket"]), "flows": r["count"],
-                     "incomplete": r["incomplete"], "mean_fct_ms": (r["mean_fct_ps"] or 0) / 1e9,
-                     "p99_fct_ms": (r["p99_fct_ps"] or 0) / 1e9})
+                     "incomplete": r["incomplete"],
+                     "mean_fct_ms": None if r["mean_fct_ps"] is None else r["mean_fct_ps"] / 1e9,
+                     "p99_fct_ms": None if r["p99_fct_ps"] is None else r["p99_fct_ps"] / 1e9})
     drops = result.drops
     summary = {**head, "flows": int(result.summary["flows_total"]),
                "max_buffer_bytes": int(result.buffers["high_water_bytes"].max()),
@@ -75,7 +76,8 @@ def render(tables: dict[str, pl.DataFrame], full: bool) -> str:
                     f"switch at high load. At {int(hi['load_pct'][0])}% here: nexus-ib-5mb {vals['nexus-ib-5mb']:.2f} ms, "
                     f"nexus-ib-10mb {vals.get('nexus-ib-10mb', float('nan')):.2f} ms, jericho-deep "
                     f"{vals['jericho-deep']:.2f} ms.", vals["nexus-ib-5mb"] <= vals["jericho-deep"]))
-        buckets = part.filter(pl.col("bucket") != "all") if part is not None else None
+        # A bucket with no finished flow at a point has no mean FCT to plot.
+        buckets = part.filter((pl.col("bucket") != "all") & (pl.col("flows") > 0)) if part is not None else None
         out.append(P.test_section(
             f"Average FCT vs load: {workload}",
             P.line_figure(f"fct-{workload}", overall, "load_pct", "mean_fct_ms", xlabel="offered load (%)",
@@ -84,8 +86,9 @@ def render(tables: dict[str, pl.DataFrame], full: bool) -> str:
                           xlabel="offered load (%)", ylabel="average FCT (ms)", logy=True),
             *text,
             P.details_table(f"Flows per bucket ({workload})",
-                            buckets.pivot(on="bucket", index=["device", "load_pct"], values="flows")
-                            if buckets is not None and buckets.height else None)))
+                            part.filter(pl.col("bucket") != "all").pivot(on="bucket", index=["device", "load_pct"],
+                                                                       values="flows")
+                            if part is not None and part.height else None)))
     out.append(P.test_section(
         "Maximum buffer used",
         P.line_figure("max-buffer", s.with_columns(pl.col("max_buffer_bytes") / 1e6) if s is not None and s.height
