@@ -169,7 +169,9 @@ def render(tables: dict[str, pl.DataFrame], full: bool) -> str:
         "Job completion time of all 256 flows, per-flow rate, drops and the largest buffer occupancy for each "
         "per-flow transfer size; below, the aggregate receive rate at the server's port over time. With 256 "
         "flows of at most 256 KB windows, up to 64 MB can be in flight towards one 100G port, more than either "
-        "buffer: the result is driven by the dynamic-threshold limit of one egress queue (alpha/(1+alpha) of the "
+        "buffer. The rate over time is in-order goodput at the server: after a loss, the bytes held behind the hole "
+        "reach the application at once when the retransmission fills it, so a bin can exceed the link rate. "
+        "The result is driven by the dynamic-threshold limit of one egress queue (alpha/(1+alpha) of the "
         "free shared buffer: 8/9 of it with alpha 8), the per-packet cell rounding, and TCP loss recovery.")]
     if inc is not None and inc.height and "jct_s" in inc.columns:
         a = inc.filter(pl.col("device") == "trident3-like")
@@ -189,7 +191,7 @@ def render(tables: dict[str, pl.DataFrame], full: bool) -> str:
         P.line_figure("incast-drops", inc, "size_mb", "packets_dropped", xlabel="transfer size per flow (MB)",
                       ylabel="packets dropped", logx=True),
         P.line_figure("incast-rate", tables.get("incast/rate"), "time_s", "gbps", facet="size_mb",
-                      xlabel="time (s)", ylabel="receive rate (Gbps)"),
+                      xlabel="time (s)", ylabel="goodput at the server (Gbps)"),
         *text, P.table(inc)))
     mix = _get(tables, "tcp_roce/summary")
     out.append(P.test_section(

@@ -54,7 +54,7 @@ def line_figure(
         return ""
     plt = pyplot()
     panels = [None] if facet is None else sorted(frame[facet].unique().to_list())
-    fig, axes = plt.subplots(1, len(panels), figsize=(min(4.2 * len(panels), 13), 3.4), squeeze=False)
+    fig, axes = plt.subplots(1, len(panels), figsize=(min(4.2 * len(panels), 11), 3.4), squeeze=False)
     for ax, value in zip(axes[0], panels):
         part = frame if value is None else frame.filter(pl.col(facet) == value)
         keys = [c for c in series if c in part.columns]
