@@ -35,6 +35,10 @@ def tables(name: str, workers: Optional[int] = 1) -> dict[str, pl.DataFrame]:
     from fabricsim.reproductions.job import run_reproduction
 
     report = get(name)
+    if not report.golden_tests:
+        from fabricsim.reproductions.base import ReproduceError
+
+        raise ReproduceError(f"{name} has no golden tests (its cheapest test is too slow for the test suite)")
     with tempfile.TemporaryDirectory() as tmp:
         out = run_reproduction(name, tmp, tests=list(report.golden_tests), workers=workers, page=False)
         if out.failed:
