@@ -196,7 +196,8 @@ traffic:
      hosts: [h0, h1, h3], start: 0s, stop: 50us, max_flows: 1000}
   - {kind: rdma_write, name: rd, src: [h2], dst: h4, qps: 2, messages: 2, message_size: 8KB, window: 2}
 fct: {warmup: 0s, cooldown: 0s, buckets: [10KB, 100KB]}
-stats: {queue_sample_interval: 1us, sample_hosts: true, throughput_interval: 10us}
+stats: {queue_sample_interval: 1us, sample_hosts: true, throughput_interval: 10us,
+        pcap: [{node: leaf0, port: 1, direction: tx, snaplen: 128B, max_packets: 1000}]}
 """
 
 NUMBERS = [0, 1, -1, 0.5, 255, 256, 65_535, 65_536, 2**31, 2**32, 2**53 + 1, 2**63, 2**64 - 1, 2**64, 10**30,

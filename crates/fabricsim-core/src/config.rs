@@ -446,6 +446,41 @@ pub struct StatsConfig {
     /// Width of the CPU busy-time bins of host models (`cpu` table); 0 turns them off.
     #[serde(default = "default_cpu_interval")]
     pub cpu_interval_ps: u64,
+    /// Packet capture taps (`sim/pcap.rs`); none by default.
+    #[serde(default)]
+    pub pcap: Vec<PcapTapConfig>,
+}
+
+/// A packet capture tap: the frames one port (or every port) of a node
+/// transmits, receives or both.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PcapTapConfig {
+    pub node: String,
+    /// Local port; every port of the node if absent.
+    #[serde(default)]
+    pub port: Option<u16>,
+    /// `tx`, `rx` or `both`.
+    #[serde(default = "default_pcap_direction")]
+    pub direction: String,
+    /// Bytes of each frame kept in the file.
+    #[serde(default = "default_snaplen")]
+    pub snaplen: u32,
+    /// Frames recorded at most; later ones are counted as missed.
+    #[serde(default = "default_max_packets")]
+    pub max_packets: u64,
+}
+
+fn default_pcap_direction() -> String {
+    "both".to_string()
+}
+
+fn default_snaplen() -> u32 {
+    262_144
+}
+
+fn default_max_packets() -> u64 {
+    1_000_000
 }
 
 fn default_cpu_interval() -> u64 {
@@ -468,6 +503,7 @@ impl Default for StatsConfig {
             throughput_interval_ps: default_throughput_interval(),
             power_interval_ps: default_throughput_interval(),
             cpu_interval_ps: default_cpu_interval(),
+            pcap: Vec::new(),
         }
     }
 }

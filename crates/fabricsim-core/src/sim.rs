@@ -46,6 +46,7 @@ pub mod guard;
 mod host;
 pub mod limits;
 mod multicast;
+mod pcap;
 mod pfc;
 mod pipeline;
 mod power;
@@ -166,6 +167,8 @@ pub struct Simulation {
     host: host::HostState,
     /// iperf3 and ping-pong applications; see `sim/apps.rs`.
     apps: apps::AppState,
+    /// Packet capture taps; see `sim/pcap.rs`.
+    capture: pcap::CaptureState,
 }
 
 impl Simulation {
@@ -339,6 +342,7 @@ impl Simulation {
             failure: None,
             host: host::HostState::default(),
             apps: apps::AppState::default(),
+            capture: pcap::CaptureState::default(),
         };
         sim.setup_fabric(sc)?;
         sim.setup_pfc(sc)?;
@@ -353,6 +357,7 @@ impl Simulation {
             .collect();
         let index: BTreeMap<&str, usize> = graph.names.iter().enumerate().map(|(i, s)| (s.as_str(), i)).collect();
         sim.setup_multicast(sc, &index, &graph)?;
+        sim.setup_capture(sc, &index)?;
         let parts = graph.parts();
         for (i, t) in sc.traffic.iter().enumerate() {
             sim.add_traffic(i, t, &index, &graph, &parts)?;
@@ -880,6 +885,9 @@ impl Simulation {
             pkt.first_bit = at + self.channels[port.channel.idx()].delay;
             let end = at + port.rate.serialization_time(pkt.size as u64 + self.overhead);
             self.queue.push(end, Event::TxDone(pid));
+            if self.capture.on {
+                self.capture_tx(pid, id, at);
+            }
             return;
         }
         port.dequeued(class, pkt.size);
@@ -909,6 +917,9 @@ impl Simulation {
         }
         if !self.roce.wait.is_empty() && !self.roce.wait[pid.idx()].is_empty() {
             self.roce_wake(pid);
+        }
+        if self.capture.on {
+            self.capture_tx(pid, id, at);
         }
     }
 
@@ -946,6 +957,9 @@ impl Simulation {
                 self.drop_packet(node, ingress as u32, id, DropReason::RandomLoss);
                 return;
             }
+        }
+        if self.capture.on {
+            self.capture_rx(cid, id);
         }
         if self.pool.get(id).kind == PacketKind::Pause {
             self.on_pause_frame(node, ingress, id);
@@ -1163,6 +1177,7 @@ impl Simulation {
         self.roce_summary(&mut s);
         self.host_outputs(&mut tables, &mut s);
         self.app_outputs(&mut tables, &mut s);
+        self.capture_outputs(&mut tables);
         let throughput = std::mem::take(&mut self.throughput);
         tables.insert("throughput".to_string(), throughput.into_table(&self.flows));
         let ends: Vec<(u32, u32, u32)> = self

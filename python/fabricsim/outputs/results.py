@@ -105,6 +105,7 @@ class Result(RunTables):
             steps.append(("scenario.yaml", partial(_write_text, self.scenario.to_yaml())))
         for name, frame in self.tables().items():
             steps.append((f"{name}.parquet", partial(_write_parquet, frame)))
+        steps += self._capture_steps()
         if report:
 
             def write_report(path: Path) -> None:
@@ -127,6 +128,31 @@ class Result(RunTables):
         if failures:
             raise OutputError(failures, written)
         return written
+
+    def _capture_steps(self) -> list[tuple[str, Callable[[Path], None]]]:
+        """One step per capture tap of the scenario: ``pcap/<name>.pcapng`` (or ``.pcap``)."""
+        if self.scenario is None or not self.scenario.stats.pcap:
+            return []
+        from fabricsim.outputs.pcap import write_tap
+
+        captures = self.tables().get("captures", pl.DataFrame())
+        taps = self.tables().get("capture_taps", pl.DataFrame())
+        if not taps.height:
+            return []
+        ports_of = dict(zip(self.nodes["name"].to_list(), self.nodes["ports"].to_list()))
+        links = self.links
+        peers = {(a, int(p)): b for a, p, b in zip(links["src"], links["src_port"], links["dst"])}
+        steps: list[tuple[str, Callable[[Path], None]]] = []
+        for i, tap in enumerate(self.scenario.stats.pcap):
+            rows = captures.filter(pl.col("tap") == i) if captures.height else captures
+            ports = [tap.port] if tap.port is not None else list(range(int(ports_of[tap.node])))
+
+            def write(path: Path, tap: Any = tap, rows: pl.DataFrame = rows, ports: list[int] = ports) -> None:
+                path.parent.mkdir(exist_ok=True)
+                write_tap(path, tap, rows, ports, peers)
+
+            steps.append((f"pcap/{tap.file_stem()}.{tap.format}", write))
+        return steps
 
     @classmethod
     def read(cls, out_dir: str | os.PathLike[str]) -> Result:

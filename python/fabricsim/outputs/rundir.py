@@ -1,8 +1,8 @@
 """The output directory of a run: checked before the simulation, cleared of a previous run's files before writing.
 
 A run directory holds ``summary.json`` (its mark), ``timing.json``,
-``scenario.yaml``, one ``<table>.parquet`` per table, ``report.html`` and
-``plots/*.svg``. Writing a run into a directory that holds a previous run
+``scenario.yaml``, one ``<table>.parquet`` per table, ``report.html``,
+``plots/*.svg`` and packet captures ``pcap/*.pcapng`` / ``pcap/*.pcap``. Writing a run into a directory that holds a previous run
 removes that run's files first (and only those: other files stay), so a
 report never mixes two runs. A directory that is not empty and is not a run
 directory is refused: its files are not ours to remove or to mix with.
@@ -65,10 +65,11 @@ def remove_previous_run(directory: Path) -> None:
     for entry in directory.iterdir():
         if entry.is_file() and _is_own(entry):
             entry.unlink()
-    plots = directory / "plots"
-    if plots.is_dir():
-        for entry in plots.iterdir():
-            if entry.is_file() and entry.suffix == ".svg":
-                entry.unlink()
-        if not any(plots.iterdir()):
-            plots.rmdir()
+    for folder, suffixes in (("plots", (".svg",)), ("pcap", (".pcapng", ".pcap", ".tmp"))):
+        sub = directory / folder
+        if sub.is_dir():
+            for entry in sub.iterdir():
+                if entry.is_file() and entry.suffix in suffixes:
+                    entry.unlink()
+            if not any(sub.iterdir()):
+                sub.rmdir()

@@ -1,14 +1,74 @@
 """What a run records and how it is summarised: ``stats`` (sampling of queues and
-throughput, passed to the core) and ``fct`` (flow-completion-time statistics,
-computed in Python by :mod:`fabricsim.outputs.fct`)."""
+throughput, packet capture taps, passed to the core) and ``fct``
+(flow-completion-time statistics, computed in Python by
+:mod:`fabricsim.outputs.fct`)."""
 
-from typing import Any
+import re
+from typing import Annotated, Any, Literal, Optional
 
 from pydantic import Field, model_validator
 
-from fabricsim.schema._base import Model, Size, Time, issues_error
+from fabricsim import units
+from fabricsim.schema._base import _SIZE_TEXT, Model, Size, Time, _size_schema, issues_error, quantity
 
-__all__ = ["FctSettings", "Stats"]
+__all__ = ["FctSettings", "PcapTap", "Stats"]
+
+#: The largest ``max_packets`` of a tap (the core holds each captured frame until the run ends).
+MAX_CAPTURED = 10_000_000
+#: The largest snap length (Wireshark's own limit, 256 KiB).
+MAX_SNAPLEN = 262_144
+
+SnapLength = Annotated[
+    int,
+    quantity(units.parse_size, units.format_size, 1, MAX_SNAPLEN),
+    _SIZE_TEXT,
+    _size_schema(1, MAX_SNAPLEN),
+]
+"""Bytes of a captured frame kept in the file: 1 to 256 KiB."""
+
+
+class PcapTap(Model):
+    """A packet capture tap: the frames that ``port`` of ``node`` (every port of
+    it when ``port`` is absent) transmits, receives or both, written to
+    ``pcap/<name>.pcapng`` (or ``.pcap``) with synthesized headers
+    (:mod:`fabricsim.outputs.pcap`)."""
+
+    node: str
+    port: Optional[int] = Field(default=None, ge=0, le=65534)
+    direction: Literal["tx", "rx", "both"] = "both"
+    #: Bytes of each frame kept in the file (the frame's length is recorded whole).
+    snaplen: SnapLength = MAX_SNAPLEN
+    #: Frames recorded at most; later ones are counted in ``capture_taps.missed``.
+    max_packets: int = Field(default=1_000_000, ge=1, le=MAX_CAPTURED)
+    format: Literal["pcapng", "pcap"] = "pcapng"
+    #: File name without its extension; default ``<node>[-p<port>][-<direction>]``.
+    name: Optional[str] = Field(default=None, min_length=1, max_length=100)
+
+    @model_validator(mode="after")
+    def _plain_name(self) -> "PcapTap":
+        if self.name is not None and not re.fullmatch(r"[A-Za-z0-9_.-]+", self.name):
+            raise issues_error(("name", "letters, digits, '_', '.' and '-' only (it names a file)"))
+        return self
+
+    def file_stem(self) -> str:
+        """The file name without its extension."""
+        if self.name is not None:
+            return self.name
+        stem = re.sub(r"[^A-Za-z0-9_.-]", "_", self.node)
+        if self.port is not None:
+            stem += f"-p{self.port}"
+        if self.direction != "both":
+            stem += f"-{self.direction}"
+        return stem
+
+    def to_resolved(self) -> dict[str, Any]:
+        return {
+            "node": self.node,
+            **({"port": self.port} if self.port is not None else {}),
+            "direction": self.direction,
+            "snaplen": self.snaplen,
+            "max_packets": self.max_packets,
+        }
 
 
 class FctSettings(Model):
@@ -35,6 +95,20 @@ class Stats(Model):
     power_interval: Time = 1_000_000_000
     #: Width of the CPU busy-time bins of host models (the ``cpu`` table); 0 turns them off.
     cpu_interval: Time = 100_000_000
+    #: Packet capture taps (none by default: capturing costs nothing when off).
+    pcap: list[PcapTap] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _distinct_files(self) -> "Stats":
+        seen: dict[str, int] = {}
+        for i, tap in enumerate(self.pcap):
+            stem = tap.file_stem()
+            if stem in seen:
+                raise issues_error(
+                    (f"pcap.{i}.name", f"file name '{stem}' is already used by pcap.{seen[stem]}; give a distinct name")
+                )
+            seen[stem] = i
+        return self
 
     def to_resolved(self) -> dict[str, Any]:
         return {
@@ -43,4 +117,5 @@ class Stats(Model):
             "throughput_interval_ps": self.throughput_interval,
             **({"power_interval_ps": self.power_interval} if self.power_interval != 1_000_000_000 else {}),
             "cpu_interval_ps": self.cpu_interval,
+            **({"pcap": [tap.to_resolved() for tap in self.pcap]} if self.pcap else {}),
         }

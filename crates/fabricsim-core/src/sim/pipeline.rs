@@ -23,8 +23,10 @@
 //! The 5-tuple stages see: host addresses from [`addr::host_address`];
 //! protocol 6 for TCP flows and 17 otherwise; source port `49152 + (hash of
 //! the flow id mod 16384)`; destination port 5201 for TCP (iperf3's), 4791 for
-//! RoCEv2 (IANA), and the traffic entry's `dst_port` (default 5001) for UDP.
-//! A connection is a flow: its packets both ways share one entry.
+//! RoCEv2 (IANA), and the traffic entry's `dst_port` (default 5001) for UDP;
+//! replies swap the ports, except RoCEv2's, which go to 4791 both ways.
+//! A connection is a flow: its packets both ways share one entry. Packet
+//! captures (`sim/pcap.rs`) show the same 5-tuple.
 
 use super::{Event, Simulation};
 use crate::config::Scenario;
@@ -146,35 +148,56 @@ impl Simulation {
         Ok(())
     }
 
-    /// What the stages see of a packet besides the packet.
-    pub(super) fn pipeline_ctx(&self, pkt: &Packet, in_port: u16, dir: Dir) -> Ctx {
+    /// The 5-tuple of a flow's packet (not a PFC frame) as match-action
+    /// stages and packet captures see it, and whether it travels against its
+    /// flow's direction (a reply: TCP ACKs, RoCE ACKs, NACKs and CNPs).
+    /// RoCEv2 packets go to port 4791 both ways (IBTA RoCEv2 annex A17: the
+    /// source port carries the entropy), the others swap ports on replies.
+    pub(super) fn five_tuple(&self, pkt: &Packet) -> (FiveTuple, bool) {
         let f = &self.flows[pkt.flow.idx()];
         let reply = pkt.src.0 != f.src;
-        let proto = if f.tcp { PROTO_TCP } else { PROTO_UDP };
+        // RoCE flows are reliable (`f.tcp`) but ride on UDP.
+        let rdma = f.kind == KIND_RDMA;
+        let proto = if f.tcp && !rdma { PROTO_TCP } else { PROTO_UDP };
         let sport = 49152 + (mix64(pkt.flow.0 as u64 ^ 0x0005_ee4d_b0a7) % 16384) as u16;
-        let dport = if f.tcp {
-            DPORT_TCP
-        } else if f.kind == KIND_RDMA {
-            DPORT_ROCE
+        let (sport, dport) = if rdma {
+            (sport, DPORT_ROCE)
+        } else if f.tcp {
+            if reply {
+                (DPORT_TCP, sport)
+            } else {
+                (sport, DPORT_TCP)
+            }
         } else {
-            match self.pipeline.dport.get(pkt.flow.idx()) {
+            let dport = match self.pipeline.dport.get(pkt.flow.idx()) {
                 Some(&p) if p != 0 => p,
                 _ => DPORT_UDP,
+            };
+            if reply {
+                (dport, sport)
+            } else {
+                (sport, dport)
             }
         };
-        let (sport, dport) = if reply { (dport, sport) } else { (sport, dport) };
         let a = &self.pipeline.address;
+        let tuple = FiveTuple {
+            src: a[pkt.src.idx()],
+            dst: crate::network::multicast::ip_dst(a, pkt.dst),
+            proto,
+            sport,
+            dport,
+        };
+        (tuple, reply)
+    }
+
+    /// What the stages see of a packet besides the packet.
+    pub(super) fn pipeline_ctx(&self, pkt: &Packet, in_port: u16, dir: Dir) -> Ctx {
+        let (tuple, reply) = self.five_tuple(pkt);
         Ctx {
             now: self.now,
             port: if dir == Dir::Rx && in_port != LOCAL_PORT { in_port } else { 0 },
             dir,
-            tuple: FiveTuple {
-                src: a[pkt.src.idx()],
-                dst: crate::network::multicast::ip_dst(a, pkt.dst),
-                proto,
-                sport,
-                dport,
-            },
+            tuple,
             conn: pkt.flow.0,
             reply,
         }

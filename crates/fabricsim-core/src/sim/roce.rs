@@ -84,6 +84,25 @@ pub(super) struct RoceState {
     pub wait: Vec<VecDeque<u32>>,
 }
 
+/// A RoCEv2 packet's transport headers for a capture record (`sim/pcap.rs`).
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct RoceWire {
+    /// What the packet is (the captures table's `roce_op`): 1..4 RDMA WRITE
+    /// first, middle, last, only; 5 ACK; 6 NACK; 7 CNP; 0 not RoCE.
+    pub op: u8,
+    /// The BTH packet sequence number (not yet reduced to 24 bits): a data
+    /// packet's own, the last one acknowledged by an ACK, the expected one
+    /// of a NACK, 0 on a CNP.
+    pub psn: u64,
+    /// Destination queue pair: `0x100 + k` for the k-th QP's responder
+    /// (data), `0x800100 + k` for its requester (ACK, NACK, CNP).
+    pub dst_qp: u32,
+    /// AETH message sequence number of an ACK or NACK: messages completed.
+    pub msn: u32,
+    /// The requester marked the packet as a retransmission.
+    pub retransmit: bool,
+}
+
 impl Simulation {
     /// Adds an `rdma_write` entry; `None` if `t` is not one.
     pub(super) fn add_roce_traffic(
@@ -450,6 +469,34 @@ impl Simulation {
                 }
                 self.roce_pump(q);
             }
+        }
+    }
+
+    // ------------------------------------------------------------ captures
+
+    /// The transport header fields of RoCE packet `pkt` for a capture record.
+    pub(super) fn roce_wire(&self, pkt: &Packet) -> RoceWire {
+        let q = self.roce.flow_qp[pkt.flow.idx()];
+        let qp = &self.roce.qps[q as usize];
+        let responder = 0x100 + (q & 0x7f_feff);
+        let requester = 0x80_0000 | responder;
+        let epsn = pkt.ack;
+        let msn = (epsn / qp.ppm.max(1)) as u32 & 0xff_ffff;
+        match pkt.flags & 7 {
+            OP_DATA => {
+                let first = pkt.seq.is_multiple_of(qp.ppm.max(1));
+                let last = pkt.flags & FLAG_LAST != 0;
+                let op = match (first, last) {
+                    (true, false) => 1,
+                    (false, false) => 2,
+                    (false, true) => 3,
+                    (true, true) => 4,
+                };
+                RoceWire { op, psn: pkt.seq, dst_qp: responder, msn: 0, retransmit: pkt.flags & FLAG_RETX != 0 }
+            }
+            OP_ACK => RoceWire { op: 5, psn: epsn.wrapping_sub(1), dst_qp: requester, msn, retransmit: false },
+            OP_NACK => RoceWire { op: 6, psn: epsn, dst_qp: requester, msn, retransmit: false },
+            _ => RoceWire { op: 7, psn: 0, dst_qp: requester, msn: 0, retransmit: false },
         }
     }
 

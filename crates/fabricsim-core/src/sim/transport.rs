@@ -172,6 +172,41 @@ fn packet_segment(p: &Packet) -> Segment {
     seg
 }
 
+/// TCP header flag bits (RFC 9293 3.1; ECE and CWR: RFC 3168 23.2).
+pub(super) const TH_SYN: u8 = 0x02;
+pub(super) const TH_ACK: u8 = 0x10;
+pub(super) const TH_ECE: u8 = 0x40;
+pub(super) const TH_CWR: u8 = 0x80;
+
+/// A TCP packet's header as a capture shows it (`sim/pcap.rs`). Sequence
+/// and acknowledgment numbers count from 0 in each direction, as the
+/// simulation does (the SYN and SYN-ACK lie outside that space); the
+/// timestamps are the simulated ones in picoseconds.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct TcpWire {
+    /// Header flag bits (`TH_*`).
+    pub flags: u8,
+    pub seq: u64,
+    pub ack: u64,
+    pub len: u32,
+    pub ts_ps: u64,
+    pub ts_echo_ps: u64,
+    /// Advertised receive window in bytes (the sender's limit `tcp.rwnd`).
+    pub window: u64,
+    /// On SYN and SYN-ACK: the MSS option (IP MTU - 40, RFC 9293 3.7.1), 0 otherwise.
+    pub mss: u32,
+    /// On SYN and SYN-ACK: SACK is permitted (RFC 2018 2).
+    pub sack_permitted: bool,
+    /// TCP header bytes as the simulation sized the frame (`tcp.header_bytes`
+    /// less 20 B of IPv4, plus the SACK option of an ACK).
+    pub header_bytes: u32,
+    pub sack_blocks: u8,
+    /// SACK blocks in the receiver's order (a D-SACK block first).
+    pub sack: [(u64, u64); 3],
+    /// The sender marked the segment as a retransmission.
+    pub retransmit: bool,
+}
+
 impl Simulation {
     /// Adds a TCP traffic entry; `None` if `t` is not TCP traffic.
     pub(super) fn add_tcp_traffic(
@@ -541,6 +576,45 @@ impl Simulation {
                     self.queue.push(start, Event::TcpOpen(c));
                 }
             }
+        }
+    }
+
+    // ------------------------------------------------------------ captures
+
+    /// The header fields of TCP packet `pkt` for a capture record.
+    pub(super) fn tcp_wire(&self, pkt: &Packet) -> TcpWire {
+        let seg = packet_segment(pkt);
+        let f = &self.tcp[self.flow_tcp[pkt.flow.idx()] as usize];
+        let cfg = &self.tcp_cfgs[f.cfg as usize];
+        let ecn_setup = cfg.uses_ecn();
+        let (flags, syn) = match seg.kind {
+            // An ECN-setup SYN and SYN-ACK (RFC 3168 6.1.1).
+            SegKind::Syn => (TH_SYN | if ecn_setup { TH_ECE | TH_CWR } else { 0 }, true),
+            SegKind::SynAck => (TH_SYN | TH_ACK | if ecn_setup { TH_ECE } else { 0 }, true),
+            SegKind::Data | SegKind::Ack => {
+                (TH_ACK | if seg.ece { TH_ECE } else { 0 } | if seg.cwr { TH_CWR } else { 0 }, false)
+            }
+        };
+        let n = seg.sack.len();
+        let mut sack = [(0, 0); 3];
+        sack[..n].copy_from_slice(seg.sack.as_slice());
+        let sack_bytes = if n > 0 { 4 + 8 * n as u32 } else { 0 };
+        TcpWire {
+            flags,
+            seq: seg.seq,
+            ack: seg.ack,
+            len: seg.len,
+            // A SACK-carrying ACK lends its timestamp field to the blocks: its
+            // value is the time it was sent, which is what it would carry.
+            ts_ps: if n > 0 { pkt.created.0 } else { seg.ts.0 },
+            ts_echo_ps: seg.ts_echo.0,
+            window: cfg.rwnd_bytes,
+            mss: if syn { cfg.mtu_bytes.saturating_sub(40) } else { 0 },
+            sack_permitted: syn && cfg.sack,
+            header_bytes: cfg.header_bytes.saturating_sub(20) + sack_bytes,
+            sack_blocks: n as u8,
+            sack,
+            retransmit: seg.retransmit,
         }
     }
 

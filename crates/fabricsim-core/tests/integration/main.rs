@@ -7,6 +7,7 @@ mod determinism;
 mod host;
 mod multicast;
 mod outputs;
+mod pcap;
 mod pipeline;
 mod power;
 mod roce;
