@@ -35,5 +35,7 @@ class Simulation:
         True once the run has finished."""
     def stop(self) -> None:
         """End the run where it is: ``finish()`` then returns the results so far."""
+    def memory(self) -> dict[str, int]:
+        """Bytes held by the state: ``packets``, ``port_queues``, ``wires``, ``events``, ``routing``; ``peak_packets``."""
     def finish(self) -> dict[str, Any]:
         """Run to completion if needed; return ``summary``, ``tables``, ``node_names``, ``strings``."""

@@ -119,3 +119,12 @@ def fake_core(monkeypatch: pytest.MonkeyPatch, core_output: Dict[str, Any]) -> M
     module.simulations = []
     monkeypatch.setitem(sys.modules, "fabricsim._core", module)
     return module
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-golden",
+        action="store_true",
+        default=False,
+        help="rewrite tests/golden/*.txt from this build instead of comparing (after an intended change of behaviour)",
+    )

@@ -108,7 +108,7 @@ def test_minimal_scenario_resolves_with_every_default():
             "switch": {
                 "forwarding": "store_and_forward",
                 "latency_ps": 500_000,
-                "buffer": {"model": "static", "port_bytes": 1_000_000, "queue_bytes": None},
+                "buffer": {"model": "static", "port_bytes": 1_000_000, "queue_bytes": None, "queue_packets": None},
             },
             "host": {"latency_ps": 0, "nic_buffer_bytes": 1_000_000_000},
             "switch_overrides": {},
@@ -136,7 +136,7 @@ def test_full_scenario_resolves_exactly():
         "forwarding": "cut_through",
         "cut_through_bytes": 64,
         "latency_ps": 300_000,
-        "buffer": {"model": "static", "port_bytes": 32 * 2**20, "queue_bytes": 1_000_000},
+        "buffer": {"model": "static", "port_bytes": 32 * 2**20, "queue_bytes": 1_000_000, "queue_packets": None},
     }
     assert network["host"] == {"latency_ps": 100_000, "nic_buffer_bytes": 64_000_000}
     assert resolved["topology"] == {
@@ -201,7 +201,7 @@ def test_switch_overrides_are_merged_over_the_default_switch():
         "forwarding": "cut_through",
         "cut_through_bytes": 64,
         "latency_ps": 300_000,
-        "buffer": {"model": "static", "port_bytes": 4_000_000, "queue_bytes": 1_000_000},
+        "buffer": {"model": "static", "port_bytes": 4_000_000, "queue_bytes": 1_000_000, "queue_packets": None},
     }
     assert overrides["spine1"]["forwarding"] == "store_and_forward"
     assert overrides["spine1"]["buffer"]["port_bytes"] == 32 * 2**20
@@ -655,6 +655,9 @@ def test_shared_buffer_alpha_set_from_the_command_line():
         ("{model: shared, size: 1MB, port_size: 1MB}",
          "network.switch.buffer.port_size: only for model static (model is shared)"),
         ("{alpha: 2}", "network.switch.buffer.alpha: only for model shared or intelligent (model is static)"),
+        ("{model: shared, size: 1MB, queue_packets: 100}",
+         "network.switch.buffer.queue_packets: only for model static (model is shared)"),
+        ("{queue_packets: 0}", "network.switch.buffer.queue_packets"),
         ("{model: shared, size: 1MB, cell: 0B}", "network.switch.buffer.cell: must be > 0"),
         ("{model: shared, size: 1MB, class_pool: [9]}", "network.switch.buffer.class_pool[0]: expected a pool index 0..7"),
         ("{model: shared, size: 1MB, pools: []}", "network.switch.buffer.pools: must not be empty"),
@@ -664,6 +667,22 @@ def test_shared_buffer_alpha_set_from_the_command_line():
 )
 def test_bad_shared_buffer(buffer, expected):
     assert expected in errors_of(MINIMAL + f"network: {{switch: {{buffer: {buffer}}}}}")
+
+
+def test_packet_capped_queues_resolve_per_switch_and_drop_with_their_own_reason(core):
+    # A router-style hold queue of 10 packets on the switch; its bytes are not the limit.
+    text = """
+duration: 200us
+network: {switch_overrides: {sw0: {buffer: {port_size: 100MB, queue_packets: 10}}}}
+topology: {kind: star, hosts: 3, link: {rate: 100Gbps, delay: 1us}}
+traffic:
+  - {kind: burst, src: [h1, h2], dst: h0, frames: 100}
+"""
+    sc = loads(text)
+    assert sc.to_resolved()["network"]["switch_overrides"]["sw0"]["buffer"]["queue_packets"] == 10
+    result = fabricsim.run(sc)
+    assert set(result.drops["reason"].to_list()) == {"queue_packet_limit"}
+    assert result.summary["conservation_ok"] and result.summary["packets_dropped"] > 0
 
 
 def test_core_checks_shared_buffer_against_the_device(core):

@@ -87,7 +87,8 @@ def test_scenario_settings_override_the_preset():
     assert sw["network"]["switch"]["latency_ps"] == 1_000_000
     # A buffer with another model replaces the preset's buffer.
     sw = scenario({"device": "trident3-like", "buffer": {"model": "static", "port_size": "1MB"}}).to_resolved()
-    assert sw["network"]["switch"]["buffer"] == {"model": "static", "port_bytes": 1_000_000, "queue_bytes": None}
+    assert sw["network"]["switch"]["buffer"] == {
+        "model": "static", "port_bytes": 1_000_000, "queue_bytes": None, "queue_packets": None}
     assert "network.switch.device: unknown value 'nope'" in errors({"device": "nope"}) or \
         "network.switch.device:" in errors({"device": "nope"})
 

@@ -170,11 +170,15 @@ impl Default for SwitchConfig {
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(tag = "model", rename_all = "snake_case", deny_unknown_fields)]
 pub enum BufferConfig {
-    /// Static per-port drop-tail buffer, optionally with a per-queue cap.
+    /// Static per-port drop-tail buffer, optionally with per-queue caps in
+    /// bytes and in packets.
     Static {
         port_bytes: u64,
         #[serde(default)]
         queue_bytes: Option<u64>,
+        /// Cap on the packets held by each (port, class) queue (a router's hold queue).
+        #[serde(default)]
+        queue_packets: Option<u32>,
     },
     /// Shared buffer with dynamic thresholds (see `buffer/shared.rs`).
     Shared {
@@ -232,7 +236,7 @@ fn default_alpha() -> Vec<f64> {
 
 impl Default for BufferConfig {
     fn default() -> Self {
-        BufferConfig::Static { port_bytes: 1_000_000, queue_bytes: None }
+        BufferConfig::Static { port_bytes: 1_000_000, queue_bytes: None, queue_packets: None }
     }
 }
 

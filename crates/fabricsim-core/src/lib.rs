@@ -28,7 +28,7 @@
 //!
 //! - **Time** is an integer number of picoseconds; serialization times are exact
 //!   integer computations rounded up to the picosecond.
-//! - **Ordering**: events run in `(time, seq)` order; events at equal times run in
+//! - **Ordering**: events run in non-decreasing time order; events at equal times run in
 //!   the order they were scheduled (see [`event_queue`]).
 //! - **Determinism**: a run depends only on the scenario and the seed. Random
 //!   draws come from per-component streams derived from `(seed, component)`

@@ -192,6 +192,11 @@ impl PacketPool {
         &mut self.slots[id.idx()]
     }
 
+    /// Bytes allocated for packet slots and the free list.
+    pub fn memory_bytes(&self) -> usize {
+        self.slots.capacity() * std::mem::size_of::<Packet>() + self.free.capacity() * 4
+    }
+
     /// Packets currently allocated.
     pub fn live(&self) -> usize {
         self.live

@@ -45,6 +45,7 @@ mod fabric;
 pub mod guard;
 mod host;
 pub mod limits;
+mod memory;
 mod multicast;
 mod pcap;
 mod pfc;
@@ -54,6 +55,7 @@ mod roce;
 mod transport;
 
 use crate::transport::tcp::{Outbox, TcpConfig};
+pub use memory::MemoryUse;
 use transport::{IncastApp, TcpFlow, ThroughputBins};
 
 #[derive(Clone, Copy, Debug)]
@@ -238,7 +240,11 @@ impl Simulation {
                 }
                 NodeKind::Host => {
                     let b = BufferModel::build(
-                        &BufferConfig::Static { port_bytes: net.host.nic_buffer_bytes, queue_bytes: None },
+                        &BufferConfig::Static {
+                            port_bytes: net.host.nic_buffer_bytes,
+                            queue_bytes: None,
+                            queue_packets: None,
+                        },
                         &port_rates[i],
                         classes,
                         "network.host.nic_buffer",
@@ -883,7 +889,7 @@ impl Simulation {
             port.in_tx = Some(id);
             port.tx_start = at;
             pkt.first_bit = at + self.channels[port.channel.idx()].delay;
-            let end = at + port.rate.serialization_time(pkt.size as u64 + self.overhead);
+            let end = at + port.tx_time.of(pkt.size as u64 + self.overhead);
             self.queue.push(end, Event::TxDone(pid));
             if self.capture.on {
                 self.capture_tx(pid, id, at);
@@ -896,7 +902,7 @@ impl Simulation {
         port.tx_start = at;
         let ch = &self.channels[port.channel.idx()];
         pkt.first_bit = at + ch.delay;
-        let end = at + port.rate.serialization_time(pkt.size as u64 + self.overhead);
+        let end = at + port.tx_time.of(pkt.size as u64 + self.overhead);
         let in_port = if pkt.in_port == LOCAL_PORT { None } else { Some(pkt.in_port) };
         let req = AdmitRequest {
             in_port,

@@ -52,10 +52,12 @@ pub enum DropReason {
     HostBacklogFull = 20,
     /// Host model: a core's transmit queue was full.
     HostTxQueueFull = 21,
+    /// The egress queue's packet-count cap was reached (tail drop).
+    QueuePacketLimit = 22,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 22] = [
+    pub const ALL: [DropReason; 23] = [
         DropReason::PortBufferFull,
         DropReason::QueueLimit,
         DropReason::NoRoute,
@@ -78,6 +80,7 @@ impl DropReason {
         DropReason::ReceiverBufferFull,
         DropReason::HostBacklogFull,
         DropReason::HostTxQueueFull,
+        DropReason::QueuePacketLimit,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -104,6 +107,7 @@ impl DropReason {
             DropReason::ReceiverBufferFull => "receiver_buffer_full",
             DropReason::HostBacklogFull => "host_backlog_full",
             DropReason::HostTxQueueFull => "host_tx_queue_full",
+            DropReason::QueuePacketLimit => "queue_packet_limit",
         }
     }
 }

@@ -94,17 +94,57 @@ impl Rate {
 
     /// Time to serialize `bytes` at this rate, rounded up to a whole picosecond.
     ///
-    /// Exact integer arithmetic: `ceil(bytes * 8 * 10^12 / bps)`.
+    /// Exact integer arithmetic: `ceil(bytes * 8 * 10^12 / bps)`, in 64 bits
+    /// when the numerator fits (any frame), else in 128 bits. For a fixed rate,
+    /// [`TxTime`] is cheaper still.
+    #[inline]
     pub fn serialization_time(self, bytes: u64) -> SimTime {
         debug_assert!(self.0 > 0);
+        let d = self.0;
+        if let Some(num) = bytes.checked_mul(8 * PS_PER_SEC).and_then(|n| n.checked_add(d - 1)) {
+            return SimTime(num / d);
+        }
         let num = bytes as u128 * 8 * PS_PER_SEC as u128;
-        let d = self.0 as u128;
+        let d = d as u128;
         SimTime(((num + d - 1) / d) as u64)
     }
 
     /// Bytes this rate carries in `t` (rounded down).
     pub fn bytes_in(self, t: SimTime) -> u64 {
         (self.0 as u128 * t.0 as u128 / (8 * PS_PER_SEC as u128)) as u64
+    }
+}
+
+/// Serialization times at one fixed rate (a port's), precomputed so that a
+/// packet costs a multiplication instead of a division.
+///
+/// When `8 * 10^12` is a multiple of the rate (1, 10, 25, 40, 100, 400, 800
+/// Gb/s, 320 kb/s, ...), a byte takes a whole number of picoseconds and
+/// `bytes * ps_per_byte` is exact; otherwise [`Rate::serialization_time`]
+/// rounds up as always. Results are identical to it in every case.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TxTime {
+    rate: Rate,
+    /// Picoseconds per byte when whole, else 0.
+    ps_per_byte: u64,
+}
+
+impl TxTime {
+    pub fn new(rate: Rate) -> Self {
+        let per_byte = 8 * PS_PER_SEC;
+        let ps_per_byte = if rate.0 > 0 && per_byte % rate.0 == 0 { per_byte / rate.0 } else { 0 };
+        TxTime { rate, ps_per_byte }
+    }
+
+    /// Time to serialize `bytes`, exactly as [`Rate::serialization_time`].
+    #[inline]
+    pub fn of(self, bytes: u64) -> SimTime {
+        if self.ps_per_byte != 0 {
+            if let Some(t) = bytes.checked_mul(self.ps_per_byte) {
+                return SimTime(t);
+            }
+        }
+        self.rate.serialization_time(bytes)
     }
 }
 
@@ -128,6 +168,48 @@ mod tests {
         assert_eq!(Rate::from_bps(1).serialization_time(1), SimTime::from_secs(8));
         // Large sizes use 128-bit intermediates.
         assert_eq!(Rate::from_gbps(1).serialization_time(10_000_000_000), SimTime::from_secs(80));
+    }
+
+    /// The textbook formula, in 128 bits.
+    fn reference(bps: u64, bytes: u64) -> u64 {
+        let num = bytes as u128 * 8 * PS_PER_SEC as u128;
+        ((num + bps as u128 - 1) / bps as u128) as u64
+    }
+
+    #[test]
+    fn fast_paths_equal_the_exact_formula() {
+        let mut r = crate::rng::RandomStream::new(1, "units", 0);
+        let mut rates: Vec<u64> = vec![
+            1,
+            7,
+            320_000,
+            1_000_000_000,
+            7_000_000_000,
+            10_000_000_000,
+            25_000_000_000,
+            25_781_250_000,
+            40_000_000_000,
+            56_000_000_000,
+            100_000_000_000,
+            400_000_000_000,
+            800_000_000_000,
+            1_600_000_000_000,
+            3_200_000_000_000,
+            8_000_000_000_000,
+            8_000_000_000_001,
+            u64::MAX,
+        ];
+        rates.extend((0..200).map(|_| r.below(1 << 44) + 1));
+        let mut sizes: Vec<u64> = vec![0, 1, 64, 84, 1538, 9238, 65_555, 2_305_843, 2_305_844, 10_000_000_000];
+        sizes.extend((0..200).map(|_| r.below(70_000)));
+        for &bps in &rates {
+            let tx = TxTime::new(Rate(bps));
+            for &b in &sizes {
+                let want = reference(bps, b);
+                assert_eq!(Rate(bps).serialization_time(b).0, want, "{b} B at {bps} b/s");
+                assert_eq!(tx.of(b).0, want, "{b} B at {bps} b/s (TxTime)");
+            }
+        }
     }
 
     #[test]

@@ -89,6 +89,20 @@ impl Simulation {
         }
     }
 
+    /// Bytes held by the simulation's state, by part: `packets`, `port_queues`,
+    /// `wires`, `events`, `routing`, and `peak_packets` (packets alive at once).
+    fn memory(&mut self, py: Python<'_>) -> PyResult<PyObject> {
+        let m = self.sim()?.memory_use();
+        let d = pyo3::types::PyDict::new(py);
+        d.set_item("packets", m.packets)?;
+        d.set_item("port_queues", m.port_queues)?;
+        d.set_item("wires", m.wires)?;
+        d.set_item("events", m.events)?;
+        d.set_item("routing", m.routing)?;
+        d.set_item("peak_packets", m.peak_packets)?;
+        Ok(d.into_any().unbind())
+    }
+
     /// Ends the run where it is: `finish()` then returns the results so far.
     fn stop(&mut self) -> PyResult<()> {
         self.sim()?.stop();

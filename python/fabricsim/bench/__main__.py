@@ -1,5 +1,9 @@
 """``python -m fabricsim.bench --one NAME [--quick]``: run one bench scenario in this process, print its
-measurements as JSON (``fabricsim bench`` runs each scenario this way, in a process of its own)."""
+measurements as JSON (``fabricsim bench`` runs each scenario this way, in a process of its own).
+
+``python -m fabricsim.bench --dump NAME [--quick]``: print the resolved scenario (the core's JSON), for
+running it without Python (``cargo run --release -p fabricsim-core --example run_json -- FILE``), under
+``perf`` or valgrind."""
 
 import argparse
 import json
@@ -8,7 +12,12 @@ from fabricsim.bench.run import run_one
 from fabricsim.bench.scenarios import SCENARIOS
 
 parser = argparse.ArgumentParser(prog="python -m fabricsim.bench")
-parser.add_argument("--one", required=True, choices=list(SCENARIOS))
+what = parser.add_mutually_exclusive_group(required=True)
+what.add_argument("--one", choices=list(SCENARIOS), help="run one scenario and print its measurements")
+what.add_argument("--dump", choices=list(SCENARIOS), help="print the resolved scenario JSON")
 parser.add_argument("--quick", action="store_true")
 args = parser.parse_args()
-print(json.dumps(run_one(args.one, args.quick)))
+if args.dump:
+    print(json.dumps(SCENARIOS[args.dump](args.quick)))
+else:
+    print(json.dumps(run_one(args.one, args.quick)))

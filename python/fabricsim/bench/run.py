@@ -19,7 +19,7 @@ import sys
 import time
 from typing import Any, Dict, List, Optional
 
-from fabricsim.bench.scenarios import NS3_TWINS, SCENARIOS
+from fabricsim.bench.scenarios import NS3_TWINS, SCALE_FAMILIES, SCENARIOS
 from fabricsim.errors import FabricsimError
 
 __all__ = ["main", "run_one"]
@@ -29,29 +29,49 @@ def run_one(name: str, quick: bool) -> Dict[str, Any]:
     """Runs one bench scenario in this process and returns its measurements."""
     from fabricsim import _core
 
+    import numpy as np
+
     scenario = SCENARIOS[name](quick)
     t0 = time.perf_counter()
     sim = _core.Simulation(json.dumps(scenario))
     t1 = time.perf_counter()
+    c1 = time.thread_time()
     sim.run_until(2**63)
+    c2 = time.thread_time()
     t2 = time.perf_counter()
+    memory = sim.memory()
     out = sim.finish()
     t3 = time.perf_counter()
     s = out["summary"]
-    loop = t2 - t1
+    loop, cpu = t2 - t1, c2 - c1
+    _, hops_column = out["tables"]["links"]["packets"]
+    hops = int(np.frombuffer(hops_column, dtype="<u8").sum())
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    in_flight = memory["packets"] + memory["port_queues"] + memory["wires"]
     return {
         "scenario": name,
         "sim_time_s": s["sim_time_s"],
         "events": s["events"],
         "packets": s["packets_created"],
+        "packet_hops": hops,
         "flows": s["flows_total"],
         "build_s": round(t1 - t0, 4),
         "loop_s": round(loop, 4),
+        "loop_cpu_s": round(cpu, 4),
         "wall_s": round(t3 - t0, 4),
         "events_per_sec": round(s["events"] / loop) if loop > 0 else None,
         "packets_per_sec": round(s["packets_created"] / loop) if loop > 0 else None,
+        # Per CPU second of the loop: steadier than wall time on a shared machine.
+        "events_per_cpu_s": round(s["events"] / cpu) if cpu > 0 else None,
+        "hops_per_cpu_s": round(hops / cpu) if cpu > 0 else None,
+        "events_per_packet": round(s["events"] / max(s["packets_created"], 1), 2),
+        "ns_per_event": round(cpu * 1e9 / max(s["events"], 1), 1),
+        "cpu_per_sim_s": round(cpu / s["sim_time_s"], 4) if s["sim_time_s"] > 0 else None,
         "peak_memory_mb": round(peak_kib / 1024, 1),
+        "peak_packets": memory["peak_packets"],
+        # State that grows with the packets in flight (pool slots, queue and wire
+        # slots, allocated capacity) per packet at the peak.
+        "bytes_per_packet": round(in_flight / max(memory["peak_packets"], 1), 1),
         "conservation_ok": s["conservation_ok"],
     }
 
@@ -99,21 +119,33 @@ def main(args: argparse.Namespace) -> int:
                     r["speedup_vs_ns3"] = round(twin["ns3_run_s"] / r["wall_s"], 1)
         results.append(r)
     if getattr(args, "json", False):
-        print(json.dumps({"machine": _machine(), "results": results}, indent=2))
+        print(json.dumps({"machine": _machine(), "results": results, "cost_vs_k": _cost_curve(results)}, indent=2))
         return 0
     from rich.console import Console
     from rich.table import Table
 
     table = Table(title=f"fabricsim bench ({_machine()['cpu']})")
-    for col in ("scenario", "sim time", "events", "packets", "wall s", "Mevents/s", "Mpackets/s", "peak MB", "conserved"):
+    for col in ("scenario", "sim time", "events", "packets", "ev/pkt", "wall s", "loop CPU s", "Mevents/CPU s",
+                "Mhops/CPU s", "peak MB", "B/pkt", "conserved"):
         table.add_column(col, justify="left" if col == "scenario" else "right")
     for r in results:
         table.add_row(
-            r["scenario"], f"{r['sim_time_s'] * 1e3:.1f} ms", f"{r['events']:,}", f"{r['packets']:,}",
-            f"{r['wall_s']:.2f}", f"{r['events_per_sec'] / 1e6:.1f}", f"{r['packets_per_sec'] / 1e6:.2f}",
-            f"{r['peak_memory_mb']:.0f}", "yes" if r["conservation_ok"] else "NO",
+            r["scenario"], _sim_time(r["sim_time_s"]), f"{r['events']:,}", f"{r['packets']:,}",
+            f"{r['events_per_packet']:.1f}", f"{r['wall_s']:.2f}", f"{r['loop_cpu_s']:.2f}",
+            f"{r['events_per_cpu_s'] / 1e6:.1f}", f"{r['hops_per_cpu_s'] / 1e6:.2f}", f"{r['peak_memory_mb']:.0f}",
+            f"{r['bytes_per_packet']:.0f}",
+            "yes" if r["conservation_ok"] else "NO",
         )
     Console().print(table)
+    curve = _cost_curve(results)
+    if curve:
+        scale = Table(title="loop CPU time per event and per packet-hop vs k (x: relative to the smallest k run)")
+        for col in ("family", "k", "ns/event", "ns/hop", "x event", "x hop"):
+            scale.add_column(col, justify="left" if col == "family" else "right")
+        for row in curve:
+            scale.add_row(row["family"], str(row["k"]), f"{row['ns_per_event']:.1f}", f"{row['ns_per_hop']:.1f}",
+                          f"{row['event_ratio']:.2f}", f"{row['hop_ratio']:.2f}")
+        Console().print(scale)
     for r in results:
         if "speedup_vs_ns3" in r:
             Console().print(
@@ -122,6 +154,29 @@ def main(args: argparse.Namespace) -> int:
                 f"job completion ns-3 {r['ns3_jct_s'] * 1e3:.3f} ms"
             )
     return 0
+
+
+def _sim_time(seconds: float) -> str:
+    return f"{seconds:.1f} s" if seconds >= 1 else f"{seconds * 1e3:.1f} ms"
+
+
+def _cost_curve(results: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """Per scale family run at two or more sizes: loop CPU time per event and
+    per packet-hop at each k, and their ratio to the smallest k."""
+    by_name = {r["scenario"]: r for r in results}
+    rows = []
+    for family, ks in SCALE_FAMILIES.items():
+        runs = [(k, by_name[family.format(k)]) for k in ks if family.format(k) in by_name]
+        if len(runs) < 2:
+            continue
+        base_event = base_hop = 0.0
+        for k, r in runs:
+            ns_event = r["loop_cpu_s"] * 1e9 / max(r["events"], 1)
+            ns_hop = r["loop_cpu_s"] * 1e9 / max(r["packet_hops"], 1)
+            base_event, base_hop = base_event or ns_event, base_hop or ns_hop
+            rows.append({"family": family.format("K"), "k": k, "ns_per_event": ns_event, "ns_per_hop": ns_hop,
+                         "event_ratio": ns_event / base_event, "hop_ratio": ns_hop / base_hop})
+    return rows
 
 
 def _machine() -> Dict[str, str]:

@@ -6,13 +6,15 @@ one with an ns-3 twin also has the arguments of that twin in :data:`NS3_TWINS`.
 
 from __future__ import annotations
 
+import random
+from pathlib import Path
 from typing import Any, Callable, Dict, List
 
 from fabricsim.bench.workload import datamining_bench_scenario
-from fabricsim.schema import from_dict
+from fabricsim.schema import from_dict, load
 from fabricsim.validation import star_scenario
 
-__all__ = ["NS3_TWINS", "SCENARIOS"]
+__all__ = ["NS3_TWINS", "SCALE_FAMILIES", "SCENARIOS"]
 
 G = 1_000_000_000
 US = 1_000_000
@@ -81,13 +83,85 @@ def _leafspine_datamining(quick: bool) -> Dict[str, Any]:
     return datamining_bench_scenario(min_flows=1_000 if quick else 10_000, load="60%", seed=1)
 
 
+def _fattree_cbr(k: int) -> Callable[[bool], Dict[str, Any]]:
+    """Scale benchmark (a): a k-ary fat-tree of 320 kb/s links with 100-packet
+    queues; k^3/8 open-loop flows (half the hosts, each to the host half the
+    fabric away, so every path crosses the core) send one 1000 B frame per
+    second each for 1500 s (150 s quick), starts staggered evenly over the
+    first second. Cost per event should not grow with k."""
+
+    def build(quick: bool) -> Dict[str, Any]:
+        hosts = k ** 3 // 4
+        flows = hosts // 2
+        wire_bits = (1000 + 20) * 8  # frame plus Ethernet overhead: one frame per second
+        traffic = [{"kind": "udp_cbr", "name": "cbr", "src": [f"h{i}"], "dst": f"h{i + hosts // 2}",
+                    "rate_bps": wire_bits, "frame_bytes": 1000, "start_ps": i * 1_000_000_000_000 // flows}
+                   for i in range(flows)]
+        return {
+            "name": f"fattree-k{k}-cbr", "seed": 1, "duration_ps": (150 if quick else 1500) * 1_000_000_000_000,
+            "drain": True,
+            "network": {"switch": {"latency_ps": 500_000,
+                                   "buffer": {"model": "static", "port_bytes": 100_000_000, "queue_packets": 100}}},
+            "topology": {"kind": "fat_tree", "k": k, "link": {"rate_bps": 320_000, "delay_ps": 1 * US}},
+            "traffic": traffic,
+            "stats": {"queue_sample_interval_ps": 10_000_000_000_000, "throughput_interval_ps": 100_000_000_000_000},
+        }
+
+    return build
+
+
+def _fattree_cubic(k: int) -> Callable[[bool], Dict[str, Any]]:
+    """Scale benchmark (b): a k-ary fat-tree at 10G with 1 us links and
+    100-packet queues; every host sends one 1 MB CUBIC flow (100 KB quick) to
+    its partner in a random permutation (seeded; no host sends to itself)."""
+
+    def build(quick: bool) -> Dict[str, Any]:
+        hosts = k ** 3 // 4
+        rng = random.Random(k)
+        dst = list(range(hosts))
+        while True:
+            rng.shuffle(dst)
+            if all(i != d for i, d in enumerate(dst)):
+                break
+        size = 100_000 if quick else 1_000_000
+        flows = [{"src": f"h{i}", "dst": f"h{d}", "bytes": size} for i, d in enumerate(dst)]
+        return {
+            "name": f"fattree-k{k}-cubic", "seed": 1, "duration_ps": 1 * MS, "drain": True,
+            "drain_limit_ps": 10_000 * MS,
+            "network": {"switch": {"latency_ps": 500_000,
+                                   "buffer": {"model": "static", "port_bytes": 100_000_000, "queue_packets": 100}}},
+            "topology": {"kind": "fat_tree", "k": k, "link": {"rate_bps": 10 * G, "delay_ps": 1 * US}},
+            "tcp": {"cc": "cubic"},
+            "traffic": [{"kind": "tcp_flows", "name": "perm", "flows": flows}],
+            "stats": {"queue_sample_interval_ps": 100 * US, "throughput_interval_ps": 1 * MS},
+        }
+
+    return build
+
+
+def _leafspine_datamining_80(quick: bool) -> Dict[str, Any]:
+    """Scale benchmark (c): ``scenarios/leafspine-datamining.yaml`` as shipped
+    (1 s of arrivals) at 80% load (100 ms quick)."""
+    path = Path(__file__).resolve().parents[3] / "scenarios" / "leafspine-datamining.yaml"
+    overrides = ["load=80%"] + (["duration=100ms"] if quick else [])
+    resolved = load(path, overrides=overrides).to_resolved()
+    resolved["name"] = "leafspine-datamining-80"
+    return resolved
+
+
 SCENARIOS: Dict[str, Callable[[bool], Dict[str, Any]]] = {
     "leafspine-udp": _leafspine_udp,
     "fattree-incast": _fattree_incast,
     "single-port-md1": _single_port_mm1,
     "incast-tcp-16x50MB": _incast_tcp,
     "leafspine-datamining": _leafspine_datamining,
+    **{f"fattree-k{k}-cbr": _fattree_cbr(k) for k in (8, 16, 32)},
+    **{f"fattree-k{k}-cubic": _fattree_cubic(k) for k in (8, 16, 32)},
+    "leafspine-datamining-80": _leafspine_datamining_80,
 }
+
+#: The scale benchmarks: families whose cost per event is compared across k.
+SCALE_FAMILIES: Dict[str, tuple] = {"fattree-k{}-cbr": (8, 16, 32), "fattree-k{}-cubic": (8, 16, 32)}
 
 #: Bench scenarios that have an ns-3 twin: the arguments of
 #: ``python -m fabricsim.validation.ns3``.

@@ -104,7 +104,7 @@ def _pool_index(value: Any) -> int:
 
 PoolIndex = Annotated[int, PlainValidator(_pool_index), WithJsonSchema({"type": "integer", "minimum": 0, "maximum": 7})]
 
-_STATIC_FIELDS = ("port_size", "queue_size")
+_STATIC_FIELDS = ("port_size", "queue_size", "queue_packets")
 _SHARED_FIELDS = (
     "size",
     "cell",
@@ -222,6 +222,7 @@ class Buffer(Model):
     # static
     port_size: Size = 1_000_000
     queue_size: Optional[Size] = None
+    queue_packets: Optional[int] = Field(default=None, ge=1, le=2**32 - 1)
     # shared (and intelligent)
     size: Optional[Size] = None
     cell: Size32 = 256
@@ -277,7 +278,8 @@ class Buffer(Model):
 
     def to_resolved(self) -> dict[str, Any]:
         if self.model == "static":
-            return {"model": self.model, "port_bytes": self.port_size, "queue_bytes": self.queue_size}
+            return {"model": self.model, "port_bytes": self.port_size, "queue_bytes": self.queue_size,
+                    "queue_packets": self.queue_packets}
         if self.model == "voq":
             kind, value = self.voq_limit or ("size", 0)
             return {

@@ -19,7 +19,7 @@ use crate::stats::DropReason;
 use crate::units::{Rate, SimTime};
 pub use intelligent::IntelligentBuffer;
 pub use shared::{Reservations, SharedBuffer, SharedParams};
-pub use static_buffer::StaticBuffer;
+pub use static_buffer::{StaticBuffer, StaticLimits};
 pub use voq::VoqBuffer;
 
 /// What the device knows about a packet asking for buffer.
@@ -68,14 +68,19 @@ impl BufferModel {
     pub fn build(cfg: &BufferConfig, port_rates: &[u64], classes: usize, path: &str) -> Result<Self, ConfigError> {
         let ports = port_rates.len();
         match cfg {
-            BufferConfig::Static { port_bytes, queue_bytes } => {
+            BufferConfig::Static { port_bytes, queue_bytes, queue_packets } => {
                 if *port_bytes == 0 {
                     return Err(ConfigError::new(format!("{path}.port_size"), "must be > 0"));
                 }
                 if *queue_bytes == Some(0) {
                     return Err(ConfigError::new(format!("{path}.queue_size"), "must be > 0"));
                 }
-                Ok(BufferModel::Static(StaticBuffer::new(ports, classes, *port_bytes, *queue_bytes)))
+                if *queue_packets == Some(0) {
+                    return Err(ConfigError::new(format!("{path}.queue_packets"), "must be > 0"));
+                }
+                let limits =
+                    StaticLimits { port_bytes: *port_bytes, queue_bytes: *queue_bytes, queue_packets: *queue_packets };
+                Ok(BufferModel::Static(StaticBuffer::new(ports, classes, limits)))
             }
             BufferConfig::Shared {
                 total_bytes,

@@ -192,20 +192,23 @@ pub const GRO_MAX_FLOWS: usize = 8;
 /// returns the number of skbs, numbered in order of their first frame.
 pub fn gro_group(frames: &[GroFrame], max_bytes: u32, skb_of: &mut Vec<u32>) -> u32 {
     skb_of.clear();
-    // Open skbs: (skb number, flow, next seq, bytes, first segment's len, first frame).
-    let mut open: Vec<(u32, u32, u64, u32, u32, usize)> = Vec::with_capacity(GRO_MAX_FLOWS);
+    // Open skbs: (skb number, flow, next seq, bytes, first segment's len,
+    // first frame), oldest first; a fixed array, so a poll allocates nothing.
+    let mut open = [(0u32, 0u32, 0u64, 0u32, 0u32, 0usize); GRO_MAX_FLOWS];
+    let mut n = 0usize;
     let mut next = 0u32;
     for (i, f) in frames.iter().enumerate() {
         let mut joined = None;
         if max_bytes > 0 && f.tcp_data {
-            if let Some(pos) = open.iter().position(|o| o.1 == f.flow) {
+            if let Some(pos) = open[..n].iter().position(|o| o.1 == f.flow) {
                 let o = open[pos];
                 let h = &frames[o.5];
                 let fits = o.3 + f.bytes <= max_bytes;
                 if o.2 == f.seq && fits && h.ecn == f.ecn && h.flags == f.flags && f.len <= o.4 {
                     joined = Some(pos);
                 } else {
-                    open.remove(pos);
+                    open.copy_within(pos + 1..n, pos);
+                    n -= 1;
                 }
             }
         }
@@ -216,16 +219,19 @@ pub fn gro_group(frames: &[GroFrame], max_bytes: u32, skb_of: &mut Vec<u32>) -> 
                 o.3 += f.bytes;
                 skb_of.push(o.0);
                 if f.len < o.4 {
-                    open.remove(pos);
+                    open.copy_within(pos + 1..n, pos);
+                    n -= 1;
                 }
             }
             None => {
                 skb_of.push(next);
                 if max_bytes > 0 && f.tcp_data {
-                    if open.len() == GRO_MAX_FLOWS {
-                        open.remove(0);
+                    if n == GRO_MAX_FLOWS {
+                        open.copy_within(1..n, 0);
+                        n -= 1;
                     }
-                    open.push((next, f.flow, f.seq + f.len as u64, f.bytes, f.len, i));
+                    open[n] = (next, f.flow, f.seq + f.len as u64, f.bytes, f.len, i);
+                    n += 1;
                 }
                 next += 1;
             }

@@ -59,8 +59,9 @@ pub(super) struct IncastApp {
 #[derive(Debug, Default)]
 pub(crate) struct ThroughputBins {
     interval: u64,
-    /// Per flow: (current bin, bytes in it).
-    current: Vec<(u64, u64)>,
+    /// Per flow: (current bin, its end time in ps, bytes in it); the end time
+    /// spares a division per delivered packet.
+    current: Vec<(u64, u64, u64)>,
     rows: Vec<(u64, u32, u64)>,
 }
 
@@ -74,24 +75,26 @@ impl ThroughputBins {
         if self.interval == 0 || bytes == 0 {
             return;
         }
-        let bin = now_ps / self.interval;
         let f = flow as usize;
         if self.current.len() <= f {
-            self.current.resize(f + 1, (u64::MAX, 0));
+            self.current.resize(f + 1, (u64::MAX, 0, 0));
         }
         let cur = &mut self.current[f];
-        if cur.0 != bin {
-            if cur.0 != u64::MAX && cur.1 > 0 {
-                self.rows.push((cur.0, flow, cur.1));
+        // Delivery times of a flow never decrease: the bin changes only once
+        // `now` reaches its end.
+        if cur.0 == u64::MAX || now_ps >= cur.1 {
+            let bin = now_ps / self.interval;
+            if cur.0 != u64::MAX && cur.2 > 0 {
+                self.rows.push((cur.0, flow, cur.2));
             }
-            *cur = (bin, 0);
+            *cur = (bin, (bin + 1).saturating_mul(self.interval), 0);
         }
-        cur.1 += bytes;
+        cur.2 += bytes;
     }
 
     /// Columns `time_ps` (bin start), `flow_id`, `host` (the receiving node), `bytes`.
     pub(crate) fn into_table(mut self, flows: &[FlowStats]) -> Table {
-        for (f, &(bin, bytes)) in self.current.iter().enumerate() {
+        for (f, &(bin, _, bytes)) in self.current.iter().enumerate() {
             if bin != u64::MAX && bytes > 0 {
                 self.rows.push((bin, f as u32, bytes));
             }

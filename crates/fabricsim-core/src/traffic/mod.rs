@@ -17,8 +17,11 @@ use crate::units::{SimTime, PS_PER_SEC};
 
 #[derive(Clone, Debug)]
 pub enum Pattern {
-    /// `num` = wire bits per frame x 10^12; frame k is due at start + ceil(k * num / rate).
-    Constant { num: u128, rate: u128 },
+    /// Frame k is due at `start + ceil(k * num / rate)`, with `num` = wire bits
+    /// per frame x 10^12. Kept incrementally, without a division per frame:
+    /// `k * num = offset * rate + rem` with `0 <= rem < rate`, and each frame
+    /// adds `num = whole * rate + frac`.
+    Constant { whole: u64, frac: u128, rate: u128, offset: u64, rem: u128 },
     /// Exponential gaps with this mean, in picoseconds.
     Poisson { mean_ps: f64, rng: RandomStream },
 }
@@ -51,7 +54,9 @@ pub struct Source {
 impl Source {
     /// A constant-rate pattern for `wire_bytes` per frame at `rate_bps`.
     pub fn constant(wire_bytes: u64, rate_bps: u64) -> Pattern {
-        Pattern::Constant { num: wire_bytes as u128 * 8 * PS_PER_SEC as u128, rate: rate_bps as u128 }
+        let num = wire_bytes as u128 * 8 * PS_PER_SEC as u128;
+        let rate = rate_bps as u128;
+        Pattern::Constant { whole: (num / rate) as u64, frac: num % rate, rate, offset: 0, rem: 0 }
     }
 
     /// A Poisson pattern with the same mean rate as [`Source::constant`].
@@ -75,21 +80,69 @@ impl Source {
     /// source is done.
     pub fn advance(&mut self, now: SimTime) -> Option<SimTime> {
         self.sent += 1;
+        if let Pattern::Constant { whole, frac, rate, offset, rem } = &mut self.pattern {
+            *offset += *whole;
+            *rem += *frac;
+            if *rem >= *rate {
+                *offset += 1;
+                *rem -= *rate;
+            }
+        }
         if self.sent >= self.max_frames {
             return None;
         }
         let next = match &mut self.pattern {
-            Pattern::Constant { num, rate } => {
-                let k = self.sent as u128;
-                let off = (k * *num + *rate - 1) / *rate;
-                self.start + SimTime(off as u64)
-            }
+            Pattern::Constant { offset, rem, .. } => self.start + SimTime(*offset + (*rem != 0) as u64),
             Pattern::Poisson { mean_ps, rng } => now + SimTime(rng.exponential(*mean_ps).round() as u64),
         };
         if next >= self.stop {
             None
         } else {
             Some(next)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cbr(wire: u64, rate: u64, start: u64) -> Source {
+        Source {
+            flow: FlowId(0),
+            src: NodeId(0),
+            dst: NodeId(1),
+            class: 0,
+            frame_bytes: wire as u32,
+            start: SimTime(start),
+            stop: SimTime::MAX,
+            max_frames: u64::MAX,
+            sent: 0,
+            pattern: Source::constant(wire, rate),
+            next: SimTime::ZERO,
+            ecn: 0,
+            hash: 0,
+            dscp: 0,
+            multicast: u32::MAX,
+        }
+    }
+
+    #[test]
+    fn constant_rate_frames_are_due_at_the_exact_rounded_up_times() {
+        // Rates that divide the frame time evenly and ones that do not.
+        for (wire, rate) in
+            [(1520u64, 10_000_000_000u64), (1020, 8160), (1538, 7_000_000_000), (84, 3), (9238, 99_999_989)]
+        {
+            let mut s = cbr(wire, rate, 12_345);
+            let num = wire as u128 * 8 * PS_PER_SEC as u128;
+            assert_eq!(s.first_time(), SimTime(12_345));
+            let mut now = SimTime(12_345);
+            for k in 1..20_000u128 {
+                let t = s.advance(now).unwrap();
+                let want = 12_345 + ((k * num).div_ceil(rate as u128)) as u64;
+                assert_eq!(t.0, want, "frame {k} of {wire} B at {rate} b/s");
+                now = t;
+            }
         }
     }
 }

@@ -65,3 +65,46 @@ fn fat_tree_all_to_one_conserves() {
     assert!(flag(&out, "conservation_ok") && flag(&out, "buffer_accounting_ok") && flag(&out, "drained"));
     assert!(int(&out, "packets_dropped") > 0, "3x oversubscribed last hop must drop");
 }
+
+#[test]
+fn a_packet_capped_queue_tail_drops_at_its_cap() {
+    // Two line-rate inputs into one output whose queue holds 20 packets (the
+    // port's byte budget is far larger, so only the packet cap can bind).
+    let out = run_json(
+        r#"{"duration_ps": 2000000000,
+        "network": {"switch": {"latency_ps": 0,
+                               "buffer": {"model": "static", "port_bytes": 100000000, "queue_packets": 20}}},
+        "topology": {"kind": "star", "hosts": 3, "link": {"rate_bps": 10000000000, "delay_ps": 500000}},
+        "traffic": [{"kind": "burst", "src": ["h1"], "dst": "h0", "frames": 300, "frame_bytes": 1500},
+                    {"kind": "burst", "src": ["h2"], "dst": "h0", "frames": 300, "frame_bytes": 1500}]}"#,
+    );
+    assert!(flag(&out, "conservation_ok") && flag(&out, "buffer_accounting_ok") && flag(&out, "drained"));
+    let dropped = int(&out, "packets_dropped");
+    // 2:1 overload for 300 frame times: about 300 sent, 20 held, 280 dropped.
+    assert!((275..=285).contains(&dropped), "dropped {dropped}");
+    let reasons = &out.tables["drops"];
+    assert_eq!(reasons.rows(), 1);
+    match reasons.column("reason") {
+        Some(fabricsim_core::stats::Column::Cat { codes, labels }) => {
+            assert_eq!(labels[codes[0] as usize], "queue_packet_limit")
+        }
+        other => panic!("drops.reason is {other:?}"),
+    }
+    // The port's queue never held more than 20 frames (+1 admitted as one leaves).
+    let high = i64_col(&out, "queue_peaks", "high_water_bytes").into_iter().max().unwrap();
+    assert!(high <= 20 * 1500, "high water {high}");
+    assert!(high >= 19 * 1500, "high water {high}");
+}
+
+#[test]
+fn a_zero_packet_cap_is_rejected_naming_the_field() {
+    let sc = fabricsim_core::Scenario::from_json(
+        r#"{"duration_ps": 1000,
+        "network": {"switch": {"buffer": {"model": "static", "port_bytes": 1000, "queue_packets": 0}}},
+        "topology": {"kind": "star", "hosts": 2, "link": {"rate_bps": 10000000000, "delay_ps": 0}},
+        "traffic": []}"#,
+    )
+    .unwrap();
+    let err = fabricsim_core::Simulation::new(&sc).err().expect("a zero cap is an error");
+    assert!(err.to_string().contains("network.switch.buffer.queue_packets"), "{err}");
+}

@@ -1,5 +1,6 @@
 //! End-to-end behaviour of the core, one module per topic.
 
+mod alloc;
 mod arbitration;
 mod broadcast;
 mod conservation;
