@@ -10,14 +10,13 @@ Typical use::
     result.flows  # polars DataFrame
     result.write("out/quickstart")
 
-Importing the package loads only the scenario schema. :func:`run` and
+Importing the package loads only the scenario schema (pydantic and PyYAML). :func:`run` and
 :class:`Result` (with polars and numpy) are imported on first use, and the
 compiled core (``fabricsim._core``) when a simulation runs, so loading and
 validating scenarios works without it.
 """
 
 import importlib
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 from fabricsim.errors import FabricsimError, RunInterrupted, ScenarioError, SimulationError
@@ -26,11 +25,6 @@ from fabricsim.schema import Scenario, from_dict, load, loads
 if TYPE_CHECKING:
     from fabricsim.outputs.results import Result
     from fabricsim.runner import check, run
-
-try:
-    __version__ = version("fabricsim")
-except PackageNotFoundError:
-    __version__ = "0.0.0"
 
 __all__ = [
     "FabricsimError",
@@ -51,7 +45,21 @@ __all__ = [
 _LAZY = {"Result": "fabricsim.outputs.results", "run": "fabricsim.runner", "check": "fabricsim.runner"}
 
 
+def _version() -> str:
+    """The installed package's version (importlib.metadata is imported only when asked)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("fabricsim")
+    except PackageNotFoundError:
+        return "0.0.0"
+
+
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        value = _version()
+        globals()[name] = value
+        return value
     if name in _LAZY:
         value = getattr(importlib.import_module(_LAZY[name]), name)
         globals()[name] = value
@@ -60,4 +68,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+    return sorted({*globals(), *_LAZY, "__version__"})

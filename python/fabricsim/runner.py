@@ -8,12 +8,14 @@ import os
 import re
 import time
 from types import ModuleType
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from fabricsim import units
 from fabricsim.errors import FabricsimError, RunInterrupted, ScenarioError, SimulationError
-from fabricsim.outputs.results import Result
 from fabricsim.schema import Scenario, load
+
+if TYPE_CHECKING:  # the results (polars, numpy) are imported once the core has run
+    from fabricsim.outputs.results import Result
 
 __all__ = ["check", "run"]
 
@@ -131,6 +133,8 @@ def _partial(sim: Any, scenario: Scenario, started: float, note: dict[str, Any])
 
 
 def _result(raw: Any, sim: Any, scenario: Scenario, started: float, note: dict[str, Any]) -> Result:
+    from fabricsim.outputs.results import Result
+
     wall_time = time.perf_counter() - started
     result = Result.from_core(raw, scenario)
     summary = result.summary

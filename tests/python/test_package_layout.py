@@ -4,6 +4,7 @@ import ast
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import fabricsim
@@ -120,8 +121,8 @@ def test_layers_import_only_lower_layers():
         assert not wrong, f"{module} imports {wrong}"
 
 
-def _run_python(code: str) -> str:
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+def _run_python(code: str, *args: str) -> str:
+    result = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
     return result.stdout
 
@@ -166,6 +167,30 @@ fabricsim.run, fabricsim.Result
 print(json.dumps([name for name in {HEAVY!r} if name in sys.modules]))
 """
     assert set(json.loads(_run_python(code))) <= {"polars", "numpy"}
+
+
+def test_the_core_runs_before_dataframes_or_plots_are_imported():
+    code = f"""
+import json, sys
+import fabricsim.runner as runner
+seen = []
+def advance(sim, on_step):
+    seen.extend(name for name in {HEAVY!r} if name in sys.modules)
+    raise SystemExit(0)
+runner._advance = advance
+from fabricsim.cli.main import main
+try:
+    main(["run", "{REPO / 'scenarios' / 'quickstart.yaml'}", "--out", sys.argv[1], "--no-progress"])
+except SystemExit:
+    pass
+print(json.dumps(seen))
+"""
+    with tempfile.TemporaryDirectory() as out:
+        assert json.loads(_run_python(code, out)) == []
+
+
+def test_version_is_looked_up_on_demand():
+    assert fabricsim.__version__ and "__version__" in dir(fabricsim)
 
 
 def test_lazy_public_names_are_the_real_ones():

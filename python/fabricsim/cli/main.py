@@ -17,7 +17,6 @@ import sys
 import traceback
 from typing import Sequence
 
-from fabricsim import __version__
 from fabricsim.cli import (
     bench,
     burst,
@@ -42,11 +41,21 @@ COMMANDS = (run, devices, burst, forwarding, fairness, rfc2544, power, workloads
             schema)
 
 
+class _Version(argparse.Action):
+    """``--version``: the installed version, looked up only when asked for."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        import fabricsim
+
+        print(f"{parser.prog} {fabricsim.__version__}")
+        parser.exit()
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fabricsim", description="Deterministic packet-level simulator of data-center switch fabrics."
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
         command.add_parser(commands)
@@ -55,6 +64,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``fabricsim`` command; returns the exit status."""
+    # The command validates only its own scenario schema: pydantic's search of every installed
+    # distribution for third-party validation plugins (about 0.1 s) is skipped unless the
+    # environment asks for plugins explicitly.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     args = _parser().parse_args(argv)
     try:
         return int(args.handler(args))

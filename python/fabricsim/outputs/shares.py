@@ -65,10 +65,13 @@ def source_shares(result: RunTables) -> pl.DataFrame:
     flows = result.flows
     if flows.height == 0 or "bytes_delivered" not in flows.columns:
         return pl.DataFrame()
+    # Sorted before the per-receiver sums of shares: group_by hands groups back in
+    # no fixed order, and floating-point sums in another order differ in the last bits.
     per = (
         flows.group_by(["dst", "src"])
         .agg(pl.len().cast(pl.UInt32).alias("flows"), pl.col("bytes_delivered").sum().alias("bytes"))
         .filter(pl.col("bytes") > 0)
+        .sort(["dst", "src"])
     )
     per = per.with_columns(
         pl.len().over("dst").cast(pl.UInt32).alias("sources"),

@@ -272,21 +272,25 @@ def generate(scenario: Scenario, index: int) -> list[dict[str, Any]]:
         inside = int(np.searchsorted(rounded, float(stop), side="left"))
         done = inside < _CHUNK
         starts = rounded[:inside].astype(np.int64)
-        for k in range(inside):
-            src = senders[src_index[k]]
-            if p["pattern"] == "many_to_one":
-                dst = entry.requester
-            elif p["pattern"] == "explicit":
-                dst = entry.pairs[src_index[k]].dst
-            elif perm is not None:
-                dst = members[perm[position[src]]]
-            else:
+        chosen = src_index[:inside]
+        src_names = [senders[i] for i in chosen.tolist()]
+        if p["pattern"] == "many_to_one":
+            dst_names = [entry.requester] * inside
+        elif p["pattern"] == "explicit":
+            dst_names = [entry.pairs[i].dst for i in chosen.tolist()]
+        else:
+            src_position = np.fromiter((position[name] for name in src_names), dtype=np.int64, count=inside)
+            if perm is not None:
+                dst_position = perm[src_position]
+            else:  # any member but the source, uniformly
                 others = len(members) - 1
-                j = min(int(u_dst[k] * others), others - 1)
-                if j >= position[src]:
-                    j += 1
-                dst = members[j]
-            flows.append({"src": src, "dst": dst, "bytes": int(sizes[k]), "start_ps": int(starts[k])})
-            if len(flows) > limit:
-                raise _too_many(index, limit, scenario)
+                dst_position = np.minimum((u_dst[:inside] * others).astype(np.int64), others - 1)
+                dst_position += dst_position >= src_position
+            dst_names = [members[i] for i in dst_position.tolist()]
+        flows.extend(
+            {"src": src, "dst": dst, "bytes": size, "start_ps": at}
+            for src, dst, size, at in zip(src_names, dst_names, sizes[:inside].astype(np.int64).tolist(), starts.tolist())
+        )
+        if len(flows) > limit:
+            raise _too_many(index, limit, scenario)
     return flows

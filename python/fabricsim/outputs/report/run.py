@@ -62,7 +62,15 @@ def port_labels(result: RunTables) -> dict[tuple[str, int], str]:
     links = result.links
     if links.height == 0 or "src_port" not in links.columns:
         return {}
-    return {(a, int(p)): f"{a} -> {b}" for a, p, b in links.select("src", "src_port", "dst").iter_rows()}
+    cached = result.__dict__.get("_port_labels")  # several sections ask; a fabric has many ports
+    if cached is not None and cached[0] is links:
+        return cached[1]
+    labels = {
+        (a, int(p)): f"{a} -> {b}"
+        for a, p, b in zip(links["src"].to_list(), links["src_port"].to_list(), links["dst"].to_list())
+    }
+    result.__dict__["_port_labels"] = (links, labels)
+    return labels
 
 
 def _port(labels: dict[tuple[str, int], str], node: Any, port: Any) -> str:
@@ -366,6 +374,9 @@ def _fct_cdf_plot(per_flow: pl.DataFrame) -> str:
     return figure("fct-cdf", svg(fig))
 
 
+_VECTOR_POINTS = 5000  # scatter plots with more points are rasterized
+
+
 def _slowdown_plot(per_flow: pl.DataFrame) -> str:
     done = per_flow.filter(pl.col("counted") & pl.col("slowdown").is_not_null())
     if done.height == 0:
@@ -373,7 +384,9 @@ def _slowdown_plot(per_flow: pl.DataFrame) -> str:
     sizes = done["size_bytes"].to_numpy().astype(np.float64)
     slow = done["slowdown"].to_numpy()
     fig, ax = pyplot().subplots(figsize=(8, 3.6))
-    ax.scatter(sizes, slow, s=4, alpha=0.3, color="#888", label="flows", rasterized=False)
+    # Beyond a few thousand flows the points are drawn as one embedded image
+    # (vector markers would make a report of megabytes that takes seconds to draw).
+    ax.scatter(sizes, slow, s=4, alpha=0.3, color="#888", label="flows", rasterized=sizes.size > _VECTOR_POINTS)
     edges = np.logspace(np.log10(max(sizes.min(), 1)), np.log10(sizes.max() * 1.0001), 13)
     centers, med, p99 = [], [], []
     for a, b in zip(edges, edges[1:]):
