@@ -109,3 +109,18 @@ def test_sweep_report_loads_and_shows_its_plots(core, browser, tmp_path):
     r = subprocess.run([sys.executable, "-m", "fabricsim", "report", str(out)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     _check_page(browser, out / "report.html", min_plots=2)
+
+
+def test_reproduction_page_loads_and_shows_one_plot_per_figure(core, browser, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    from fabricsim.reproductions.job import run_reproduction
+
+    out = run_reproduction("tolly-lightfleet", tmp_path / "tolly", workers=2)
+    assert out.failed == 0, out.errors
+    _check_page(browser, out.page, min_plots=3)
+    headings = [h.text for h in browser.find_elements(By.TAG_NAME, "h2")]
+    assert "Latency per frame size" in headings and "Power at idle, 10% and 100% load" in headings
+    # Every figure is followed by words on what it shows, and the comparison with the report is stated.
+    assert browser.find_elements(By.CSS_SELECTOR, "section p")
+    assert "with the report" in browser.find_element(By.TAG_NAME, "body").text

@@ -135,7 +135,8 @@ def test_ctrl_c_stops_a_run_and_keeps_its_results(core):
         sent.append(time.perf_counter())
         os.kill(os.getpid(), signal.SIGINT)
 
-    # Python's own Ctrl-C handler, whatever an earlier test or library left in place.
+    # Python's own Ctrl-C handler, whatever was in place (SIGINT is ignored in a
+    # background job of a non-interactive shell, and Python then leaves it so).
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(1.0, interrupt)
     timer.start()
@@ -162,8 +163,16 @@ def test_ctrl_c_on_the_command_line_writes_the_partial_results(core, tmp_path):
     proc = subprocess.Popen(
         [sys.executable, "-m", "fabricsim", "run", str(path), "--out", str(out), "--no-progress"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        # Ctrl-C's default action in the child, even when this process was
+        # started with SIGINT ignored (a background job of a non-interactive shell).
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
-    time.sleep(3)
+    # Until the output directory is prepared (just before the run), then a little more.
+    for _ in range(600):
+        if out.exists() or proc.poll() is not None:
+            break
+        time.sleep(0.1)
+    time.sleep(1)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err

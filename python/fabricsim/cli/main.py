@@ -1,5 +1,5 @@
 """The ``fabricsim`` command: ``run``, ``validate``, ``devices``, ``burst-absorption``, ``forwarding``,
-``fairness``, ``rfc2544``, ``power``, ``workloads``, ``sweep``, ``report``, ``bench`` and ``schema``.
+``fairness``, ``rfc2544``, ``power``, ``workloads``, ``sweep``, ``report``, ``reproduce``, ``bench`` and ``schema``.
 
 Exit status: 0 on success, 2 for problems the user can fix (invalid scenario,
 missing file, unwritable output; reported as ``error: ...``), 1 when the
@@ -25,6 +25,7 @@ from fabricsim.cli import (
     forwarding,
     power,
     report,
+    reproduce,
     rfc2544,
     run,
     schema,
@@ -36,7 +37,8 @@ from fabricsim.errors import FabricsimError, SimulationError
 __all__ = ["main"]
 
 # Subcommand modules, in --help order (run also adds validate).
-COMMANDS = (run, devices, burst, forwarding, fairness, rfc2544, power, workloads, sweep, report, bench, schema)
+COMMANDS = (run, devices, burst, forwarding, fairness, rfc2544, power, workloads, sweep, report, reproduce, bench,
+            schema)
 
 
 class _Version(argparse.Action):

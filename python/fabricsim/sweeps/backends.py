@@ -82,7 +82,10 @@ def _die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="fabricsim-parent-watch", daemon=True).start()
 
 
-def local_backend(workers: int) -> Callable[[list[tuple[Point, tuple[Any, ...]]]], Any]:
+def local_backend(workers: int, target: Callable[..., dict[str, Any]] = run_point
+                  ) -> Callable[[list[tuple[Point, tuple[Any, ...]]]], Any]:
+    """Runs ``target(*args)`` for each task in a process pool (``target`` must be importable by name)."""
+
     def execute(tasks: list[tuple[Point, tuple[Any, ...]]]) -> Any:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -91,7 +94,7 @@ def local_backend(workers: int) -> Callable[[list[tuple[Point, tuple[Any, ...]]]
         with ProcessPoolExecutor(
             max_workers=workers, mp_context=context, initializer=_die_with_parent, initargs=(os.getpid(),)
         ) as pool:
-            futures = {pool.submit(run_point, *args): point for point, args in tasks}
+            futures = {pool.submit(target, *args): point for point, args in tasks}
             for future in as_completed(futures):
                 point = futures[future]
                 try:
@@ -104,7 +107,8 @@ def local_backend(workers: int) -> Callable[[list[tuple[Point, tuple[Any, ...]]]
     return execute
 
 
-def ray_backend(address: Optional[str], workers: int) -> Callable[[list[tuple[Point, tuple[Any, ...]]]], Any]:
+def ray_backend(address: Optional[str], workers: int, target: Callable[..., dict[str, Any]] = run_point
+                ) -> Callable[[list[tuple[Point, tuple[Any, ...]]]], Any]:
     try:
         import ray
     except ImportError:
@@ -116,7 +120,7 @@ def ray_backend(address: Optional[str], workers: int) -> Callable[[list[tuple[Po
                 ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
             else:
                 ray.init(num_cpus=workers, ignore_reinit_error=True, log_to_driver=False, include_dashboard=False)
-        remote = ray.remote(num_cpus=1)(run_point)
+        remote = ray.remote(num_cpus=1)(target)
         pending = {remote.remote(*args): point for point, args in tasks}
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)

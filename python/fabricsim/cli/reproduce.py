@@ -1,0 +1,79 @@
+"""``fabricsim reproduce``: re-run every test of a published benchmark report on models of
+the devices it compares, and write its tables and figures (see docs/reproduce.md)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["add_parser"]
+
+
+def _minutes(seconds: float) -> str:
+    return f"~{seconds / 60:.0f} min" if seconds >= 90 else f"~{seconds:.0f} s"
+
+
+def _list() -> int:
+    from fabricsim.reproductions import NAMES, get
+
+    for name in NAMES:
+        report = get(name)
+        sys.stdout.write(f"{name:18} {report.title}  (default scale {_minutes(report.estimate_s())} on 2 cores)\n")
+        for t in report.tests:
+            n = len(t.points(False))
+            sys.stdout.write(f"    {t.name:16} {t.title}: {n} points, {_minutes(n * t.seconds / 2)}; "
+                             f"--full {len(t.points(True))} points\n")
+        sys.stdout.write(f"    devices: {', '.join(report.devices)}\n")
+    return 0
+
+
+def _reproduce(args: argparse.Namespace) -> int:
+    from fabricsim.errors import FabricsimError
+    from fabricsim.reproductions import job
+
+    if args.list or not args.name:
+        if not args.list:
+            raise FabricsimError("name a reproduction or give --list")
+        return _list()
+    if args.update_golden:
+        from fabricsim.reproductions.golden import update
+
+        for path in update(args.name):
+            sys.stdout.write(f"wrote {path}\n")
+        return 0
+    out = Path(args.out or f"reproduce-{args.name}")
+    started = time.perf_counter()
+    outcome = job.run_reproduction(args.name, out, full=args.full, tests=args.test, backend=args.backend,
+                                   workers=args.workers, ray_address=args.ray_address,
+                                   progress=not args.no_progress and sys.stderr.isatty())
+    wall = time.perf_counter() - started
+    sys.stdout.write(f"{args.name}: {len(outcome.points)} points, {outcome.ran} run, {outcome.skipped} already done, "
+                     f"{outcome.failed} failed, {wall:.0f} s\n")
+    for e in outcome.errors[:10]:
+        sys.stdout.write(f"  failed: {e}\n")
+    sys.stdout.write(f"wrote {outcome.page}\n")
+    return 1 if outcome.failed else 0
+
+
+def add_parser(commands: Any) -> None:
+    from fabricsim.reproductions import NAMES
+
+    command = commands.add_parser(
+        "reproduce", help="re-run the tests of a published switch benchmark report and write its tables and figures",
+        description="Reproductions: " + ", ".join(NAMES) + ". `fabricsim reproduce --list` shows their tests.",
+    )
+    command.add_argument("name", nargs="?", metavar="NAME", help="reproduction (see --list)")
+    command.add_argument("--list", action="store_true", help="list reproductions, their tests and run-time estimates")
+    command.add_argument("--out", metavar="DIR", help="output directory (default reproduce-NAME); rerun to resume")
+    command.add_argument("--full", action="store_true", help="the report's own sizes and durations (slow)")
+    command.add_argument("--test", action="append", metavar="T", help="run only this test (repeatable)")
+    command.add_argument("--backend", default="local", choices=("local", "ray"), help="where points run")
+    command.add_argument("--workers", type=int, metavar="N", help="parallel points (default: cores)")
+    command.add_argument("--ray-address", metavar="ADDR", help="Ray cluster address (--backend ray)")
+    command.add_argument("--no-progress", action="store_true", help="no progress bar")
+    command.add_argument("--update-golden", action="store_true",
+                         help="refresh tests/golden/reproduce/NAME.txt from the golden tests at the default scale")
+    command.set_defaults(handler=_reproduce)

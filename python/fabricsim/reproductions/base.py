@@ -1,0 +1,107 @@
+"""What a reproduction is: a published benchmark report's tests, each a list of
+points (plain parameter dicts) and a function that runs one point and returns
+rows of named tables.
+
+A reproduction never reaches into the core: every point builds an ordinary
+scenario (from the YAML files in ``reproductions/data/<report>/``, which a user
+can copy and edit) and runs it, or calls one of the experiments in
+:mod:`fabricsim.experiments` that do so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import yaml
+
+from fabricsim.errors import FabricsimError
+
+__all__ = ["ReproduceError", "Report", "Test", "data_dir", "grid_points", "load_yaml", "sweep_definition"]
+
+class ReproduceError(FabricsimError):
+    """A reproduction cannot be run as asked (unknown report or test, bad backend)."""
+
+
+Rows = dict[str, list[dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class Test:
+    """One test of a report.
+
+    ``points(full)`` lists the parameter dicts of the test at the default scale
+    (``full=False``) or at the report's own scale; ``run(params, full)`` runs one
+    point and returns ``{table name: rows}``; ``seconds`` estimates one point's
+    wall time at the default scale on one core of a 2-core machine.
+    """
+
+    name: str
+    title: str
+    points: Callable[[bool], list[dict[str, Any]]]
+    run: Callable[[dict[str, Any], bool], Rows]
+    seconds: float = 1.0
+
+
+@dataclass(frozen=True)
+class Report:
+    """A benchmark report to reproduce: its tests, the devices it compares, and its page."""
+
+    name: str
+    title: str
+    summary: str
+    devices: tuple[str, ...]
+    tests: tuple[Test, ...]
+    #: ``render(tables, full) -> HTML body`` of the page (tables: ``{"<test>/<table>": DataFrame}``).
+    render: Callable[[dict[str, Any], bool], str]
+    #: Reductions of the default scale against the report, stated on the page.
+    reductions: tuple[str, ...] = ()
+    #: Golden-snapshot tests: the cheapest ones, run by the test suite.
+    golden_tests: tuple[str, ...] = field(default_factory=tuple)
+
+    def test(self, name: str) -> Test:
+        for t in self.tests:
+            if t.name == name:
+                return t
+        raise KeyError(name)
+
+    def estimate_s(self, full: bool = False, tests: Optional[list[str]] = None, workers: int = 2) -> float:
+        """Rough wall time of the default scale (``full`` is not estimated: it is the report's own scale)."""
+        chosen = [t for t in self.tests if tests is None or t.name in tests]
+        return sum(len(t.points(full)) * t.seconds for t in chosen) / max(1, workers)
+
+
+def data_dir(report: str) -> Path:
+    """The package folder of a report's scenario files and sweep definition."""
+    return Path(str(resources.files("fabricsim.reproductions") / "data" / report))
+
+
+def load_yaml(report: str, name: str) -> dict[str, Any]:
+    """A scenario file of a report as a plain dict (to be edited per point, then validated)."""
+    return yaml.safe_load((data_dir(report) / name).read_text(encoding="utf-8"))
+
+
+def sweep_definition(report: str) -> dict[str, Any]:
+    """The report's ``sweep.yaml``: per test, the axes at the default and at the full scale."""
+    return yaml.safe_load((data_dir(report) / "sweep.yaml").read_text(encoding="utf-8"))
+
+
+def grid_points(report: str, test: str) -> Callable[[bool], list[dict[str, Any]]]:
+    """Points of ``test`` from the report's ``sweep.yaml``: every combination of the
+    axes of the chosen scale (``default`` or ``full``), each with the scale's fixed
+    ``settings`` merged in (axes vary fastest last, in file order)."""
+    import itertools
+
+    def points(full: bool) -> list[dict[str, Any]]:
+        spec = sweep_definition(report)["tests"][test]["full" if full else "default"]
+        axes = spec.get("axes") or {}
+        settings = spec.get("settings") or {}
+        names = list(axes)
+        out = []
+        for values in itertools.product(*(axes[n] for n in names)):
+            out.append({**settings, **dict(zip(names, values))})
+        return out
+
+    return points

@@ -1,0 +1,225 @@
+"""Running a reproduction: every point of the chosen tests, in a process pool or
+on Ray, recorded in the sweep catalog (``catalog.duckdb``) so that a second
+invocation skips what is done; then the tables, the page and the Parquet files.
+
+Layout of the output directory ``DIR``::
+
+    DIR/catalog.duckdb            one row per point (table ``points``): test, params, status
+    DIR/points/<id>/<table>.parquet, point.json (written last)
+    DIR/<test>__<table>.parquet   every point's rows of that table, in point order
+    DIR/report.html               the self-contained page
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+from fabricsim.reproductions.base import ReproduceError
+
+__all__ = ["ReproduceError", "Outcome", "RPoint", "collect", "execute_point", "run_reproduction"]
+
+
+@dataclass(frozen=True)
+class RPoint:
+    test: str
+    params: dict[str, Any]
+    id: str
+    seed: int = 1
+
+
+@dataclass
+class Outcome:
+    out_dir: Path
+    points: list[RPoint]
+    ran: int = 0
+    skipped: int = 0
+    failed: int = 0
+    errors: list[str] = field(default_factory=list)
+    tables: dict[str, Any] = field(default_factory=dict)
+    page: Optional[Path] = None
+
+
+def point_id(report: str, test: str, params: dict[str, Any], full: bool) -> str:
+    key = json.dumps({"report": report, "test": test, "params": params, "full": full}, sort_keys=True)
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def plan(report: Any, full: bool, tests: Optional[Sequence[str]] = None) -> list[RPoint]:
+    names = [t.name for t in report.tests]
+    for t in tests or ():
+        if t not in names:
+            raise ReproduceError(f"--test {t}: unknown test of {report.name}; allowed: {', '.join(names)}")
+    out = []
+    for t in report.tests:
+        if tests and t.name not in tests:
+            continue
+        for params in t.points(full):
+            out.append(RPoint(t.name, params, point_id(report.name, t.name, params, full)))
+    return out
+
+
+def execute_point(report_name: str, test: str, params: dict[str, Any], full: bool, out_dir: str) -> dict[str, Any]:
+    """Run one point in a worker and write its tables; never raises (errors are returned)."""
+    import polars as pl
+
+    from fabricsim.reproductions.registry import get
+
+    started = time.perf_counter()
+    directory = Path(out_dir)
+    try:
+        if directory.exists():
+            shutil.rmtree(directory)
+        directory.mkdir(parents=True)
+        rows = get(report_name).test(test).run(dict(params), full)
+        files = []
+        for name, table_rows in rows.items():
+            frame = pl.DataFrame(table_rows, infer_schema_length=None)
+            frame.write_parquet(directory / f"{name}.parquet")
+            files.append(f"{name}.parquet")
+        record = {"status": "done", "error": None, "files": files, "seed": 1, "metrics": {}}
+        marker = directory / "point.json"
+        marker.with_suffix(".tmp").write_text(json.dumps(record, sort_keys=True), encoding="utf-8")
+        os.replace(marker.with_suffix(".tmp"), marker)
+    except Exception as exc:  # one failed point never stops the job
+        message = str(exc).strip().replace("\n", "; ") or type(exc).__name__
+        record = {"status": "failed", "error": f"{type(exc).__name__}: {message}", "files": [], "seed": 1,
+                  "metrics": {}}
+    record["elapsed_s"] = time.perf_counter() - started
+    return record
+
+
+def _adopt(directory: Path) -> Optional[dict[str, Any]]:
+    try:
+        record = json.loads((directory / "point.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if record.get("status") != "done" or not all((directory / f).exists() for f in record.get("files", [])):
+        return None
+    return record
+
+
+def run_reproduction(
+    name: str,
+    out_dir: str | os.PathLike[str],
+    *,
+    full: bool = False,
+    tests: Optional[Sequence[str]] = None,
+    backend: str = "local",
+    workers: Optional[int] = None,
+    ray_address: Optional[str] = None,
+    progress: bool = False,
+    page: bool = True,
+) -> Outcome:
+    """Run (or resume) reproduction ``name`` into ``out_dir``; see the module docstring."""
+    from fabricsim.reproductions.registry import get
+    from fabricsim.sweeps.backends import local_backend, ray_backend
+    from fabricsim.sweeps.catalog import Catalog
+
+    report = get(name)
+    points = plan(report, full, tests)
+    directory = Path(out_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    workers = max(1, workers or min(len(points) or 1, os.cpu_count() or 1))
+    if backend == "local":
+        execute = local_backend(workers, execute_point)
+    elif backend == "ray":
+        execute = ray_backend(ray_address, workers, execute_point)
+    else:
+        raise ReproduceError(f"--backend: unknown value {backend!r}; allowed: local, ray")
+    outcome = Outcome(directory, points)
+    catalog = Catalog(directory / "catalog.duckdb")
+    try:
+        catalog.ensure_column("test", "VARCHAR")
+        known = catalog.status()
+
+        def finish(point: RPoint, record: dict[str, Any]) -> None:
+            catalog.upsert({
+                "point_id": point.id, "scenario": name, "test": point.test,
+                "params": json.dumps(point.params, sort_keys=True), "repeat": 0, "seed": point.seed,
+                "status": record["status"], "error": record.get("error"), "out_dir": f"points/{point.id}",
+                "files": json.dumps([f"points/{point.id}/{f}" for f in record.get("files", [])]),
+                "metrics": "{}", "updated_at": time.time(),
+            })
+            if record["status"] != "done":
+                outcome.failed += 1
+                outcome.errors.append(f"{point.test} {point.params}: {record.get('error')}")
+
+        tasks = []
+        for point in points:
+            point_dir = directory / "points" / point.id
+            if known.get(point.id) == "done" and _adopt(point_dir) is not None:
+                outcome.skipped += 1
+                continue
+            adopted = _adopt(point_dir)
+            if adopted is not None:
+                finish(point, adopted)
+                outcome.skipped += 1
+                continue
+            tasks.append((point, (name, point.test, point.params, full, str(point_dir))))
+        bar = _progress(progress, name, points, outcome.skipped)
+        try:
+            if tasks:
+                for point, record in execute(tasks):
+                    finish(point, record)
+                    outcome.ran += 1
+                    bar(point, record)
+        finally:
+            bar(None, None)
+    finally:
+        catalog.close()
+    outcome.tables = collect(directory, points)
+    for key, frame in outcome.tables.items():
+        frame.write_parquet(directory / f"{key.replace('/', '__')}.parquet", compression="zstd")
+    if page:
+        from fabricsim.reproductions.page import write_page
+
+        outcome.page = write_page(report, outcome.tables, directory / "report.html", full=full,
+                                  errors=outcome.errors, tests=tests)
+    return outcome
+
+
+def collect(directory: Path, points: Sequence[RPoint]) -> dict[str, Any]:
+    """Every finished point's rows, per ``<test>/<table>``, in point order."""
+    import polars as pl
+
+    parts: dict[str, list[Any]] = {}
+    for point in points:
+        point_dir = directory / "points" / point.id
+        record = _adopt(point_dir)
+        if record is None:
+            continue
+        for f in record["files"]:
+            frame = pl.read_parquet(point_dir / f)
+            if frame.height:
+                parts.setdefault(f"{point.test}/{Path(f).stem}", []).append(frame)
+    return {k: pl.concat(v, how="diagonal_relaxed") for k, v in parts.items()}
+
+
+def _progress(enabled: bool, name: str, points: Sequence[RPoint], done: int) -> Callable[[Any, Any], None]:
+    """A rich progress bar over the whole job; call with (None, None) to close."""
+    if not enabled:
+        return lambda point, record: None
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    bar = Progress(TextColumn(f"[bold]{name}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   TimeRemainingColumn(), TextColumn("{task.fields[last]}"), console=Console(stderr=True))
+    bar.start()
+    task = bar.add_task(name, total=len(points), completed=done, last="")
+
+    def update(point: Any, record: Any) -> None:
+        if point is None:
+            bar.stop()
+            return
+        mark = "ok" if record["status"] == "done" else "FAILED"
+        params = " ".join(f"{k}={v}" for k, v in point.params.items())
+        bar.update(task, advance=1, last=f"{mark} {point.test} {params}"[:70])
+
+    return update

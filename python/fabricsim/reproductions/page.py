@@ -1,0 +1,117 @@
+"""The page of a reproduction: one self-contained HTML file (inline SVG plots)
+with the report's tables and figures, one series per device model, and the
+words that say what the simulation shows."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Any, Iterable, Optional, Sequence
+
+import polars as pl
+
+from fabricsim.outputs.report.html import banner, figure, html_page, html_table, write_plot_files
+from fabricsim.outputs.report.plots import plain, pyplot, svg
+
+__all__ = ["line_figure", "para", "table", "test_section", "write_page", "finding"]
+
+
+def para(*sentences: str) -> str:
+    return "<p>" + html.escape(" ".join(sentences)) + "</p>"
+
+
+def finding(text: str, agrees: bool) -> str:
+    """A plain statement comparing the simulation with the report's claim."""
+    word = "Agrees with the report" if agrees else "Disagrees with the report"
+    cls = "banner" if agrees else "banner bad"
+    return f'<div class="{cls}"><b>{word}.</b> {html.escape(text)}</div>'
+
+
+def table(frame: Optional[pl.DataFrame], limit: int = 80) -> str:
+    if frame is None or frame.height == 0:
+        return '<p class="muted">no rows (the test did not run)</p>'
+    shown = frame.with_columns(pl.col(pl.Float64).round_sig_figs(4)) if hasattr(pl.Expr, "round_sig_figs") else frame
+    return html_table(shown, limit=limit)
+
+
+def line_figure(
+    name: str,
+    frame: Optional[pl.DataFrame],
+    x: str,
+    y: str,
+    *,
+    series: Sequence[str] = ("device",),
+    xlabel: str = "",
+    ylabel: str = "",
+    logx: bool = False,
+    logy: bool = False,
+    facet: Optional[str] = None,
+    title: str = "",
+) -> str:
+    """A line plot of ``y`` against ``x``, one line per combination of ``series`` columns
+    (one panel per value of ``facet``)."""
+    if frame is None or frame.height == 0 or y not in frame.columns:
+        return ""
+    plt = pyplot()
+    panels = [None] if facet is None else sorted(frame[facet].unique().to_list())
+    fig, axes = plt.subplots(1, len(panels), figsize=(min(4.2 * len(panels), 11), 3.4), squeeze=False)
+    for ax, value in zip(axes[0], panels):
+        part = frame if value is None else frame.filter(pl.col(facet) == value)
+        keys = [c for c in series if c in part.columns]
+        groups = part.partition_by(keys, maintain_order=True, as_dict=True) if keys else {(): part}
+        for key, g in groups.items():
+            g = g.sort(x)
+            label = " ".join(str(k) for k in (key if isinstance(key, tuple) else (key,)))
+            ax.plot(g[x].to_list(), g[y].to_list(), marker="o", ms=3, label=plain(label) or None)
+        if logx:
+            ax.set_xscale("log")
+        if logy:
+            ax.set_yscale("log")
+        ax.set_xlabel(plain(xlabel or x))
+        ax.set_ylabel(plain(ylabel or y))
+        ax.grid(alpha=0.3)
+        if value is not None:
+            ax.set_title(plain(f"{facet} = {value}"), fontsize=9)
+        elif title:
+            ax.set_title(plain(title), fontsize=9)
+        if keys:
+            ax.legend(fontsize=7)
+    fig.tight_layout()
+    return figure(name, svg(fig))
+
+
+def details_table(summary: str, frame: Optional[pl.DataFrame]) -> str:
+    if frame is None or frame.height == 0:
+        return ""
+    return f"<details><summary>{html.escape(summary)}</summary>{table(frame)}</details>"
+
+
+def test_section(title: str, *parts: str) -> str:
+    return f'<section><h2>{html.escape(title)}</h2>{"".join(p for p in parts if p)}</section>\n'
+
+
+def write_page(report: Any, tables: dict[str, pl.DataFrame], path: Path, *, full: bool = False,
+               errors: Iterable[str] = (), tests: Optional[Sequence[str]] = None) -> Path:
+    scale = ("the report's own scale (--full)" if full else
+             "the default scale: reduced against the report as listed below (run with --full for the report's own sizes)")
+    head = [f"<h1>{html.escape(report.title)}</h1>", para(report.summary),
+            f"<p><b>Devices</b>: {html.escape(', '.join(report.devices))} (vendor-neutral models from public facts "
+            "and stated assumptions: docs/models/devices.md; none is tuned to the report's outcome).</p>",
+            f"<p><b>Scale</b>: {html.escape(scale)}.</p>"]
+    if tests:
+        head.append(para(f"Only these tests were run: {', '.join(tests)}."))
+    if not full and report.reductions:
+        head.append("<ul>" + "".join(f"<li>{html.escape(r)}</li>" for r in report.reductions) + "</ul>")
+    head.append(banner(list(errors)[:20], title="Points that failed", bad=True))
+    try:
+        body = report.render(tables, full)
+    except Exception as exc:  # a page with what could be drawn beats no page
+        body = f'<div class="section-error banner bad">page could not be drawn: {html.escape(str(exc))}</div>'
+    files = "".join(f"<li>{html.escape(k.replace('/', '__'))}.parquet ({v.height} rows)</li>"
+                    for k, v in sorted(tables.items()))
+    foot = f"<h2>Tables</h2><p>Raw tables beside this page, as Parquet:</p><ul>{files}</ul>"
+    page = html_page(report.title, "".join(head) + body + foot)
+    path = Path(path)
+    path.write_text(page, encoding="utf-8")
+    write_plot_files(page, path.parent / "plots")
+    return path

@@ -1,0 +1,105 @@
+"""``fabricsim reproduce``: the registry, the plan of points, resume through the
+catalog, and golden snapshots of the cheapest tests of each report at the
+default scale (tolerances in fabricsim.reproductions.golden)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from fabricsim.cli.main import main
+from fabricsim.reproductions import NAMES, get
+from fabricsim.reproductions import golden
+from fabricsim.reproductions.job import ReproduceError, plan, run_reproduction
+
+
+def test_list_shows_every_report_with_its_tests_and_an_estimate(capsys):
+    assert main(["reproduce", "--list"]) == 0
+    text = capsys.readouterr().out
+    for name in ("esg-trident3", "pt-pensando", "miercom-buffers", "esnet-buffers", "tolly-lightfleet"):
+        assert name in text
+        for test in get(name).tests:
+            assert test.name in text
+    assert "min on 2 cores" in text or "s on 2 cores" in text
+
+
+def test_unknown_reproduction_is_an_error_listing_the_known_ones(capsys):
+    assert main(["reproduce", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown reproduction 'nope'" in err and "esnet-buffers" in err
+
+
+def test_unknown_test_is_an_error_listing_the_report_tests():
+    with pytest.raises(ReproduceError, match="allowed: buffer_size, pacing, packet_queue"):
+        plan(get("esnet-buffers"), False, ["nope"])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_test_has_points_at_both_scales_on_every_compared_device(name):
+    report = get(name)
+    for full in (False, True):
+        points = plan(report, full)
+        assert len({p.id for p in points}) == len(points)
+        for test in report.tests:
+            mine = [p for p in points if p.test == test.name]
+            assert mine, (name, test.name, full)
+            json.dumps([p.params for p in mine])
+            devices = {p.params.get("device") for p in mine} - {None}
+            if devices:
+                assert len(devices) >= 2
+    # The default scale of a whole report fits in 15 minutes on 2 cores (by the estimate).
+    assert report.estimate_s() < 15 * 60
+
+
+def test_full_scale_uses_the_report_sizes():
+    inc = [p.params for p in plan(get("esg-trident3"), True, ["incast"])]
+    assert sorted({p["size_mb"] for p in inc}) == [200, 1000, 2000, 4000, 10000]
+    fct = plan(get("miercom-buffers"), True)
+    assert {p.params["duration_s"] for p in fct} == {300}
+
+
+def test_a_second_run_skips_finished_points_and_reruns_only_missing_ones(core, tmp_path):
+    out = tmp_path / "r"
+    first = run_reproduction("tolly-lightfleet", out, tests=["power"], workers=1, page=False)
+    assert (first.ran, first.skipped, first.failed) == (3, 0, 0)
+    again = run_reproduction("tolly-lightfleet", out, tests=["power"], workers=1, page=False)
+    assert (again.ran, again.skipped) == (0, 3)
+    # An interrupted point (no point.json) runs again; the tables are the same.
+    victim = out / "points" / first.points[1].id
+    shutil.rmtree(victim)
+    third = run_reproduction("tolly-lightfleet", out, tests=["power"], workers=1, page=False)
+    assert (third.ran, third.skipped) == (1, 2)
+    assert third.tables["power/results"].equals(first.tables["power/results"])
+    assert (out / "power__results.parquet").is_file()
+
+
+def test_golden_comparison_catches_a_changed_number():
+    import polars as pl
+
+    frame = pl.DataFrame({"device": ["a"], "x": [1.0]})
+    text = golden.snapshot("t", {"t/results": frame})
+    assert golden.compare(text, {"t/results": frame}) == []
+    assert golden.compare(text, {"t/results": frame.with_columns(pl.col("x") * (1 + 1e-9))}) == []
+    problems = golden.compare(text, {"t/results": frame.with_columns(pl.col("x") * 1.01)})
+    assert problems and "x" in problems[0]
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if get(n).golden_tests])
+def test_default_scale_tables_match_the_golden_snapshot(core, name):
+    path = golden.golden_path(name)
+    if not path.is_file():
+        pytest.fail(f"no golden snapshot: run `fabricsim reproduce {name} --update-golden`")
+    problems = golden.compare(path.read_text(encoding="utf-8"), golden.tables(name, workers=2))
+    assert not problems, "\n".join(problems[:20]) + f"\n(refresh: fabricsim reproduce {name} --update-golden)"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", NAMES)
+def test_whole_report_runs_at_the_default_scale(core, name, tmp_path):
+    out = run_reproduction(name, tmp_path / name, workers=2)
+    assert out.failed == 0, out.errors
+    assert out.page is not None and out.page.stat().st_size > 10_000
+    for test in get(name).tests:
+        assert any(key.startswith(test.name + "/") for key in out.tables), test.name
