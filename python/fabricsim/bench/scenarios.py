@@ -10,6 +10,7 @@ import random
 from pathlib import Path
 from typing import Any, Callable, Dict, List
 
+from fabricsim.shipped import scenario_path
 from fabricsim.bench.workload import datamining_bench_scenario
 from fabricsim.schema import from_dict, load
 from fabricsim.validation import star_scenario
@@ -142,7 +143,7 @@ def _fattree_cubic(k: int) -> Callable[[bool], Dict[str, Any]]:
 def _leafspine_datamining_80(quick: bool) -> Dict[str, Any]:
     """Scale benchmark (c): ``scenarios/leafspine-datamining.yaml`` as shipped
     (1 s of arrivals) at 80% load (100 ms quick)."""
-    path = Path(__file__).resolve().parents[3] / "scenarios" / "leafspine-datamining.yaml"
+    path = scenario_path("leafspine-datamining.yaml")
     overrides = ["load=80%"] + (["duration=100ms"] if quick else [])
     resolved = load(path, overrides=overrides).to_resolved()
     resolved["name"] = "leafspine-datamining-80"

@@ -12,13 +12,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from fabricsim.shipped import scenario_path
 from fabricsim.schema import from_dict
 from fabricsim.schema import load as load_file
 from fabricsim.workloads.flowgen import plan
 
 __all__ = ["datamining_bench_scenario"]
 
-_SCENARIO = Path(__file__).resolve().parents[3] / "scenarios" / "leafspine-datamining.yaml"
+_SCENARIO = scenario_path("leafspine-datamining.yaml")
 
 
 def datamining_bench_scenario(min_flows: int = 10_000, load: str = "60%", seed: int = 1) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 Live (root): builds the dumbbell in network namespaces, runs iperf3, deletes
 the namespaces, then simulates the twin scenario. ``--recorded`` compares the
-stored Linux measurements (``tests/linux/results/dumbbell.json``) with fresh
+stored Linux measurements (``python/fabricsim/validation/data/dumbbell.json``) with fresh
 simulations, without root.
 """
 

@@ -21,11 +21,12 @@ import copy
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
+from fabricsim.shipped import scenario_path
 from fabricsim.hosts import linux_veth
 
 __all__ = ["CONFIGS", "INSTANCES", "MESSAGE_SIZES", "MTUS", "configure", "latency", "throughput"]
 
-SCENARIO = Path(__file__).resolve().parents[3] / "scenarios" / "pt-sdn.yaml"
+SCENARIO = scenario_path("pt-sdn.yaml")
 CONFIGS = ("a", "b", "c")
 #: Ten MTUs from 96 to 9000 B (the test plan's examples, completed).
 MTUS = (96, 256, 512, 1024, 1500, 2048, 4096, 6000, 8192, 9000)

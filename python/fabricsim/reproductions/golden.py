@@ -22,11 +22,20 @@ __all__ = ["ATOL", "RTOL", "compare", "golden_path", "snapshot", "update"]
 
 RTOL = 1e-6
 ATOL = 1e-9
+#: A source checkout holding this package (editable installs), else the current directory.
 ROOT = Path(__file__).resolve().parents[3]
 
 
 def golden_path(name: str) -> Path:
-    return ROOT / "tests" / "golden" / "reproduce" / f"{name}.txt"
+    """``tests/golden/reproduce/NAME.txt`` of the source checkout: the one this
+    package lives in, else the current directory (an installed package run from
+    the repository root, as the tests are)."""
+    for root in (ROOT, Path.cwd()):
+        if (root / "tests" / "golden").is_dir():
+            return root / "tests" / "golden" / "reproduce" / f"{name}.txt"
+    from fabricsim.reproductions.base import ReproduceError
+
+    raise ReproduceError("golden snapshots live in a source checkout: run from its root (tests/golden/reproduce)")
 
 
 def tables(name: str, workers: Optional[int] = 1) -> dict[str, pl.DataFrame]:

@@ -62,7 +62,7 @@ __all__ = [
 ]
 
 #: Recorded Linux measurements (``python -m fabricsim.validation.linux_dumbbell record``).
-RESULTS = Path(__file__).resolve().parents[3] / "tests" / "linux" / "results" / "dumbbell.json"
+RESULTS = Path(__file__).resolve().parent / "data" / "dumbbell.json"
 #: The kernel's built-in TCP buffer defaults, set in every namespace of the experiment.
 TCP_SYSCTLS = {"net.ipv4.tcp_rmem": "4096 131072 6291456", "net.ipv4.tcp_wmem": "4096 16384 4194304"}
 #: nstat counters kept in the records (sender side).
