@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -103,3 +104,23 @@ def test_whole_report_runs_at_the_default_scale(core, name, tmp_path):
     assert out.page is not None and out.page.stat().st_size > 10_000
     for test in get(name).tests:
         assert any(key.startswith(test.name + "/") for key in out.tables), test.name
+
+
+def test_scenario_copies_in_the_package_equal_the_shipped_scenarios():
+    """The reproductions' copies of shipped scenarios (package data, so an
+    installed package has them) must not drift from ``scenarios/``."""
+    repo = Path(__file__).resolve().parents[2]
+    data = repo / "python" / "fabricsim" / "reproductions" / "data"
+    import yaml
+
+    def name(path):
+        return yaml.safe_load(path.read_text()).get("name")
+
+    # A file of its own (another scenario name, like esg-trident3's incast) is not a copy.
+    copies = [
+        p for p in sorted(data.glob("*/*.yaml"))
+        if (repo / "scenarios" / p.name).is_file() and name(p) == name(repo / "scenarios" / p.name)
+    ]
+    assert len(copies) >= 8
+    for copy in copies:
+        assert copy.read_bytes() == (repo / "scenarios" / copy.name).read_bytes(), copy.relative_to(repo)
