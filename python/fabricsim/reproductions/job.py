@@ -19,8 +19,9 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional, Sequence
 
+from fabricsim.sweeps.progress import point_bar
 from fabricsim.reproductions.base import ReproduceError
 
 __all__ = ["ReproduceError", "Outcome", "RPoint", "collect", "execute_point", "run_reproduction"]
@@ -163,7 +164,8 @@ def run_reproduction(
                 outcome.skipped += 1
                 continue
             tasks.append((point, (name, point.test, point.params, full, str(point_dir))))
-        bar = _progress(progress, name, points, outcome.skipped)
+        bar = point_bar(progress, name, len(points), outcome.skipped,
+                        lambda p: f"{p.test} " + " ".join(f"{k}={v}" for k, v in p.params.items()))
         try:
             if tasks:
                 for point, record in execute(tasks):
@@ -200,26 +202,3 @@ def collect(directory: Path, points: Sequence[RPoint]) -> dict[str, Any]:
             if frame.height:
                 parts.setdefault(f"{point.test}/{Path(f).stem}", []).append(frame)
     return {k: pl.concat(v, how="diagonal_relaxed") for k, v in parts.items()}
-
-
-def _progress(enabled: bool, name: str, points: Sequence[RPoint], done: int) -> Callable[[Any, Any], None]:
-    """A rich progress bar over the whole job; call with (None, None) to close."""
-    if not enabled:
-        return lambda point, record: None
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
-    bar = Progress(TextColumn(f"[bold]{name}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   TimeRemainingColumn(), TextColumn("{task.fields[last]}"), console=Console(stderr=True))
-    bar.start()
-    task = bar.add_task(name, total=len(points), completed=done, last="")
-
-    def update(point: Any, record: Any) -> None:
-        if point is None:
-            bar.stop()
-            return
-        mark = "ok" if record["status"] == "done" else "FAILED"
-        params = " ".join(f"{k}={v}" for k, v in point.params.items())
-        bar.update(task, advance=1, last=f"{mark} {point.test} {params}"[:70])
-
-    return update

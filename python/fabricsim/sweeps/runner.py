@@ -29,8 +29,9 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional, Sequence
 
+from fabricsim.sweeps.progress import point_bar
 from fabricsim.schema import load
 from fabricsim.sweeps.backends import local_backend, ray_backend
 from fabricsim.sweeps.catalog import BASE_COLUMNS, INTEGER_METRICS, TIMING_COLUMNS, Catalog
@@ -163,7 +164,8 @@ def run_sweep(
             catalog.upsert(row)
             tasks.append((point, (scenario_path, point.overrides, point.seed, str(point_dir))))
 
-        bar = _progress(progress, len(points), outcome.skipped + outcome.adopted)
+        bar = point_bar(progress, "sweep", len(points), outcome.skipped + outcome.adopted,
+                        lambda p: f"{p.params} seed {p.seed}")
         try:
             if tasks:
                 for point, record in execute(tasks):
@@ -190,25 +192,3 @@ def run_sweep(
         outcome.report = write_report(table, [p for p, _ in grid], directory / "report.html", x=x, series=series,
                                       title=f"{base.name} sweep")
     return outcome
-
-
-def _progress(enabled: bool, total: int, done: int) -> Callable[[Any, Any], None]:
-    """A rich progress bar over points; call with (None, None) to close."""
-    if not enabled:
-        return lambda point, record: None
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    bar = Progress(TextColumn("[bold]sweep"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[last]}"),
-                   TimeElapsedColumn(), console=Console(stderr=True))
-    bar.start()
-    task = bar.add_task("sweep", total=total, completed=done, last="")
-
-    def update(point: Any, record: Any) -> None:
-        if point is None:
-            bar.stop()
-            return
-        mark = "ok" if record["status"] == "done" else "FAILED"
-        bar.update(task, advance=1, last=f"{mark} {point.params} seed {point.seed}")
-
-    return update

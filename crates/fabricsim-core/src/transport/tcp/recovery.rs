@@ -270,14 +270,7 @@ impl Sender {
             if !self.cc.observe(&mut self.window, info) {
                 return false;
             }
-            self.ecn_reductions += 1;
-            self.cwr_pending = true;
-            if self.ss_exit.is_none() && before.in_slow_start() {
-                self.ss_exit = Some((now, before.cwnd, SlowStartExit::Ecn));
-            }
-            if let Some(h) = &mut self.hystart_pp {
-                h.on_congestion();
-            }
+            self.note_ecn_reduction(now, before);
             let snd_max = self.snd_max;
             let s = sk!(self);
             if s.prr_on && s.ca != CaState::Loss {

@@ -480,12 +480,26 @@ impl Sender {
     /// A congestion signal (loss, timeout, ECN) while still in the initial
     /// slow start ends it; HyStart++ stops for good.
     pub(super) fn note_congestion(&mut self, now: SimTime, reason: SlowStartExit) {
-        if self.ss_exit.is_none() && self.window.in_slow_start() {
-            self.ss_exit = Some((now, self.window.cwnd, reason));
+        let window = self.window;
+        self.note_congestion_in(now, window, reason);
+    }
+
+    /// As [`Self::note_congestion`], judged on `window` (the window before a reduction already made).
+    fn note_congestion_in(&mut self, now: SimTime, window: Window, reason: SlowStartExit) {
+        if self.ss_exit.is_none() && window.in_slow_start() {
+            self.ss_exit = Some((now, window.cwnd, reason));
         }
         if let Some(h) = &mut self.hystart_pp {
             h.on_congestion();
         }
+    }
+
+    /// The congestion control reduced the window from `before` on ECN echoes
+    /// (DCTCP-like): count it, set CWR on the next segment, end slow start.
+    pub(super) fn note_ecn_reduction(&mut self, now: SimTime, before: Window) {
+        self.ecn_reductions += 1;
+        self.cwr_pending = true;
+        self.note_congestion_in(now, before, SlowStartExit::Ecn);
     }
 
     /// Bookkeeping after a round of sending (Linux `tcp_write_xmit` ->
@@ -529,14 +543,7 @@ impl Sender {
                     let before = self.window;
                     reduced = self.cc.observe(&mut self.window, &info);
                     if reduced {
-                        self.ecn_reductions += 1;
-                        self.cwr_pending = true;
-                        if self.ss_exit.is_none() && before.in_slow_start() {
-                            self.ss_exit = Some((now, before.cwnd, SlowStartExit::Ecn));
-                        }
-                        if let Some(h) = &mut self.hystart_pp {
-                            h.on_congestion();
-                        }
+                        self.note_ecn_reduction(now, before);
                     }
                 } else if seg.ece && !self.in_recovery && self.ecn_recover.map_or(true, |r| ack > r) {
                     // RFC 3168 6.1.2: react as to a loss, once per window.
