@@ -119,3 +119,29 @@ def test_rfc2544_command_runs_host_latency_and_socket_with_stacks(core, tmp_path
                                                               "rfc2544_breakdown.svg").read_text()
     bad = subprocess.run([*args[:5], "--test", "socket", "--stack", "dpdk"], capture_output=True, text=True)
     assert bad.returncode == 2 and "unknown host model 'dpdk'" in bad.stderr
+
+
+def test_run_report_shows_where_a_ping_pongs_time_goes(core, tmp_path):
+    """The run report's breakdown: per ping-pong flow, host components from host_latency plus the
+    fabric's remainder, which equals the closed-form fabric part (no queues on an idle path)."""
+    from fabricsim import run
+    from fabricsim.experiments.path_latency import end_to_end, path_hops, path_nodes
+    from fabricsim.outputs.report.run import latency_breakdown, write_report
+
+    sc = from_dict({
+        "name": "pp", "duration": "1ms",
+        "network": {"host": {"latency": 0, "model": {"preset": "linux-kernel"}}},
+        "topology": {"kind": "star", "hosts": 2, "link": {"rate": "10Gbps", "delay": "5ns"}},
+        "traffic": [{"kind": "ping_pong", "name": "pp", "src": "h0", "dst": "h1", "message_size": "100B",
+                     "messages": 10}],
+    })
+    r = run(sc)
+    b = latency_breakdown(r)
+    assert b["name"].to_list() == ["pp", "pp"]
+    resolved = sc.to_resolved()
+    closed = end_to_end(resolved, path_hops(resolved, r.links, path_nodes(r.links, "h0", "h1")), 146)
+    fabric = sum(v for k, v in closed.parts.items() if k not in HOST_PARTS)
+    assert b["fabric_ps"].to_list() == [float(fabric)] * 2
+    assert b["latency_mean_ps"].to_list() == [float(closed.total_ps)] * 2
+    page = write_report(r, tmp_path / "report.html")
+    assert "Where the time goes" in page.read_text()
