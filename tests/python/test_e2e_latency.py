@@ -145,3 +145,13 @@ def test_run_report_shows_where_a_ping_pongs_time_goes(core, tmp_path):
     assert b["latency_mean_ps"].to_list() == [float(closed.total_ps)] * 2
     page = write_report(r, tmp_path / "report.html")
     assert "Where the time goes" in page.read_text()
+
+
+def test_end_to_end_tests_need_a_host_model_or_a_stack(core):
+    sc = from_dict({"duration": "1ms", "topology": {"kind": "star", "hosts": 2, "link": {"rate": "10Gbps", "delay": "5ns"}}})
+    with pytest.raises(ValueError, match="network.host.model"):
+        rfc2544(sc, tests=["host_latency"], frame_sizes=[64])
+    # A preset stack needs nothing from the scenario's hosts.
+    out = rfc2544(sc, tests=["host_latency"], frame_sizes=[64], stacks=["kernel-bypass"], settings=TRIAL)
+    row = out["host_latency"].row(0, named=True)
+    assert row["latency_ps"] == row["closed_form_ps"]
