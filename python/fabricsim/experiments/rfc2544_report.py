@@ -89,7 +89,7 @@ def breakdown_plot(name: str, table: pl.DataFrame, title: str) -> str:
     ax.set_ylabel("one-way latency (ns)")
     ax.set_title(title)
     ax.grid(alpha=0.3, axis="y")
-    ax.legend(fontsize=7, ncol=2)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()
     return figure(name, svg(fig))
 
