@@ -41,6 +41,7 @@ mod apps;
 mod arbitration;
 mod broadcast;
 mod carried;
+mod egress;
 mod fabric;
 pub mod guard;
 mod host;
@@ -88,6 +89,8 @@ enum Event {
     Irq(u32, u32),
     /// A ping-pong application's timer (start, gap, reply timeout); stale when the generation does not match.
     AppTimer(u32, u32),
+    /// The head of a host egress stage is due (`3 chain + stage`: jitter, shaper, delay).
+    HostEgress(u32),
 }
 
 /// How a call to [`Simulation::advance`] ended.
@@ -167,6 +170,8 @@ pub struct Simulation {
     failure: Option<RunError>,
     /// Host datapaths (CPU cores, NIC DMA); see `sim/host.rs`.
     host: host::HostState,
+    /// Host egress chains: jitter, shaper, delay line (`sim/egress.rs`).
+    egress: egress::EgressState,
     /// iperf3 and ping-pong applications; see `sim/apps.rs`.
     apps: apps::AppState,
     /// Packet capture taps; see `sim/pcap.rs`.
@@ -347,6 +352,7 @@ impl Simulation {
             guard: guard::StallGuard::default(),
             failure: None,
             host: host::HostState::default(),
+            egress: egress::EgressState::default(),
             apps: apps::AppState::default(),
             capture: pcap::CaptureState::default(),
         };
@@ -357,6 +363,7 @@ impl Simulation {
         sim.setup_broadcast(sc)?;
         sim.setup_power(sc)?;
         sim.setup_hosts(sc)?;
+        sim.setup_egress(sc)?;
         sim.sampled_ports = (0..sim.ports.len() as u32)
             .map(PortId)
             .filter(|p| sc.stats.sample_hosts || sim.nodes[sim.ports[p.idx()].node.idx()].kind == NodeKind::Switch)
@@ -692,6 +699,7 @@ impl Simulation {
                 Event::NicDma(l) => self.on_nic_dma(l),
                 Event::Irq(r, generation) => self.on_irq(r, generation),
                 Event::AppTimer(a, generation) => self.on_app_timer(a, generation),
+                Event::HostEgress(x) => self.on_host_egress(x),
             }
         }
         self.finished = true;
@@ -769,6 +777,9 @@ impl Simulation {
             if self.host_takes(id) {
                 return self.host_tx(dp, id);
             }
+        }
+        if self.egress_take(node, id) {
+            return;
         }
         self.nic_out(node, id);
     }
@@ -1113,7 +1124,7 @@ impl Simulation {
     pub fn packets_in_network(&self) -> u64 {
         let queued: usize = self.ports.iter().map(|p| p.queued_packets() + p.in_tx.is_some() as usize).sum();
         let wires: usize = self.channels.iter().map(|c| c.in_flight.len()).sum();
-        (queued + wires + self.pipeline.held_packets() + self.host.held_packets()) as u64
+        (queued + wires + self.pipeline.held_packets() + self.host.held_packets() + self.egress.held_packets()) as u64
     }
 
     /// Runs to the end (if needed) and returns every table and the summary.
@@ -1190,6 +1201,7 @@ impl Simulation {
         self.broadcast_outputs(&mut tables);
         self.roce_summary(&mut s);
         self.host_outputs(&mut tables, &mut s);
+        self.egress_outputs(&mut tables, &mut s);
         self.app_outputs(&mut tables, &mut s);
         self.capture_outputs(&mut tables);
         let throughput = std::mem::take(&mut self.throughput);
