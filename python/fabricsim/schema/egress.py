@@ -3,8 +3,10 @@ sits below a host's stack, as a Linux qdisc chain would: transmit processing
 ``jitter``, an htb-like ``shaper`` and a netem-like ``delay``.
 
 Defaults follow ``tc``: an htb class's ``burst`` (and ``cburst``) is
-``rate / HZ + mtu`` bytes with HZ = 1000 and mtu = 1600 (iproute2's
-``q_htb.c``), ``ceil`` is ``rate``, the leaf queue holds 1000 packets (a
+``rate / hz + mtu`` bytes with mtu = 1600 and hz the packet scheduler's clock
+rate, which ``tc`` reads from ``/proc/net/psched`` and is 10^9 on kernels with
+high-resolution timers (iproute2's ``q_htb.c`` and ``get_hz()``): about one
+1600 B frame at data-center rates. ``ceil`` is ``rate``, the leaf queue holds 1000 packets (a
 pfifo of ``txqueuelen``), netem's ``limit`` is 1000 packets. Jitter is off
 unless given; ``jitter: true`` means an exponential draw with a mean of 2 µs
 (see ``docs/models/host-shaping.md``). See ``host/egress.rs`` in the core.
@@ -18,8 +20,9 @@ from fabricsim.schema._base import Model, Rate, Size, Time, issues_error
 
 __all__ = ["Egress", "HostOverride", "Jitter", "Shaper"]
 
-#: tc's HZ and default mtu for htb's burst: rate / HZ + mtu bytes.
-TC_HZ = 1000
+#: tc's clock rate (``/proc/net/psched`` with high-resolution timers) and
+#: default mtu for htb's burst: rate / hz + mtu bytes.
+TC_HZ = 1_000_000_000
 TC_MTU = 1600
 #: Mean transmit processing jitter when ``jitter: true`` (2 µs in ps).
 DEFAULT_JITTER_PS = 2_000_000
