@@ -310,10 +310,15 @@ def _one_run(setup: DumbbellSetup, lab: Lab, latency_s: float) -> dict[str, Any]
 
 
 def scenario(
-    setup: DumbbellSetup, one_way_latency_us: float, seed: int = 1, tcp: Optional[dict[str, Any]] = None
+    setup: DumbbellSetup,
+    one_way_latency_us: float,
+    seed: int = 1,
+    tcp: Optional[dict[str, Any]] = None,
+    host: Optional[dict[str, Any]] = None,
 ) -> dict[str, Any]:
     """The fabricsim scenario of ``setup`` (see the module docs for the mapping);
-    ``tcp`` adds or overrides fields of its ``tcp`` section."""
+    ``tcp`` adds or overrides fields of its ``tcp`` section, ``host`` is its
+    ``network.host`` (e.g. ``{"egress": {"jitter": True}}``)."""
     senders = [f"s{i}" for i in range(setup.senders)]
     # Two links on the path from a sender to rx: half the one-way latency on each.
     delay_ns = max(0, round(one_way_latency_us * 1000 / 2))
@@ -340,6 +345,7 @@ def scenario(
             "ethernet_overhead": "0B",
             "classes": 1,
             "switch": {"latency": "0ns", "buffer": {"model": "static", "port_size": setup.buffer}},
+            **({"host": host} if host else {}),
         },
         "topology": {"kind": "explicit", "nodes": nodes, "links": links},
         "tcp": {
@@ -355,13 +361,17 @@ def scenario(
 
 
 def simulate(
-    setup: DumbbellSetup, one_way_latency_us: float, seed: int = 1, tcp: Optional[dict[str, Any]] = None
+    setup: DumbbellSetup,
+    one_way_latency_us: float,
+    seed: int = 1,
+    tcp: Optional[dict[str, Any]] = None,
+    host: Optional[dict[str, Any]] = None,
 ) -> dict[str, Any]:
     """Run the fabricsim twin; per-flow goodput, drops, retransmits, job completion time."""
     from fabricsim.runner import run
     from fabricsim.schema import from_dict
 
-    result = run(from_dict(scenario(setup, one_way_latency_us, seed, tcp)), seed=seed)
+    result = run(from_dict(scenario(setup, one_way_latency_us, seed, tcp, host)), seed=seed)
     flows = result.flows.sort("flow_id")
     duration_s = setup.duration_s
     rows = []
