@@ -267,3 +267,51 @@ def test_jitter_runs_are_deterministic_for_a_seed_and_differ_across_seeds() -> N
     a, b, c = table(4), table(4), table(5)
     assert a.flows.equals(b.flows) and a.drops.equals(b.drops)
     assert not a.flows.equals(c.flows)
+
+
+# ------------------------------------------------------------------ switch port shaper
+
+
+def test_switch_port_shaper_follows_the_closed_form_token_bucket() -> None:
+    # The router's port towards rx on a 10G link shaped like the host test's class.
+    rate, burst, ceil, cburst = 1e9, 150_000, 5e9, 3000
+    traffic = [{"kind": "udp_cbr", "src": "a", "dst": "rx", "rate": "10Gbps", "frame_size": f"{L}B"}]
+    sent = {}
+    for t_us in (20, 100, 300, 1000, 10_000, 50_000):
+        data = _scenario(traffic, buffer="100MB", duration=f"{t_us}us", drain=False)
+        data["network"]["switch"]["shaper"] = {
+            "rate": "1Gbps", "burst": "150000B", "ceil": "5Gbps", "cburst": "3000B", "towards": ["rx"]
+        }
+        result = _run(data)
+        links = result.links.filter((result.links["src"] == "r") & (result.links["dst"] == "rx"))
+        sent[t_us] = int(links["bytes"][0])
+        # The first frame reaches the port after its 1.2 us on the access link
+        # and 1 us of cable; the port's count trails its starts by one 1.2 us frame.
+        t = t_us * 1e-6 - 3.4e-6
+        closed = min(ceil * t / 8 + cburst, rate * t / 8 + burst)
+        assert abs(sent[t_us] - closed) <= 2 * L, (t_us, sent[t_us], closed)
+    long_run = (sent[50_000] - sent[10_000]) * 8 / 0.040
+    assert abs(long_run / rate - 1) < 0.001, long_run
+
+
+def test_switch_port_shaper_names_a_bad_neighbour() -> None:
+    data = _scenario([{"kind": "udp_cbr", "src": "a", "dst": "rx", "rate": "1Gbps"}])
+    data["network"]["switch"]["shaper"] = {"rate": "1Gbps", "towards": ["nowhere"]}
+    with pytest.raises(Exception) as err:
+        run(from_dict(data))
+    assert "network.switch.shaper.towards[0]" in str(err.value) and "rx" in str(err.value)
+
+
+def test_dumbbell_twin_shapes_its_router_as_the_lab_does() -> None:
+    from fabricsim.validation.linux_dumbbell import DumbbellSetup, scenario, simulate
+
+    setup = DumbbellSetup(senders=2, cc="cubic", duration_s=0.3)
+    data = scenario(setup, 20.0, shaped_router=True, host={"egress": {"jitter": True}})
+    # Lab._configure_egress: htb rate = ceil, burst = cburst = 10 frames of 1514 B.
+    assert data["network"]["switch"]["shaper"] == {
+        "rate": "1Gbps", "ceil": "1Gbps", "burst": "15140B", "cburst": "15140B", "towards": ["rx"]
+    }
+    assert data["topology"]["links"][-1]["rate"] == setup.access_rate
+    sim = simulate(setup, 20.0, shaped_router=True, host={"egress": {"jitter": True}})
+    assert sim["conservation_ok"]
+    assert 0.9 < sim["total_goodput_bps"] / 956.4e6 < 1.01

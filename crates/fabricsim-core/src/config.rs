@@ -139,6 +139,9 @@ pub struct SwitchConfig {
     /// How egress ports divide their bandwidth among inputs (see `network/arbitration.rs`).
     #[serde(default)]
     pub arbitration: crate::network::arbitration::ArbitrationConfig,
+    /// Egress ports shaped like an htb class (see `sim/port_shaper.rs`).
+    #[serde(default)]
+    pub shaper: Option<crate::sim::PortShaperConfig>,
 }
 
 fn default_switch_latency() -> u64 {
@@ -166,6 +169,7 @@ impl Default for SwitchConfig {
             pfc: None,
             pipeline: None,
             arbitration: Default::default(),
+            shaper: None,
         }
     }
 }

@@ -51,6 +51,8 @@ mod multicast;
 mod pcap;
 mod pfc;
 mod pipeline;
+mod port_shaper;
+pub use port_shaper::PortShaperConfig;
 mod power;
 mod roce;
 mod transport;
@@ -91,6 +93,8 @@ enum Event {
     AppTimer(u32, u32),
     /// The head of a host egress stage is due (`3 chain + stage`: jitter, shaper, delay).
     HostEgress(u32),
+    /// A shaped switch port's buckets allow its next frame.
+    PortShaper(PortId),
 }
 
 /// How a call to [`Simulation::advance`] ended.
@@ -172,6 +176,8 @@ pub struct Simulation {
     host: host::HostState,
     /// Host egress chains: jitter, shaper, delay line (`sim/egress.rs`).
     egress: egress::EgressState,
+    /// Shaped switch ports (`sim/port_shaper.rs`).
+    port_shapers: port_shaper::PortShapers,
     /// iperf3 and ping-pong applications; see `sim/apps.rs`.
     apps: apps::AppState,
     /// Packet capture taps; see `sim/pcap.rs`.
@@ -353,6 +359,7 @@ impl Simulation {
             failure: None,
             host: host::HostState::default(),
             egress: egress::EgressState::default(),
+            port_shapers: port_shaper::PortShapers::default(),
             apps: apps::AppState::default(),
             capture: pcap::CaptureState::default(),
         };
@@ -364,6 +371,7 @@ impl Simulation {
         sim.setup_power(sc)?;
         sim.setup_hosts(sc)?;
         sim.setup_egress(sc)?;
+        sim.setup_port_shapers(sc)?;
         sim.sampled_ports = (0..sim.ports.len() as u32)
             .map(PortId)
             .filter(|p| sc.stats.sample_hosts || sim.nodes[sim.ports[p.idx()].node.idx()].kind == NodeKind::Switch)
@@ -700,6 +708,7 @@ impl Simulation {
                 Event::Irq(r, generation) => self.on_irq(r, generation),
                 Event::AppTimer(a, generation) => self.on_app_timer(a, generation),
                 Event::HostEgress(x) => self.on_host_egress(x),
+                Event::PortShaper(p) => self.on_port_shaper(p),
             }
         }
         self.finished = true;
@@ -891,6 +900,9 @@ impl Simulation {
 
     /// Starts transmitting the next queued packet of `pid` at time `at`.
     fn start_next(&mut self, pid: PortId, at: SimTime) {
+        if self.port_shapers.components() != 0 && !self.port_shaper_allows(pid, at) {
+            return;
+        }
         let port = &mut self.ports[pid.idx()];
         let Some((class, id)) = port.pop() else { return };
         let pkt = self.pool.get_mut(id);
@@ -908,6 +920,7 @@ impl Simulation {
             return;
         }
         port.dequeued(class, pkt.size);
+        let size = pkt.size;
         port.queue_delay_sum_ps += (at - pkt.enqueued).0 as u128;
         port.in_tx = Some(id);
         port.tx_start = at;
@@ -925,6 +938,9 @@ impl Simulation {
             ecn: pkt.ecn,
         };
         let node = port.node;
+        if self.port_shapers.components() != 0 {
+            self.port_shaper_charge(pid, at, size);
+        }
         let buffer = &mut self.nodes[node.idx()].buffer;
         buffer.release(&req);
         let sig = buffer.take_pfc_signal();

@@ -18,7 +18,7 @@ from pydantic import Field, model_validator
 
 from fabricsim.schema._base import Model, Rate, Size, Time, issues_error
 
-__all__ = ["Egress", "HostOverride", "Jitter", "Shaper"]
+__all__ = ["Egress", "HostOverride", "Jitter", "PortShaper", "Shaper"]
 
 #: tc's clock rate (``/proc/net/psched`` with high-resolution timers) and
 #: default mtu for htb's burst: rate / hz + mtu bytes.
@@ -114,3 +114,32 @@ class HostOverride(Model):
 
     def to_resolved(self) -> dict[str, Any]:
         return {"egress": self.egress.to_resolved()} if self.egress is not None else {}
+
+
+class PortShaper(Model):
+    """``switch.shaper``: the switch's egress ports (all, or those ``towards``
+    the named neighbours) send like an htb class (``rate``/``burst``,
+    ``ceil``/``cburst``, defaults as :class:`Shaper`); the port's queue, under
+    the buffer model's limits, is the class's leaf queue."""
+
+    rate: Rate
+    burst: Optional[Size] = None
+    ceil: Optional[Rate] = None
+    cburst: Optional[Size] = None
+    towards: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _checks(self) -> "PortShaper":
+        if self.ceil is not None and self.ceil < self.rate:
+            raise issues_error(("ceil", "must be >= rate"))
+        return self
+
+    def to_resolved(self) -> dict[str, Any]:
+        ceil = self.ceil if self.ceil is not None else self.rate
+        return {
+            "rate_bps": self.rate,
+            "burst_bytes": self.burst if self.burst is not None else _tc_burst(self.rate),
+            "ceil_bps": ceil,
+            "cburst_bytes": self.cburst if self.cburst is not None else _tc_burst(ceil),
+            "towards": list(self.towards),
+        }

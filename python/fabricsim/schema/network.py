@@ -41,7 +41,7 @@ from fabricsim.schema._base import (
     quantity,
     show,
 )
-from fabricsim.schema.egress import Egress, HostOverride
+from fabricsim.schema.egress import Egress, HostOverride, PortShaper
 from fabricsim.schema.host import HostModel
 from fabricsim.schema.pipeline import Arbitration, Pipeline
 
@@ -460,6 +460,8 @@ class Switch(Model):
     pfc: Optional[Pfc] = None
     pipeline: Optional[Pipeline] = None
     arbitration: Arbitration = Field(default_factory=Arbitration)
+    #: Egress ports shaped like an htb class; see :mod:`fabricsim.schema.egress`.
+    shaper: Optional[PortShaper] = None
 
     _expand = model_validator(mode="before")(classmethod(lambda cls, data: _expand_device(data)))
 
@@ -513,6 +515,8 @@ class Switch(Model):
             out["cut_through_bytes"] = self.cut_through_header
         if self.mtu is not None:
             out["mtu_bytes"] = self.mtu
+        if self.shaper is not None:
+            out["shaper"] = self.shaper.to_resolved()
         if self.power is not None:
             out["power"] = self.power.to_resolved()
         # Defaults (no ECN, strict priority) are left out, as the core assumes them.

@@ -315,10 +315,15 @@ def scenario(
     seed: int = 1,
     tcp: Optional[dict[str, Any]] = None,
     host: Optional[dict[str, Any]] = None,
+    shaped_router: bool = False,
 ) -> dict[str, Any]:
     """The fabricsim scenario of ``setup`` (see the module docs for the mapping);
     ``tcp`` adds or overrides fields of its ``tcp`` section, ``host`` is its
-    ``network.host`` (e.g. ``{"egress": {"jitter": True}}``)."""
+    ``network.host`` (e.g. ``{"egress": {"jitter": True}}``). With
+    ``shaped_router`` the bottleneck is built as the lab builds it: the link
+    r -> rx runs at ``access_rate`` (a veth) and the router's port towards rx
+    is shaped like the lab's htb class (rate = ceil = ``rate``, burst =
+    cburst = the lab's default burst) over the static buffer (the bfifo)."""
     senders = [f"s{i}" for i in range(setup.senders)]
     # Two links on the path from a sender to rx: half the one-way latency on each.
     delay_ns = max(0, round(one_way_latency_us * 1000 / 2))
@@ -327,7 +332,18 @@ def scenario(
         {"name": "rx", "kind": "host"},
     ]
     links = [{"a": s, "b": "r", "rate": setup.access_rate, "delay": f"{delay_ns}ns"} for s in senders]
-    links.append({"a": "r", "b": "rx", "rate": setup.rate, "delay": f"{delay_ns}ns"})
+    bottleneck_rate = setup.access_rate if shaped_router else setup.rate
+    links.append({"a": "r", "b": "rx", "rate": bottleneck_rate, "delay": f"{delay_ns}ns"})
+    switch: dict[str, Any] = {"latency": "0ns", "buffer": {"model": "static", "port_size": setup.buffer}}
+    if shaped_router:
+        rate_bps = parse_rate(setup.rate)
+        # The lab's default burst (Lab._configure_egress): 10 frames or 100 us at the rate.
+        burst = max(10 * (setup.mtu + ETH_HEADER), rate_bps // 8 // 10_000)
+        if setup.shaper == "htb":
+            shaper = {"rate": setup.rate, "ceil": setup.rate, "burst": f"{burst}B", "cburst": f"{burst}B"}
+        else:  # tbf: one bucket, sent at the link's (veth's) speed
+            shaper = {"rate": setup.rate, "ceil": setup.access_rate, "burst": f"{burst}B", "cburst": f"{burst}B"}
+        switch["shaper"] = {**shaper, "towards": ["rx"]}
     traffic: dict[str, Any] = {"kind": "tcp_bulk", "name": "iperf3", "src": senders, "dst": "rx"}
     traffic["streams"] = setup.flows_per_sender
     if setup.size:
@@ -344,7 +360,7 @@ def scenario(
         "network": {
             "ethernet_overhead": "0B",
             "classes": 1,
-            "switch": {"latency": "0ns", "buffer": {"model": "static", "port_size": setup.buffer}},
+            "switch": switch,
             **({"host": host} if host else {}),
         },
         "topology": {"kind": "explicit", "nodes": nodes, "links": links},
@@ -366,12 +382,13 @@ def simulate(
     seed: int = 1,
     tcp: Optional[dict[str, Any]] = None,
     host: Optional[dict[str, Any]] = None,
+    shaped_router: bool = False,
 ) -> dict[str, Any]:
     """Run the fabricsim twin; per-flow goodput, drops, retransmits, job completion time."""
     from fabricsim.runner import run
     from fabricsim.schema import from_dict
 
-    result = run(from_dict(scenario(setup, one_way_latency_us, seed, tcp, host)), seed=seed)
+    result = run(from_dict(scenario(setup, one_way_latency_us, seed, tcp, host, shaped_router)), seed=seed)
     flows = result.flows.sort("flow_id")
     duration_s = setup.duration_s
     rows = []

@@ -177,16 +177,68 @@ impl Jitter {
     }
 }
 
+/// The two token buckets of an htb class: `tokens` of `rate` up to `burst`,
+/// `ctokens` of `ceil` up to `cburst`, in bit-picoseconds. A packet may go
+/// when both are >= 0; it is charged after (they may go negative).
+#[derive(Clone, Copy, Debug)]
+pub struct Buckets {
+    rate_bps: u64,
+    ceil_bps: u64,
+    cap: i128,
+    ccap: i128,
+    tokens: i128,
+    ctokens: i128,
+    at: SimTime,
+}
+
+impl Buckets {
+    /// Full buckets at time 0.
+    pub fn new(rate_bps: u64, burst_bytes: u64, ceil_bps: u64, cburst_bytes: u64) -> Buckets {
+        let cap = burst_bytes as i128 * UNITS_PER_BYTE;
+        let ccap = cburst_bytes as i128 * UNITS_PER_BYTE;
+        Buckets { rate_bps, ceil_bps, cap, ccap, tokens: cap, ctokens: ccap, at: SimTime::ZERO }
+    }
+
+    /// Brings both buckets to `now` (a time before the last update adds nothing).
+    fn fill(&mut self, now: SimTime) {
+        if now <= self.at {
+            return;
+        }
+        let dt = (now - self.at).0 as i128;
+        self.at = now;
+        self.tokens = (self.tokens + dt * self.rate_bps as i128).min(self.cap);
+        self.ctokens = (self.ctokens + dt * self.ceil_bps as i128).min(self.ccap);
+    }
+
+    /// The earliest time at or after `now` when both buckets are >= 0.
+    pub fn ready(&mut self, now: SimTime) -> SimTime {
+        self.fill(now);
+        let wait = |deficit: i128, rate: u64| -> u64 {
+            if deficit >= 0 {
+                0
+            } else {
+                ((-deficit) as u128).div_ceil(rate as u128) as u64
+            }
+        };
+        now + SimTime(wait(self.tokens, self.rate_bps).max(wait(self.ctokens, self.ceil_bps)))
+    }
+
+    /// Charges a packet of `bytes` leaving at `now`.
+    pub fn charge(&mut self, now: SimTime, bytes: u32) {
+        self.fill(now);
+        let c = bytes as i128 * UNITS_PER_BYTE;
+        self.tokens -= c;
+        self.ctokens -= c;
+    }
+}
+
 /// Two token buckets and a FIFO: an htb class with its leaf queue.
 #[derive(Clone, Debug)]
 pub struct Shaper {
     cfg: ShaperConfig,
-    queue: VecDeque<(PacketId, u32)>,
+    buckets: Buckets,
+    queue: VecDeque<(PacketId, u32, SimTime)>,
     queued_bytes: u64,
-    /// Tokens of `rate` and of `ceil`, bit-picoseconds, at `at`.
-    tokens: i128,
-    ctokens: i128,
-    at: SimTime,
     /// A wake-up for the head is pending.
     pub armed: bool,
     pub packets: u64,
@@ -195,7 +247,6 @@ pub struct Shaper {
     pub high_water_bytes: u64,
     /// Sum of the time packets waited in the queue, ps.
     pub wait_ps: u128,
-    entered: VecDeque<SimTime>,
 }
 
 impl Shaper {
@@ -203,18 +254,15 @@ impl Shaper {
     pub fn new(cfg: ShaperConfig) -> Shaper {
         Shaper {
             cfg,
+            buckets: Buckets::new(cfg.rate_bps, cfg.burst_bytes, cfg.ceil_bps, cfg.cburst_bytes),
             queue: VecDeque::new(),
             queued_bytes: 0,
-            tokens: cfg.burst_bytes as i128 * UNITS_PER_BYTE,
-            ctokens: cfg.cburst_bytes as i128 * UNITS_PER_BYTE,
-            at: SimTime::ZERO,
             armed: false,
             packets: 0,
             bytes: 0,
             drops: 0,
             high_water_bytes: 0,
             wait_ps: 0,
-            entered: VecDeque::new(),
         }
     }
 
@@ -230,48 +278,24 @@ impl Shaper {
 
     /// Queues a packet (the caller checked `has_room`); returns whether it is the head.
     pub fn push(&mut self, now: SimTime, id: PacketId, bytes: u32) -> bool {
-        self.queue.push_back((id, bytes));
-        self.entered.push_back(now);
+        self.queue.push_back((id, bytes, now));
         self.queued_bytes += bytes as u64;
         self.high_water_bytes = self.high_water_bytes.max(self.queued_bytes);
         self.queue.len() == 1
     }
 
-    /// Brings both buckets to `now`.
-    fn fill(&mut self, now: SimTime) {
-        let dt = (now - self.at).0 as i128;
-        self.at = now;
-        let cap = self.cfg.burst_bytes as i128 * UNITS_PER_BYTE;
-        let ccap = self.cfg.cburst_bytes as i128 * UNITS_PER_BYTE;
-        self.tokens = (self.tokens + dt * self.cfg.rate_bps as i128).min(cap);
-        self.ctokens = (self.ctokens + dt * self.cfg.ceil_bps as i128).min(ccap);
-    }
-
     /// When the head may leave (`now` or later); `None` if the queue is empty.
     pub fn head_ready(&mut self, now: SimTime) -> Option<SimTime> {
         self.queue.front()?;
-        self.fill(now);
-        let wait = |deficit: i128, rate: u64| -> u64 {
-            if deficit >= 0 {
-                0
-            } else {
-                ((-deficit) as u128).div_ceil(rate as u128) as u64
-            }
-        };
-        let w = wait(self.tokens, self.cfg.rate_bps).max(wait(self.ctokens, self.cfg.ceil_bps));
-        Some(now + SimTime(w))
+        Some(self.buckets.ready(now))
     }
 
     /// Takes the head (its time has come) and charges both buckets.
     pub fn pop(&mut self, now: SimTime) -> PacketId {
-        self.fill(now);
-        let (id, bytes) = self.queue.pop_front().expect("shaper dequeue from an empty queue");
-        let t = self.entered.pop_front().unwrap_or(now);
+        let (id, bytes, t) = self.queue.pop_front().expect("shaper dequeue from an empty queue");
         self.wait_ps += (now - t).0 as u128;
         self.queued_bytes -= bytes as u64;
-        let c = bytes as i128 * UNITS_PER_BYTE;
-        self.tokens -= c;
-        self.ctokens -= c;
+        self.buckets.charge(now, bytes);
         self.packets += 1;
         self.bytes += bytes as u64;
         id
@@ -313,8 +337,11 @@ mod tests {
         // 1 Gbit/s with a 15,000 B burst; ceil 10 Gbit/s, cburst one packet.
         let mut s = Shaper::new(cfg(1_000_000_000, 15_000, 10_000_000_000, 1500));
         let t = drain(&mut s, 100, 1500);
-        // Within the burst, packets are 1.2 us apart (1500 B at 10 Gbit/s).
-        assert_eq!(t[1] - t[0], SimTime(1_200_000));
+        // The ceil bucket's 1500 B let two frames go at once (htb sends while
+        // tokens >= 0); then, within the burst, frames are 1.2 us apart (1500 B at 10 Gbit/s).
+        assert_eq!(t[1], t[0]);
+        assert_eq!(t[2] - t[1], SimTime(1_200_000));
+        assert_eq!(t[5] - t[4], SimTime(1_200_000));
         // Long after, 12 us apart (1500 B at 1 Gbit/s).
         assert_eq!(t[99] - t[98], SimTime(12_000_000));
     }
