@@ -428,11 +428,17 @@ def simulate(
     }
 
 
-def compare(record: dict[str, Any], seed: int = 1) -> list[tuple[str, str, str, str]]:
-    """Rows (metric, Linux mean ± sd, fabricsim, fabricsim / Linux) for one recorded experiment."""
+def compare(
+    record: dict[str, Any],
+    seed: int = 1,
+    shaped_router: bool = False,
+    host: Optional[dict[str, Any]] = None,
+) -> list[tuple[str, str, str, str]]:
+    """Rows (metric, Linux mean ± sd, fabricsim, fabricsim / Linux) for one recorded experiment
+    (``shaped_router``, ``host``: see :func:`scenario`)."""
     setup = DumbbellSetup(**record["setup"])
     summary = record["summary"]
-    sim = simulate(setup, summary["one_way_latency_us"]["mean"], seed)
+    sim = simulate(setup, summary["one_way_latency_us"]["mean"], seed, host=host, shaped_router=shaped_router)
     rows: list[tuple[str, str, str, str]] = []
 
     def add(metric: str, linux: dict[str, float], value: Optional[float], scale: float, unit: str) -> None:
