@@ -315,3 +315,26 @@ def test_dumbbell_twin_shapes_its_router_as_the_lab_does() -> None:
     sim = simulate(setup, 20.0, shaped_router=True, host={"egress": {"jitter": True}})
     assert sim["conservation_ok"]
     assert 0.9 < sim["total_goodput_bps"] / 956.4e6 < 1.01
+
+
+def test_a_traffic_entry_can_have_a_delay_of_its_own() -> None:
+    traffic = [
+        {"kind": "udp_cbr", "name": "near", "src": "a", "dst": "rx", "rate": "100Mbps", "frame_size": f"{L}B"},
+        {"kind": "udp_cbr", "name": "far", "src": "a", "dst": "rx", "rate": "100Mbps", "frame_size": f"{L}B"},
+    ]
+    base = _run(_scenario(traffic, duration="5ms")).flows.sort("flow_id")
+    egress = {"delay": "1us", "flow_delays": {"far": "25ms"}}
+    got = _run(_scenario(traffic, None, {"a": {"egress": egress}}, duration="5ms"))
+    flows = got.flows.sort("flow_id")
+    assert flows["latency_min_ps"][0] - base["latency_min_ps"][0] == 1_000_000
+    assert flows["latency_min_ps"][1] - base["latency_min_ps"][1] == 25_000_000_000
+    table = got.tables()["flow_delays"]
+    assert table["traffic"].to_list() == ["far"] and table["delay_ps"].to_list() == [25_000_000_000]
+
+
+def test_a_flow_delay_for_an_unknown_traffic_entry_names_the_field() -> None:
+    traffic = [{"kind": "udp_cbr", "name": "u", "src": "a", "dst": "rx", "rate": "1Gbps"}]
+    data = _scenario(traffic, None, {"a": {"egress": {"flow_delays": {"nope": "1ms"}}}})
+    with pytest.raises(Exception) as err:
+        run(from_dict(data))
+    assert "network.host_overrides.a.egress.flow_delays.nope" in str(err.value) and "u" in str(err.value)

@@ -383,6 +383,7 @@ impl Simulation {
         for (i, t) in sc.traffic.iter().enumerate() {
             sim.add_traffic(i, t, &index, &graph, &parts)?;
         }
+        sim.setup_flow_delays(sc)?;
         if sim.sample_interval.0 > 0 {
             sim.queue.push(SimTime::ZERO, Event::Sample);
         }

@@ -84,12 +84,15 @@ def _jitter_flag(value: Any) -> Any:
 
 class Egress(Model):
     """Below a host's stack: ``jitter``, then ``shaper``, then ``delay`` (a fixed
-    one-way delay, ``delay_limit`` packets held at most)."""
+    one-way delay, ``delay_limit`` packets held at most); ``flow_delays`` gives
+    traffic entries (by name) a delay of their own on this host."""
 
     delay: Time = 0
     delay_limit: int = Field(default=1000, ge=1, le=2**32 - 1)
     shaper: Optional[Shaper] = None
     jitter: Optional[Jitter] = None
+    #: Per traffic entry name: the delay its packets leaving this host get instead of ``delay``.
+    flow_delays: dict[str, Time] = Field(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod
@@ -104,6 +107,8 @@ class Egress(Model):
             out["shaper"] = self.shaper.to_resolved()
         if self.jitter is not None:
             out["jitter"] = self.jitter.to_resolved()
+        if self.flow_delays:
+            out["flow_delays_ps"] = dict(self.flow_delays)
         return out
 
 

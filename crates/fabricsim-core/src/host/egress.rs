@@ -18,7 +18,9 @@
 //!   class sends at up to `ceil`, `burst` bytes at a time after idle, and at
 //!   `rate` in the long run. A single class has no parent to borrow from.
 //! - **Delay line**: a fixed one-way delay (`netem delay`) with netem's packet
-//!   limit (drops `egress_delay_full`); FIFO, no reordering.
+//!   limit (drops `egress_delay_full`); FIFO, no reordering. A traffic entry
+//!   may have a delay of its own on a host (`flow_delays`): its packets take a
+//!   line of their own instead, as netem under a class a filter selects.
 //!
 //! All arithmetic is integral: tokens are held in bit-picoseconds (bits x
 //! 10^12), so a byte is 8 x 10^12 and `rate` bit/s adds `rate` per ps.
@@ -44,6 +46,10 @@ pub struct EgressConfig {
     pub shaper: Option<ShaperConfig>,
     #[serde(default)]
     pub jitter: Option<JitterConfig>,
+    /// Per traffic entry (by name): a delay for its packets leaving this host
+    /// instead of `delay_ps`, in a line of its own (netem on a filtered class).
+    #[serde(default)]
+    pub flow_delays_ps: std::collections::BTreeMap<String, u64>,
 }
 
 fn default_delay_limit() -> u32 {
@@ -111,7 +117,10 @@ impl EgressConfig {
 
     /// Whether the settings hold packets at all.
     pub fn is_active(&self) -> bool {
-        self.delay_ps > 0 || self.shaper.is_some() || self.jitter.is_some_and(|j| j.mean_ps > 0)
+        self.delay_ps > 0
+            || self.shaper.is_some()
+            || self.jitter.is_some_and(|j| j.mean_ps > 0)
+            || !self.flow_delays_ps.is_empty()
     }
 }
 

@@ -38,6 +38,19 @@ struct Egress {
     delay: SimTime,
     delay_limit: usize,
     delay_line: DelayLine,
+    /// Traffic entry names with a delay of their own (resolved after the traffic is built).
+    flow_delays: Vec<(String, SimTime)>,
+    /// Flow id -> its line in `EgressState::flow_lines`; empty without per-flow delays.
+    by_flow: BTreeMap<u32, u32>,
+}
+
+/// A per-traffic-entry delay line of one host.
+#[derive(Debug)]
+struct FlowLine {
+    chain: u32,
+    name: String,
+    delay: SimTime,
+    line: DelayLine,
 }
 
 /// Egress chains of the simulation.
@@ -46,6 +59,7 @@ pub(super) struct EgressState {
     /// Per node: its chain, or `NONE`; empty while no host has one.
     by_node: Vec<u32>,
     chains: Vec<Egress>,
+    flow_lines: Vec<FlowLine>,
 }
 
 impl EgressState {
@@ -54,12 +68,13 @@ impl EgressState {
         self.chains
             .iter()
             .map(|e| e.jitter_line.held() + e.shaper.as_ref().map_or(0, |s| s.held()) + e.delay_line.held())
-            .sum()
+            .sum::<usize>()
+            + self.flow_lines.iter().map(|l| l.line.held()).sum::<usize>()
     }
 
     /// Stages that can own events (the stall guard's count).
     pub(super) fn components(&self) -> usize {
-        3 * self.chains.len()
+        3 * self.chains.len() + self.flow_lines.len()
     }
 
     #[inline]
@@ -116,10 +131,44 @@ impl Simulation {
                 delay: SimTime(cfg.delay_ps),
                 delay_limit: cfg.delay_limit_packets as usize,
                 delay_line: DelayLine::default(),
+                flow_delays: cfg.flow_delays_ps.iter().map(|(k, &v)| (k.clone(), SimTime(v))).collect(),
+                by_flow: BTreeMap::new(),
             });
         }
         if !chains.is_empty() {
-            self.egress = EgressState { by_node, chains };
+            self.egress = EgressState { by_node, chains, flow_lines: Vec::new() };
+        }
+        Ok(())
+    }
+
+    /// Once the traffic is built: the lines of traffic entries with a delay
+    /// of their own (`flow_delays`), and which flows take them.
+    pub(super) fn setup_flow_delays(&mut self, sc: &Scenario) -> Result<(), ConfigError> {
+        for e in 0..self.egress.chains.len() {
+            let node = self.egress.chains[e].node;
+            let delays = std::mem::take(&mut self.egress.chains[e].flow_delays);
+            for (name, delay) in delays {
+                let Some(code) = self.flow_names.iter().position(|n| *n == name) else {
+                    let host = &self.nodes[node.idx()].name;
+                    let path = match sc.network.host_overrides.get(host) {
+                        Some(o) if o.egress.is_some() => {
+                            format!("network.host_overrides.{host}.egress.flow_delays.{name}")
+                        }
+                        _ => format!("network.host.egress.flow_delays.{name}"),
+                    };
+                    return Err(ConfigError::new(
+                        path,
+                        format!("no traffic entry is named '{name}' (entries: {})", self.flow_names.join(", ")),
+                    ));
+                };
+                let line = self.egress.flow_lines.len() as u32;
+                self.egress.flow_lines.push(FlowLine { chain: e as u32, name, delay, line: DelayLine::default() });
+                for (f, fs) in self.flows.iter().enumerate() {
+                    if fs.name == code as u32 && (fs.src == node.0 || fs.dst == node.0) {
+                        self.egress.chains[e].by_flow.insert(f as u32, line);
+                    }
+                }
+            }
         }
         Ok(())
     }
@@ -189,18 +238,27 @@ impl Simulation {
 
     fn egress_delay(&mut self, e: u32, id: PacketId) {
         let now = self.now;
+        let nchains = self.egress.chains.len() as u32;
         let c = &mut self.egress.chains[e as usize];
         let node = c.node;
-        if c.delay == SimTime::ZERO {
+        let own = if c.by_flow.is_empty() { None } else { c.by_flow.get(&self.pool.get(id).flow.0).copied() };
+        let (line, delay, event) = match own {
+            Some(l) => {
+                let fl = &mut self.egress.flow_lines[l as usize];
+                (&mut fl.line, fl.delay, 3 * nchains + l)
+            }
+            None => (&mut c.delay_line, c.delay, 3 * e + 2),
+        };
+        if delay == SimTime::ZERO {
             return self.egress_out(node, id);
         }
-        if c.delay_line.held() >= c.delay_limit {
-            c.delay_line.drops += 1;
+        if line.held() >= c.delay_limit {
+            line.drops += 1;
             return self.drop_packet(node, 0, id, DropReason::EgressDelayFull);
         }
-        let (exit, head) = c.delay_line.enter(now, c.delay, id);
+        let (exit, head) = line.enter(now, delay, id);
         if head {
-            self.queue.push(exit, Event::HostEgress(3 * e + 2));
+            self.queue.push(exit, Event::HostEgress(event));
         }
         // netem orphans what it delays: the packet leaves TCP Small Queues' accounting.
         let p = self.pool.get(id);
@@ -211,6 +269,16 @@ impl Simulation {
 
     /// `HostEgress`: a stage's head is due.
     pub(super) fn on_host_egress(&mut self, x: u32) {
+        let nchains = self.egress.chains.len() as u32;
+        if x >= 3 * nchains {
+            let fl = &mut self.egress.flow_lines[(x - 3 * nchains) as usize];
+            let (id, next) = fl.line.leave();
+            if let Some(t) = next {
+                self.queue.push(t, Event::HostEgress(x));
+            }
+            let node = self.egress.chains[fl.chain as usize].node;
+            return self.egress_out(node, id);
+        }
         let (e, stage) = (x / 3, x % 3);
         if stage == 1 {
             return self.shaper_run(e);
@@ -258,7 +326,30 @@ impl Simulation {
         t.push("delay_drops", Column::U64(cs.iter().map(|e| e.delay_line.drops).collect()));
         t.push("delay_high_water", Column::U64(cs.iter().map(|e| e.delay_line.high_water).collect()));
         tables.insert("host_egress".into(), t);
-        let drops: u64 = cs.iter().map(|e| sh(e, &|s| s.drops) + e.delay_line.drops).sum();
+        if !self.egress.flow_lines.is_empty() {
+            let fl = &self.egress.flow_lines;
+            let mut names: Vec<String> = Vec::new();
+            let codes = fl
+                .iter()
+                .map(|l| match names.iter().position(|n| *n == l.name) {
+                    Some(i) => i as u32,
+                    None => {
+                        names.push(l.name.clone());
+                        names.len() as u32 - 1
+                    }
+                })
+                .collect();
+            let mut t = Table::default();
+            t.push("node", Column::U32(fl.iter().map(|l| cs[l.chain as usize].node.0).collect()));
+            t.push("traffic", Column::Cat { codes, labels: names });
+            t.push("delay_ps", Column::U64(fl.iter().map(|l| l.delay.0).collect()));
+            t.push("packets", Column::U64(fl.iter().map(|l| l.line.packets).collect()));
+            t.push("drops", Column::U64(fl.iter().map(|l| l.line.drops).collect()));
+            t.push("high_water", Column::U64(fl.iter().map(|l| l.line.high_water).collect()));
+            tables.insert("flow_delays".into(), t);
+        }
+        let drops: u64 = cs.iter().map(|e| sh(e, &|s| s.drops) + e.delay_line.drops).sum::<u64>()
+            + self.egress.flow_lines.iter().map(|l| l.line.drops).sum::<u64>();
         s.insert("host_egress_drops".into(), Value::Int(drops as i64));
     }
 }
