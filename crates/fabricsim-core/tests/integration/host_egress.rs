@@ -77,3 +77,33 @@ fn a_full_delay_line_drops_with_its_own_reason() {
     // 1 ms at 1 Gb/s is 83 frames of 1500 B; the line holds 10.
     assert!(drops_by_reason(&out, "egress_delay_full") > 1000);
 }
+
+#[test]
+fn a_shaped_switch_port_conserves_packets_and_holds_its_rate() {
+    // The switch's port towards rx runs on a 10G link but is shaped to 1 Gb/s
+    // (the 1G link of `scenario` becomes 10G here): TCP and UDP through it.
+    let json = scenario("{}", 2, MIX)
+        .replace(
+            r#"{"a": "sw", "b": "rx", "rate_bps": 1000000000"#,
+            r#"{"a": "sw", "b": "rx", "rate_bps": 10000000000"#,
+        )
+        .replace(
+            r#""switch": {"latency_ps": 0,"#,
+            r#""switch": {"shaper": {"rate_bps": 1000000000, "burst_bytes": 15140, "ceil_bps": 1000000000,
+                "cburst_bytes": 15140, "towards": ["rx"]}, "latency_ps": 0,"#,
+        );
+    let out = run_json(&json);
+    assert!(flag(&out, "conservation_ok") && flag(&out, "buffer_accounting_ok"));
+    let src = i64_col(&out, "links", "src");
+    let dst = i64_col(&out, "links", "dst");
+    let bytes = i64_col(&out, "links", "bytes");
+    let sw_rx = (0..src.len()).find(|&i| src[i] == 2 && dst[i] == 3).expect("sw -> rx");
+    // 20 ms at 1 Gb/s is 2.5 MB, plus the 15,140 B burst and what drains after.
+    let sent = bytes[sw_rx];
+    assert!(sent >= 2_400_000, "{sent}");
+    let busy = match out.tables["links"].column("utilization") {
+        Some(Column::F64(v)) => v[sw_rx],
+        other => panic!("links.utilization is {other:?}"),
+    };
+    assert!(busy < 0.11, "a 10G link shaped to 1G is busy {busy}");
+}
