@@ -6,6 +6,7 @@ mod broadcast;
 mod conservation;
 mod determinism;
 mod host;
+mod host_egress;
 mod multicast;
 mod outputs;
 mod pcap;
