@@ -425,8 +425,10 @@ class PingPong(Model):
     """sockperf-like ping-pong: ``src`` sends a ``message_size`` message to
     ``dst``, which answers at once; one message outstanding, for ``messages``
     messages or ``duration``. The ``ping_pong`` table reports one-way latency
-    (half the round trip) percentiles. A reply missing after ``timeout`` counts
-    the message lost."""
+    (half the round trip) percentiles. A UDP reply missing after ``timeout``
+    counts the message lost. ``protocol: tcp`` runs netperf TCP_RR-like over
+    one TCP connection (the scenario's ``tcp`` settings): each reply carries the
+    ACK of its request; no message is lost, so ``timeout`` does not apply."""
 
     kind: Literal["ping_pong"]
     name: Optional[str] = Field(default=None, min_length=1)
@@ -446,8 +448,9 @@ class PingPong(Model):
     def _count_or_duration(self) -> "PingPong":
         if self.messages is None and self.duration is None:
             raise issues_error(("messages", "give a number of messages (e.g. 10000) or a duration (e.g. 10ms)"))
-        if self.protocol == "tcp":
-            raise issues_error(("protocol", "'tcp' is not available yet; allowed: udp"))
+        if self.protocol == "udp" and self.message_size > 9170:
+            raise issues_error(("message_size", "a UDP message must be 1..9170 bytes (one datagram in a 9216 B "
+                                                f"jumbo frame; got {self.message_size})"))
         return self
 
     def to_resolved(self) -> dict[str, Any]:

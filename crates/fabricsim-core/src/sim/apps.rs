@@ -14,6 +14,19 @@
 //!   One-way latency is half the round trip, as sockperf reports it;
 //!   percentiles are nearest-rank over every message.
 //!
+//! - **ping-pong** (TCP, as netperf TCP_RR and `sockperf --tcp`): one TCP
+//!   connection carries the requests one way and the replies the other,
+//!   modelled as two application-driven connections coupled so that each
+//!   direction's data segments carry the other's ACK (`tcp_couple`). The
+//!   first request leaves once both directions are established (the
+//!   handshake is not part of any round trip); the server answers each
+//!   complete request at once, the client takes the round trip when the
+//!   whole reply has arrived. Once the exchange is interactive, the receivers
+//!   delay their ACKs (Linux's ping-pong mode) and every reply carries the
+//!   ACK of its request and every request that of the previous reply: one
+//!   segment each way per message up to one MSS. TCP loses no message, so
+//!   `timeout` does not apply.
+//!
 //! Each ping-pong keeps at most one `AppTimer` pending (start, gap or
 //! timeout); a reply bumps the generation, which cancels a pending timeout.
 
@@ -72,6 +85,9 @@ struct PingPong {
     sent_at: SimTime,
     outstanding: bool,
     gen: u32,
+    /// TCP: the request and reply connections, and the requests answered.
+    tcp: Option<(u32, u32)>,
+    served: u64,
     lost: u64,
     rtts: Vec<u64>,
     done: bool,
@@ -185,13 +201,14 @@ impl Simulation {
     ) -> Result<(), ConfigError> {
         let path = format!("traffic[{i}]");
         self.check_class(c.class, &path)?;
-        if c.protocol == PingPongProtocol::Tcp {
-            return Err(ConfigError::new(format!("{path}.protocol"), "'tcp' is not available yet; allowed: udp"));
-        }
-        let frame = (c.message_bytes + UDP_OVERHEAD).max(64);
+        let tcp = c.protocol == PingPongProtocol::Tcp;
+        let mut frame = (c.message_bytes + UDP_OVERHEAD).max(64);
         // One datagram per message, up to a 9216 B jumbo frame (a 9198 B IP MTU, the
         // largest jumbo frame common switches accept).
-        if c.message_bytes == 0 || frame > 9216 {
+        if tcp && c.message_bytes == 0 {
+            return Err(ConfigError::new(format!("{path}.message_size"), "must be > 0"));
+        }
+        if !tcp && (c.message_bytes == 0 || frame > 9216) {
             return Err(ConfigError::new(
                 format!("{path}.message_size"),
                 format!(
@@ -218,7 +235,26 @@ impl Simulation {
         let name = self.flow_name(&c.name, format!("ping_pong{i}"));
         let start = SimTime(c.start_ps);
         let mut flows = [FlowId(0); 2];
+        let mut conns = None;
+        if tcp {
+            let cfg = self.tcp_config(&c.tcp, &format!("{path}.tcp"))?;
+            let k = TCP_KIND_PING_PONG;
+            let req = self.new_tcp_flow(name, k, client, server, c.class, None, start, None, cfg, None, 0);
+            let rep = self.new_tcp_flow(name, k, server, client, c.class, None, start, None, cfg, None, 0);
+            for t in [req, rep] {
+                self.tcp_app_driven(t);
+                self.queue.push(start, Event::TcpOpen(t));
+            }
+            self.tcp_couple(req, rep);
+            flows = [self.tcp_flow_id(req), self.tcp_flow_id(rep)];
+            let tc = &self.tcp_cfgs[cfg as usize];
+            frame = tc.frame_bytes(c.message_bytes.min(tc.mss()));
+            conns = Some((req, rep));
+        }
         for (k, (a, b)) in [(client, server), (server, client)].into_iter().enumerate() {
+            if tcp {
+                break;
+            }
             let flow = FlowId(self.flows.len() as u32);
             self.flows.push(FlowStats {
                 name,
@@ -236,6 +272,10 @@ impl Simulation {
         let core = c.core % self.host.cores();
         for f in flows {
             self.host.pin(f.0, core, core);
+            if tcp {
+                // One send() and one recv() per message.
+                self.host.set_message_bytes(f.0, c.message_bytes as u64);
+            }
         }
         let n = self.apps.pp.len() as u32;
         self.apps.set(flows[0], PP_BIT | n);
@@ -261,11 +301,15 @@ impl Simulation {
             sent_at: SimTime::ZERO,
             outstanding: false,
             gen: 0,
+            tcp: conns,
+            served: 0,
             lost: 0,
             rtts: Vec::new(),
             done: false,
         });
-        self.queue.push(start, Event::AppTimer(n, 0));
+        if !tcp {
+            self.queue.push(start, Event::AppTimer(n, 0));
+        }
         Ok(())
     }
 
@@ -301,6 +345,11 @@ impl Simulation {
         p.outstanding = true;
         p.sent_at = now;
         p.gen = p.gen.wrapping_add(1);
+        if let Some((req, _)) = p.tcp {
+            let bytes = p.message as u64;
+            self.tcp_write(req, bytes);
+            return;
+        }
         self.queue.push(now + p.timeout, Event::AppTimer(a, p.gen));
         let (flow, src, dst, seq) = (p.req, p.client, p.server, p.seq);
         self.pp_send(a, flow, src, dst, seq);
@@ -343,11 +392,55 @@ impl Simulation {
         }
     }
 
+    /// A TCP connection's sender completed its handshake: a TCP ping-pong
+    /// starts once both of its directions have.
+    pub(super) fn app_tcp_established(&mut self, flow: FlowId) {
+        let Some(code) = self.apps.of(flow) else { return };
+        if code & PP_BIT == 0 {
+            return;
+        }
+        let a = code & !PP_BIT;
+        let p = &self.apps.pp[a as usize];
+        let Some((req, rep)) = p.tcp else { return };
+        if p.seq == 0 && !p.outstanding && !p.done && self.tcp_established(req) && self.tcp_established(rep) {
+            self.pp_next(a);
+        }
+    }
+
+    /// TCP ping-pong `a`: `delivered` bytes in all reached the receiving end of `flow`.
+    fn pp_tcp_delivered(&mut self, a: u32, flow: FlowId, delivered: u64) {
+        let now = self.now;
+        let p = &mut self.apps.pp[a as usize];
+        let (Some((_, rep)), m) = (p.tcp, p.message as u64) else { return };
+        if flow == p.req {
+            // The server answers every complete request at once.
+            let mut answers = 0;
+            while delivered >= (p.served + 1) * m {
+                p.served += 1;
+                answers += 1;
+            }
+            if answers > 0 {
+                self.tcp_write(rep, answers * m);
+            }
+        } else if p.outstanding && delivered >= (p.seq + 1) * m {
+            p.rtts.push((now - p.sent_at).0);
+            p.outstanding = false;
+            p.seq += 1;
+            p.gen = p.gen.wrapping_add(1);
+            if p.gap > SimTime::ZERO {
+                self.queue.push(now + p.gap, Event::AppTimer(a, p.gen));
+            } else {
+                self.pp_next(a);
+            }
+        }
+    }
+
     /// TCP bytes reached a receiving application: `delivered` in all so far,
     /// after `frames` more data frames arrived at the host.
     pub(super) fn app_tcp_delivered(&mut self, flow: FlowId, delivered: u64, frames: u64) {
         let Some(code) = self.apps.of(flow) else { return };
         if code & PP_BIT != 0 {
+            self.pp_tcp_delivered(code & !PP_BIT, flow, delivered);
             return;
         }
         let now = self.now;
@@ -411,7 +504,13 @@ impl Simulation {
             t.push("flow_id", Column::U32(pp.iter().map(|x| x.req.0).collect()));
             t.push("src", Column::U32(pp.iter().map(|x| x.client.0).collect()));
             t.push("dst", Column::U32(pp.iter().map(|x| x.server.0).collect()));
-            t.push("protocol", Column::Cat { codes: pp.iter().map(|_| 0).collect(), labels: vec!["udp".into()] });
+            t.push(
+                "protocol",
+                Column::Cat {
+                    codes: pp.iter().map(|x| x.tcp.is_some() as u32).collect(),
+                    labels: vec!["udp".into(), "tcp".into()],
+                },
+            );
             t.push("message_bytes", Column::U32(pp.iter().map(|x| x.message).collect()));
             t.push("frame_bytes", Column::U32(pp.iter().map(|x| x.frame).collect()));
             t.push("messages", Column::U64(pp.iter().map(|x| x.rtts.len() as u64).collect()));

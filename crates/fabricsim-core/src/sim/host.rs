@@ -92,6 +92,9 @@ pub(super) struct HostState {
     tx_queue: usize,
     steering: Steering,
     message_bytes: u64,
+    /// Per flow: the application's own TCP message size (0: `message_bytes`);
+    /// empty while no application sets one.
+    flow_message: Vec<u64>,
     /// Per flow: pinned application core (0-based within the machine) at its
     /// source and at its destination; `NONE` picks one by hash.
     pins: Vec<(u32, u32)>,
@@ -161,8 +164,20 @@ impl HostState {
             + self.dma.iter().map(|d| d.held()).sum::<usize>()
     }
 
-    fn message_bytes(&self, _flow: u32) -> u64 {
-        self.message_bytes
+    /// Sets the TCP message size of `flow`'s application (its `send()`/`recv()` size).
+    pub(super) fn set_message_bytes(&mut self, flow: u32, bytes: u64) {
+        let f = flow as usize;
+        if self.flow_message.len() <= f {
+            self.flow_message.resize(f + 1, 0);
+        }
+        self.flow_message[f] = bytes;
+    }
+
+    fn message_bytes(&self, flow: u32) -> u64 {
+        match self.flow_message.get(flow as usize) {
+            Some(&m) if m > 0 => m,
+            _ => self.message_bytes,
+        }
     }
 
     fn record(&mut self, flow: u32, component: usize, ps: u64) {

@@ -16,6 +16,7 @@ use crate::rng::mix64;
 use crate::stats::{Column, FlowStats, Table};
 use crate::transport::apps::{TcpBulkConfig, TcpFlowsConfig, TcpIncastConfig};
 use crate::transport::tcp::cc::SlowStartExit;
+use crate::transport::tcp::sender::SenderState;
 use crate::transport::tcp::{Connection, SackBlocks, SegKind, Segment, TcpConfig};
 use crate::units::SimTime;
 use std::collections::BTreeMap;
@@ -42,6 +43,10 @@ pub(super) struct TcpFlow {
     timer_gen: u32,
     timer_at: Option<SimTime>,
     incast: Option<u32>,
+    /// The connection carrying data the other way between the same two
+    /// sockets (`tcp_couple`), or `u32::MAX`: its pending ACK rides on this
+    /// connection's data segments, and theirs on its.
+    peer: u32,
     round: u32,
     reported: u64,
     sized: bool,
@@ -118,7 +123,11 @@ pub(super) const FLAG_RETX: u8 = 16;
 /// Queues until it leaves the host (transmission completes at the NIC, it is
 /// dropped, or a delay line takes it over).
 pub(super) const FLAG_TSQ: u8 = 128;
-/// Bits 5-6 of `flags`: how many SACK blocks an ACK carries.
+/// Bit 5 of a data segment's `flags`: it also carries the ACK of its coupled
+/// reverse connection in `ack`, `wnd`, `ts_echo` and the ECE bit (a pure
+/// ACK uses bits 5-6 for its SACK block count instead).
+const FLAG_PIGGY: u8 = 1 << 5;
+/// Bits 5-6 of a pure ACK's `flags`: how many SACK blocks it carries.
 const SACK_SHIFT: u8 = 5;
 const SACK_MASK: u8 = 3 << SACK_SHIFT;
 
@@ -170,7 +179,7 @@ fn packet_segment(p: &Packet, wscale: u32) -> Segment {
         wnd: (p.wnd as u64) << wscale,
         tsq: false,
     };
-    let n = ((p.flags & SACK_MASK) >> SACK_SHIFT) as usize;
+    let n = if kind == SegKind::Ack { ((p.flags & SACK_MASK) >> SACK_SHIFT) as usize } else { 0 };
     if n > 0 {
         let hi = |v: u64| (v >> 32) as u32 as i32;
         let lo = |v: u64| v as u32 as i32;
@@ -304,6 +313,7 @@ impl Simulation {
             timer_gen: 0,
             timer_at: None,
             incast,
+            peer: u32::MAX,
             round,
             reported: 0,
             sized: bytes.is_some(),
@@ -492,7 +502,13 @@ impl Simulation {
         let t = self.flow_tcp[pkt.flow.idx()];
         let now = self.now;
         let seg = packet_segment(pkt, self.tcp[t as usize].wscale);
+        if pkt.flags & FLAG_PIGGY != 0 && seg.kind == SegKind::Data {
+            // The ACK of the coupled connection first, as TCP processes a
+            // segment's ACK field before its data (RFC 9293 3.10.7.4).
+            self.tcp_piggyback_arrive(self.tcp[t as usize].peer, pkt);
+        }
         let f = &mut self.tcp[t as usize];
+        let flow = f.flow;
         if node == f.dst {
             f.conn.receiver.on_segment(now, &seg, pkt.ecn == ECN_CE, &mut self.outbox);
             let delivered = f.conn.receiver.delivered();
@@ -500,11 +516,61 @@ impl Simulation {
                 self.throughput.add(f.flow.0, now.0, delivered - f.reported);
                 f.reported = delivered;
             }
-            let flow = f.flow;
+            // What the receiver sends goes before anything the application writes.
+            self.tcp_flush(t);
             self.app_tcp_delivered(flow, delivered, data_frames);
         } else {
+            let was_open = f.conn.sender.state == SenderState::Established;
             f.conn.sender.on_segment(now, &seg, &mut self.outbox);
+            let opened = !was_open && f.conn.sender.state == SenderState::Established;
+            self.tcp_flush(t);
+            if opened {
+                self.app_tcp_established(flow);
+            }
         }
+    }
+
+    /// Connection `t`'s sender has completed its handshake.
+    pub(super) fn tcp_established(&self, t: u32) -> bool {
+        self.tcp[t as usize].conn.sender.state == SenderState::Established
+    }
+
+    /// Couples connections `a` and `b`, which carry data in opposite
+    /// directions between the same two sockets: together they are one TCP
+    /// connection, whose segments acknowledge the other direction's data.
+    pub(super) fn tcp_couple(&mut self, a: u32, b: u32) {
+        self.tcp[a as usize].peer = b;
+        self.tcp[b as usize].peer = a;
+    }
+
+    /// Makes connection `t` application-driven: it sends only what `tcp_write` gives it.
+    pub(super) fn tcp_app_driven(&mut self, t: u32) {
+        self.tcp[t as usize].conn.sender.make_app_driven();
+    }
+
+    /// The application at connection `t`'s source writes `bytes` more.
+    pub(super) fn tcp_write(&mut self, t: u32, bytes: u64) {
+        let now = self.now;
+        let peer = self.tcp[t as usize].peer;
+        if peer != u32::MAX {
+            self.tcp[peer as usize].conn.receiver.note_reverse_write(now);
+        }
+        let f = &mut self.tcp[t as usize];
+        f.conn.sender.write(now, bytes, &mut self.outbox);
+        self.tcp_flush(t);
+    }
+
+    /// The ACK for connection `t` that a data segment of its coupled
+    /// connection carried arrives at `t`'s sender.
+    fn tcp_piggyback_arrive(&mut self, t: u32, pkt: &Packet) {
+        let now = self.now;
+        let f = &mut self.tcp[t as usize];
+        let mut seg = Segment::control(SegKind::Ack, pkt.ts);
+        seg.ack = pkt.ack;
+        seg.ece = pkt.flags & FLAG_ECE != 0;
+        seg.ts_echo = pkt.ts_echo;
+        seg.wnd = (pkt.wnd as u64) << f.wscale;
+        f.conn.sender.on_segment(now, &seg, &mut self.outbox);
         self.tcp_flush(t);
     }
 
@@ -513,6 +579,8 @@ impl Simulation {
     fn tcp_flush(&mut self, t: u32) {
         let now = self.now;
         let mut out = std::mem::take(&mut self.outbox);
+        let peer = self.tcp[t as usize].peer;
+        let mut piggybacked = false;
         for &(from_receiver, ref seg) in out.iter() {
             let f = &self.tcp[t as usize];
             let cfg = &self.tcp_cfgs[f.cfg as usize];
@@ -548,11 +616,25 @@ impl Simulation {
                 ..Packet::new(f.flow, src, dst, frame, PacketKind::Tcp, f.class, hash, now)
             };
             pack_sack(&mut pkt, seg);
+            if peer != u32::MAX && !from_receiver && seg.kind == SegKind::Data {
+                let p = &mut self.tcp[peer as usize];
+                if let Some(a) = p.conn.receiver.take_piggyback(now) {
+                    pkt.flags |= FLAG_PIGGY | if a.ece { FLAG_ECE } else { 0 };
+                    pkt.ack = a.ack;
+                    pkt.ts_echo = a.ts_echo;
+                    pkt.wnd = (a.wnd >> p.wscale).min(u16::MAX as u64) as u16;
+                    piggybacked = true;
+                }
+            }
             let id = self.create_packet(pkt);
             self.inject(src, id);
         }
         out.clear();
         self.outbox = out;
+        if piggybacked {
+            // The coupled receiver's delayed ACK went with the data.
+            self.tcp_rearm(peer);
+        }
         self.tcp_rearm(t);
         self.tcp_check_complete(t);
     }

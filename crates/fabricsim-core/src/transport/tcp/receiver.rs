@@ -17,6 +17,15 @@
 //!   CWR arrives (RFC 3168 6.1.3). DCTCP mode echoes each packet's CE state, and
 //!   sends an immediate ACK when that state changes so the sender can tell
 //!   marked bytes from unmarked ones (RFC 8257 3.2).
+//! - Interactive (ping-pong) mode, as Linux's `pingpong` flag: when the
+//!   receiving host writes data on the reverse direction within one
+//!   delayed-ACK timeout of the last data it received, the receiver stops
+//!   acknowledging short segments and quick-ACK segments at once and delays
+//!   the ACK instead, so that the reverse data carries it (`take_piggyback`;
+//!   `tcp_in_quickack_mode` is false in ping-pong mode, and
+//!   `tcp_event_data_sent` enters it). Two full segments, out-of-order data
+//!   and duplicates are still acknowledged at once. A delayed-ACK timer that
+//!   fires leaves the mode (`tcp_delack_timer_handler`).
 //! - Receive window: fixed (`rwnd`), or autotuned as Linux (`rcvbuf.rs`)
 //!   and advertised in every ACK and the SYN-ACK.
 
@@ -51,6 +60,10 @@ pub struct Receiver {
     delack_count: u32,
     delack_timeout: SimTime,
     quickack_left: u32,
+    /// Interactive mode (see the module comment).
+    pingpong: bool,
+    /// When in-order data last arrived.
+    last_data: SimTime,
     mss: u32,
     ts_recent: SimTime,
     dctcp: bool,
@@ -83,6 +96,8 @@ impl Receiver {
             delack_count: cfg.delack_count,
             delack_timeout: SimTime(cfg.delack_timeout_ps),
             quickack_left: cfg.quickack_segments,
+            pingpong: false,
+            last_data: SimTime::ZERO,
             mss: cfg.mss(),
             ts_recent: SimTime::ZERO,
             dctcp: cfg.cc == super::CcKind::Dctcp,
@@ -204,8 +219,15 @@ impl Receiver {
             self.complete_at = Some(now);
         }
         self.unacked_segments += 1;
+        self.last_data = now;
         let full = seg.len >= self.mss;
-        if had_hole || self.quickack_left > 0 || self.rcv_nxt >= self.total || !full {
+        if self.pingpong && !had_hole {
+            if self.unacked_segments >= self.delack_count && full {
+                self.ack_now(now, out);
+            } else if self.delack_deadline.is_none() {
+                self.delack_deadline = Some(now + self.delack_timeout);
+            }
+        } else if had_hole || self.quickack_left > 0 || self.rcv_nxt >= self.total || !full {
             self.quickack_left = self.quickack_left.saturating_sub(1);
             self.ack_now(now, out);
         } else if self.unacked_segments >= self.delack_count {
@@ -237,6 +259,38 @@ impl Receiver {
     }
 
     fn send_ack(&mut self, now: SimTime, ece: bool, out: &mut Outbox) {
+        let s = self.ack_segment(now, ece);
+        out.push((true, s));
+    }
+
+    /// The host wrote data on the reverse direction at `now`: within one
+    /// delayed-ACK timeout of the last data received, the exchange is
+    /// interactive (Linux's `tcp_event_data_sent`).
+    pub fn note_reverse_write(&mut self, now: SimTime) {
+        if self.rcv_nxt > 0 && now.saturating_sub(self.last_data) < self.delack_timeout {
+            self.pingpong = true;
+        }
+    }
+
+    /// The ACK a reverse data segment sent at `now` carries: `Some` when an
+    /// acknowledgment is due (data arrived since the last ACK) and it needs
+    /// no SACK option (which a data segment here has no room for: then the
+    /// ACK stays pending). Taking it cancels the delayed ACK, as any segment
+    /// carrying the ACK does (`tcp_event_ack_sent`).
+    pub fn take_piggyback(&mut self, now: SimTime) -> Option<Segment> {
+        if self.unacked_segments == 0
+            || self.state != ReceiverState::Established
+            || self.dsack_pending.is_some()
+            || !self.recent.is_empty()
+        {
+            return None;
+        }
+        let ece = if self.dctcp { self.last_ce } else { self.ece_latched };
+        Some(self.ack_segment(now, ece))
+    }
+
+    /// Builds the cumulative ACK of everything received and resets the delayed-ACK state.
+    fn ack_segment(&mut self, now: SimTime, ece: bool) -> Segment {
         let mut s = Segment::control(SegKind::Ack, now);
         s.ack = self.rcv_nxt;
         if self.rcvbuf.is_some() {
@@ -256,14 +310,16 @@ impl Receiver {
             }
             s.sack.push(bs, be);
         }
-        out.push((true, s));
         self.unacked_segments = 0;
         self.delack_deadline = None;
+        s
     }
 
     pub fn on_timer(&mut self, now: SimTime, out: &mut Outbox) {
         if let Some(t) = self.delack_deadline {
             if t <= now {
+                // A missed delayed ACK ends interactive mode.
+                self.pingpong = false;
                 self.ack_now(now, out);
             }
         }

@@ -247,7 +247,7 @@ impl Sender {
         } else if advanced {
             self.restart_rto(now);
         }
-        if self.snd_una >= self.total || (self.sending_stopped(now) && self.snd_una >= self.snd_max) {
+        if self.all_acked() || (self.sending_stopped(now) && self.snd_una >= self.snd_max) {
             self.finish(now);
             return;
         }

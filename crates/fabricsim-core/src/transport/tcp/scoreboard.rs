@@ -92,6 +92,11 @@ pub struct Scoreboard {
 impl Scoreboard {
     /// `total`: the flow's size (the last segment may be short); `time_order`:
     /// keep the transmission queue RACK needs.
+    /// The flow's size grew (an application write).
+    pub fn set_total(&mut self, total: u64) {
+        self.total = total;
+    }
+
     pub fn new(mss: u64, total: u64, time_order: bool) -> Self {
         Scoreboard {
             mss,

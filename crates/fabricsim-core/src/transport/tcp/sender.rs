@@ -72,6 +72,9 @@ impl CwndUse {
 pub struct Sender {
     pub state: SenderState,
     pub(super) total: u64,
+    /// The application writes its data over time (`write`): having sent and
+    /// had acknowledged everything written so far does not end the flow.
+    pub(super) app_writes: bool,
     stop_at: Option<SimTime>,
     pub snd_una: u64,
     pub snd_nxt: u64,
@@ -143,6 +146,7 @@ impl Sender {
         Sender {
             state: SenderState::Closed,
             total,
+            app_writes: false,
             stop_at,
             snd_una: 0,
             snd_nxt: 0,
@@ -425,7 +429,7 @@ impl Sender {
                 self.rto_deadline = None;
                 self.state = SenderState::Established;
                 self.update_pacing_rate();
-                if self.sending_stopped(now) || self.total == 0 {
+                if self.sending_stopped(now) || (self.total == 0 && !self.app_writes) {
                     self.finish(now);
                 } else {
                     self.send_data(now, out);
@@ -587,7 +591,7 @@ impl Sender {
             } else {
                 self.restart_rto(now);
             }
-            if self.snd_una >= self.total || (self.sending_stopped(now) && self.snd_una >= self.snd_max) {
+            if self.all_acked() || (self.sending_stopped(now) && self.snd_una >= self.snd_max) {
                 self.finish(now);
                 return;
             }
@@ -614,6 +618,36 @@ impl Sender {
             }
         }
         self.update_pacing_rate();
+        self.send_data(now, out);
+    }
+
+    /// Every byte the flow will ever send has been acknowledged.
+    #[inline]
+    pub(super) fn all_acked(&self) -> bool {
+        self.snd_una >= self.total && !self.app_writes
+    }
+
+    /// Makes the sender application-driven (see `write`): it starts with
+    /// nothing to send and lasts until the simulation ends.
+    pub fn make_app_driven(&mut self) {
+        self.app_writes = true;
+        self.total = 0;
+        if let Some(s) = &mut self.sack {
+            s.sb.set_total(0);
+        }
+    }
+
+    /// The application writes `bytes` more (a `send()` call): they go out now
+    /// as far as the windows allow, cut into segments of at most one MSS that
+    /// end at the end of the write, as a `TCP_NODELAY` socket does (Linux's
+    /// Nagle test also lets the short tail of a write go when the segments
+    /// before it are full-sized, `tcp_nagle_check`).
+    pub fn write(&mut self, now: SimTime, bytes: u64, out: &mut Outbox) {
+        debug_assert!(self.app_writes);
+        self.total += bytes;
+        if let Some(s) = &mut self.sack {
+            s.sb.set_total(self.total);
+        }
         self.send_data(now, out);
     }
 
