@@ -155,3 +155,68 @@ def test_end_to_end_tests_need_a_host_model_or_a_stack(core):
     out = rfc2544(sc, tests=["host_latency"], frame_sizes=[64], stacks=["kernel-bypass"], settings=TRIAL)
     row = out["host_latency"].row(0, named=True)
     assert row["latency_ps"] == row["closed_form_ps"]
+
+
+def _tcp_pp(model: str, size: int, messages: int, gap: str = "0s") -> dict:
+    return {
+        "duration": "20ms",
+        "network": {"host": {"model": {"preset": model}}},
+        "topology": {"kind": "star", "hosts": 2, "link": {"rate": "10Gbps", "delay": "5ns"}},
+        "traffic": [{"kind": "ping_pong", "name": "rr", "src": "h0", "dst": "h1", "protocol": "tcp",
+                     "message_size": f"{size}B", "messages": messages, "gap": gap}],
+    }
+
+
+def test_tcp_ping_pong_replies_carry_the_acks_one_segment_each_way_per_message(core):
+    """TCP_RR-like: after the first exchange (quick-ACKed) every reply carries its request's ACK and
+    every request the previous reply's: data segments only, no 40 ms delayed-ACK stalls."""
+    from fabricsim import run
+
+    r = run(from_dict(_tcp_pp("linux-kernel", 100, 30)))
+    t = r.ping_pong
+    assert t["protocol"].cast(str).to_list() == ["tcp"] and t["messages"][0] == 30 and t["lost"][0] == 0
+    # Per flow: SYN, SYN-ACK, 30 data segments, the first message's quick ACK, and for the reply
+    # direction the last reply's delayed ACK (nothing follows to carry it).
+    assert r.flows["packets_sent"].to_list() == [2 + 30 + 1, 2 + 30 + 2]
+    assert t["latency_max_ps"][0] < 100e6  # no delayed-ACK wait in any round trip
+    assert r.summary["conservation_ok"]
+
+
+def test_unloaded_tcp_ping_pong_equals_the_closed_form_with_the_tcp_stage(core):
+    """Every message after the first two (whose request or reply queues behind a quick ACK: the
+    receivers are not yet in ping-pong mode) takes exactly the
+    closed form: the UDP terms with the tcp stage instead of the udp one, on the segment's frame."""
+    from fabricsim import run
+    from fabricsim.experiments.path_latency import end_to_end, path_hops, path_nodes
+
+    for model in ("linux-kernel", "kernel-bypass"):
+        sc = from_dict(_tcp_pp(model, 100, 10))
+        r = run(sc)
+        resolved = sc.to_resolved()
+        frame = 100 + resolved["tcp"]["header_bytes"] + resolved["tcp"]["l2_bytes"]
+        closed = end_to_end(resolved, path_hops(resolved, r.links, path_nodes(r.links, "h0", "h1")), frame, "tcp")
+        t = r.ping_pong
+        assert t["latency_min_ps"][0] == closed.total_ps and t["latency_p50_ps"][0] == closed.total_ps
+        assert t["latency_max_ps"][0] > closed.total_ps and t["latency_p90_ps"][0] == t["latency_max_ps"][0]
+        udp = end_to_end(resolved, path_hops(resolved, r.links, path_nodes(r.links, "h0", "h1")), frame, "udp")
+        # linux-kernel's tcp and udp stages cost the same; kernel-bypass's TCP stack costs more.
+        assert closed.total_ps == udp.total_ps if model == "linux-kernel" else closed.total_ps > udp.total_ps
+
+
+def test_rfc2544_host_latency_runs_tcp_stacks_exactly_and_skips_frames_that_are_not_one_segment(core):
+    sc = from_dict({"duration": "1ms", "topology": {"kind": "star", "hosts": 2, "link": {"rate": "10Gbps", "delay": "5ns"}}})
+    out = rfc2544(sc, tests=["host_latency"], frame_sizes=[64, 256, 1518, 9216], stacks=["linux-kernel:tcp"],
+                  settings=TRIAL)
+    t = out["host_latency"]
+    assert t["frame_bytes"].to_list() == [256, 1518] and t["message_bytes"].to_list() == [186, 1448]
+    assert t["latency_min_ps"].to_list() == [float(x) for x in t["closed_form_ps"]]
+    assert out["skipped"]["frame_bytes"].to_list() == [64, 9216]
+
+
+def test_a_large_tcp_message_takes_several_segments_and_a_zero_size_is_refused(core):
+    from fabricsim import run
+
+    r = run(from_dict(_tcp_pp("linux-kernel", 5000, 5)))
+    assert r.ping_pong["messages"][0] == 5 and r.ping_pong["frame_bytes"][0] == 1518
+    with pytest.raises(Exception, match="message_size"):
+        run(from_dict(_tcp_pp("linux-kernel", 0, 5)))

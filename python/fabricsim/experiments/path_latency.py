@@ -188,8 +188,10 @@ def _cpu_ps(fs: int, share_ppm: int) -> int:
     return -(-fs * 1000 // share_ppm)
 
 
-def host_terms(model: Mapping[str, Any], frame: int) -> tuple[dict[str, int], dict[str, float]]:
-    """The host parts of an unloaded UDP message of one ``frame``-byte datagram, from a resolved
+def host_terms(model: Mapping[str, Any], frame: int, protocol: str = "udp") -> tuple[dict[str, int], dict[str, float]]:
+    """The host parts of an unloaded UDP message of one ``frame``-byte datagram (``protocol``
+    ``tcp``: a TCP message in one ``frame``-byte segment, through the ``tcp`` stage instead of the
+    ``udp`` one, as a ping-pong's segment that carries its ACK with it), from a resolved
     ``network.host.model``: ``(exact, detail)``. ``exact`` holds :data:`HOST_PARTS` in picoseconds
     as the core computes them; ``detail`` splits them further (system calls, per-message and
     per-byte stack work, driver, interrupt cost, DMA fixed and per byte), in picoseconds of the
@@ -201,14 +203,14 @@ def host_terms(model: Mapping[str, Any], frame: int) -> tuple[dict[str, int], di
         parts = {"syscall": 0, "stack_fixed": 0, "stack_bytes": 0, "driver": 0}
         for stage in model.get("stages", []):
             kind = stage["kind"]
-            if kind == "tcp":  # a UDP datagram never runs the TCP stack
+            if kind in ("tcp", "udp") and kind != protocol:  # a datagram never runs the TCP stack, nor a segment the UDP one
                 continue
             fixed, per_byte = _stage_fs(stage.get(d) or {}, frame, kind == "syscall")
             if kind == "syscall":
                 parts["syscall"] += fixed
             elif kind == "driver":
                 parts["driver"] += fixed + per_byte
-            else:  # udp, and match-action stages run in software
+            else:  # udp or tcp, and match-action stages run in software
                 parts["stack_fixed"] += fixed
                 parts["stack_bytes"] += per_byte
         if d == "rx":
@@ -229,14 +231,16 @@ def host_terms(model: Mapping[str, Any], frame: int) -> tuple[dict[str, int], di
     return {k: exact[k] for k in HOST_PARTS}, detail
 
 
-def end_to_end(resolved: Mapping[str, Any], hops: Sequence[Hop], frame: int) -> Breakdown:
-    """One-way latency of an unloaded UDP message in one ``frame``-byte datagram from the sending
-    application to the receiving one: the fabric's parts (:func:`unloaded_latency`) and, when the
-    hosts have a datapath model, its parts (:func:`host_terms`) at both ends."""
+def end_to_end(resolved: Mapping[str, Any], hops: Sequence[Hop], frame: int, protocol: str = "udp") -> Breakdown:
+    """One-way latency of an unloaded UDP message in one ``frame``-byte datagram (or TCP message in
+    one segment, ``protocol="tcp"``) from the sending application to the receiving one: the
+    fabric's parts (:func:`unloaded_latency`) and, when the hosts have a datapath model, its parts
+    (:func:`host_terms`) at both ends. For TCP this holds for a ping-pong whose replies carry the
+    ACKs of the requests (every message after the first): no pure ACK shares a core or a link."""
     b = unloaded_latency(resolved, hops, frame)
     model = resolved["network"]["host"].get("model")
     if model:
-        exact, _ = host_terms(model, frame)
+        exact, _ = host_terms(model, frame, protocol)
         for part, ps in exact.items():
             b.add(part, ps)
     return b

@@ -398,16 +398,27 @@ class _Host:
         doc["traffic"] = traffic
         return doc
 
-    def latency(self, frame: int, messages: int) -> dict[str, Any]:
-        """A UDP ping-pong of ``frame``-byte datagrams: half the round trip, and where the time goes."""
-        message = frame - UDP_OVERHEAD
+    def tcp_overhead(self) -> int:
+        """Bytes of a TCP segment's frame around its payload (TCP/IP header with options, L2)."""
+        tcp = self.resolved.get("tcp") or {}
+        return int(tcp.get("header_bytes", 52)) + int(tcp.get("l2_bytes", 18))
+
+    def latency(self, frame: int, messages: int) -> Optional[dict[str, Any]]:
+        """A ping-pong of ``frame``-byte datagrams (TCP: segments): half the round trip, and where
+        the time goes. ``None`` for a TCP frame that cannot carry one message in one segment
+        (too small for a byte of payload, or larger than ``tcp.mtu``)."""
+        tcp = self.stack.protocol == "tcp"
+        message = frame - (self.tcp_overhead() if tcp else UDP_OVERHEAD)
+        tcp_cfg = self.resolved.get("tcp") or {}
+        if message < 1 or (tcp and frame - int(tcp_cfg.get("l2_bytes", 18)) > int(tcp_cfg.get("mtu_bytes", 1500))):
+            return None
         pp = {"kind": "ping_pong", "name": "rfc2544", "src": self.b.t.src, "dst": self.b.t.dst,
-              "message_size": f"{message}B", "messages": messages}
+              "message_size": f"{message}B", "messages": messages, "protocol": self.stack.protocol}
         # Long enough for every message even through slow stacks (1 ms each at most).
         result = run(from_dict(self._doc(messages * 10**9, [pp])))
         row = result.ping_pong.row(0, named=True)
-        model = end_to_end(self.resolved, self.b.hops, frame)
-        _, detail = host_terms(self.host, frame)
+        model = end_to_end(self.resolved, self.b.hops, frame, self.stack.protocol)
+        _, detail = host_terms(self.host, frame, self.stack.protocol)
         lat = result.host_latency.filter(pl.col("flow_id") == 0)
         sim = dict(zip(lat["component"].cast(pl.Utf8).to_list(), lat["mean_ps"].to_list()))
         one_way = result.flows.row(0, named=True)["latency_mean_ps"]
@@ -530,8 +541,13 @@ def rfc2544(
             if "back_to_back" in wanted:
                 rows["back_to_back"].append({**head, **bench.back_to_back(frame)})
             for end in ends:
-                if "host_latency" in wanted and end.stack.protocol == "udp":
-                    rows["host_latency"].append({**head, **end.latency(frame, settings.messages)})
+                if "host_latency" in wanted:
+                    lat = end.latency(frame, settings.messages)
+                    if lat is None:
+                        skipped.append({**head, "frame_bytes": frame, "stack": end.stack.label,
+                                        "reason": "not one TCP segment with payload (tcp.mtu)"})
+                    else:
+                        rows["host_latency"].append({**head, **lat})
                 if "socket" in wanted:
                     rows["socket"].append({**head, **end.socket(frame, settings.trial_ps)})
     out = {name: pl.DataFrame(r) for name, r in rows.items()}
