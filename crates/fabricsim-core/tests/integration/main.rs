@@ -6,6 +6,7 @@ mod broadcast;
 mod conservation;
 mod determinism;
 mod host;
+mod htcp;
 mod multicast;
 mod outputs;
 mod pcap;
