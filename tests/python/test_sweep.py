@@ -229,3 +229,47 @@ def test_ray_backend_missing_is_a_clear_error(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(Exception, match="pip install"):
         run_sweep(SCENARIO, parse_grid(["load=20%"]), tmp_path / "x", backend="ray")
+
+
+def test_shared_point_loop_skips_adopts_runs_and_counts_failures():
+    from dataclasses import dataclass
+
+    from fabricsim.sweeps.loop import PointJob, run_points
+
+    @dataclass(frozen=True)
+    class P:
+        id: str
+
+    class FakeCatalog:
+        def __init__(self, status):
+            self.rows = dict(status)
+
+        def status(self):
+            return dict(self.rows)
+
+        def upsert(self, row):
+            self.rows[row["point_id"]] = row["status"]
+
+    # a: done and its files are there; b: finished but not recorded; c: done in the
+    # catalog but its files are gone; d: never run; e: fails.
+    catalog = FakeCatalog({"a": "done", "c": "done", "e": "failed"})
+    finished = {"a", "b"}
+    ran = []
+
+    def execute(tasks):
+        for point, args in tasks:
+            ran.append(args)
+            yield point, {"status": "failed" if point.id == "e" else "done", "error": "boom"}
+
+    job = PointJob(
+        title="t",
+        adopt=lambda p: {"status": "done"} if p.id in finished else None,
+        row=lambda p, r: {"point_id": p.id, "status": r["status"]},
+        task=lambda p: (p.id,),
+        describe=lambda p: p.id,
+    )
+    result = run_points(catalog, [P(x) for x in "abcde"], job, execute)
+    assert (result.skipped, result.adopted, result.ran, result.failed) == (1, 1, 3, 1)
+    assert ran == [("c",), ("d",), ("e",)]
+    assert result.errors == ["e: boom"]
+    assert catalog.rows == {"a": "done", "b": "done", "c": "done", "d": "done", "e": "failed"}
