@@ -107,7 +107,8 @@ needs_ns3 = pytest.mark.skipif(importlib.util.find_spec("ns") is None, reason="n
         "incast16x5_dctcp_delack1",
         "incast16x5_newreno_sack",
         "incast16x5_dctcp_delack1_sack",
-        "dumbbell2x100_htcp_long_delack1_sack",
+        # 20 s of simulated time in ns-3: about 20 s of CPU.
+        pytest.param("dumbbell2x100_htcp_long_delack1_sack", marks=pytest.mark.slow),
     ],
 )
 def test_matches_live_ns3(core, case):
