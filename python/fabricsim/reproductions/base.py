@@ -64,6 +64,9 @@ class Report:
     reductions: tuple[str, ...] = ()
     #: Golden-snapshot tests: the cheapest ones, run by the test suite.
     golden_tests: tuple[str, ...] = field(default_factory=tuple)
+    #: ``golden_select(test, params)``: the default-scale points of the golden tests
+    #: that the snapshot holds (all of them when None).
+    golden_select: Optional[Callable[[str, dict[str, Any]], bool]] = None
 
     def test(self, name: str) -> Test:
         for t in self.tests:

@@ -24,7 +24,7 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from fabricsim.reproductions.base import ReproduceError, data_dir
 from fabricsim.sweeps.loop import PointJob, run_points
@@ -76,7 +76,9 @@ def point_id(report: str, test: str, params: dict[str, Any], full: bool,
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def plan(report: Any, full: bool, tests: Optional[Sequence[str]] = None) -> list[RPoint]:
+def plan(report: Any, full: bool, tests: Optional[Sequence[str]] = None,
+         select: Optional[Callable[[str, dict[str, Any]], bool]] = None) -> list[RPoint]:
+    """The points of the chosen tests (all when ``tests`` is empty) that ``select(test, params)`` keeps."""
     names = [t.name for t in report.tests]
     for t in tests or ():
         if t not in names:
@@ -87,6 +89,8 @@ def plan(report: Any, full: bool, tests: Optional[Sequence[str]] = None) -> list
             continue
         digest = scenario_digest(report, t)
         for params in t.points(full):
+            if select is not None and not select(t.name, params):
+                continue
             out.append(RPoint(t.name, params, point_id(report.name, t.name, params, full, digest)))
     return out
 
@@ -142,6 +146,7 @@ def run_reproduction(
     ray_address: Optional[str] = None,
     progress: bool = False,
     page: bool = True,
+    select: Optional[Callable[[str, dict[str, Any]], bool]] = None,
 ) -> Outcome:
     """Run (or resume) reproduction ``name`` into ``out_dir``; see the module docstring."""
     from fabricsim.reproductions.registry import get
@@ -149,7 +154,7 @@ def run_reproduction(
     from fabricsim.sweeps.catalog import Catalog
 
     report = get(name)
-    points = plan(report, full, tests)
+    points = plan(report, full, tests, select)
     directory = Path(out_dir)
     directory.mkdir(parents=True, exist_ok=True)
     workers = max(1, workers or min(len(points) or 1, os.cpu_count() or 1))
