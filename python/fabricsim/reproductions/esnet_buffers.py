@@ -122,8 +122,8 @@ def render(tables: dict[str, pl.DataFrame], full: bool) -> str:
         *text1, P.table(t1)))
     t2 = _mean(tables.get("pacing/results"), ["background_gbps", "pacing_gbps"])
     text2 = [P.para(
-        "With a 12 MB buffer, the sender paced at 3 to 6 Gbps (split over its two streams), with 2 and 3 Gbps of "
-        "background, H-TCP senders. Pacing below the capacity left by the background keeps the queue from ever filling, so "
+        "With a 12 MB buffer, H-TCP senders paced at 3 to 6 Gbps (split over the two streams), with 2 and 3 Gbps "
+        "of background. Pacing below the capacity left by the background keeps the queue from ever filling, so "
         "drops vanish; the model paces each stream's segments evenly at its rate (no bursts from the NIC).")]
     if t2 is not None and t2.height:
         ok = t2.filter(pl.col("pacing_gbps") + pl.col("background_gbps") <= 9)
@@ -145,9 +145,9 @@ def render(tables: dict[str, pl.DataFrame], full: bool) -> str:
         P.line_figure("esnet-pktq-throughput", t3, "pacing_gbps", "tcp_gbps", series=("queue_packets",),
                       xlabel="pacing rate (Gbps, 0 = unpaced)", ylabel="TCP throughput (Gbps)"),
         P.para(
-            "A queue limit of 2000 or 4096 packets: with 9000 B frames that is 18 or 36 MB, but every 1500 B "
-            "background frame takes a whole slot too, so the queue holds fewer bytes than its nominal size when "
-            "the background is queued beside TCP. Modelled as a shared buffer of 9216 B cells used by one port "
+            "H-TCP senders. A queue limit of 2000 or 4096 packets: with 9000 B frames that is 18 or 36 MB, but every "
+            "1500 B background frame takes a whole slot too, so the queue holds fewer bytes than its nominal size "
+            "when the background is queued beside TCP. Modelled as a shared buffer of 9216 B cells used by one port "
             "(dynamic threshold alpha 8 over a pool of 9/8 of the limit, so the one queue stops at the packet limit)."),
         P.table(t3)))
     return "".join(out)
