@@ -99,6 +99,19 @@ def test_capture_files_are_written_per_tap(tcp_run):
     assert left0.filter(pl.col("direction") == 1).height == rx
 
 
+def test_report_links_the_capture_files(tcp_run):
+    from fabricsim.outputs.report.html import fmt_count
+    from fabricsim.outputs.report.run import render_html
+
+    result, out = tcp_run
+    page = render_html(result)
+    counts = result.tables()["capture_taps"]["captured"].to_list()
+    for name, count in zip(("left0.pcapng", "right0-rx.pcap"), counts):
+        assert (out / "pcap" / name).is_file()
+        assert f'<a href="pcap/{name}">pcap/{name}</a>' in page
+        assert f"{fmt_count(count)} frames" in page
+
+
 @needs_tshark
 def test_tshark_decodes_the_simulated_tcp_headers(tcp_run):
     result, out = tcp_run

@@ -94,3 +94,15 @@ def test_written_yaml_is_the_same_with_and_without_libyaml_for_awkward_strings(m
     monkeypatch.undo()
     assert _yaml.dump(document) == slow
     assert _yaml.parse(slow) == document
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
+def test_shipped_scenarios_write_back_without_warnings(path):
+    """Writing a scenario back (scenario.yaml, the core's JSON) raises no pydantic serializer warning."""
+    import warnings
+
+    scenario = fabricsim.load(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        scenario.to_yaml()
+        scenario.to_resolved()

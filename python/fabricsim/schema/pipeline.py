@@ -10,7 +10,7 @@ import re
 from decimal import Decimal, InvalidOperation
 from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import Field, PlainSerializer, PlainValidator, model_validator
+from pydantic import BeforeValidator, Field, PlainSerializer, PlainValidator, model_validator
 
 from fabricsim.schema._base import (
     ByteCount,
@@ -307,7 +307,7 @@ def _color_action(value: Any) -> Any:
     return value
 
 
-ColorActionField = Annotated[ColorAction, PlainValidator(lambda v: ColorAction.model_validate(_color_action(v)))]
+ColorActionField = Annotated[ColorAction, BeforeValidator(_color_action)]
 MeterMode = Literal["srtcm", "trtcm"]
 MeterScope = Literal["stage", "flow", "port"]
 

@@ -590,7 +590,26 @@ def _simulated(result: RunTables) -> str:
     drain = f", then drain (at most {fmt_time(sc.drain_limit)})" if sc.drain else ", no drain"
     items.append(("Run", f"{fmt_time(sc.duration)} of traffic{drain}; seed {sc.seed}"))
     body = "".join(f"<dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd>" for k, v in items)
-    return f'<h2>What was simulated</h2><dl class="sim">{body}</dl>'
+    return f'<h2>What was simulated</h2><dl class="sim">{body}{_captures(result)}</dl>'
+
+
+def _captures(result: RunTables) -> str:
+    """The packet-capture files of the run (``stats.pcap``), linked, with their frame counts."""
+    sc = result.scenario
+    taps = _table(result, "capture_taps")
+    if sc is None or not sc.stats.pcap or not _has(taps, "tap", "captured", "missed"):
+        return ""
+    counts = {int(t): (int(c), int(m)) for t, c, m in taps.select("tap", "captured", "missed").iter_rows()}
+    links = []
+    for i, tap in enumerate(sc.stats.pcap):
+        name = f"pcap/{tap.file_stem()}.{tap.format}"
+        captured, missed = counts.get(i, (0, 0))
+        where = f"{tap.node}" + (f" port {tap.port}" if tap.port is not None else ", every port")
+        text = f"{where}, {tap.direction}: {fmt_count(captured)} frames"
+        if missed:
+            text += f" ({fmt_count(missed)} more not kept: max_packets)"
+        links.append(f'<a href="{html.escape(name)}">{html.escape(name)}</a> ({html.escape(text)})')
+    return f"<dt>Packet captures</dt><dd>{'; '.join(links)}</dd>"
 
 
 def _heading(result: RunTables, title: str) -> str:
