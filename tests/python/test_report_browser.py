@@ -120,7 +120,8 @@ def test_reproduction_page_loads_and_shows_one_plot_per_figure(core, browser, tm
     assert out.failed == 0, out.errors
     _check_page(browser, out.page, min_plots=3)
     headings = [h.text for h in browser.find_elements(By.TAG_NAME, "h2")]
-    assert "Latency per frame size" in headings and "Power at idle, 10% and 100% load" in headings
+    assert "Latency per frame size (UDP ping-pong, half round trip)" in headings
+    assert "Power at idle, 10% and 100% load" in headings and "Multicast: native vs unicast copies" in headings
     # Every figure is followed by words on what it shows, and the comparison with the report is stated.
     assert browser.find_elements(By.CSS_SELECTOR, "section p")
     assert "with the report" in browser.find_element(By.TAG_NAME, "body").text

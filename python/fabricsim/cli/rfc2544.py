@@ -44,7 +44,7 @@ def _pair(text: str) -> tuple[str, str]:
 def _rfc2544(args: argparse.Namespace) -> int:
     import polars as pl
 
-    from fabricsim.experiments.rfc2544 import FRAME_SIZES, TESTS, Settings, rfc2544
+    from fabricsim.experiments.rfc2544 import DEVICE_TESTS, FRAME_SIZES, Settings, rfc2544
     from fabricsim.experiments.rfc2544_report import write_rfc2544
 
     settings = Settings(
@@ -53,18 +53,20 @@ def _rfc2544(args: argparse.Namespace) -> int:
         resolution=args.resolution,
         latency_rate=args.rate,
         max_burst=args.max_burst,
+        messages=args.messages,
     )
     try:
         tables = rfc2544(
             args.scenario,
-            tests=args.tests or TESTS,
+            tests=args.tests or DEVICE_TESTS,
             frame_sizes=args.frame_sizes or FRAME_SIZES,
             devices=args.devices or [None],
             pairs=args.pairs or [None],
             settings=settings,
             overrides=args.overrides,
+            stacks=args.stacks or ["scenario"],
         )
-    except ValueError as exc:  # a tester pair whose path cannot be followed, an unknown test
+    except ValueError as exc:  # a tester pair whose path cannot be followed, an unknown test, a stack
         raise ScenarioError([("rfc2544", str(exc))], args.scenario) from None
     with pl.Config(tbl_rows=-1, tbl_cols=12):
         for name, table in tables.items():
@@ -82,9 +84,20 @@ def add_parser(commands: Any) -> None:
     )
     scenario_arguments(command)
     command.add_argument(
-        "--test", dest="tests", action="append", choices=["throughput", "latency", "loss", "back_to_back"],
-        help="test to run (repeatable; default all four)",
+        "--test", dest="tests", action="append",
+        choices=["throughput", "latency", "loss", "back_to_back", "host_latency", "socket"],
+        help="test to run (repeatable; default the four device tests with ideal tester ports; host_latency: UDP "
+             "ping-pong end to end through the hosts' datapath model, with where the time goes; socket: streaming "
+             "MB/s per message size)",
     )
+    command.add_argument(
+        "--stack", dest="stacks", action="append", metavar="STACK",
+        help="host stack series of host_latency/socket (repeatable): 'scenario' (the scenario's network.host.model, "
+             "default), a host preset (kernel-bypass, linux-kernel) on the scenario's NIC, ':tcp' for TCP "
+             "(socket only), e.g. linux-kernel:tcp",
+    )
+    command.add_argument("--messages", type=int, default=20, metavar="N",
+                         help="ping-pong messages per frame size of host_latency (default 20)")
     command.add_argument(
         "--frame-size", dest="frame_sizes", type=int, action="append", metavar="BYTES",
         help="frame size (repeatable; default 64 128 256 512 1024 1280 1518 2176 9216, those above the path's MTU "

@@ -13,11 +13,25 @@ empty path (``docs/models/links-and-ports.md``):
   bytes on the ingress link, then the device latency;
 - the last link: the frame's serialization, then the receiving host's latency.
 
-The parts are reported separately (:class:`Breakdown`), so that a host
-datapath model can add its own terms (NIC, stack) next to today's single
-``host`` term. RFC 1242 device latencies between two tester ports follow from
-the same numbers: bit forwarding (FIFO, first bit in to first bit out) and
-store-and-forward (LIFO, last bit in to first bit out).
+The parts are reported separately (:class:`Breakdown`). With a host datapath
+model (``network.host.model``), :func:`host_terms` adds the hosts' own parts
+from the model's parameters alone (``docs/models/host.md``), in the order a
+message meets them:
+
+- send core (``stack_tx``): every software stage a datagram runs on transmit
+  (``syscall`` once per message, ``udp``, ``driver`` and match-action stages per
+  frame: ``per_packet + per_byte x frame bytes``), divided by the core's share
+  and rounded up to the picosecond once for the batch, as the core serves it;
+- NIC transmit DMA (``nic_tx``): ``ceil(frame x per_byte)`` then the fixed latency;
+- the fabric (above), with the fixed ``network.host.latency`` (0 with a model);
+- NIC receive DMA (``nic_rx``), the same way;
+- interrupt wait (``irq_wait``): the coalescing timer ``usecs`` unless every
+  frame interrupts (``usecs`` 0 or ``frames`` 1);
+- receive core (``stack_rx``): the interrupt's cost plus every receive stage.
+
+:func:`end_to_end` sums both. RFC 1242 device latencies between two tester
+ports follow from the fabric's numbers alone: bit forwarding (FIFO, first bit
+in to first bit out) and store-and-forward (LIFO, last bit in to first bit out).
 """
 
 from __future__ import annotations
@@ -25,7 +39,28 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-__all__ = ["Breakdown", "Hop", "path_hops", "path_nodes", "serialization_ps", "tester_terms", "unloaded_latency"]
+__all__ = [
+    "HOST_PARTS",
+    "Breakdown",
+    "Hop",
+    "end_to_end",
+    "host_terms",
+    "path_hops",
+    "path_nodes",
+    "serialization_ps",
+    "tester_terms",
+    "unloaded_latency",
+]
+
+#: The host datapath's parts of an unloaded one-way latency, in a message's order, and the
+#: ``host_latency`` component of the core each one is (the waits for a busy core are 0 unloaded).
+HOST_PARTS = {
+    "stack_tx_ps": "tx_cpu",
+    "nic_tx_ps": "tx_dma",
+    "nic_rx_ps": "rx_dma",
+    "irq_wait_ps": "rx_irq_wait",
+    "stack_rx_ps": "rx_cpu",
+}
 
 
 def serialization_ps(size: int, rate_bps: int) -> int:
@@ -140,3 +175,68 @@ def tester_terms(resolved: Mapping[str, Any], hops: Sequence[Hop], frame: int) -
     first, last = hops[0], hops[-1]
     fifo = first.delay_ps + last.delay_ps + serialization_ps(frame + overhead, last.rate_bps) + host_latency
     return fifo, fifo + serialization_ps(frame + overhead, first.rate_bps)
+
+
+def _stage_fs(cost: Mapping[str, Any], frame: int, per_message: bool) -> tuple[int, int]:
+    """A stage's (fixed, per-byte) femtoseconds for one frame (a system call counts no bytes)."""
+    fixed = int(cost.get("per_packet_ps") or 0) * 1000
+    return fixed, 0 if per_message else int(cost.get("per_byte_fs") or 0) * frame
+
+
+def _cpu_ps(fs: int, share_ppm: int) -> int:
+    """Service time of ``fs`` femtoseconds of work on a core with ``share_ppm`` of its time, rounded up."""
+    return -(-fs * 1000 // share_ppm)
+
+
+def host_terms(model: Mapping[str, Any], frame: int) -> tuple[dict[str, int], dict[str, float]]:
+    """The host parts of an unloaded UDP message of one ``frame``-byte datagram, from a resolved
+    ``network.host.model``: ``(exact, detail)``. ``exact`` holds :data:`HOST_PARTS` in picoseconds
+    as the core computes them; ``detail`` splits them further (system calls, per-message and
+    per-byte stack work, driver, interrupt cost, DMA fixed and per byte), in picoseconds of the
+    core's time (before the whole is rounded up), for plots."""
+    share = int(model.get("core_share_ppm", 1_000_000))
+    exact: dict[str, int] = {}
+    detail: dict[str, float] = {}
+    for d, name in (("tx", "stack_tx"), ("rx", "stack_rx")):
+        parts = {"syscall": 0, "stack_fixed": 0, "stack_bytes": 0, "driver": 0}
+        for stage in model.get("stages", []):
+            kind = stage["kind"]
+            if kind == "tcp":  # a UDP datagram never runs the TCP stack
+                continue
+            fixed, per_byte = _stage_fs(stage.get(d) or {}, frame, kind == "syscall")
+            if kind == "syscall":
+                parts["syscall"] += fixed
+            elif kind == "driver":
+                parts["driver"] += fixed + per_byte
+            else:  # udp, and match-action stages run in software
+                parts["stack_fixed"] += fixed
+                parts["stack_bytes"] += per_byte
+        if d == "rx":
+            parts["irq_cost"] = int(model["interrupt"]["cost_ps"]) * 1000
+        exact[f"{name}_ps"] = _cpu_ps(sum(parts.values()), share)
+        for k, fs in parts.items():
+            detail[f"{name}_{k}_ps"] = fs * 1000 / share
+    nic = model["nic"]
+    for d, name in (("tx", "nic_tx"), ("rx", "nic_rx")):
+        bytes_ps = -(-frame * int(nic[f"{d}_per_byte_fs"]) // 1000)
+        exact[f"{name}_ps"] = bytes_ps + int(nic[f"{d}_latency_ps"])
+        detail[f"{name}_fixed_ps"] = float(nic[f"{d}_latency_ps"])
+        detail[f"{name}_bytes_ps"] = float(bytes_ps)
+    irq = model["interrupt"]
+    immediate = int(irq["usecs_ps"]) == 0 or int(irq["frames"]) == 1
+    exact["irq_wait_ps"] = 0 if immediate else int(irq["usecs_ps"])
+    detail["irq_wait_ps"] = float(exact["irq_wait_ps"])
+    return {k: exact[k] for k in HOST_PARTS}, detail
+
+
+def end_to_end(resolved: Mapping[str, Any], hops: Sequence[Hop], frame: int) -> Breakdown:
+    """One-way latency of an unloaded UDP message in one ``frame``-byte datagram from the sending
+    application to the receiving one: the fabric's parts (:func:`unloaded_latency`) and, when the
+    hosts have a datapath model, its parts (:func:`host_terms`) at both ends."""
+    b = unloaded_latency(resolved, hops, frame)
+    model = resolved["network"]["host"].get("model")
+    if model:
+        exact, _ = host_terms(model, frame)
+        for part, ps in exact.items():
+            b.add(part, ps)
+    return b

@@ -37,6 +37,31 @@ leaves a backlog that does not drain in time. The rate found is then at most
 (0.05% for a 5 us path and 10 ms trials). ``trial: 60s, wait: 2s`` gives the RFC's literal procedure.
 Back-to-back counts drops only (frames waiting in a buffer are the point).
 
+**Tester ports are ideal.** These four tests measure the devices between the
+tester ports (RFC 1242 latency is between them), so they run with the hosts'
+datapath model removed: each host is a NIC port at line rate plus the fixed
+``network.host.latency``, subtracted exactly.
+
+**End to end through the hosts** (``host_latency``, ``socket``; a scenario with
+``network.host.model``, or ``stacks``): each series is a host stack
+(:class:`Stack`): the scenario's own model, or a preset (``linux-kernel``,
+``kernel-bypass``) on the scenario's NIC.
+
+- ``host_latency``: a UDP ping-pong (one message outstanding, sockperf-like)
+  of one datagram per frame size; the one-way latency is half the round trip,
+  and each part (stack, NIC DMA, interrupt wait per host; propagation,
+  serialization, header time and device latency in the fabric) is reported as
+  simulated (the core's ``host_latency`` components) and in closed form
+  (:func:`fabricsim.experiments.path_latency.end_to_end`).
+- ``socket``: a streaming application sending messages of ``frame - 46`` bytes
+  as fast as its socket takes them for one trial; MB/s of messages received.
+  UDP: one datagram per message, offered at line rate; the closed form is the
+  smallest of the wire's goodput, ``message / CPU time per message`` on the
+  sending core and on the receiving core (polls of many frames under load, so
+  the interrupt's cost is spread over them) and the NIC's DMA per byte.
+  TCP (``preset:tcp``): one iperf3-like stream whose application writes
+  ``message`` bytes per call (``syscall`` per message); no closed form.
+
 Frame sizes above the smallest ``mtu`` of a device on the path are skipped.
 """
 
@@ -50,15 +75,42 @@ from typing import Any, Iterable, Optional, Sequence, Union
 import polars as pl
 
 from fabricsim import units
-from fabricsim.experiments.path_latency import path_hops, path_nodes, serialization_ps, tester_terms, unloaded_latency
+from fabricsim.experiments.path_latency import (
+    HOST_PARTS,
+    end_to_end,
+    host_terms,
+    path_hops,
+    path_nodes,
+    serialization_ps,
+    tester_terms,
+    unloaded_latency,
+)
 from fabricsim.runner import run
 from fabricsim.schema import Scenario, from_dict, load
 
-__all__ = ["FRAME_SIZES", "TESTS", "UDP_OVERHEAD", "Settings", "Target", "rfc2544", "targets"]
+__all__ = [
+    "DEVICE_TESTS",
+    "FRAME_SIZES",
+    "HOST_TESTS",
+    "TESTS",
+    "UDP_OVERHEAD",
+    "Settings",
+    "Stack",
+    "Target",
+    "parse_stack",
+    "rfc2544",
+    "targets",
+]
 
 FRAME_SIZES = (64, 128, 256, 512, 1024, 1280, 1518, 2176, 9216)
 """RFC 2544 section 9.1 Ethernet sizes, plus 2176 B and 9216 B (jumbo)."""
-TESTS = ("throughput", "latency", "loss", "back_to_back")
+DEVICE_TESTS = ("throughput", "latency", "loss", "back_to_back")
+"""RFC 2544 section 26's tests of the devices between two tester ports (ideal hosts)."""
+HOST_TESTS = ("host_latency", "socket")
+"""End-to-end tests through the hosts' datapath model: UDP ping-pong latency, socket throughput."""
+TESTS = DEVICE_TESTS + HOST_TESTS
+TCP_SOCKET_TRIAL_PS = 10_000_000_000
+"""The shortest trial of a TCP socket-throughput point (10 ms)."""
 UDP_OVERHEAD = 46
 """Bytes of an Ethernet frame that are not UDP payload: Ethernet header and FCS (18), IPv4 (20), UDP (8)."""
 
@@ -73,6 +125,31 @@ class Settings:
     loss_step: float = 0.1
     latency_rate: Optional[float] = None  # None: the throughput rate
     max_burst: Optional[int] = None  # None: the frames of one trial at line rate
+    messages: int = 20  # ping-pong messages per frame size (host_latency)
+
+
+@dataclass(frozen=True)
+class Stack:
+    """A host stack series of the end-to-end tests: ``preset`` (``None``: the scenario's own
+    ``network.host.model``) on the scenario's NIC, and the transport (``udp`` or ``tcp``)."""
+
+    label: str
+    preset: Optional[str] = None
+    protocol: str = "udp"
+
+
+def parse_stack(text: str) -> Stack:
+    """``scenario``, ``PRESET`` or ``PRESET:udp|tcp`` (``scenario:tcp`` too)."""
+    from fabricsim import hosts
+
+    name, _, protocol = text.partition(":")
+    protocol = protocol or "udp"
+    if protocol not in ("udp", "tcp"):
+        raise ValueError(f"stack {text!r}: transport must be udp or tcp")
+    if name != "scenario" and name not in hosts.names():
+        raise ValueError(f"stack {text!r}: unknown host model {name!r}; allowed: scenario, {', '.join(hosts.names())}")
+    label = f"{'scenario' if name == 'scenario' else name} {protocol}"
+    return Stack(label, None if name == "scenario" else name, protocol)
 
 
 @dataclass(frozen=True)
@@ -143,13 +220,26 @@ class _Bench:
         modes = [h.device.get("forwarding") for h in self.hops if h.device is not None]
         self.method = "fifo" if modes and all(m == "cut_through" for m in modes) else "lifo"
 
-    def _run(self, frame: int, traffic: dict[str, Any], duration: int, wait: Optional[int] = None) -> Any:
+    def _doc(self, duration: int, host_model: Any = None) -> dict[str, Any]:
+        """The target's scenario for one trial: tester ports without a host datapath model unless
+        ``host_model`` is given (then it replaces the scenario's)."""
         doc = copy.deepcopy(self.t.base)
         doc["duration"] = units.format_time(duration)
+        network = doc.setdefault("network", {}) or {}
+        doc["network"] = network
+        host = dict(network.get("host") or {})
+        host.pop("model", None)
+        if host_model is not None:
+            host["model"] = host_model
+        network["host"] = host
+        doc["stats"] = {**(doc.get("stats") or {}), "queue_sample_interval": "0s", "throughput_interval": "0s"}
+        return doc
+
+    def _run(self, frame: int, traffic: dict[str, Any], duration: int, wait: Optional[int] = None) -> Any:
+        doc = self._doc(duration)
         doc["drain"] = True
         if wait is not None:
             doc["drain_limit"] = units.format_time(max(wait, 1))
-        doc["stats"] = {**(doc.get("stats") or {}), "queue_sample_interval": "0s", "throughput_interval": "0s"}
         doc["traffic"] = [{"name": "rfc2544", "src": [self.t.src], "dst": self.t.dst, "frame_size": f"{frame}B",
                            **traffic}]
         return run(from_dict(doc))
@@ -280,27 +370,148 @@ class _Bench:
         }
 
 
+class _Host:
+    """The end-to-end tests of one target through one host stack."""
+
+    def __init__(self, bench: _Bench, stack: Stack) -> None:
+        self.b = bench
+        self.stack = stack
+        own = ((bench.t.base.get("network") or {}).get("host") or {}).get("model")
+        if stack.preset is None:
+            if own is None:
+                raise ValueError("the end-to-end tests need hosts with a datapath model: give network.host.model "
+                                 "in the scenario, or a stack (e.g. kernel-bypass, linux-kernel)")
+            self.model: Any = copy.deepcopy(own)
+        else:
+            # The preset's stack on the scenario's NIC (its DMA figures), when it names one.
+            self.model = {"preset": stack.preset}
+            if isinstance(own, dict) and own.get("nic"):
+                self.model["nic"] = copy.deepcopy(own["nic"])
+        self.resolved = from_dict(self._doc(10**6, [])).to_resolved()
+        self.host = self.resolved["network"]["host"]["model"]
+
+    def _doc(self, duration: int, traffic: list[dict[str, Any]], message: Optional[int] = None) -> dict[str, Any]:
+        model = copy.deepcopy(self.model)
+        if message is not None:
+            model = {**({"preset": model} if isinstance(model, str) else model), "message_size": f"{message}B"}
+        doc = self.b._doc(duration, model)
+        doc["traffic"] = traffic
+        return doc
+
+    def latency(self, frame: int, messages: int) -> dict[str, Any]:
+        """A UDP ping-pong of ``frame``-byte datagrams: half the round trip, and where the time goes."""
+        message = frame - UDP_OVERHEAD
+        pp = {"kind": "ping_pong", "name": "rfc2544", "src": self.b.t.src, "dst": self.b.t.dst,
+              "message_size": f"{message}B", "messages": messages}
+        # Long enough for every message even through slow stacks (1 ms each at most).
+        result = run(from_dict(self._doc(messages * 10**9, [pp])))
+        row = result.ping_pong.row(0, named=True)
+        model = end_to_end(self.resolved, self.b.hops, frame)
+        _, detail = host_terms(self.host, frame)
+        lat = result.host_latency.filter(pl.col("flow_id") == 0)
+        sim = dict(zip(lat["component"].cast(pl.Utf8).to_list(), lat["mean_ps"].to_list()))
+        one_way = result.flows.row(0, named=True)["latency_mean_ps"]
+        out: dict[str, Any] = {
+            "stack": self.stack.label,
+            "frame_bytes": frame,
+            "message_bytes": message,
+            "messages": row["messages"],
+            "latency_ps": row["latency_mean_ps"],
+            "latency_min_ps": row["latency_min_ps"],
+            "latency_max_ps": row["latency_max_ps"],
+            "closed_form_ps": model.total_ps,
+            **{k: v for k, v in model.as_dict().items() if k != "total_ps"},
+        }
+        host_sim = 0.0
+        for part, component in HOST_PARTS.items():
+            out[f"sim_{part}"] = sim.get(component, 0.0)
+            host_sim += sim.get(component, 0.0)
+        host_sim += sim.get("tx_cpu_wait", 0.0) + sim.get("rx_cpu_wait", 0.0)
+        fabric = sum(v for k, v in model.parts.items() if k not in HOST_PARTS)
+        out["fabric_ps"] = fabric
+        out["sim_fabric_ps"] = one_way - host_sim if one_way is not None else None
+        out.update({f"detail_{k}": v for k, v in detail.items()})
+        return out
+
+    def socket(self, frame: int, trial_ps: int) -> dict[str, Any]:
+        """A streaming application's MB/s of ``frame - 46``-byte messages over one trial."""
+        message = frame - UDP_OVERHEAD
+        head = {"stack": self.stack.label, "frame_bytes": frame, "message_bytes": message}
+        if self.stack.protocol == "tcp":
+            # A stream needs round trips to open its window, and GRO hands large skbs to a slow
+            # receiver at once: at least 10 ms, the first fifth left out (iperf3's omit).
+            trial_ps = max(trial_ps, TCP_SOCKET_TRIAL_PS)
+            omit = trial_ps // 5
+            app = {"kind": "iperf3", "name": "rfc2544", "src": self.b.t.src, "dst": self.b.t.dst,
+                   "duration": units.format_time(trial_ps), "omit": units.format_time(omit)}
+            result = run(from_dict(self._doc(trial_ps, [app], message)))
+            gbps = float(result.iperf3["gbps"].sum())
+            return {**head, "MBps": gbps * 1e9 / 8 / 1e6, "closed_form_MBps": None, "limit": None, "error": None}
+        # As many messages as the wire carries in one trial, offered at line rate; the rate is taken
+        # between the first delivery and the last (the run drains), so that neither the path's latency
+        # nor a poll still in progress at the end of a trial bends it.
+        frames = max(2, int(trial_ps // serialization_ps(frame + self.b.overhead, self.b.line_bps)))
+        app = {"kind": "udp_cbr", "name": "rfc2544", "src": [self.b.t.src], "dst": self.b.t.dst,
+               "frame_size": f"{frame}B", "rate": self.b.line_bps, "max_frames": frames}
+        doc = self._doc(trial_ps, [app])
+        doc["drain"] = True
+        result = run(from_dict(doc))
+        row = result.flows.row(0, named=True)
+        got = int(row["packets_delivered"])
+        first = row["start_ps"] + row["latency_min_ps"]
+        mbps = (got - 1) * message / ((row["end_ps"] - first) * 1e-12) / 1e6 if got > 1 else 0.0
+        bounds = self.socket_bounds(frame)
+        limit = min(bounds, key=lambda k: bounds[k])
+        closed = bounds[limit]
+        return {**head, "MBps": mbps, "closed_form_MBps": closed, "limit": limit,
+                "error": (mbps - closed) / closed, **{f"{k}_MBps": v for k, v in bounds.items()}}
+
+    def socket_bounds(self, frame: int) -> dict[str, float]:
+        """MB/s of messages each part of the path sustains (UDP, one datagram per message)."""
+        message = frame - UDP_OVERHEAD
+        exact, detail = host_terms(self.host, frame)
+        # Under load the receive core polls many frames per interrupt: the interrupt's cost is spread
+        # out (charged once while polls follow each other), so a frame costs its stages only.
+        rx_ps = exact["stack_rx_ps"] - detail["stack_rx_irq_cost_ps"]
+        nic = self.host["nic"]
+        dma_ps = max(frame * int(nic["tx_per_byte_fs"]), frame * int(nic["rx_per_byte_fs"])) / 1000
+        out = {
+            "wire": self.b.frames_per_s(frame, 1.0) * message / 1e6,
+            "tx_core": message / (exact["stack_tx_ps"] * 1e-12) / 1e6,
+            "rx_core": message / (rx_ps * 1e-12) / 1e6 if rx_ps > 0 else float("inf"),
+        }
+        if dma_ps > 0:
+            out["dma"] = message / (dma_ps * 1e-12) / 1e6
+        return out
+
+
+
 def rfc2544(
     scenario: Union[Scenario, str, "os.PathLike[str]"],
-    tests: Iterable[str] = TESTS,
+    tests: Iterable[str] = DEVICE_TESTS,
     frame_sizes: Sequence[int] = FRAME_SIZES,
     devices: Sequence[Optional[str]] = (None,),
     pairs: Sequence[Optional[tuple[str, str]]] = (None,),
     settings: Settings = Settings(),
     overrides: Sequence[str] = (),
+    stacks: Sequence[Union[Stack, str]] = ("scenario",),
 ) -> dict[str, pl.DataFrame]:
     """Run the RFC 2544 ``tests`` for each frame size on each target; returns one table per test
-    (``throughput``, ``latency``, ``loss``, ``back_to_back``), each with ``device``, ``src``,
-    ``dst`` and ``devices`` (the nodes between the tester ports) columns first."""
+    (``throughput``, ``latency``, ``loss``, ``back_to_back``, ``host_latency``, ``socket``), each
+    with ``device``, ``src``, ``dst`` and ``devices`` (the nodes between the tester ports) columns
+    first; the end-to-end tables have one series per stack of ``stacks`` (``stack`` column).
+    ``host_latency`` runs UDP stacks only (a TCP ping-pong is not modelled)."""
     wanted = list(dict.fromkeys(tests))
     unknown = [t for t in wanted if t not in TESTS]
     if unknown:
         raise ValueError(f"unknown test {unknown[0]!r}; allowed: {', '.join(TESTS)}")
+    series = [parse_stack(x) if isinstance(x, str) else x for x in stacks]
     rows: dict[str, list[dict[str, Any]]] = {t: [] for t in wanted}
     skipped: list[dict[str, Any]] = []
     for target in targets(scenario, devices, pairs, overrides):
         bench = _Bench(target, settings)
         head = {"device": bench.label, "src": target.src, "dst": target.dst, "devices": " ".join(bench.devices)}
+        ends = [_Host(bench, st) for st in series] if any(t in HOST_TESTS for t in wanted) else []
         for frame in frame_sizes:
             if not bench.fits(frame):
                 skipped.append({**head, "frame_bytes": frame, "mtu_bytes": bench.mtu})
@@ -318,6 +529,11 @@ def rfc2544(
                 rows["loss"].extend({**head, **r} for r in bench.loss(frame))
             if "back_to_back" in wanted:
                 rows["back_to_back"].append({**head, **bench.back_to_back(frame)})
+            for end in ends:
+                if "host_latency" in wanted and end.stack.protocol == "udp":
+                    rows["host_latency"].append({**head, **end.latency(frame, settings.messages)})
+                if "socket" in wanted:
+                    rows["socket"].append({**head, **end.socket(frame, settings.trial_ps)})
     out = {name: pl.DataFrame(r) for name, r in rows.items()}
     out["skipped"] = pl.DataFrame(skipped) if skipped else pl.DataFrame()
     return out

@@ -54,6 +54,67 @@ def _loss_plot(table: pl.DataFrame) -> str:
     return figure("rfc2544_loss", svg(fig))
 
 
+#: The stacked parts of an end-to-end latency, in a message's order: (column, label).
+E2E_PARTS = (
+    ("stack_tx_ps", "stack tx"),
+    ("nic_tx_ps", "NIC tx DMA"),
+    ("serialization_ps", "serialization"),
+    ("header_ps", "cut-through header"),
+    ("device_ps", "device"),
+    ("propagation_ps", "cable/optics"),
+    ("host_ps", "fixed host latency"),
+    ("nic_rx_ps", "NIC rx DMA"),
+    ("irq_wait_ps", "interrupt wait"),
+    ("stack_rx_ps", "stack rx"),
+)
+
+
+def series_label(row: Mapping[str, object]) -> str:
+    return f"{row['device']} {row['stack']}"
+
+
+def breakdown_plot(name: str, table: pl.DataFrame, title: str) -> str:
+    """Stacked bars of where an unloaded message's one-way latency goes: one bar per frame size
+    and series (fabric and stack), from the closed-form parts of the ``host_latency`` table."""
+    rows = table.sort(["device", "stack", "frame_bytes"], maintain_order=True).to_dicts()
+    parts = [(c, label) for c, label in E2E_PARTS if c in table.columns and any(r[c] for r in rows)]
+    fig, ax = pyplot().subplots(figsize=(max(9, 0.32 * len(rows) + 2), 4.2))
+    bottom = [0.0] * len(rows)
+    for column, label in parts:
+        values = [float(r[column]) / 1e3 for r in rows]
+        ax.bar(range(len(rows)), values, bottom=bottom, label=label, width=0.8)
+        bottom = [b + v for b, v in zip(bottom, values)]
+    ax.set_xticks(range(len(rows)))
+    ax.set_xticklabels([f"{series_label(r)} {r['frame_bytes']}" for r in rows], rotation=90, fontsize=6)
+    ax.set_ylabel("one-way latency (ns)")
+    ax.set_title(title)
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.tight_layout()
+    return figure(name, svg(fig))
+
+
+def _series_plot(name: str, table: pl.DataFrame, column: str, scale: float, ylabel: str, title: str,
+                 reference: str | None = None) -> str:
+    fig, ax = pyplot().subplots(figsize=(9, 3.6))
+    sizes = sorted(set(table["frame_bytes"].to_list()))
+    positions = {size: i for i, size in enumerate(sizes)}
+    for (device, stack), rows in table.group_by(["device", "stack"], maintain_order=True):
+        x = [positions[s] for s in rows["frame_bytes"].to_list()]
+        line = ax.plot(x, rows[column].to_numpy() / scale, marker="o", label=f"{device} {stack}")[0]
+        if reference is not None and rows[reference].null_count() < rows.height:
+            ax.plot(x, rows[reference].cast(pl.Float64).to_numpy() / scale, linestyle=":", color=line.get_color())
+    ax.set_xticks(range(len(sizes)))
+    ax.set_xticklabels([str(s) for s in sizes])
+    ax.set_xlabel("frame size (bytes)")
+    ax.set_ylim(bottom=0)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    return figure(name, svg(fig))
+
+
 def render_rfc2544(tables: Mapping[str, pl.DataFrame], title: str = "RFC 2544") -> str:
     """The page for the tables returned by :func:`fabricsim.experiments.rfc2544.rfc2544`."""
     body = [f"<h1>{html.escape(title)}</h1>",
@@ -81,6 +142,24 @@ def render_rfc2544(tables: Mapping[str, pl.DataFrame], title: str = "RFC 2544") 
     if t is not None and t.height:
         body.append("<h2>Back-to-back frames (26.4)</h2>")
         body.append(_size_plot("rfc2544_back_to_back", t, "frames", 1.0, "frames", "Longest burst without loss"))
+        body.append(html_table(t))
+    t = tables.get("host_latency")
+    if t is not None and t.height:
+        body.append("<h2>End-to-end latency through the hosts (UDP ping-pong)</h2>")
+        body.append('<p class="muted">Half the round trip of one outstanding message, application to '
+                    "application; closed form (dotted) from the host model's and the fabric's parameters.</p>")
+        body.append(_series_plot("rfc2544_host_latency", t, "latency_ps", 1e6, "us",
+                                 "One-way latency (half round trip)", reference="closed_form_ps"))
+        body.append(breakdown_plot("rfc2544_breakdown", t, "Where the time goes (unloaded, one way)"))
+        body.append(html_table(t.select([c for c in t.columns if not c.startswith("detail_")])))
+    t = tables.get("socket")
+    if t is not None and t.height:
+        body.append("<h2>Socket throughput per message size</h2>")
+        body.append('<p class="muted">A streaming application, one message per datagram (UDP) or per write '
+                    "(TCP); dotted: the closed form, the smallest of wire goodput and message / CPU time per "
+                    "message on the sending and receiving cores.</p>")
+        body.append(_series_plot("rfc2544_socket_MBps", t, "MBps", 1.0, "MB/s", "Messages received",
+                                 reference="closed_form_MBps"))
         body.append(html_table(t))
     t = tables.get("skipped")
     if t is not None and t.height:

@@ -189,10 +189,15 @@ impl Simulation {
             return Err(ConfigError::new(format!("{path}.protocol"), "'tcp' is not available yet; allowed: udp"));
         }
         let frame = (c.message_bytes + UDP_OVERHEAD).max(64);
-        if c.message_bytes == 0 || frame > 9018 {
+        // One datagram per message, up to a 9216 B jumbo frame (a 9198 B IP MTU, the
+        // largest jumbo frame common switches accept).
+        if c.message_bytes == 0 || frame > 9216 {
             return Err(ConfigError::new(
                 format!("{path}.message_size"),
-                format!("a UDP message must be 1..8972 bytes (one datagram in a 9000 B MTU; got {})", c.message_bytes),
+                format!(
+                    "a UDP message must be 1..9170 bytes (one datagram in a 9216 B jumbo frame; got {})",
+                    c.message_bytes
+                ),
             ));
         }
         if c.messages == Some(0) || c.duration_ps == Some(0) {

@@ -206,3 +206,21 @@ fn hosts_of_one_machine_share_its_cores() {
     assert_eq!(i64_col(&out, "cores", "core"), vec![0, 1]);
     assert_eq!(i64_col(&out, "ping_pong", "messages"), vec![10]);
 }
+
+#[test]
+fn ping_pong_messages_fill_a_jumbo_frame_of_9216_bytes_and_no_more() {
+    let model = r#"{"cores": 1, "stages": [{"kind": "udp", "tx": {"per_packet_ps": 100000}, "rx": {"per_packet_ps": 100000}}]}"#;
+    // 9170 B of UDP payload + 46 B of UDP, IPv4 and Ethernet headers = 9216 B on the wire.
+    let traffic = r#"{"kind": "ping_pong", "src": "h0", "dst": "h1", "message_bytes": 9170, "messages": 3}"#;
+    let out = pair(model, traffic, 1_000_000_000);
+    assert_eq!(i64_col(&out, "ping_pong", "messages"), vec![3]);
+    assert_eq!(i64_col(&out, "ping_pong", "frame_bytes"), vec![9216]);
+    let sc = fabricsim_core::Scenario::from_json(
+        r#"{"duration_ps": 1000000,
+            "topology": {"kind": "star", "hosts": 2, "link": {"rate_bps": 100000000000, "delay_ps": 1000000}},
+            "traffic": [{"kind": "ping_pong", "src": "h0", "dst": "h1", "message_bytes": 9171, "messages": 1}]}"#,
+    )
+    .expect("scenario JSON");
+    let err = fabricsim_core::Simulation::new(&sc).err().expect("a 9217 B frame is refused");
+    assert!(format!("{err}").contains("traffic[0].message_size"), "{err}");
+}

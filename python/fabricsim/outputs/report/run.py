@@ -868,6 +868,54 @@ def _cpu_plot(result: RunTables, top: int = 8) -> str:
     )
 
 
+#: Host latency components in a packet's order; the fabric's part goes between transmit and receive.
+_HOST_TX = ("tx_cpu_wait", "tx_cpu", "tx_dma")
+_HOST_RX = ("rx_dma", "rx_irq_wait", "rx_cpu_wait", "rx_cpu")
+
+
+def latency_breakdown(result: RunTables) -> pl.DataFrame:
+    """Per flow with host datapath rows: mean one-way latency split into the host components
+    (``host_latency``) and the fabric (the flow's mean latency minus its host parts: wire,
+    devices, queues). Flows whose packets were all delivered (UDP, ping-pong) only: a TCP
+    flow's rows mix its ACKs in."""
+    lat = result.host_latency
+    if lat.height == 0:
+        return pl.DataFrame()
+    flows = result.flows.filter(pl.col("latency_mean_ps").is_not_null())
+    wide = lat.pivot(on="component", index="flow_id", values="mean_ps").fill_null(0.0)
+    for c in (*_HOST_TX, *_HOST_RX):
+        if c not in wide.columns:
+            wide = wide.with_columns(pl.lit(0.0).alias(c))
+    wide = wide.with_columns(pl.col("flow_id").cast(pl.Int64))
+    out = flows.select(pl.col("flow_id").cast(pl.Int64), "name", "kind", "src", "dst", "latency_mean_ps").join(
+        wide, on="flow_id", how="inner")
+    out = out.filter(~pl.col("kind").cast(pl.Utf8).str.contains("tcp"))
+    host = sum(pl.col(c) for c in (*_HOST_TX, *_HOST_RX))
+    return out.with_columns((pl.col("latency_mean_ps") - host).alias("fabric_ps")).select(
+        "flow_id", "name", "src", "dst", *_HOST_TX, "fabric_ps", *_HOST_RX, "latency_mean_ps").sort("flow_id")
+
+
+def _breakdown_plot(rows: pl.DataFrame, top: int = 16) -> str:
+    rows = rows.head(top)
+    fig, ax = pyplot().subplots(figsize=(9, 0.35 * rows.height + 1.6))
+    left = np.zeros(rows.height)
+    for c in (*_HOST_TX, "fabric_ps", *_HOST_RX):
+        v = rows[c].to_numpy() / 1e3
+        if not v.any():
+            continue
+        ax.barh(range(rows.height), v, left=left, label=c.removesuffix("_ps"))
+        left = left + v
+    ax.set_yticks(range(rows.height))
+    ax.set_yticklabels([f"{n} {a}->{b}" for n, a, b in rows.select("name", "src", "dst").iter_rows()], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("mean one-way latency (ns)")
+    ax.set_title("Where the time goes (host components and fabric)")
+    ax.grid(alpha=0.3, axis="x")
+    ax.legend(fontsize=7, ncol=4)
+    fig.tight_layout()
+    return figure("latency_breakdown", svg(fig))
+
+
 def _hosts(result: RunTables) -> str:
     """Host datapath: per-core utilization over time, core totals, applications (runs with a host model)."""
     if result.cores.height == 0 and result.iperf3.height == 0 and result.ping_pong.height == 0:
@@ -887,6 +935,10 @@ def _hosts(result: RunTables) -> str:
             *[(pl.col(f"latency_{q}_ps") / 1e6).alias(f"{q}_us") for q in ("mean", "p50", "p99", "p999", "max")],
         )
         parts.append(html_table(pp))
+    breakdown = latency_breakdown(result)
+    if breakdown.height:
+        parts += ["<h3>Where the time goes</h3>", _breakdown_plot(breakdown),
+                  html_table(breakdown.with_columns(pl.col(pl.Float64).round(1)), limit=50)]
     return "".join(parts) + "\n"
 
 
