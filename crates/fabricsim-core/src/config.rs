@@ -58,6 +58,9 @@ pub struct NetworkConfig {
     pub host: HostConfig,
     #[serde(default)]
     pub switch_overrides: BTreeMap<String, SwitchConfig>,
+    /// Per-host settings over `host` (by host name).
+    #[serde(default)]
+    pub host_overrides: BTreeMap<String, HostOverrideConfig>,
 }
 
 fn default_overhead() -> u32 {
@@ -75,6 +78,7 @@ impl Default for NetworkConfig {
             switch: SwitchConfig::default(),
             host: HostConfig::default(),
             switch_overrides: BTreeMap::new(),
+            host_overrides: BTreeMap::new(),
         }
     }
 }
@@ -135,6 +139,9 @@ pub struct SwitchConfig {
     /// How egress ports divide their bandwidth among inputs (see `network/arbitration.rs`).
     #[serde(default)]
     pub arbitration: crate::network::arbitration::ArbitrationConfig,
+    /// Egress ports shaped like an htb class (see `sim/port_shaper.rs`).
+    #[serde(default)]
+    pub shaper: Option<crate::sim::PortShaperConfig>,
 }
 
 fn default_switch_latency() -> u64 {
@@ -162,6 +169,7 @@ impl Default for SwitchConfig {
             pfc: None,
             pipeline: None,
             arbitration: Default::default(),
+            shaper: None,
         }
     }
 }
@@ -253,6 +261,18 @@ pub struct HostConfig {
     /// CPU cores, software stack and NIC of every host (see `host/`); `None`: ideal hosts.
     #[serde(default)]
     pub model: Option<crate::host::HostModelConfig>,
+    /// Jitter, shaper and delay line below every host's stack (see `host/egress.rs`).
+    #[serde(default)]
+    pub egress: Option<crate::host::egress::EgressConfig>,
+}
+
+/// What one host sets differently from `network.host`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostOverrideConfig {
+    /// The host's complete egress settings (replacing `network.host.egress`).
+    #[serde(default)]
+    pub egress: Option<crate::host::egress::EgressConfig>,
 }
 
 fn default_nic_buffer() -> u64 {
@@ -261,7 +281,7 @@ fn default_nic_buffer() -> u64 {
 
 impl Default for HostConfig {
     fn default() -> Self {
-        HostConfig { latency_ps: 0, nic_buffer_bytes: default_nic_buffer(), pipeline: None, model: None }
+        HostConfig { latency_ps: 0, nic_buffer_bytes: default_nic_buffer(), pipeline: None, model: None, egress: None }
     }
 }
 

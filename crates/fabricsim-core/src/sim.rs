@@ -41,6 +41,7 @@ mod apps;
 mod arbitration;
 mod broadcast;
 mod carried;
+mod egress;
 mod fabric;
 pub mod guard;
 mod host;
@@ -50,6 +51,8 @@ mod multicast;
 mod pcap;
 mod pfc;
 mod pipeline;
+mod port_shaper;
+pub use port_shaper::PortShaperConfig;
 mod power;
 mod roce;
 mod transport;
@@ -88,6 +91,10 @@ enum Event {
     Irq(u32, u32),
     /// A ping-pong application's timer (start, gap, reply timeout); stale when the generation does not match.
     AppTimer(u32, u32),
+    /// The head of a host egress stage is due (`3 chain + stage`: jitter, shaper, delay).
+    HostEgress(u32),
+    /// A shaped switch port's buckets allow its next frame.
+    PortShaper(PortId),
 }
 
 /// How a call to [`Simulation::advance`] ended.
@@ -167,6 +174,10 @@ pub struct Simulation {
     failure: Option<RunError>,
     /// Host datapaths (CPU cores, NIC DMA); see `sim/host.rs`.
     host: host::HostState,
+    /// Host egress chains: jitter, shaper, delay line (`sim/egress.rs`).
+    egress: egress::EgressState,
+    /// Shaped switch ports (`sim/port_shaper.rs`).
+    port_shapers: port_shaper::PortShapers,
     /// iperf3 and ping-pong applications; see `sim/apps.rs`.
     apps: apps::AppState,
     /// Packet capture taps; see `sim/pcap.rs`.
@@ -347,6 +358,8 @@ impl Simulation {
             guard: guard::StallGuard::default(),
             failure: None,
             host: host::HostState::default(),
+            egress: egress::EgressState::default(),
+            port_shapers: port_shaper::PortShapers::default(),
             apps: apps::AppState::default(),
             capture: pcap::CaptureState::default(),
         };
@@ -357,6 +370,8 @@ impl Simulation {
         sim.setup_broadcast(sc)?;
         sim.setup_power(sc)?;
         sim.setup_hosts(sc)?;
+        sim.setup_egress(sc)?;
+        sim.setup_port_shapers(sc)?;
         sim.sampled_ports = (0..sim.ports.len() as u32)
             .map(PortId)
             .filter(|p| sc.stats.sample_hosts || sim.nodes[sim.ports[p.idx()].node.idx()].kind == NodeKind::Switch)
@@ -368,6 +383,7 @@ impl Simulation {
         for (i, t) in sc.traffic.iter().enumerate() {
             sim.add_traffic(i, t, &index, &graph, &parts)?;
         }
+        sim.setup_flow_delays(sc)?;
         if sim.sample_interval.0 > 0 {
             sim.queue.push(SimTime::ZERO, Event::Sample);
         }
@@ -692,6 +708,8 @@ impl Simulation {
                 Event::NicDma(l) => self.on_nic_dma(l),
                 Event::Irq(r, generation) => self.on_irq(r, generation),
                 Event::AppTimer(a, generation) => self.on_app_timer(a, generation),
+                Event::HostEgress(x) => self.on_host_egress(x),
+                Event::PortShaper(p) => self.on_port_shaper(p),
             }
         }
         self.finished = true;
@@ -769,6 +787,9 @@ impl Simulation {
             if self.host_takes(id) {
                 return self.host_tx(dp, id);
             }
+        }
+        if self.egress_take(node, id) {
+            return;
         }
         self.nic_out(node, id);
     }
@@ -880,6 +901,9 @@ impl Simulation {
 
     /// Starts transmitting the next queued packet of `pid` at time `at`.
     fn start_next(&mut self, pid: PortId, at: SimTime) {
+        if self.port_shapers.components() != 0 && !self.port_shaper_allows(pid, at) {
+            return;
+        }
         let port = &mut self.ports[pid.idx()];
         let Some((class, id)) = port.pop() else { return };
         let pkt = self.pool.get_mut(id);
@@ -897,6 +921,7 @@ impl Simulation {
             return;
         }
         port.dequeued(class, pkt.size);
+        let size = pkt.size;
         port.queue_delay_sum_ps += (at - pkt.enqueued).0 as u128;
         port.in_tx = Some(id);
         port.tx_start = at;
@@ -914,6 +939,9 @@ impl Simulation {
             ecn: pkt.ecn,
         };
         let node = port.node;
+        if self.port_shapers.components() != 0 {
+            self.port_shaper_charge(pid, at, size);
+        }
         let buffer = &mut self.nodes[node.idx()].buffer;
         buffer.release(&req);
         let sig = buffer.take_pfc_signal();
@@ -1113,7 +1141,7 @@ impl Simulation {
     pub fn packets_in_network(&self) -> u64 {
         let queued: usize = self.ports.iter().map(|p| p.queued_packets() + p.in_tx.is_some() as usize).sum();
         let wires: usize = self.channels.iter().map(|c| c.in_flight.len()).sum();
-        (queued + wires + self.pipeline.held_packets() + self.host.held_packets()) as u64
+        (queued + wires + self.pipeline.held_packets() + self.host.held_packets() + self.egress.held_packets()) as u64
     }
 
     /// Runs to the end (if needed) and returns every table and the summary.
@@ -1190,6 +1218,7 @@ impl Simulation {
         self.broadcast_outputs(&mut tables);
         self.roce_summary(&mut s);
         self.host_outputs(&mut tables, &mut s);
+        self.egress_outputs(&mut tables, &mut s);
         self.app_outputs(&mut tables, &mut s);
         self.capture_outputs(&mut tables);
         let throughput = std::mem::take(&mut self.throughput);

@@ -54,10 +54,14 @@ pub enum DropReason {
     HostTxQueueFull = 21,
     /// The egress queue's packet-count cap was reached (tail drop).
     QueuePacketLimit = 22,
+    /// A host egress shaper's queue was full (its leaf qdisc's limit).
+    ShaperQueueFull = 23,
+    /// A host egress delay line held its limit of packets (netem's `limit`).
+    EgressDelayFull = 24,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 23] = [
+    pub const ALL: [DropReason; 25] = [
         DropReason::PortBufferFull,
         DropReason::QueueLimit,
         DropReason::NoRoute,
@@ -81,6 +85,8 @@ impl DropReason {
         DropReason::HostBacklogFull,
         DropReason::HostTxQueueFull,
         DropReason::QueuePacketLimit,
+        DropReason::ShaperQueueFull,
+        DropReason::EgressDelayFull,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -108,6 +114,8 @@ impl DropReason {
             DropReason::HostBacklogFull => "host_backlog_full",
             DropReason::HostTxQueueFull => "host_tx_queue_full",
             DropReason::QueuePacketLimit => "queue_packet_limit",
+            DropReason::ShaperQueueFull => "shaper_queue_full",
+            DropReason::EgressDelayFull => "egress_delay_full",
         }
     }
 }

@@ -32,6 +32,8 @@ LINUX_OPTIONS = (
     "linux_repeats",
     "linux_recorded",
     "linux_json",
+    "linux_shaped_router",
+    "linux_jitter",
 )
 
 
@@ -69,6 +71,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="compare the stored Linux results (all, or those whose name contains NAME); no root needed",
     )
     group.add_argument("--json", dest="linux_json", action="store_true", help="print JSON instead of tables")
+    group.add_argument(
+        "--shaped-router",
+        dest="linux_shaped_router",
+        action="store_true",
+        help="twin: shape the router's port like the lab's htb class on a veth-speed link (switch.shaper)",
+    )
+    group.add_argument(
+        "--jitter",
+        dest="linux_jitter",
+        action="store_true",
+        help="twin: transmit jitter on every host (network.host.egress.jitter, exponential 2us)",
+    )
 
 
 def used_linux_options(args: argparse.Namespace) -> list[str]:
@@ -108,7 +122,11 @@ def command(args: argparse.Namespace) -> int:
         experiments = [linux_dumbbell.measure(setup, repeats=args.linux_repeats or 1)]
     reports = []
     for record in experiments:
-        rows = linux_dumbbell.compare(record)
+        rows = linux_dumbbell.compare(
+            record,
+            shaped_router=args.linux_shaped_router,
+            host={"egress": {"jitter": True}} if args.linux_jitter else None,
+        )
         reports.append({"name": record["name"], "environment": record["environment"], "rows": rows})
     if args.linux_json:
         sys.stdout.write(json.dumps(reports, indent=1) + "\n")

@@ -1,5 +1,6 @@
 """The ``network`` section: switches (buffer, ECN, PFC, scheduler, pipeline,
-arbitration), hosts (NIC pipeline) and per-switch overrides.
+arbitration), hosts (NIC pipeline, host model, egress shaping) and per-switch and
+per-host overrides.
 
 A switch may name a device preset (``device: tomahawk-like``, see
 :mod:`fabricsim.devices`): the preset's settings are put under the switch's
@@ -40,6 +41,7 @@ from fabricsim.schema._base import (
     quantity,
     show,
 )
+from fabricsim.schema.egress import Egress, HostOverride, PortShaper
 from fabricsim.schema.host import HostModel
 from fabricsim.schema.pipeline import Arbitration, Pipeline
 
@@ -458,6 +460,8 @@ class Switch(Model):
     pfc: Optional[Pfc] = None
     pipeline: Optional[Pipeline] = None
     arbitration: Arbitration = Field(default_factory=Arbitration)
+    #: Egress ports shaped like an htb class; see :mod:`fabricsim.schema.egress`.
+    shaper: Optional[PortShaper] = None
 
     _expand = model_validator(mode="before")(classmethod(lambda cls, data: _expand_device(data)))
 
@@ -511,6 +515,8 @@ class Switch(Model):
             out["cut_through_bytes"] = self.cut_through_header
         if self.mtu is not None:
             out["mtu_bytes"] = self.mtu
+        if self.shaper is not None:
+            out["shaper"] = self.shaper.to_resolved()
         if self.power is not None:
             out["power"] = self.power.to_resolved()
         # Defaults (no ECN, strict priority) are left out, as the core assumes them.
@@ -536,6 +542,8 @@ class Host(Model):
     pipeline: Optional[Pipeline] = None
     #: CPU cores, software stack and NIC DMA of every host (``None``: ideal hosts); see :mod:`fabricsim.schema.host`.
     model: Optional[HostModel] = None
+    #: Jitter, htb-like shaper and netem-like delay below every host's stack; see :mod:`fabricsim.schema.egress`.
+    egress: Optional[Egress] = None
 
     def to_resolved(self) -> dict[str, Any]:
         out: dict[str, Any] = {"latency_ps": self.latency, "nic_buffer_bytes": self.nic_buffer}
@@ -543,6 +551,8 @@ class Host(Model):
             out["pipeline"] = self.pipeline.to_resolved()
         if self.model is not None:
             out["model"] = self.model.to_resolved()
+        if self.egress is not None:
+            out["egress"] = self.egress.to_resolved()
         return out
 
 
@@ -578,12 +588,20 @@ class Network(Model):
     switch: Switch = Field(default_factory=Switch)
     host: Host = Field(default_factory=Host)
     switch_overrides: dict[str, Switch] = Field(default_factory=dict)
+    #: Per-host settings merged over ``host`` (``{h0: {egress: {delay: 25ms}}}``).
+    host_overrides: dict[str, HostOverride] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _merge_overrides(self) -> "Network":
         self.switch_overrides = {
             name: _overlay(self.switch, override) for name, override in self.switch_overrides.items()
         }
+        base = self.host.egress
+        if base is not None:
+            self.host_overrides = {
+                name: o if o.egress is None else o.model_copy(update={"egress": _overlay(base, o.egress)})
+                for name, o in self.host_overrides.items()
+            }
         issues = [(f"switch.buffer.{field}", message) for field, message in self.switch.buffer.issues()]
         for name, spec in self.switch_overrides.items():
             path = f"switch_overrides.{name}.buffer"
@@ -593,10 +611,13 @@ class Network(Model):
         return self
 
     def to_resolved(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "ethernet_overhead_bytes": self.ethernet_overhead,
             "classes": self.classes,
             "switch": self.switch.to_resolved(),
             "host": self.host.to_resolved(),
             "switch_overrides": {name: spec.to_resolved() for name, spec in self.switch_overrides.items()},
         }
+        if self.host_overrides:
+            out["host_overrides"] = {name: spec.to_resolved() for name, spec in self.host_overrides.items()}
+        return out

@@ -310,10 +310,20 @@ def _one_run(setup: DumbbellSetup, lab: Lab, latency_s: float) -> dict[str, Any]
 
 
 def scenario(
-    setup: DumbbellSetup, one_way_latency_us: float, seed: int = 1, tcp: Optional[dict[str, Any]] = None
+    setup: DumbbellSetup,
+    one_way_latency_us: float,
+    seed: int = 1,
+    tcp: Optional[dict[str, Any]] = None,
+    host: Optional[dict[str, Any]] = None,
+    shaped_router: bool = False,
 ) -> dict[str, Any]:
     """The fabricsim scenario of ``setup`` (see the module docs for the mapping);
-    ``tcp`` adds or overrides fields of its ``tcp`` section."""
+    ``tcp`` adds or overrides fields of its ``tcp`` section, ``host`` is its
+    ``network.host`` (e.g. ``{"egress": {"jitter": True}}``). With
+    ``shaped_router`` the bottleneck is built as the lab builds it: the link
+    r -> rx runs at ``access_rate`` (a veth) and the router's port towards rx
+    is shaped like the lab's htb class (rate = ceil = ``rate``, burst =
+    cburst = the lab's default burst) over the static buffer (the bfifo)."""
     senders = [f"s{i}" for i in range(setup.senders)]
     # Two links on the path from a sender to rx: half the one-way latency on each.
     delay_ns = max(0, round(one_way_latency_us * 1000 / 2))
@@ -322,7 +332,18 @@ def scenario(
         {"name": "rx", "kind": "host"},
     ]
     links = [{"a": s, "b": "r", "rate": setup.access_rate, "delay": f"{delay_ns}ns"} for s in senders]
-    links.append({"a": "r", "b": "rx", "rate": setup.rate, "delay": f"{delay_ns}ns"})
+    bottleneck_rate = setup.access_rate if shaped_router else setup.rate
+    links.append({"a": "r", "b": "rx", "rate": bottleneck_rate, "delay": f"{delay_ns}ns"})
+    switch: dict[str, Any] = {"latency": "0ns", "buffer": {"model": "static", "port_size": setup.buffer}}
+    if shaped_router:
+        rate_bps = parse_rate(setup.rate)
+        # The lab's default burst (Lab._configure_egress): 10 frames or 100 us at the rate.
+        burst = max(10 * (setup.mtu + ETH_HEADER), rate_bps // 8 // 10_000)
+        if setup.shaper == "htb":
+            shaper = {"rate": setup.rate, "ceil": setup.rate, "burst": f"{burst}B", "cburst": f"{burst}B"}
+        else:  # tbf: one bucket, sent at the link's (veth's) speed
+            shaper = {"rate": setup.rate, "ceil": setup.access_rate, "burst": f"{burst}B", "cburst": f"{burst}B"}
+        switch["shaper"] = {**shaper, "towards": ["rx"]}
     traffic: dict[str, Any] = {"kind": "tcp_bulk", "name": "iperf3", "src": senders, "dst": "rx"}
     traffic["streams"] = setup.flows_per_sender
     if setup.size:
@@ -339,7 +360,8 @@ def scenario(
         "network": {
             "ethernet_overhead": "0B",
             "classes": 1,
-            "switch": {"latency": "0ns", "buffer": {"model": "static", "port_size": setup.buffer}},
+            "switch": switch,
+            **({"host": host} if host else {}),
         },
         "topology": {"kind": "explicit", "nodes": nodes, "links": links},
         "tcp": {
@@ -355,13 +377,18 @@ def scenario(
 
 
 def simulate(
-    setup: DumbbellSetup, one_way_latency_us: float, seed: int = 1, tcp: Optional[dict[str, Any]] = None
+    setup: DumbbellSetup,
+    one_way_latency_us: float,
+    seed: int = 1,
+    tcp: Optional[dict[str, Any]] = None,
+    host: Optional[dict[str, Any]] = None,
+    shaped_router: bool = False,
 ) -> dict[str, Any]:
     """Run the fabricsim twin; per-flow goodput, drops, retransmits, job completion time."""
     from fabricsim.runner import run
     from fabricsim.schema import from_dict
 
-    result = run(from_dict(scenario(setup, one_way_latency_us, seed, tcp)), seed=seed)
+    result = run(from_dict(scenario(setup, one_way_latency_us, seed, tcp, host, shaped_router)), seed=seed)
     flows = result.flows.sort("flow_id")
     duration_s = setup.duration_s
     rows = []
@@ -401,11 +428,17 @@ def simulate(
     }
 
 
-def compare(record: dict[str, Any], seed: int = 1) -> list[tuple[str, str, str, str]]:
-    """Rows (metric, Linux mean ± sd, fabricsim, fabricsim / Linux) for one recorded experiment."""
+def compare(
+    record: dict[str, Any],
+    seed: int = 1,
+    shaped_router: bool = False,
+    host: Optional[dict[str, Any]] = None,
+) -> list[tuple[str, str, str, str]]:
+    """Rows (metric, Linux mean ± sd, fabricsim, fabricsim / Linux) for one recorded experiment
+    (``shaped_router``, ``host``: see :func:`scenario`)."""
     setup = DumbbellSetup(**record["setup"])
     summary = record["summary"]
-    sim = simulate(setup, summary["one_way_latency_us"]["mean"], seed)
+    sim = simulate(setup, summary["one_way_latency_us"]["mean"], seed, host=host, shaped_router=shaped_router)
     rows: list[tuple[str, str, str, str]] = []
 
     def add(metric: str, linux: dict[str, float], value: Optional[float], scale: float, unit: str) -> None:

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //!  egress:  app ──> [stack on a core: syscall, tcp/udp, software stages, driver; GSO/TSO batches]
-//!               ──> qdisc (none yet: the place for one) ──> NIC: DMA (fixed + per byte)
+//!               ──> egress qdiscs (egress.rs: jitter, htb-like shaper, netem-like delay) ──> NIC: DMA (fixed + per byte)
 //!               ──> NIC pipeline (tx, hardware offloads) ──> NIC port (line rate) ──> wire
 //!  ingress: wire ──> NIC pipeline (rx) ──> DMA ──> rx ring of the steered core
 //!               ──> interrupt (coalescing: usecs / frames) ──> NAPI poll on the core (budget, GRO)
@@ -16,6 +16,8 @@
 //!   `driver`, `syscall`, and every match-action stage kind of `pipeline/`,
 //!   whose decisions are reused), their per-packet and per-byte costs in
 //!   each direction, GRO merging.
+//! - `egress.rs`: the qdisc chain below the stack: processing jitter, an
+//!   htb-like shaper and a netem-like delay line (also for hosts without a model).
 //! - `nic.rs`: the NIC's DMA delay lines and interrupt moderation settings.
 //!
 //! A host without a model (`network.host.model` absent) keeps the ideal
@@ -23,6 +25,7 @@
 //! cost per packet. The simulation glue is `sim/host.rs`.
 
 pub mod cpu;
+pub mod egress;
 pub mod nic;
 pub mod stack;
 

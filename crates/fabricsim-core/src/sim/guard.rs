@@ -76,6 +76,8 @@ fn owner(ev: Event) -> (u8, u32, u32) {
         Event::NicDma(l) => (9, l, 0),
         Event::Irq(r, _) => (10, r, 0),
         Event::AppTimer(a, _) => (11, a, 0),
+        Event::HostEgress(x) => (12, x, 0),
+        Event::PortShaper(p) => (13, p.0, 0),
     }
 }
 
@@ -89,6 +91,8 @@ impl Simulation {
             + self.roce.qps.len() as u64
             + self.pipeline.pipe_count() as u64
             + self.host.components() as u64
+            + self.egress.components() as u64
+            + self.port_shapers.components() as u64
             + 1;
         STALL_FLOOR.max(STALL_PER_COMPONENT.saturating_mul(components))
     }

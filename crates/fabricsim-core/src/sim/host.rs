@@ -4,7 +4,7 @@
 //!
 //! ```text
 //!  inject ──> host_tx: core of the flow's app (or of the poll that triggered it, inline)
-//!         ──> CpuRun (batch served) ──> DMA tx line ──> nic_out (NIC pipeline, port)
+//!         ──> CpuRun (batch served) ──> egress (sim/egress.rs) ──> DMA tx line ──> nic_out (NIC pipeline, port)
 //!  host_receive ──> host_rx: DMA rx line ──> ring of the steered core ──> interrupt (Irq)
 //!         ──> poll queued on the core ──> CpuRun (poll served: GRO, stages) ──> deliver, TCP, apps
 //! ```
@@ -303,6 +303,19 @@ impl Simulation {
         let tcp_data = pkt.kind == PacketKind::Tcp && pkt.len > 0;
         c.push_tx(inline, dp, pkt.flow.0, id, pkt.size, tcp_data, now, self.host.gso_bytes);
         self.core_kick(core);
+    }
+
+    /// A packet leaving host `node`'s stack and qdiscs (`sim/egress.rs`):
+    /// the NIC's transmit DMA when its host model has one, else the NIC.
+    pub(super) fn egress_out(&mut self, node: NodeId, id: PacketId) {
+        if self.host.dma_on {
+            if let Some(dp) = self.host.at(node) {
+                if self.host_takes(id) {
+                    return self.dma_enter(2 * dp, id);
+                }
+            }
+        }
+        self.nic_out(node, id);
     }
 
     /// A packet for host `dp` that its NIC received: DMA, then the ring.
@@ -656,14 +669,12 @@ impl Simulation {
         let serving = std::mem::take(&mut c.serving);
         match w {
             Work::Tx(b) => {
+                let node = self.host.dps[b.dp as usize].node;
                 for &id in &serving {
                     let flow = self.pool.get(id).flow.0;
                     self.host.record(flow, TX_CPU, (now - since).0);
-                    if self.host.dma_on {
-                        self.dma_enter(2 * b.dp, id);
-                    } else {
-                        let node = self.host.dps[b.dp as usize].node;
-                        self.nic_out(node, id);
+                    if !self.egress_take(node, id) {
+                        self.egress_out(node, id);
                     }
                 }
             }

@@ -6,6 +6,7 @@ mod broadcast;
 mod conservation;
 mod determinism;
 mod host;
+mod host_egress;
 mod htcp;
 mod multicast;
 mod outputs;
