@@ -300,6 +300,41 @@ mod tests {
         assert!(q.is_empty() && q.pop().is_none() && q.peek().is_none());
     }
 
+    /// Like a simulation: take out one event, schedule 0-3 at or after it.
+    fn hold_matches_reference(seed: u64, spread: u64, steps: u32) {
+        let mut r = RandomStream::new(seed, "hold", spread);
+        let mut q = EventQueue::new();
+        let mut reference = std::collections::BTreeSet::new();
+        let mut seq = 0u32;
+        for _ in 0..8 {
+            let t = r.below(spread + 1);
+            q.push(SimTime(t), seq);
+            reference.insert((t, seq));
+            seq += 1;
+        }
+        for _ in 0..steps {
+            let Some(want) = reference.pop_first() else { break };
+            assert_eq!(q.peek().map(|(t, e)| (t.0, e)), Some(want));
+            assert_eq!(q.pop().map(|(t, e)| (t.0, e)), Some(want));
+            for _ in 0..r.below(4) {
+                let t = want.0 + r.below(spread + 1);
+                q.push(SimTime(t), seq);
+                reference.insert((t, seq));
+                seq += 1;
+            }
+            assert_eq!(q.len(), reference.len());
+        }
+    }
+
+    #[test]
+    fn one_out_a_few_in_pops_sorted_by_time_then_scheduling_order() {
+        for seed in 0..4 {
+            for spread in [0, 1, 3, 1000, 1 << 20, 1 << 40] {
+                hold_matches_reference(seed, spread, 20_000);
+            }
+        }
+    }
+
     #[test]
     fn random_schedules_pop_sorted_by_time_then_scheduling_order() {
         for seed in 0..4 {

@@ -17,6 +17,8 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
     ModelWrapValidatorHandler,
     PlainSerializer,
     PlainValidator,
@@ -24,7 +26,7 @@ from pydantic import (
     WithJsonSchema,
     model_validator,
 )
-from pydantic_core import ErrorDetails, PydanticCustomError
+from pydantic_core import ErrorDetails, PydanticCustomError, core_schema
 
 from fabricsim import units
 from fabricsim.errors import unknown_key, unknown_value
@@ -32,6 +34,8 @@ from fabricsim.errors import unknown_key, unknown_value
 __all__ = [
     "ByteCount",
     "Count32",
+    "DEFERRED_MARK",
+    "DeferredModel",
     "Duration",
     "Energy",
     "FrameSize",
@@ -50,6 +54,7 @@ __all__ = [
     "Time",
     "U64_MAX",
     "as_time",
+    "deferred",
     "issues_error",
     "kind_of",
     "one_of",
@@ -381,3 +386,82 @@ class Model(BaseModel):
             issues = validation_issues(exc, known)
         issues.extend((str(key), unknown_key(key, allowed)) for key in unknown)
         raise issues_error(*issues)
+
+
+# --------------------------------------------------------------------------
+# Sections built on first use
+
+
+#: Key in the core-schema metadata of a deferred section (the JSON Schema
+#: generator gives such a field no title of its own, as for a nested model).
+DEFERRED_MARK = "fabricsim_deferred"
+
+
+class DeferredModel(Model):
+    """A model of an optional section few scenarios use (pipelines, host
+    models): its validator is built the first time a scenario has the
+    section (:func:`deferred`), not when the package is imported. Generating
+    pydantic's validators is most of the schema's import time, and these
+    sections hold nearly half of its fields."""
+
+    model_config = ConfigDict(defer_build=True)
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        _DEFERRED.append(cls)
+
+
+#: Every :class:`DeferredModel` class, in definition order (a section's parts before the section).
+_DEFERRED: list[type[DeferredModel]] = []
+
+
+def _build_deferred() -> None:
+    """Build the validators and serializers of every :class:`DeferredModel` class.
+
+    In definition order, so that a section reuses its parts' schemas instead
+    of generating them again."""
+    for cls in _DEFERRED:
+        if not cls.__pydantic_complete__:
+            cls.model_rebuild()
+
+
+class _Deferred:
+    """Field type of a :class:`DeferredModel`: validates and serializes through
+    the model's own (deferred) validator and serializer, so error paths,
+    dumps and the JSON Schema are those of a plain nested model."""
+
+    def __init__(self, model: type[DeferredModel]) -> None:
+        self.model = model
+
+    def _validate(self, value: Any) -> Any:
+        _build_deferred()
+        return self.model.model_validate(value)
+
+    @staticmethod
+    def _serialize(value: Any, info: core_schema.SerializationInfo) -> Any:
+        _build_deferred()
+        return value.model_dump(
+            mode=info.mode,
+            by_alias=bool(info.by_alias),
+            exclude_unset=info.exclude_unset,
+            exclude_defaults=info.exclude_defaults,
+            exclude_none=info.exclude_none,
+            round_trip=info.round_trip,
+        )
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        return core_schema.no_info_plain_validator_function(
+            self._validate,
+            serialization=core_schema.plain_serializer_function_ser_schema(self._serialize, info_arg=True),
+            metadata={DEFERRED_MARK: True},
+        )
+
+    def __get_pydantic_json_schema__(self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler) -> Any:
+        _build_deferred()
+        return handler(self.model.__pydantic_core_schema__)
+
+
+def deferred(model: type[DeferredModel]) -> Any:
+    """``model`` as a field type whose validator is built on first use (:class:`DeferredModel`)."""
+    return Annotated[model, _Deferred(model)]

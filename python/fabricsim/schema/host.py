@@ -18,8 +18,8 @@ from fabricsim import hosts, units
 from fabricsim.errors import unknown_value
 from fabricsim.schema._base import (
     ByteCount,
+    DeferredModel,
     Load,
-    Model,
     Size,
     Time,
     issues_error,
@@ -48,7 +48,7 @@ PerByte = Annotated[int, PlainValidator(_per_byte), PlainSerializer(_fs_text, re
 """A time per byte >= 0, held in femtoseconds, written like ``0.34ns``."""
 
 
-class StageCost(Model):
+class StageCost(DeferredModel):
     """CPU time of a stage in one direction: ``per_packet`` (per skb, frame,
     datagram or message by kind) plus ``per_byte`` of frame bytes; a TCP
     segment without payload costs ``per_ack`` instead when given."""
@@ -65,7 +65,7 @@ CpuKind = Literal["tcp", "udp", "driver", "syscall"]
 CPU_KINDS: tuple[str, ...] = ("tcp", "udp", "driver", "syscall")
 
 
-class CpuStage(Model):
+class CpuStage(DeferredModel):
     """A CPU-only stage: the TCP or UDP/IP stack, the NIC driver, the system calls."""
 
     kind: CpuKind
@@ -114,7 +114,7 @@ HostStage = Annotated[
 ]
 
 
-class Interrupt(Model):
+class Interrupt(DeferredModel):
     """Receive interrupt coalescing (``ethtool -C rx-usecs/rx-frames``) and the CPU cost of an interrupt."""
 
     usecs: Time = 0
@@ -125,7 +125,7 @@ class Interrupt(Model):
         return {"usecs_ps": self.usecs, "frames": self.frames, "cost_ps": self.cost}
 
 
-class Nic(Model):
+class Nic(DeferredModel):
     """DMA between host memory and the NIC: a fixed latency plus a time per byte, each direction."""
 
     tx_latency: Time = 0
@@ -158,7 +158,7 @@ def _expand_preset(value: Any) -> Any:
     return {"preset": name, **hosts.merge(hosts.get(name).model, explicit)}
 
 
-class HostModel(Model):
+class HostModel(DeferredModel):
     """CPU cores (``cores`` per machine, ``core_share`` of each), how received
     packets find their core (``rx_steering``), the per-core receive ``backlog``
     and transmit queue, GSO/TSO and GRO batching, NAPI budget, interrupt

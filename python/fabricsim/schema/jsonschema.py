@@ -24,6 +24,8 @@ from typing import Any
 import pydantic_core
 from pydantic.json_schema import GenerateJsonSchema
 
+from fabricsim.schema._base import DEFERRED_MARK
+
 __all__ = ["SCHEMA_ID", "scenario_json_schema", "scenario_json_schema_text"]
 
 SCHEMA_ID = "urn:fabricsim:scenario"
@@ -32,6 +34,12 @@ _DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 class _Generator(GenerateJsonSchema):
     """Defaults written as in a scenario file: each through its field's serializer."""
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        # A section built on first use is a nested model: no title of its own, like the others.
+        if isinstance(schema, dict) and (schema.get("metadata") or {}).get(DEFERRED_MARK):
+            return False
+        return super().field_title_should_be_set(schema)
 
     def default_schema(self, schema: Any) -> Any:
         out = super().default_schema(schema)

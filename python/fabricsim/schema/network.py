@@ -36,6 +36,7 @@ from fabricsim.schema._base import (
     Size,
     Size32,
     Time,
+    deferred,
     issues_error,
     one_of,
     quantity,
@@ -458,7 +459,7 @@ class Switch(Model):
     ] = Field(default_factory=lambda: [1500])
     drr_weights: Optional[list[Annotated[float, Field(gt=0)]]] = Field(default=None, min_length=1, max_length=8)
     pfc: Optional[Pfc] = None
-    pipeline: Optional[Pipeline] = None
+    pipeline: Optional[deferred(Pipeline)] = None
     arbitration: Arbitration = Field(default_factory=Arbitration)
     #: Egress ports shaped like an htb class; see :mod:`fabricsim.schema.egress`.
     shaper: Optional[PortShaper] = None
@@ -539,9 +540,9 @@ class Host(Model):
 
     latency: Time = 0
     nic_buffer: Size = 1_000_000_000
-    pipeline: Optional[Pipeline] = None
+    pipeline: Optional[deferred(Pipeline)] = None
     #: CPU cores, software stack and NIC DMA of every host (``None``: ideal hosts); see :mod:`fabricsim.schema.host`.
-    model: Optional[HostModel] = None
+    model: Optional[deferred(HostModel)] = None
     #: Jitter, htb-like shaper and netem-like delay below every host's stack; see :mod:`fabricsim.schema.egress`.
     egress: Optional[Egress] = None
 

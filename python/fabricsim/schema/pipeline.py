@@ -14,6 +14,7 @@ from pydantic import BeforeValidator, Field, PlainSerializer, PlainValidator, mo
 
 from fabricsim.schema._base import (
     ByteCount,
+    DeferredModel,
     Duration,
     Model,
     Rate,
@@ -113,7 +114,7 @@ MissAction = Literal["drop", "pass"]
 AclAction = Literal["permit", "deny"]
 
 
-class _Stage(Model):
+class _Stage(DeferredModel):
     """Fields every stage may carry: ``cost`` in passes (default: the device's
     ``costs`` of the kind, else 0), ``latency`` added to the packets it runs
     on, the ingress ``ports`` it runs on (default all) and, on a NIC, its
@@ -162,7 +163,7 @@ class VniMatch(_Stage):
         return self._resolved({"vnis": self.vnis, "miss": self.miss})
 
 
-class AclRule(Model):
+class AclRule(DeferredModel):
     """One ACL rule: match fields (all optional; unset matches anything) and
     its action, with optional DSCP and class rewrites."""
 
@@ -289,7 +290,7 @@ class Conntrack(_Stage):
         )
 
 
-class ColorAction(Model):
+class ColorAction(DeferredModel):
     """What a meter does with packets of one colour."""
 
     drop: bool = False
@@ -417,7 +418,7 @@ Stage = Annotated[
 ]
 
 
-class Pipeline(Model):
+class Pipeline(DeferredModel):
     """Match-action pipeline: ``stages`` run by ``pipes`` pipes (ports split in
     equal blocks, or ``port_pipe``), each issuing ``rate`` passes per second; a
     packet costs ``base_cost`` plus its stages' costs. Waiting packets queue per

@@ -91,13 +91,23 @@ impl RoutingTable {
         }
         let classes = representative.len();
         let has_table: Vec<bool> = (0..n).map(|u| kinds[u] == NodeKind::Switch || adj[u].len() > 1).collect();
+        // Per node with a table: its index among them (the build's matrix has
+        // one row per such node, not per node: hosts are most nodes).
+        let mut table_of = vec![NO_TABLE; n];
+        let mut tables = 0usize;
+        for u in 0..n {
+            if has_table[u] {
+                table_of[u] = tables as u32;
+                tables += 1;
+            }
+        }
 
         // Next-hop group per (node, class), by one search per class.
         let mut groups: Vec<(u32, u32)> = vec![(0, 0)];
         let mut ports: Vec<u16> = Vec::new();
         let mut interned: BTreeMap<Vec<u16>, u32> = BTreeMap::new();
         interned.insert(Vec::new(), 0);
-        let mut full = vec![0u32; n * classes];
+        let mut full = vec![0u32; tables * classes];
         let mut dist = vec![u32::MAX; n];
         let mut queue = VecDeque::new();
         for (c, &dst) in representative.iter().enumerate() {
@@ -130,7 +140,7 @@ impl RoutingTable {
                     ports.extend_from_slice(set);
                     (groups.len() - 1) as u32
                 });
-                full[u * classes + c] = g;
+                full[table_of[u] as usize * classes + c] = g;
             }
         }
 
@@ -143,7 +153,8 @@ impl RoutingTable {
             if !has_table[u] {
                 continue;
             }
-            let mut row = full[u * classes..(u + 1) * classes].to_vec();
+            let t = table_of[u] as usize;
+            let mut row = full[t * classes..(t + 1) * classes].to_vec();
             if let Some(&own) = class_of_switch.get(&u) {
                 row[own as usize] = most_common(&row, own as usize);
             }

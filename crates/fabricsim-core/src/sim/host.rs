@@ -102,6 +102,22 @@ pub(super) struct HostState {
     bin_ps: u64,
     frames: Vec<GroFrame>,
     skb_of: Vec<u32>,
+    /// Scratch of a poll or transmit batch, kept between them so that the
+    /// host datapath allocates nothing per packet once warmed up.
+    scratch: Scratch,
+}
+
+/// Per-poll working buffers of [`HostState`] (cleared, never shrunk).
+#[derive(Debug, Default)]
+struct Scratch {
+    /// Per stage: whether it ran on the packet (or batch) at hand.
+    ran: Vec<bool>,
+    /// Per skb: frames, bytes, transport, pure ACK, messages.
+    info: Vec<(u64, u64, bool, bool, u64)>,
+    /// Per frame of the poll: dropped by a stage.
+    dropped: Vec<bool>,
+    /// Per skb and stage: whether the stage ran on one of its frames.
+    skb_ran: Vec<bool>,
 }
 
 impl HostState {
@@ -466,16 +482,19 @@ impl Simulation {
     /// Runs the stages of the transmit batch in `serving` and returns its CPU work (fs).
     fn tx_work(&mut self, core: u32, dp: u32) -> u128 {
         let now = self.now;
-        let serving = std::mem::take(&mut self.host.cores[core as usize].serving);
-        let mut kept = Vec::with_capacity(serving.len());
+        let mut serving = std::mem::take(&mut self.host.cores[core as usize].serving);
+        let mut kept = 0;
         let first = *self.pool.get(serving[0]);
         let tcp = first.kind == PacketKind::Tcp;
         let pure_ack = tcp && serving.len() == 1 && first.len == 0;
         let mut bytes = 0u64;
         let mut msgs = 0u64;
         let m = self.host.message_bytes(first.flow.0);
-        let mut ran = vec![false; self.host.dps[dp as usize].stages.len()];
-        for &id in &serving {
+        let mut ran = std::mem::take(&mut self.host.scratch.ran);
+        ran.clear();
+        ran.resize(self.host.dps[dp as usize].stages.len(), false);
+        for i in 0..serving.len() {
+            let id = serving[i];
             let mut pkt = *self.pool.get(id);
             bytes += pkt.flow_bytes();
             msgs += if tcp {
@@ -498,9 +517,11 @@ impl Simulation {
                 continue;
             }
             *self.pool.get_mut(id) = pkt;
-            kept.push(id);
+            serving[kept] = id;
+            kept += 1;
         }
         let n = serving.len() as u64;
+        serving.truncate(kept);
         let tso = self.host.tso;
         let mut fs = 0u128;
         for (s, ran) in self.host.dps[dp as usize].stages.iter_mut().zip(&ran) {
@@ -523,7 +544,8 @@ impl Simulation {
         let c = &mut self.host.cores[core as usize];
         c.stats.tx_batches += 1;
         c.stats.tx_packets += n;
-        c.serving = kept;
+        c.serving = serving;
+        self.host.scratch.ran = ran;
         fs
     }
 
@@ -564,9 +586,12 @@ impl Simulation {
         let skbs = gro_group(&frames, self.host.gro_bytes, &mut skb_of);
         let mut fs = if irq { self.host.irq.cost_ps as u128 * 1000 } else { 0 };
         let nstages = self.host.dps[dp as usize].stages.len();
-        let mut ran = vec![false; nstages];
+        let Scratch { mut ran, mut info, mut dropped, mut skb_ran } = std::mem::take(&mut self.host.scratch);
+        ran.clear();
+        ran.resize(nstages, false);
         // Per skb: frames, bytes, transport, pure ACK, messages.
-        let mut info: Vec<(u64, u64, bool, bool, u64)> = vec![(0, 0, false, false, 0); skbs as usize];
+        info.clear();
+        info.resize(skbs as usize, (0, 0, false, false, 0));
         for (i, &id) in serving.iter().enumerate() {
             let k = skb_of[i] as usize;
             let p = *self.pool.get(id);
@@ -584,8 +609,10 @@ impl Simulation {
                 0
             };
         }
-        let mut dropped = vec![false; serving.len()];
-        let mut skb_ran = vec![false; skbs as usize * nstages.max(1)];
+        dropped.clear();
+        dropped.resize(serving.len(), false);
+        skb_ran.clear();
+        skb_ran.resize(skbs as usize * nstages.max(1), false);
         for (i, &id) in serving.iter().enumerate() {
             let mut pkt = *self.pool.get(id);
             ran.iter_mut().for_each(|x| *x = false);
@@ -622,19 +649,23 @@ impl Simulation {
         c.stats.rx_frames += serving.len() as u64;
         c.stats.rx_skbs += skbs as u64;
         c.skbs = skbs;
-        // Dropped frames leave `serving`; `skb_of` keeps the survivors' skbs.
-        let mut kept_skb = Vec::with_capacity(serving.len());
-        let mut kept = Vec::with_capacity(serving.len());
-        for (i, &id) in serving.iter().enumerate() {
+        // Dropped frames leave `serving`; the core's `skb_of` keeps the survivors' skbs.
+        let mut kept_skb = std::mem::take(&mut c.skb_of);
+        kept_skb.clear();
+        let mut kept = 0;
+        for i in 0..serving.len() {
             if !dropped[i] {
-                kept.push(id);
+                serving[kept] = serving[i];
                 kept_skb.push(skb_of[i]);
+                kept += 1;
             }
         }
-        c.serving = kept;
+        serving.truncate(kept);
+        c.serving = serving;
         c.skb_of = kept_skb;
         self.host.frames = frames;
         self.host.skb_of = skb_of;
+        self.host.scratch = Scratch { ran, info, dropped, skb_ran };
         fs
     }
 

@@ -13,9 +13,15 @@
 //!
 //! The memory estimate counts what the world holds before the first event:
 //! `size_of` of each arena element, the per-class state of every port, the
-//! routing rows (one 4-byte row per switch and destination host), the VOQ
-//! counters and sub-queues, and the per-flow state. Packets in flight come on
-//! top and depend on the run.
+//! routing state as `network/routing.rs` builds it, the VOQ counters and
+//! sub-queues, and the per-flow state. Routing is counted at its peak while
+//! it is built: a matrix of one 4-byte ECMP group id per (node with a table,
+//! destination class), where nodes with a table are the switches and the
+//! multi-homed hosts, and a destination class is a switch's single-homed
+//! hosts or one other host; the deduplicated rows kept afterwards are at most
+//! as large again (in the generated fabrics a handful of rows); and 24 bytes
+//! per node (destination entry, row offset, ECMP salt). Packets in flight
+//! come on top and depend on the run.
 
 use super::transport::TcpFlow;
 use crate::config::{BufferConfig, HostsPerLeaf, Scenario, TopologyConfig, TrafficConfig};
@@ -35,10 +41,13 @@ pub const MAX_WORLD_BYTES: u64 = 8 << 30;
 /// What the topology will hold, computed from its description.
 struct Shape {
     nodes: u128,
-    hosts: u128,
     links: u128,
     /// `(switch name, ports)` of every switch.
     switches: Vec<(String, u64)>,
+    /// Nodes with a routing table (switches, hosts with several links).
+    tables: u128,
+    /// Routing destination classes (`network/routing.rs`).
+    classes: u128,
 }
 
 fn thousands(n: u128) -> String {
@@ -92,7 +101,13 @@ fn shape(t: &TopologyConfig) -> Result<Shape, ConfigError> {
         TopologyConfig::Star { hosts, .. } => {
             let h = *hosts as u128;
             check_ports("hosts", "sw0", h)?;
-            Shape { nodes: h + 1, hosts: h, links: h, switches: vec![("sw0".into(), h as u64)] }
+            Shape {
+                nodes: h + 1,
+                links: h,
+                switches: vec![("sw0".into(), h as u64)],
+                tables: 1,
+                classes: (h > 0) as u128,
+            }
         }
         TopologyConfig::Dumbbell { left, right, .. } => {
             let (l, r) = (*left as u128, *right as u128);
@@ -100,9 +115,10 @@ fn shape(t: &TopologyConfig) -> Result<Shape, ConfigError> {
             check_ports("right", "sw_right", r + 1)?;
             Shape {
                 nodes: l + r + 2,
-                hosts: l + r,
                 links: l + r + 1,
                 switches: vec![("sw_left".into(), l as u64 + 1), ("sw_right".into(), r as u64 + 1)],
+                tables: 2,
+                classes: (l > 0) as u128 + (r > 0) as u128,
             }
         }
         TopologyConfig::LeafSpine { leaves, spines, hosts_per_leaf, links_per_spine, .. } => {
@@ -126,7 +142,8 @@ fn shape(t: &TopologyConfig) -> Result<Shape, ConfigError> {
             let mut switches: Vec<(String, u64)> =
                 counts.iter().enumerate().map(|(i, &c)| (format!("leaf{i}"), (uplinks + c) as u64)).collect();
             switches.extend((0..ns).map(|j| (format!("spine{j}"), (nl * lps) as u64)));
-            Shape { nodes: hosts + nl + ns, hosts, links: nl * ns * lps + hosts, switches }
+            let classes = counts.iter().filter(|&&c| c > 0).count() as u128;
+            Shape { nodes: hosts + nl + ns, links: nl * ns * lps + hosts, switches, tables: nl + ns, classes }
         }
         TopologyConfig::FatTree { k, .. } => {
             // k is checked (even, 2..=64) when the graph is built; only sizes here.
@@ -138,7 +155,13 @@ fn shape(t: &TopologyConfig) -> Result<Shape, ConfigError> {
                 switches.extend((0..half).map(|i| (format!("agg{pod}_{i}"), k as u64)));
                 switches.extend((0..half).map(|i| (format!("edge{pod}_{i}"), k as u64)));
             }
-            Shape { nodes: 5 * k * k / 4 + k * k * k / 4, hosts: k * k * k / 4, links: 3 * k * k * k / 4, switches }
+            Shape {
+                nodes: 5 * k * k / 4 + k * k * k / 4,
+                links: 3 * k * k * k / 4,
+                switches,
+                tables: 5 * k * k / 4,
+                classes: k * half,
+            }
         }
         TopologyConfig::Explicit { nodes, links } => {
             let mut ports: BTreeMap<&str, u128> = BTreeMap::new();
@@ -151,15 +174,37 @@ fn shape(t: &TopologyConfig) -> Result<Shape, ConfigError> {
             }
             check_nodes("nodes", nodes.len() as u128)?;
             let kind_of = |n: &crate::config::ExplicitNode| n.kind == crate::config::NodeKindConfig::Switch;
+            let switch_names: std::collections::BTreeSet<&str> =
+                nodes.iter().filter(|n| kind_of(n)).map(|n| n.name.as_str()).collect();
+            // A host with one link to a switch joins that switch's class; any other host is a class of its own.
+            let mut peer: BTreeMap<&str, &str> = BTreeMap::new();
+            for l in links {
+                peer.insert(l.a.as_str(), l.b.as_str());
+                peer.insert(l.b.as_str(), l.a.as_str());
+            }
+            let mut class_switches = std::collections::BTreeSet::new();
+            let (mut own_classes, mut multi_homed) = (0u128, 0u128);
+            for n in nodes.iter().filter(|n| !kind_of(n)) {
+                let name = n.name.as_str();
+                let degree = *ports.get(name).unwrap_or(&0);
+                match peer.get(name) {
+                    Some(&sw) if degree == 1 && switch_names.contains(sw) => {
+                        class_switches.insert(sw);
+                    }
+                    _ => own_classes += 1,
+                }
+                multi_homed += (degree > 1) as u128;
+            }
             Shape {
                 nodes: nodes.len() as u128,
-                hosts: nodes.iter().filter(|n| !kind_of(n)).count() as u128,
                 links: links.len() as u128,
                 switches: nodes
                     .iter()
                     .filter(|n| kind_of(n))
                     .map(|n| (n.name.clone(), *ports.get(n.name.as_str()).unwrap_or(&0) as u64))
                     .collect(),
+                tables: switch_names.len() as u128 + multi_homed,
+                classes: class_switches.len() as u128 + own_classes,
             }
         }
     })
@@ -200,8 +245,19 @@ fn bins(sc: &Scenario, interval: u64, field: &str, what: &str) -> Result<(), Con
     Ok(())
 }
 
+/// Peak bytes of the routing state while it is built (module documentation).
+fn routing_bytes(s: &Shape) -> u128 {
+    2 * s.tables * s.classes * 4 + s.nodes * 24
+}
+
 /// Checks every limit of the module documentation.
 pub(super) fn check(sc: &Scenario) -> Result<(), ConfigError> {
+    estimated_world_bytes(sc).map(|_| ())
+}
+
+/// The estimated bytes of the world before the first event (module
+/// documentation), after checking every limit.
+pub fn estimated_world_bytes(sc: &Scenario) -> Result<u64, ConfigError> {
     let s = shape(&sc.topology)?;
     if s.nodes > MAX_NODES as u128 {
         return Err(too_many_nodes("topology", s.nodes));
@@ -261,7 +317,7 @@ pub(super) fn check(sc: &Scenario) -> Result<(), ConfigError> {
     let world = s.nodes * (size_of::<Node>() as u128 + 16)
         + ports * per_port
         + ports * size_of::<Channel>() as u128
-        + s.switches.len() as u128 * s.hosts * 4
+        + routing_bytes(&s)
         + voq_bytes
         + flows * size_of::<FlowStats>() as u128
         + tcp_flows * size_of::<TcpFlow>() as u128;
@@ -279,7 +335,7 @@ pub(super) fn check(sc: &Scenario) -> Result<(), ConfigError> {
             ),
         ));
     }
-    Ok(())
+    Ok(world as u64)
 }
 
 #[cfg(test)]
@@ -308,6 +364,33 @@ mod tests {
         let e = check(&sc).unwrap_err();
         assert_eq!(e.path, "topology.hosts_per_leaf");
         assert!(e.message.contains("16,004,004 nodes"), "{e}");
+    }
+
+    #[test]
+    fn a_large_fabric_that_fits_is_accepted() {
+        // 4,096 leaves of 128 hosts (524,288 hosts, 4,112 switches): routing
+        // counted as a 4-byte entry per switch and host would be 8.6 GB alone;
+        // the compact tables need 4,112 x 4,096 class entries (67 MB) at most.
+        let sc = scenario(
+            &format!(
+                r#"{{"kind": "leaf_spine", "leaves": 4096, "spines": 16, "hosts_per_leaf": 128,
+                "host_link": {L}, "fabric_link": {L}}}"#
+            ),
+            "",
+        );
+        let bytes = estimated_world_bytes(&sc).unwrap();
+        assert!(bytes < 2 << 30, "{bytes} B");
+        // 32,768 leaves are too many: 32,768 destination classes seen from
+        // 32,769 switches is 8.6 GB of routing while it is built.
+        let sc = scenario(
+            &format!(
+                r#"{{"kind": "leaf_spine", "leaves": 32768, "spines": 1, "hosts_per_leaf": 30,
+                "host_link": {L}, "fabric_link": {L}}}"#
+            ),
+            "",
+        );
+        let e = check(&sc).unwrap_err();
+        assert!(e.message.contains("the world would take about"), "{e}");
     }
 
     #[test]

@@ -153,7 +153,7 @@ fn batched(gso: u32, tso: bool, gro: u32) -> RunOutput {
     pair(&model, traffic, 50_000_000_000)
 }
 
-fn sum(out: &RunOutput, table: &str, col: &str) -> i64 {
+pub(crate) fn sum(out: &RunOutput, table: &str, col: &str) -> i64 {
     i64_col(out, table, col).iter().sum()
 }
 
