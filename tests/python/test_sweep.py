@@ -81,6 +81,22 @@ def test_sweep_set_applies_to_every_point_and_is_part_of_its_identity(core, tmp_
         run_sweep(path, grid, tmp_path / "x", overrides=["network.switch.drr_weights=[1]"])
 
 
+def test_editing_the_scenario_file_reruns_the_sweep_into_the_same_out(core, tmp_path):
+    path = tmp_path / "small.yaml"
+    path.write_text(SMALL)
+    grid = parse_grid(["traffic.1.rate=1Gbps,2Gbps"])
+    first = run_sweep(path, grid, tmp_path / "out", workers=2, report=False)
+    again = run_sweep(path, grid, tmp_path / "out", workers=2, report=False)
+    assert (first.ran, again.ran, again.skipped) == (2, 0, 2)
+    path.write_text(SMALL.replace("duration: 200us", "duration: 300us"))
+    edited = run_sweep(path, grid, tmp_path / "out", workers=2, report=False)
+    assert (edited.ran, edited.skipped) == (2, 0)
+    assert {p.id for p in edited.points}.isdisjoint({p.id for p in first.points})
+    for row in edited.table.iter_rows(named=True):
+        summary = json.loads((edited.out_dir / row["out_dir"] / "summary.json").read_text())
+        assert summary["sim_time_s"] >= 300e-6
+
+
 def test_identical_sweeps_give_byte_identical_files(core, tmp_path):
     """Everything but the DuckDB catalog (timestamps, wall times, its own file
     layout) and the timing.json files is reproducible byte for byte."""

@@ -9,8 +9,8 @@ Layout of the output directory ``DIR``::
     DIR/sweep.json            what ``fabricsim report DIR`` needs (grid paths, axes, title, --set overrides)
     DIR/report.html           the sweep report (fabricsim.sweeps.report)
 
-A point is identified by its parameters, seed and the sweep's fixed ``--set``
-overrides. A second invocation skips points whose status is ``done`` (and
+A point is identified by its parameters, seed, the sweep's fixed ``--set``
+overrides and the scenario file's contents (an edited file reruns every point). A second invocation skips points whose status is ``done`` (and
 whose files are there), adopts points whose ``point.json`` was written before an
 interruption, and reruns ``failed`` and unfinished ones (the loop of
 :mod:`fabricsim.sweeps.loop`, shared with reproductions). Only the parent
@@ -25,6 +25,7 @@ catalog only: the same sweep gives byte-identical files everywhere but in
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -103,7 +104,8 @@ def run_sweep(
     both = [p for p, _ in grid if p in fixed_paths]
     if both:
         raise SweepError(f"--grid {both[0]}: also given with --set")
-    points = plan_points(grid, repeats, base.seed, overrides)
+    digest = hashlib.sha256(Path(scenario_path).read_bytes()).hexdigest()[:16]
+    points = plan_points(grid, repeats, base.seed, overrides, digest)
     directory = Path(out_dir)
     directory.mkdir(parents=True, exist_ok=True)
     workers = max(1, workers or min(len(points), os.cpu_count() or 1))
