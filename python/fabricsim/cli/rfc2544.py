@@ -86,7 +86,7 @@ def add_parser(commands: Any) -> None:
     command.add_argument(
         "--test", dest="tests", action="append",
         choices=["throughput", "latency", "loss", "back_to_back", "host_latency", "socket"],
-        help="test to run (repeatable; default the four device tests with ideal tester ports; host_latency: UDP "
+        help="test to run (repeatable; default the four device tests with ideal tester ports; host_latency: UDP or TCP "
              "ping-pong end to end through the hosts' datapath model, with where the time goes; socket: streaming "
              "MB/s per message size)",
     )

@@ -511,7 +511,7 @@ def rfc2544(
     (``throughput``, ``latency``, ``loss``, ``back_to_back``, ``host_latency``, ``socket``), each
     with ``device``, ``src``, ``dst`` and ``devices`` (the nodes between the tester ports) columns
     first; the end-to-end tables have one series per stack of ``stacks`` (``stack`` column).
-    ``host_latency`` runs UDP stacks only (a TCP ping-pong is not modelled)."""
+    ``host_latency`` runs a ping-pong over each stack's transport (TCP: frames of one segment)."""
     wanted = list(dict.fromkeys(tests))
     unknown = [t for t in wanted if t not in TESTS]
     if unknown:
