@@ -394,6 +394,34 @@ mod tests {
     }
 
     #[test]
+    fn ping_pong_mode_delays_short_segments_for_the_reply_to_carry_the_ack() {
+        let c = TcpConfig { quickack_segments: 16, ..TcpConfig::default() };
+        let mut r = established(&c, u64::MAX);
+        let mut out = Vec::new();
+        // Before the exchange is interactive: a short segment (and a quick-ACK one) is acknowledged at once.
+        r.on_segment(SimTime(10), &data(0, 100, 10), false, &mut out);
+        assert_eq!(out.len(), 1);
+        assert!(r.take_piggyback(SimTime(11)).is_none(), "nothing left to acknowledge");
+        out.clear();
+        // The host answers within the delayed-ACK timeout: ping-pong mode.
+        r.note_reverse_write(SimTime(12));
+        r.on_segment(SimTime(20), &data(100, 100, 20), false, &mut out);
+        assert!(out.is_empty(), "the ACK waits for the reply");
+        assert_eq!(r.next_deadline(), Some(SimTime(20) + SimTime(c.delack_timeout_ps)));
+        let a = r.take_piggyback(SimTime(21)).expect("the reply carries the ACK");
+        assert_eq!((a.ack, a.ts_echo), (200, SimTime(20)));
+        assert_eq!(r.next_deadline(), None, "taking the ACK cancels the delayed ACK");
+        // A delayed-ACK timer that fires ends the mode: the next short segment is ACKed at once.
+        r.on_segment(SimTime(30), &data(200, 100, 30), false, &mut out);
+        let t = r.next_deadline().unwrap();
+        r.on_timer(t, &mut out);
+        assert_eq!(out.len(), 1);
+        out.clear();
+        r.on_segment(t + SimTime(1), &data(300, 100, 40), false, &mut out);
+        assert_eq!(out.len(), 1);
+    }
+
+    #[test]
     fn out_of_order_data_gets_duplicate_acks_and_the_fill_a_full_ack() {
         let c = cfg();
         let m = c.mss() as u64;

@@ -886,6 +886,29 @@ mod tests {
     }
 
     #[test]
+    fn an_application_driven_sender_sends_each_write_and_never_finishes() {
+        for c in [cfg(), TcpConfig::default()] {
+            let mut s = Sender::new(&c, u64::MAX, None);
+            s.make_app_driven();
+            let mut out = Vec::new();
+            s.open(SimTime(0), &mut out);
+            out.clear();
+            s.on_segment(SimTime::from_us(10), &Segment::control(SegKind::SynAck, SimTime(0)), &mut out);
+            assert!(out.is_empty() && s.state == SenderState::Established, "nothing written yet");
+            let mss = c.mss() as u64;
+            // A write of 2.5 MSS: two full segments and the short tail, at once.
+            s.write(SimTime::from_us(11), 2 * mss + mss / 2, &mut out);
+            let lens: Vec<u32> = out.iter().map(|(_, x)| x.len).collect();
+            assert_eq!(lens, vec![mss as u32, mss as u32, (mss / 2) as u32]);
+            out.clear();
+            s.on_segment(SimTime::from_us(20), &ack(2 * mss + mss / 2), &mut out);
+            assert_eq!(s.state, SenderState::Established, "all acknowledged, but more may be written");
+            s.write(SimTime::from_us(21), 100, &mut out);
+            assert_eq!((out[0].1.seq, out[0].1.len), (2 * mss + mss / 2, 100));
+        }
+    }
+
+    #[test]
     fn handshake_then_initial_window_of_ten_segments() {
         let (s, out) = established(1_000_000);
         assert_eq!(s.state, SenderState::Established);
