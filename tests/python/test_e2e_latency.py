@@ -220,3 +220,30 @@ def test_a_large_tcp_message_takes_several_segments_and_a_zero_size_is_refused(c
     assert r.ping_pong["messages"][0] == 5 and r.ping_pong["frame_bytes"][0] == 1518
     with pytest.raises(Exception, match="message_size"):
         run(from_dict(_tcp_pp("linux-kernel", 0, 5)))
+
+
+def test_sack_acks_cost_an_ack_not_system_calls_and_a_long_tcp_socket_trial_keeps_its_rate(core):
+    """A pure ACK carrying SACK blocks (they ride in its seq/len fields) is an ACK to the host model:
+    no system call, the tcp stage's per_ack cost. Before, each was charged as data of len/message
+    system calls, a multi-ms poll after a ring overflow, and a 50 ms socket trial fell to 2/3 of
+    a 10 ms one."""
+    import polars as pl
+
+    from fabricsim import run
+    from fabricsim.experiments import rfc2544 as R
+
+    sc = load(TOLLY)
+    out = {t: rfc2544(sc, tests=["socket"], frame_sizes=[1518], pairs=[("s0", "s1")], stacks=["linux-kernel:tcp"],
+                      settings=Settings(trial_ps=t * 10**9))["socket"]["MBps"][0] for t in (10, 50)}
+    assert out[50] == pytest.approx(out[10], rel=0.03)
+    target = list(R.targets(sc, [None], [("s0", "s1")], ()))[0]
+    host = R._Host(R._Bench(target, Settings(trial_ps=50 * 10**9)), parse_stack("linux-kernel:tcp"))
+    app = {"kind": "iperf3", "name": "x", "src": "s0", "dst": "s1", "duration": "50ms", "omit": "10ms"}
+    r = run(from_dict(host._doc(50 * 10**9, [app], 1472)))
+    assert r.flows["rack_losses"][0] > 0, "the ring overflows once: the receiver sends SACK blocks"
+    st = r.tables()["host_stages"].filter((pl.col("node").cast(str) == "s1") & (pl.col("direction") == "tx"))
+    units = dict(zip(st["kind"].cast(str), st["units"]))
+    busy = dict(zip(st["kind"].cast(str), st[st.columns[-1]]))
+    assert units["syscall"] == 0 and units["tcp"] > 0
+    per_ack = host.host["stages"][1]["tx"]["per_ack_ps"]
+    assert busy["tcp"] == units["tcp"] * per_ack

@@ -22,6 +22,7 @@
 //! Latency per packet is split into components (`COMPONENTS`) and summed per
 //! flow: where host time went, for latency breakdowns.
 
+use super::transport::tcp_payload;
 use super::{Event, Simulation};
 use crate::config::Scenario;
 use crate::error::ConfigError;
@@ -331,7 +332,7 @@ impl Simulation {
             return;
         }
         self.pool.get_mut(id).enqueued = now;
-        let tcp_data = pkt.kind == PacketKind::Tcp && pkt.len > 0;
+        let tcp_data = tcp_payload(&pkt) > 0;
         c.push_tx(inline, dp, pkt.flow.0, id, pkt.size, tcp_data, now, self.host.gso_bytes);
         self.core_kick(core);
     }
@@ -501,7 +502,7 @@ impl Simulation {
         let mut kept = 0;
         let first = *self.pool.get(serving[0]);
         let tcp = first.kind == PacketKind::Tcp;
-        let pure_ack = tcp && serving.len() == 1 && first.len == 0;
+        let pure_ack = tcp && serving.len() == 1 && tcp_payload(&first) == 0;
         let mut bytes = 0u64;
         let mut msgs = 0u64;
         let m = self.host.message_bytes(first.flow.0);
@@ -513,7 +514,7 @@ impl Simulation {
             let mut pkt = *self.pool.get(id);
             bytes += pkt.flow_bytes();
             msgs += if tcp {
-                if pkt.len > 0 && pkt.flags & super::transport::FLAG_RETX == 0 {
+                if tcp_payload(&pkt) > 0 && pkt.flags & super::transport::FLAG_RETX == 0 {
                     messages_started(pkt.seq, pkt.len as u64, m)
                 } else {
                     0
@@ -581,7 +582,7 @@ impl Simulation {
             let p = self.pool.get(id);
             frames.push(GroFrame {
                 flow: p.flow.0,
-                tcp_data: p.kind == PacketKind::Tcp && p.len > 0,
+                tcp_data: tcp_payload(p) > 0,
                 seq: p.seq,
                 len: p.len,
                 ecn: p.ecn,
@@ -615,10 +616,10 @@ impl Simulation {
             e.0 += 1;
             e.1 += p.flow_bytes();
             e.2 = tcp;
-            e.3 = tcp && p.len == 0;
+            e.3 = tcp && tcp_payload(&p) == 0;
             e.4 += if !tcp {
                 1
-            } else if p.len > 0 {
+            } else if tcp_payload(&p) > 0 {
                 messages_completed(p.seq, p.len as u64, self.host.message_bytes(p.flow.0))
             } else {
                 0
@@ -740,7 +741,7 @@ impl Simulation {
                         let p = *self.pool.get(id);
                         merged.get_or_insert(p);
                         self.host.record(p.flow.0, RX_CPU, (now - since).0);
-                        frames += (p.kind == PacketKind::Tcp && p.len > 0) as u64;
+                        frames += (tcp_payload(&p) > 0) as u64;
                         len += p.len;
                         self.deliver(id);
                     }

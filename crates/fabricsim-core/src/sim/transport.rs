@@ -131,6 +131,18 @@ const FLAG_PIGGY: u8 = 1 << 5;
 const SACK_SHIFT: u8 = 5;
 const SACK_MASK: u8 = 3 << SACK_SHIFT;
 
+/// Payload bytes of TCP packet `p`: its `len` for a data segment, 0 for a
+/// SYN, SYN-ACK or pure ACK (a pure ACK lends `seq` and `len` to its SACK
+/// blocks, see `pack_sack`, so `len` alone does not tell).
+#[inline]
+pub(super) fn tcp_payload(p: &Packet) -> u32 {
+    if p.kind == PacketKind::Tcp && p.flags & 3 == 2 {
+        p.len
+    } else {
+        0
+    }
+}
+
 fn seg_kind_bits(k: SegKind) -> u8 {
     match k {
         SegKind::Syn => 0,
@@ -493,7 +505,7 @@ impl Simulation {
 
     /// A TCP packet reached host `node` (its destination).
     pub(super) fn tcp_arrive(&mut self, node: NodeId, pkt: &Packet) {
-        self.tcp_arrive_frames(node, pkt, (pkt.len > 0) as u64);
+        self.tcp_arrive_frames(node, pkt, (tcp_payload(pkt) > 0) as u64);
     }
 
     /// A TCP segment (`data_frames` data frames on the wire, merged by GRO
