@@ -473,6 +473,24 @@ pub struct StatsConfig {
     /// Packet capture taps (`sim/pcap.rs`); none by default.
     #[serde(default)]
     pub pcap: Vec<PcapTapConfig>,
+    /// Per-packet latency breakdown (`sim/packet_latency.rs`); off by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub packet_latency: Option<PacketLatencyConfig>,
+}
+
+/// `stats.packet_latency`: the first `max_packets` packets delivered of the
+/// traffic entries named in `flows` (every entry when empty).
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PacketLatencyConfig {
+    #[serde(default = "default_traced_packets")]
+    pub max_packets: u64,
+    #[serde(default)]
+    pub flows: Vec<String>,
+}
+
+fn default_traced_packets() -> u64 {
+    10_000
 }
 
 /// A packet capture tap: the frames one port (or every port) of a node
@@ -528,6 +546,7 @@ impl Default for StatsConfig {
             power_interval_ps: default_throughput_interval(),
             cpu_interval_ps: default_cpu_interval(),
             pcap: Vec::new(),
+            packet_latency: None,
         }
     }
 }

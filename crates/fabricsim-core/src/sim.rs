@@ -48,6 +48,7 @@ mod host;
 pub mod limits;
 mod memory;
 mod multicast;
+mod packet_latency;
 mod pcap;
 mod pfc;
 mod pipeline;
@@ -182,6 +183,8 @@ pub struct Simulation {
     apps: apps::AppState,
     /// Packet capture taps; see `sim/pcap.rs`.
     capture: pcap::CaptureState,
+    /// Per-packet latency breakdown; see `sim/packet_latency.rs`.
+    pkt_lat: packet_latency::PacketLatency,
 }
 
 impl Simulation {
@@ -362,6 +365,7 @@ impl Simulation {
             port_shapers: port_shaper::PortShapers::default(),
             apps: apps::AppState::default(),
             capture: pcap::CaptureState::default(),
+            pkt_lat: packet_latency::PacketLatency::default(),
         };
         sim.setup_fabric(sc)?;
         sim.setup_pfc(sc)?;
@@ -384,6 +388,7 @@ impl Simulation {
             sim.add_traffic(i, t, &index, &graph, &parts)?;
         }
         sim.setup_flow_delays(sc)?;
+        sim.setup_packet_latency(sc)?;
         if sim.sample_interval.0 > 0 {
             sim.queue.push(SimTime::ZERO, Event::Sample);
         }
@@ -777,7 +782,11 @@ impl Simulation {
             f.packets_sent += 1;
             f.bytes_sent += pkt.size as u64;
         }
-        self.pool.alloc(pkt)
+        let id = self.pool.alloc(pkt);
+        if self.pkt_lat.on {
+            self.pkt_lat.reset(id);
+        }
+        id
     }
 
     /// Hands a packet created at host `node` to its datapath (CPU and NIC) if
@@ -1084,6 +1093,9 @@ impl Simulation {
         if self.mcast.active {
             self.multicast_delivered(&pkt, lat);
         }
+        if self.pkt_lat.on {
+            self.packet_latency_delivered(id, &pkt);
+        }
         self.delivered_packets += 1;
         self.delivered_bytes += pkt.flow_bytes();
         self.pool.free(id);
@@ -1221,6 +1233,7 @@ impl Simulation {
         self.egress_outputs(&mut tables, &mut s);
         self.app_outputs(&mut tables, &mut s);
         self.capture_outputs(&mut tables);
+        self.packet_latency_outputs(&mut tables, &mut s);
         let throughput = std::mem::take(&mut self.throughput);
         tables.insert("throughput".to_string(), throughput.into_table(&self.flows));
         let ends: Vec<(u32, u32, u32)> = self

@@ -11,10 +11,12 @@ from pydantic import Field, model_validator
 from fabricsim import units
 from fabricsim.schema._base import _SIZE_TEXT, Model, Size, Time, _size_schema, issues_error, quantity
 
-__all__ = ["FctSettings", "PcapTap", "Stats"]
+__all__ = ["FctSettings", "PacketLatency", "PcapTap", "Stats"]
 
 #: The largest ``max_packets`` of a tap (the core holds each captured frame until the run ends).
 MAX_CAPTURED = 10_000_000
+#: The largest ``stats.packet_latency.max_packets`` (the core preallocates a row for each).
+MAX_TRACED = 1_000_000
 #: The largest snap length (Wireshark's own limit, 256 KiB).
 MAX_SNAPLEN = 262_144
 
@@ -71,6 +73,19 @@ class PcapTap(Model):
         }
 
 
+class PacketLatency(Model):
+    """Per-packet latency breakdown (the ``packet_latency`` table): for the first ``max_packets``
+    packets delivered of the traffic entries named in ``flows`` (every entry when absent), the host
+    datapath's seven components and the rest (``fabric_ps``). Off by default."""
+
+    max_packets: int = Field(default=10_000, ge=1, le=MAX_TRACED)
+    #: Traffic entry names (``traffic[].name``); every entry when absent.
+    flows: Optional[list[Annotated[str, Field(min_length=1)]]] = Field(default=None, min_length=1)
+
+    def to_resolved(self) -> dict[str, Any]:
+        return {"max_packets": self.max_packets, **({"flows": list(self.flows)} if self.flows else {})}
+
+
 class FctSettings(Model):
     """Flow-completion-time statistics (:mod:`fabricsim.outputs.fct`): only flows started in
     ``[warmup, duration - cooldown]`` count; ``buckets`` are the size-bucket edges."""
@@ -97,6 +112,8 @@ class Stats(Model):
     cpu_interval: Time = 100_000_000
     #: Packet capture taps (none by default: capturing costs nothing when off).
     pcap: list[PcapTap] = Field(default_factory=list)
+    #: Per-packet latency breakdown (off by default).
+    packet_latency: Optional[PacketLatency] = None
 
     @model_validator(mode="after")
     def _distinct_files(self) -> "Stats":
@@ -118,4 +135,5 @@ class Stats(Model):
             **({"power_interval_ps": self.power_interval} if self.power_interval != 1_000_000_000 else {}),
             "cpu_interval_ps": self.cpu_interval,
             **({"pcap": [tap.to_resolved() for tap in self.pcap]} if self.pcap else {}),
+            **({"packet_latency": self.packet_latency.to_resolved()} if self.packet_latency else {}),
         }

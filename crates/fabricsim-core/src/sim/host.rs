@@ -210,6 +210,16 @@ fn messages_completed(seq: u64, len: u64, m: u64) -> u64 {
 }
 
 impl Simulation {
+    /// Records `ps` of host component `component` for packet `id` of `flow`:
+    /// per flow, and per packet when `stats.packet_latency` is on.
+    #[inline]
+    fn host_record(&mut self, id: PacketId, flow: u32, component: usize, ps: u64) {
+        self.host.record(flow, component, ps);
+        if self.pkt_lat.on {
+            self.pkt_lat.add(id, component, ps);
+        }
+    }
+
     /// Builds the datapath of every host when `network.host.model` is given.
     pub(super) fn setup_hosts(&mut self, sc: &Scenario) -> Result<(), ConfigError> {
         let Some(cfg) = &sc.network.host.model else { return Ok(()) };
@@ -378,11 +388,11 @@ impl Simulation {
         let pkt = *self.pool.get(id);
         let dp = line / 2;
         if line % 2 == 0 {
-            self.host.record(pkt.flow.0, TX_DMA, (self.now - pkt.enqueued).0);
+            self.host_record(id, pkt.flow.0, TX_DMA, (self.now - pkt.enqueued).0);
             let node = self.host.dps[dp as usize].node;
             self.nic_out(node, id);
         } else {
-            self.host.record(pkt.flow.0, RX_DMA, (self.now - pkt.enqueued).0);
+            self.host_record(id, pkt.flow.0, RX_DMA, (self.now - pkt.enqueued).0);
             self.ring_push(dp, id);
         }
     }
@@ -525,7 +535,7 @@ impl Simulation {
             let c = &mut self.host.cores[core as usize].stats;
             c.wait_sum_ps += (now - pkt.enqueued).0 as u128;
             c.waited += 1;
-            self.host.record(pkt.flow.0, TX_CPU_WAIT, (now - pkt.enqueued).0);
+            self.host_record(id, pkt.flow.0, TX_CPU_WAIT, (now - pkt.enqueued).0);
             if let Some(reason) = self.run_soft_stages(dp, &mut pkt, Dir::Tx, &mut ran) {
                 *self.pool.get_mut(id) = pkt;
                 let node = self.host.dps[dp as usize].node;
@@ -592,8 +602,8 @@ impl Simulation {
             let irq_wait = raised.saturating_sub(p.enqueued).0;
             let flow = p.flow.0;
             let wait = (now - p.enqueued).0;
-            self.host.record(flow, RX_IRQ, irq_wait);
-            self.host.record(flow, RX_CPU_WAIT, wait - irq_wait);
+            self.host_record(id, flow, RX_IRQ, irq_wait);
+            self.host_record(id, flow, RX_CPU_WAIT, wait - irq_wait);
             let c = &mut self.host.cores[core as usize].stats;
             c.wait_sum_ps += wait as u128;
             c.waited += 1;
@@ -719,7 +729,7 @@ impl Simulation {
                 let node = self.host.dps[b.dp as usize].node;
                 for &id in &serving {
                     let flow = self.pool.get(id).flow.0;
-                    self.host.record(flow, TX_CPU, (now - since).0);
+                    self.host_record(id, flow, TX_CPU, (now - since).0);
                     if !self.egress_take(node, id) {
                         self.egress_out(node, id);
                     }
@@ -740,7 +750,7 @@ impl Simulation {
                         }
                         let p = *self.pool.get(id);
                         merged.get_or_insert(p);
-                        self.host.record(p.flow.0, RX_CPU, (now - since).0);
+                        self.host_record(id, p.flow.0, RX_CPU, (now - since).0);
                         frames += (tcp_payload(&p) > 0) as u64;
                         len += p.len;
                         self.deliver(id);

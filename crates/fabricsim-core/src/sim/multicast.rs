@@ -321,7 +321,11 @@ impl Simulation {
             } else {
                 self.mcast.replicated += 1;
                 self.flows[orig.flow.idx()].packets_replicated += 1;
-                self.pool.alloc(orig)
+                let cid = self.pool.alloc(orig);
+                if self.pkt_lat.on {
+                    self.pkt_lat.copy(id, cid);
+                }
+                cid
             };
             let p = self.pool.get_mut(cid);
             p.ack = below;
