@@ -98,10 +98,8 @@ def test_unknown_flow_names_and_bad_sizes_are_refused_with_their_field_path(core
         from_dict(_ping_pong(256, 2, {"max_packets": 0}))
 
 
-def test_under_load_the_rows_add_up_to_the_per_flow_host_latency_exactly(core):
-    """Two TCP streams and a UDP stream into one host (queues at cores, GSO/GRO batches, waits): with
-    room for every packet, each flow's rows sum to its host_latency totals, component by component,
-    and every row's parts add up to its one-way time."""
+def _loaded() -> dict:
+    """Two TCP streams and a UDP stream into one host, every packet traced."""
     doc = _ping_pong(256, 1, {"max_packets": 1_000_000})
     doc["duration"] = "300us"
     doc["traffic"] = [
@@ -109,7 +107,14 @@ def test_under_load_the_rows_add_up_to_the_per_flow_host_latency_exactly(core):
         {"kind": "udp_cbr", "name": "udp", "src": "s3", "dst": "s1", "rate": "2Gbps", "frame_size": "1518B",
          "stop": "100us"},
     ]
-    result = run(from_dict(doc))
+    return doc
+
+
+def test_under_load_the_rows_add_up_to_the_per_flow_host_latency_exactly(core):
+    """Two TCP streams and a UDP stream into one host (queues at cores, GSO/GRO batches, waits): with
+    room for every packet, each flow's rows sum to its host_latency totals, component by component,
+    and every row's parts add up to its one-way time."""
+    result = run(from_dict(_loaded()))
     rows = result.packet_latency
     assert result.summary["packet_latency_missed"] == 0
     assert rows.height == int(result.flows["packets_delivered"].sum())
@@ -126,3 +131,21 @@ def test_under_load_the_rows_add_up_to_the_per_flow_host_latency_exactly(core):
         for c in COMPONENTS:
             assert by.get(c, 0) == row[c], (row["flow_id"], c)
     assert sorted(sums["flow_id"].to_list()) == sorted(set(lat["flow_id"].to_list()))
+
+
+def test_run_report_splits_a_tcp_flows_data_from_its_acks_per_packet(core, tmp_path):
+    from fabricsim.outputs.report.run import packet_latency_breakdown, write_report
+
+    result = run(from_dict(_loaded()))
+    b = packet_latency_breakdown(result)
+    assert int(b["packets"].sum()) == result.packet_latency.height
+    bulk = b.filter(pl.col("name") == "bulk")
+    # Data goes to s1, ACKs come back from it; the SYN (no payload) is an "ack" row towards s1.
+    data = bulk.filter(pl.col("kind") == "data")
+    assert sorted(data["src"].to_list()) == ["s0", "s2"] and set(data["dst"].to_list()) == {"s1"}
+    acks = bulk.filter((pl.col("kind") == "ack") & (pl.col("src") == "s1"))
+    assert acks.height == 2 and (acks["packets"] > 10).all()
+    assert bulk.filter((pl.col("kind") == "ack") & (pl.col("dst") == "s1"))["packets"].to_list() == [1, 1]
+    assert ((b["p50_ps"] <= b["p99_ps"]) & (b["p99_ps"] <= b["max_ps"])).all()
+    page = write_report(result, tmp_path / "report.html").read_text()
+    assert "Where the time goes, per packet" in page

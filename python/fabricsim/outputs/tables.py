@@ -200,6 +200,7 @@ class RunTables:
     cores = _Table()
     host_stages = _Table()
     host_latency = _Table()
+    packet_latency = _Table()
     iperf3 = _Table()
     ping_pong = _Table()
 

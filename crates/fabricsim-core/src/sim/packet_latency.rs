@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 /// Largest `max_packets` (each row takes ~100 B, preallocated).
 pub const MAX_TRACED: u64 = 1_000_000;
 
-/// Row kinds: a UDP datagram, a TCP segment with payload, a pure TCP ACK, a RoCEv2 packet.
+/// Row kinds: a UDP datagram, a TCP segment with payload, one without (ACK, SYN, FIN), a RoCEv2 packet.
 const KINDS: [&str; 4] = ["udp", "data", "ack", "roce"];
 
 #[derive(Clone, Copy, Debug)]

@@ -895,6 +895,30 @@ def latency_breakdown(result: RunTables) -> pl.DataFrame:
         "flow_id", "name", "src", "dst", *_HOST_TX, "fabric_ps", *_HOST_RX, "latency_mean_ps").sort("flow_id")
 
 
+def packet_latency_breakdown(result: RunTables) -> pl.DataFrame:
+    """Per flow, direction and packet kind of the traced packets (``packet_latency``, with
+    ``stats.packet_latency``): packets, the mean of each host component and of the fabric's part,
+    and one-way p50, p99 and max, exact over the traced packets. Unlike :func:`latency_breakdown`
+    it separates a TCP flow's data from its ACKs."""
+    rows = result.packet_latency
+    if rows.height == 0:
+        return pl.DataFrame()
+    names = result.flows.select(pl.col("flow_id").cast(pl.Int64), "name")
+    one_way = pl.col("delivered_ps") - pl.col("created_ps")
+    parts = [f"{c}_ps" for c in (*_HOST_TX, "fabric", *_HOST_RX)]
+    out = rows.with_columns(pl.col("flow_id").cast(pl.Int64), one_way.alias("one_way_ps")).group_by(
+        "flow_id", "src", "dst", "kind").agg(
+        pl.len().alias("packets"),
+        *[pl.col(c).mean() for c in parts],
+        pl.col("one_way_ps").quantile(0.5, "nearest").alias("p50_ps"),
+        pl.col("one_way_ps").quantile(0.99, "nearest").alias("p99_ps"),
+        pl.col("one_way_ps").max().alias("max_ps"),
+    )
+    return out.join(names, on="flow_id", how="left").select(
+        "flow_id", "name", "src", "dst", "kind", "packets", *parts, "p50_ps", "p99_ps", "max_ps",
+    ).sort("flow_id", "src", "kind")
+
+
 def _breakdown_plot(rows: pl.DataFrame, top: int = 16) -> str:
     rows = rows.head(top)
     fig, ax = pyplot().subplots(figsize=(9, 0.35 * rows.height + 1.6))
@@ -918,7 +942,8 @@ def _breakdown_plot(rows: pl.DataFrame, top: int = 16) -> str:
 
 def _hosts(result: RunTables) -> str:
     """Host datapath: per-core utilization over time, core totals, applications (runs with a host model)."""
-    if result.cores.height == 0 and result.iperf3.height == 0 and result.ping_pong.height == 0:
+    if (result.cores.height == 0 and result.iperf3.height == 0 and result.ping_pong.height == 0
+            and result.packet_latency.height == 0):
         return ""
     parts = ["<h2>Hosts</h2>"]
     if result.cores.height:
@@ -939,6 +964,12 @@ def _hosts(result: RunTables) -> str:
     if breakdown.height:
         parts += ["<h3>Where the time goes</h3>", _breakdown_plot(breakdown),
                   html_table(breakdown.with_columns(pl.col(pl.Float64).round(1)), limit=50)]
+    per_packet = packet_latency_breakdown(result)
+    if per_packet.height:
+        parts += ["<h3>Where the time goes, per packet</h3>",
+                  f"<p>{result.packet_latency.height} traced packets (<code>stats.packet_latency</code>), "
+                  "by flow, direction and kind: mean of each part, one-way percentiles (ps).</p>",
+                  html_table(per_packet.with_columns(pl.col(pl.Float64).round(1)), limit=50)]
     return "".join(parts) + "\n"
 
 
