@@ -224,3 +224,79 @@ fn ping_pong_messages_fill_a_jumbo_frame_of_9216_bytes_and_no_more() {
     let err = fabricsim_core::Simulation::new(&sc).err().expect("a 9217 B frame is refused");
     assert!(format!("{err}").contains("traffic[0].message_size"), "{err}");
 }
+
+/// The model of `unloaded_ping_pong_latency_is_the_exact_sum_of_nic_stack_and_wire`, without TCP.
+const TRACED_MODEL: &str = r#"{"cores": 1, "core_share_ppm": 500000,
+    "interrupt": {"usecs_ps": 5000000, "frames": 0, "cost_ps": 400000},
+    "nic": {"tx_latency_ps": 600000, "tx_per_byte_fs": 80, "rx_latency_ps": 700000, "rx_per_byte_fs": 90},
+    "stages": [
+      {"kind": "syscall", "tx": {"per_packet_ps": 1000000}, "rx": {"per_packet_ps": 1500000}},
+      {"kind": "udp", "tx": {"per_packet_ps": 700000, "per_byte_fs": 100}, "rx": {"per_packet_ps": 900000, "per_byte_fs": 300}},
+      {"kind": "driver", "tx": {"per_packet_ps": 200000}, "rx": {"per_packet_ps": 300000, "per_byte_fs": 7}}]}"#;
+
+fn traced_scenario(packet_latency: &str) -> String {
+    format!(
+        r#"{{"duration_ps": 10000000000, "seed": 3,
+        "network": {{"switch": {{"latency_ps": 500000, "buffer": {{"model": "static", "port_bytes": 100000000}}}},
+                     "host": {{"model": {TRACED_MODEL}}}}},
+        "topology": {{"kind": "star", "hosts": 2, "link": {{"rate_bps": 100000000000, "delay_ps": 1000000}}}},
+        "traffic": [{{"kind": "ping_pong", "name": "pp", "src": "h0", "dst": "h1", "message_bytes": 64, "messages": 20}}],
+        "stats": {{"packet_latency": {packet_latency}}}}}"#
+    )
+}
+
+#[test]
+fn every_traced_packet_carries_the_exact_host_components_and_the_wire_as_fabric() {
+    let out = run_json(&traced_scenario(r#"{"max_packets": 100}"#));
+    assert!(flag(&out, "conservation_ok") && flag(&out, "drained"));
+    let frame = 64 + 46u64;
+    let cpu = |ps: u64, fs: u64| ((ps * 1000 + fs) * 1000).div_ceil(500_000);
+    let want = [
+        0,
+        cpu(1_000_000 + 700_000 + 200_000, 100 * frame),
+        (frame * 80).div_ceil(1000) + 600_000,
+        (frame * 90).div_ceil(1000) + 700_000,
+        5_000_000,
+        0,
+        cpu(400_000 + 300_000 + 900_000 + 1_500_000, 7 * frame + 300 * frame),
+    ];
+    let wire = ser100(frame) + 1_000_000 + 500_000 + ser100(frame) + 1_000_000;
+    let cols =
+        ["tx_cpu_wait_ps", "tx_cpu_ps", "tx_dma_ps", "rx_dma_ps", "rx_irq_wait_ps", "rx_cpu_wait_ps", "rx_cpu_ps"];
+    let flows = i64_col(&out, "packet_latency", "flow_id");
+    assert_eq!(flows.len(), 40);
+    assert_eq!(flows.iter().filter(|&&f| f == 0).count(), 20);
+    assert!(cat_col(&out, "packet_latency", "kind").iter().all(|k| k == "udp"));
+    for (c, &w) in cols.iter().zip(&want) {
+        assert!(i64_col(&out, "packet_latency", c).iter().all(|&v| v == w as i64), "{c}");
+    }
+    assert!(i64_col(&out, "packet_latency", "fabric_ps").iter().all(|&v| v == wire as i64));
+    let (created, delivered) =
+        (i64_col(&out, "packet_latency", "created_ps"), i64_col(&out, "packet_latency", "delivered_ps"));
+    let one_way: u64 = want.iter().sum::<u64>() + wire;
+    assert!((0..40).all(|i| delivered[i] - created[i] == one_way as i64));
+    assert_eq!(int(&out, "packet_latency_missed"), 0);
+    // Off by default: no table, no summary entry.
+    let off = pair(
+        TRACED_MODEL,
+        r#"{"kind": "ping_pong", "src": "h0", "dst": "h1", "message_bytes": 64, "messages": 2}"#,
+        1_000_000_000,
+    );
+    assert!(!off.tables.contains_key("packet_latency") && !off.summary.contains_key("packet_latency_missed"));
+}
+
+#[test]
+fn packet_latency_settings_are_checked_with_their_field_path() {
+    use fabricsim_core::{Scenario, Simulation};
+    let err =
+        |pl: &str| Simulation::new(&Scenario::from_json(&traced_scenario(pl)).unwrap()).err().unwrap().to_string();
+    let e = err(r#"{"flows": ["pp", "nope"]}"#);
+    assert!(
+        e.contains("stats.packet_latency.flows[1]")
+            && e.contains("unknown traffic entry 'nope'")
+            && e.contains("known: pp"),
+        "{e}"
+    );
+    assert!(err(r#"{"max_packets": 0}"#).contains("stats.packet_latency.max_packets"));
+    assert!(err(r#"{"max_packets": 1000001}"#).contains("must be 1 to 1000000"));
+}
