@@ -76,6 +76,45 @@ def test_a_second_run_skips_finished_points_and_reruns_only_missing_ones(core, t
     assert (out / "power__results.parquet").is_file()
 
 
+def _edited_copy(tmp_path, monkeypatch, report, name, extra):
+    """A copy of ``report``'s scenario files with ``extra`` appended to ``name``,
+    used by the plan in place of the package's."""
+    from fabricsim.reproductions import job
+    from fabricsim.reproductions.base import data_dir
+
+    copy = tmp_path / "data" / report
+    shutil.copytree(data_dir(report), copy)
+    with open(copy / name, "a", encoding="utf-8") as f:
+        f.write(extra)
+    monkeypatch.setattr(job, "data_dir", lambda r: copy if r == report else data_dir(r))
+
+
+def test_point_ids_cover_the_scenario_file_each_test_runs(tmp_path, monkeypatch):
+    report = get("esg-trident3")
+    before = {(p.test, json.dumps(p.params, sort_keys=True)): p.id for p in plan(report, False)}
+    _edited_copy(tmp_path, monkeypatch, "esg-trident3", "incast.yaml", "\nduration: 20ms\n")
+    after = {(p.test, json.dumps(p.params, sort_keys=True)): p.id for p in plan(report, False)}
+    assert before.keys() == after.keys()
+    changed = {k[0] for k in before if before[k] != after[k]}
+    # Only the test that runs incast.yaml gets new ids, every point of it.
+    assert changed == {"incast"}
+    assert all(before[k] != after[k] for k in before if k[0] == "incast")
+
+
+def test_editing_a_scenario_file_reruns_its_points_into_the_same_out(core, tmp_path, monkeypatch):
+    out = tmp_path / "r"
+    first = run_reproduction("tolly-lightfleet", out, tests=["power"], workers=1, page=False)
+    assert (first.ran, first.skipped, first.failed) == (3, 0, 0)
+    _edited_copy(tmp_path, monkeypatch, "tolly-lightfleet", "tolly-latency.yaml", "\n# edited\n")
+    edited = run_reproduction("tolly-lightfleet", out, tests=["power"], workers=1, page=False)
+    assert (edited.ran, edited.skipped, edited.failed) == (3, 0, 0)
+    assert {p.id for p in edited.points}.isdisjoint(p.id for p in first.points)
+    # The rerun's rows are the ones collected (the page shows the edited scenario's results).
+    assert edited.tables["power/results"].height == first.tables["power/results"].height
+    again = run_reproduction("tolly-lightfleet", out, tests=["power"], workers=1, page=False)
+    assert (again.ran, again.skipped) == (0, 3)
+
+
 def test_golden_comparison_catches_a_changed_number():
     import polars as pl
 

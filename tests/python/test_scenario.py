@@ -82,6 +82,8 @@ TCP_DEFAULTS = {
     "quickack_segments": 16,
     "ecn": False,
     "dctcp_g": 1 / 16,
+    "htcp_rtt_scaling": True,
+    "htcp_bandwidth_switch": True,
     "byte_counting": True,
     "dupack_threshold": 3,
     "pacing_bps": None,

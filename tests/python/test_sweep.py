@@ -81,6 +81,22 @@ def test_sweep_set_applies_to_every_point_and_is_part_of_its_identity(core, tmp_
         run_sweep(path, grid, tmp_path / "x", overrides=["network.switch.drr_weights=[1]"])
 
 
+def test_editing_the_scenario_file_reruns_the_sweep_into_the_same_out(core, tmp_path):
+    path = tmp_path / "small.yaml"
+    path.write_text(SMALL)
+    grid = parse_grid(["traffic.1.rate=1Gbps,2Gbps"])
+    first = run_sweep(path, grid, tmp_path / "out", workers=2, report=False)
+    again = run_sweep(path, grid, tmp_path / "out", workers=2, report=False)
+    assert (first.ran, again.ran, again.skipped) == (2, 0, 2)
+    path.write_text(SMALL.replace("duration: 200us", "duration: 300us"))
+    edited = run_sweep(path, grid, tmp_path / "out", workers=2, report=False)
+    assert (edited.ran, edited.skipped) == (2, 0)
+    assert {p.id for p in edited.points}.isdisjoint({p.id for p in first.points})
+    for row in edited.table.iter_rows(named=True):
+        summary = json.loads((edited.out_dir / row["out_dir"] / "summary.json").read_text())
+        assert summary["sim_time_s"] >= 300e-6
+
+
 def test_identical_sweeps_give_byte_identical_files(core, tmp_path):
     """Everything but the DuckDB catalog (timestamps, wall times, its own file
     layout) and the timing.json files is reproducible byte for byte."""
@@ -229,3 +245,47 @@ def test_ray_backend_missing_is_a_clear_error(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(Exception, match="pip install"):
         run_sweep(SCENARIO, parse_grid(["load=20%"]), tmp_path / "x", backend="ray")
+
+
+def test_shared_point_loop_skips_adopts_runs_and_counts_failures():
+    from dataclasses import dataclass
+
+    from fabricsim.sweeps.loop import PointJob, run_points
+
+    @dataclass(frozen=True)
+    class P:
+        id: str
+
+    class FakeCatalog:
+        def __init__(self, status):
+            self.rows = dict(status)
+
+        def status(self):
+            return dict(self.rows)
+
+        def upsert(self, row):
+            self.rows[row["point_id"]] = row["status"]
+
+    # a: done and its files are there; b: finished but not recorded; c: done in the
+    # catalog but its files are gone; d: never run; e: fails.
+    catalog = FakeCatalog({"a": "done", "c": "done", "e": "failed"})
+    finished = {"a", "b"}
+    ran = []
+
+    def execute(tasks):
+        for point, args in tasks:
+            ran.append(args)
+            yield point, {"status": "failed" if point.id == "e" else "done", "error": "boom"}
+
+    job = PointJob(
+        title="t",
+        adopt=lambda p: {"status": "done"} if p.id in finished else None,
+        row=lambda p, r: {"point_id": p.id, "status": r["status"]},
+        task=lambda p: (p.id,),
+        describe=lambda p: p.id,
+    )
+    result = run_points(catalog, [P(x) for x in "abcde"], job, execute)
+    assert (result.skipped, result.adopted, result.ran, result.failed) == (1, 1, 3, 1)
+    assert ran == [("c",), ("d",), ("e",)]
+    assert result.errors == ["e: boom"]
+    assert catalog.rows == {"a": "done", "b": "done", "c": "done", "d": "done", "e": "failed"}

@@ -35,7 +35,10 @@ class Test:
     ``points(full)`` lists the parameter dicts of the test at the default scale
     (``full=False``) or at the report's own scale; ``run(params, full)`` runs one
     point and returns ``{table name: rows}``; ``seconds`` estimates one point's
-    wall time at the default scale on one core of a 2-core machine.
+    wall time at the default scale on one core of a 2-core machine;
+    ``scenarios`` names the files of ``data/<report>/`` that its points read
+    (they key its points, so an edit reruns them; none named: every scenario
+    file of the report).
     """
 
     name: str
@@ -43,6 +46,7 @@ class Test:
     points: Callable[[bool], list[dict[str, Any]]]
     run: Callable[[dict[str, Any], bool], Rows]
     seconds: float = 1.0
+    scenarios: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,9 @@ class Report:
     reductions: tuple[str, ...] = ()
     #: Golden-snapshot tests: the cheapest ones, run by the test suite.
     golden_tests: tuple[str, ...] = field(default_factory=tuple)
+    #: ``golden_select(test, params)``: the default-scale points of the golden tests
+    #: that the snapshot holds (all of them when None).
+    golden_select: Optional[Callable[[str, dict[str, Any]], bool]] = None
 
     def test(self, name: str) -> Test:
         for t in self.tests:

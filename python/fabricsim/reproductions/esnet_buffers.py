@@ -2,8 +2,9 @@
 
 The scenario (``data/esnet-buffers/long-rtt.yaml``): a sender 50 ms RTT from
 its receiver through one device whose 10G egress port also carries UDP
-background; 9000 B MTU; Linux-like TCP (CUBIC with HyStart, SACK, RACK-TLP,
-PRR). Three tests: goodput and drops per egress buffer size; per pacing rate
+background; 9000 B MTU; Linux-like TCP (SACK, RACK-TLP, PRR) with H-TCP, the
+controller the report's hosts ran, and CUBIC (Linux's default, with HyStart)
+as a second series. Three tests: goodput and drops per egress buffer size; per pacing rate
 with a 12 MB buffer and 2 or 3 Gbps of background; and a router whose queue
 limit is a packet count (2000 and 4096 packets).
 
@@ -32,7 +33,7 @@ def scenario(params: dict[str, Any]) -> dict[str, Any]:
     doc["duration"] = duration
     doc["seed"] = int(params.get("run", 1))
     tcp = doc["tcp"]
-    cc = params.get("cc", "cubic")
+    cc = params.get("cc", "htcp")
     if cc != "cubic":
         tcp["cc"] = cc
     streams = int(params.get("streams", 2))
@@ -97,15 +98,19 @@ def render(tables: dict[str, pl.DataFrame], full: bool) -> str:
         "TCP goodput (two streams, first 5 s omitted) and packets dropped at the egress port for each egress buffer "
         "size, with 2 Gbps of UDP background. The bandwidth-delay product of the 8 Gbps left to TCP at 50 ms is "
         "50 MB; a buffer well below it makes slow start overshoot, and the loss of a window's worth of segments is "
-        "what costs throughput. The result is driven by the Linux-like TCP model (CUBIC, HyStart, SACK with "
-        "RACK-TLP and PRR repair such a loss in a few round trips) and the drop-tail static buffer.")]
+        "what costs throughput. One series per sender controller: H-TCP, which the report's hosts ran, and "
+        "CUBIC, Linux's default. The result is driven by the Linux-like TCP model (SACK with RACK-TLP and PRR "
+        "repair such a loss in a few round trips), by the controllers' backoff and regrowth (H-TCP backs off to "
+        "RTT_min/RTT_max, at most 0.8, and regrows by alpha(Delta) scaled to the 50 ms RTT; CUBIC backs off to "
+        "0.7 and regrows along its cubic) and by the drop-tail static buffer.")]
     if t1 is not None and t1.height:
-        small = t1.filter(pl.col("buffer_mb") == t1["buffer_mb"].min())
-        big = t1.filter(pl.col("buffer_mb") == t1["buffer_mb"].max())
+        main_cc = t1.filter(pl.col("cc") == "htcp") if "htcp" in t1["cc"].to_list() else t1
+        small = main_cc.filter(pl.col("buffer_mb") == main_cc["buffer_mb"].min())
+        big = main_cc.filter(pl.col("buffer_mb") == main_cc["buffer_mb"].max())
         if small.height and big.height:
             lo, hi = float(small["tcp_gbps"][0]), float(big["tcp_gbps"][0])
             text1.append(P.finding(
-                f"The report finds throughput falls steeply as the buffer shrinks. Here {hi:.2f} Gbps with "
+                f"The report finds throughput falls steeply as the buffer shrinks. Here (H-TCP) {hi:.2f} Gbps with "
                 f"{int(big['buffer_mb'][0])} MB and {lo:.2f} Gbps with {int(small['buffer_mb'][0])} MB "
                 f"({'a large' if lo < 0.7 * hi else 'only a small'} drop).", lo < 0.7 * hi))
     out.append(P.test_section(
@@ -117,8 +122,8 @@ def render(tables: dict[str, pl.DataFrame], full: bool) -> str:
         *text1, P.table(t1)))
     t2 = _mean(tables.get("pacing/results"), ["background_gbps", "pacing_gbps"])
     text2 = [P.para(
-        "With a 12 MB buffer, the sender paced at 3 to 6 Gbps (split over its two streams), with 2 and 3 Gbps of "
-        "background. Pacing below the capacity left by the background keeps the queue from ever filling, so "
+        "With a 12 MB buffer, H-TCP senders paced at 3 to 6 Gbps (split over the two streams), with 2 and 3 Gbps "
+        "of background. Pacing below the capacity left by the background keeps the queue from ever filling, so "
         "drops vanish; the model paces each stream's segments evenly at its rate (no bursts from the NIC).")]
     if t2 is not None and t2.height:
         ok = t2.filter(pl.col("pacing_gbps") + pl.col("background_gbps") <= 9)
@@ -140,9 +145,9 @@ def render(tables: dict[str, pl.DataFrame], full: bool) -> str:
         P.line_figure("esnet-pktq-throughput", t3, "pacing_gbps", "tcp_gbps", series=("queue_packets",),
                       xlabel="pacing rate (Gbps, 0 = unpaced)", ylabel="TCP throughput (Gbps)"),
         P.para(
-            "A queue limit of 2000 or 4096 packets: with 9000 B frames that is 18 or 36 MB, but every 1500 B "
-            "background frame takes a whole slot too, so the queue holds fewer bytes than its nominal size when "
-            "the background is queued beside TCP. Modelled as a shared buffer of 9216 B cells used by one port "
+            "H-TCP senders. A queue limit of 2000 or 4096 packets: with 9000 B frames that is 18 or 36 MB, but every "
+            "1500 B background frame takes a whole slot too, so the queue holds fewer bytes than its nominal size "
+            "when the background is queued beside TCP. Modelled as a shared buffer of 9216 B cells used by one port "
             "(dynamic threshold alpha 8 over a pool of 9/8 of the limit, so the one queue stops at the packet limit)."),
         P.table(t3)))
     return "".join(out)
@@ -164,8 +169,9 @@ REPORT = Report(
     render=render,
     reductions=(
         "One run per point instead of the average of repeated runs (--full: three runs with different seeds, "
-        "which move the background's start), CUBIC only (--full adds NewReno).",
-        "H-TCP is not modelled (the report's second Linux controller); CUBIC stands for the Linux senders.",
+        "which move the background's start); H-TCP and CUBIC senders (--full adds NewReno to the buffer-size test).",
+        "Senders run H-TCP as the report's hosts did, modelled as Linux's tcp_htcp (RTT scaling and the "
+        "throughput-change rule on, their Linux defaults); the pacing and packet-queue tests use H-TCP only.",
     ),
     golden_tests=("pacing",),
 )

@@ -1,5 +1,6 @@
 """Golden snapshots of reproductions: the default-scale tables of each report's
-cheapest tests (``Report.golden_tests``) as readable text in
+cheapest tests (``Report.golden_tests``, or the points of them that
+``Report.golden_select`` keeps) as readable text in
 ``tests/golden/reproduce/<report>.txt``, compared with stated tolerances.
 
 ``fabricsim reproduce NAME --update-golden`` (or :func:`update`) rewrites the file.
@@ -49,7 +50,8 @@ def tables(name: str, workers: Optional[int] = 1) -> dict[str, pl.DataFrame]:
 
         raise ReproduceError(f"{name} has no golden tests (its cheapest test is too slow for the test suite)")
     with tempfile.TemporaryDirectory() as tmp:
-        out = run_reproduction(name, tmp, tests=list(report.golden_tests), workers=workers, page=False)
+        out = run_reproduction(name, tmp, tests=list(report.golden_tests), workers=workers, page=False,
+                               select=report.golden_select)
         if out.failed:
             raise RuntimeError("; ".join(out.errors))
         return dict(out.tables)

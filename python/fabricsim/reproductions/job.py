@@ -8,6 +8,11 @@ Layout of the output directory ``DIR``::
     DIR/points/<id>/<table>.parquet, point.json (written last)
     DIR/<test>__<table>.parquet   every point's rows of that table, in point order
     DIR/report.html               the self-contained page
+
+A point is keyed by its test, parameters, scale and the contents of the scenario
+files its test runs (:func:`point_id`): after an edit of one of those files the
+same ``--out`` reruns the points that use it. The resumable loop is the sweeps'
+(:mod:`fabricsim.sweeps.loop`).
 """
 
 from __future__ import annotations
@@ -19,12 +24,12 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
-from fabricsim.sweeps.progress import point_bar
-from fabricsim.reproductions.base import ReproduceError
+from fabricsim.reproductions.base import ReproduceError, data_dir
+from fabricsim.sweeps.loop import PointJob, run_points
 
-__all__ = ["ReproduceError", "Outcome", "RPoint", "collect", "execute_point", "run_reproduction"]
+__all__ = ["ReproduceError", "Outcome", "RPoint", "collect", "execute_point", "point_id", "run_reproduction"]
 
 
 @dataclass(frozen=True)
@@ -47,12 +52,33 @@ class Outcome:
     page: Optional[Path] = None
 
 
-def point_id(report: str, test: str, params: dict[str, Any], full: bool) -> str:
-    key = json.dumps({"report": report, "test": test, "params": params, "full": full}, sort_keys=True)
-    return hashlib.sha256(key.encode()).hexdigest()[:16]
+def scenario_digest(report: Any, test: Any) -> dict[str, str]:
+    """SHA-256 of each scenario file the points of ``test`` read (``Test.scenarios``;
+    every YAML file of the report's folder but ``sweep.yaml`` when it names none)."""
+    folder = data_dir(report.name)
+    names = list(test.scenarios) or sorted(p.name for p in folder.glob("*.yaml") if p.name != "sweep.yaml")
+    digest = {}
+    for name in names:
+        try:
+            digest[name] = hashlib.sha256((folder / name).read_bytes()).hexdigest()
+        except OSError as exc:
+            raise ReproduceError(f"{report.name}: scenario file {name} of test {test.name}: {exc.strerror}") from None
+    return digest
 
 
-def plan(report: Any, full: bool, tests: Optional[Sequence[str]] = None) -> list[RPoint]:
+def point_id(report: str, test: str, params: dict[str, Any], full: bool,
+             scenarios: Optional[dict[str, str]] = None) -> str:
+    """The point's key: its report, test, parameters, scale and the contents of the
+    scenario files it runs, so that editing one of them reruns its points."""
+    key = {"report": report, "test": test, "params": params, "full": full}
+    if scenarios:
+        key["scenarios"] = scenarios
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def plan(report: Any, full: bool, tests: Optional[Sequence[str]] = None,
+         select: Optional[Callable[[str, dict[str, Any]], bool]] = None) -> list[RPoint]:
+    """The points of the chosen tests (all when ``tests`` is empty) that ``select(test, params)`` keeps."""
     names = [t.name for t in report.tests]
     for t in tests or ():
         if t not in names:
@@ -61,8 +87,11 @@ def plan(report: Any, full: bool, tests: Optional[Sequence[str]] = None) -> list
     for t in report.tests:
         if tests and t.name not in tests:
             continue
+        digest = scenario_digest(report, t)
         for params in t.points(full):
-            out.append(RPoint(t.name, params, point_id(report.name, t.name, params, full)))
+            if select is not None and not select(t.name, params):
+                continue
+            out.append(RPoint(t.name, params, point_id(report.name, t.name, params, full, digest)))
     return out
 
 
@@ -117,6 +146,7 @@ def run_reproduction(
     ray_address: Optional[str] = None,
     progress: bool = False,
     page: bool = True,
+    select: Optional[Callable[[str, dict[str, Any]], bool]] = None,
 ) -> Outcome:
     """Run (or resume) reproduction ``name`` into ``out_dir``; see the module docstring."""
     from fabricsim.reproductions.registry import get
@@ -124,7 +154,7 @@ def run_reproduction(
     from fabricsim.sweeps.catalog import Catalog
 
     report = get(name)
-    points = plan(report, full, tests)
+    points = plan(report, full, tests, select)
     directory = Path(out_dir)
     directory.mkdir(parents=True, exist_ok=True)
     workers = max(1, workers or min(len(points) or 1, os.cpu_count() or 1))
@@ -138,42 +168,26 @@ def run_reproduction(
     catalog = Catalog(directory / "catalog.duckdb")
     try:
         catalog.ensure_column("test", "VARCHAR")
-        known = catalog.status()
 
-        def finish(point: RPoint, record: dict[str, Any]) -> None:
-            catalog.upsert({
+        def row(point: RPoint, record: dict[str, Any]) -> dict[str, Any]:
+            return {
                 "point_id": point.id, "scenario": name, "test": point.test,
                 "params": json.dumps(point.params, sort_keys=True), "repeat": 0, "seed": point.seed,
                 "status": record["status"], "error": record.get("error"), "out_dir": f"points/{point.id}",
                 "files": json.dumps([f"points/{point.id}/{f}" for f in record.get("files", [])]),
                 "metrics": "{}", "updated_at": time.time(),
-            })
-            if record["status"] != "done":
-                outcome.failed += 1
-                outcome.errors.append(f"{point.test} {point.params}: {record.get('error')}")
+            }
 
-        tasks = []
-        for point in points:
-            point_dir = directory / "points" / point.id
-            if known.get(point.id) == "done" and _adopt(point_dir) is not None:
-                outcome.skipped += 1
-                continue
-            adopted = _adopt(point_dir)
-            if adopted is not None:
-                finish(point, adopted)
-                outcome.skipped += 1
-                continue
-            tasks.append((point, (name, point.test, point.params, full, str(point_dir))))
-        bar = point_bar(progress, name, len(points), outcome.skipped,
-                        lambda p: f"{p.test} " + " ".join(f"{k}={v}" for k, v in p.params.items()))
-        try:
-            if tasks:
-                for point, record in execute(tasks):
-                    finish(point, record)
-                    outcome.ran += 1
-                    bar(point, record)
-        finally:
-            bar(None, None)
+        job = PointJob(
+            title=name,
+            adopt=lambda p: _adopt(directory / "points" / p.id),
+            row=row,
+            task=lambda p: (name, p.test, p.params, full, str(directory / "points" / p.id)),
+            describe=lambda p: f"{p.test} " + " ".join(f"{k}={v}" for k, v in p.params.items()),
+        )
+        counts = run_points(catalog, points, job, execute, progress)
+        outcome.ran, outcome.skipped = counts.ran, counts.skipped + counts.adopted
+        outcome.failed, outcome.errors = counts.failed, counts.errors
     finally:
         catalog.close()
     outcome.tables = collect(directory, points)

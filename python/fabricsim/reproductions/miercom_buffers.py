@@ -114,4 +114,8 @@ REPORT = Report(
         "of the FCT statistics. Elephants (>10 MB) are few in 2 s, so their bucket is noisy.",
         "All four switches of the fabric use the compared device model (spines never queue in this topology).",
     ),
+    # The golden snapshot: every device and workload at 20% load (about 1-2 s of CPU per point; the whole
+    # default job takes about 5 CPU-minutes).
+    golden_tests=("fct",),
+    golden_select=lambda test, params: params["load_pct"] == 20,
 )

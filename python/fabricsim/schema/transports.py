@@ -23,7 +23,7 @@ from fabricsim.schema._base import (
 
 __all__ = ["Dcqcn", "DelayedAck", "Roce", "Tcp"]
 
-CongestionControl = Literal["newreno", "cubic", "dctcp"]
+CongestionControl = Literal["newreno", "cubic", "dctcp", "htcp"]
 TcpProfileName = Literal["linux", "rfc"]
 HystartKind = Literal["off", "classic", "hystart++"]
 CubicFlavor = Literal["linux", "rfc9438"]
@@ -193,6 +193,8 @@ class Tcp(Model):
     delayed_ack: DelayedAck = Field(default_factory=DelayedAck)
     ecn: bool = False
     dctcp_g: float = Field(default=1 / 16, gt=0, le=1)
+    htcp_rtt_scaling: bool = True
+    htcp_bandwidth_switch: bool = True
     byte_counting: Optional[bool] = None
     dupack_threshold: Count32 = 3
     pacing_rate: Optional[Rate] = None
@@ -293,6 +295,8 @@ class Tcp(Model):
             "quickack_segments": self.delayed_ack.quickack,
             "ecn": self.ecn,
             "dctcp_g": self.dctcp_g,
+            "htcp_rtt_scaling": self.htcp_rtt_scaling,
+            "htcp_bandwidth_switch": self.htcp_bandwidth_switch,
             "byte_counting": self.byte_counting,
             "dupack_threshold": self.dupack_threshold,
             "pacing_bps": self.pacing_rate,

@@ -105,20 +105,25 @@ def derive_seed(base: int, repeat: int) -> int:
 @dataclass(frozen=True)
 class Point:
     """One run of a sweep: the grid values ``params``, the sweep's fixed
-    ``--set`` overrides ``fixed`` (applied first), the repeat and its seed."""
+    ``--set`` overrides ``fixed`` (applied first), the repeat and its seed;
+    ``scenario`` is a digest of the scenario file's contents ("" when unknown)."""
 
     params: dict[str, str]
     repeat: int
     seed: int
     fixed: tuple[str, ...] = ()
+    scenario: str = ""
 
     @property
     def id(self) -> str:
-        """Stable id of the point: its grid values, seed and fixed overrides
-        (a sweep without ``--set`` keeps the ids it always had)."""
+        """Stable id of the point: its grid values, seed, fixed overrides and
+        the scenario file's contents, so that a sweep rerun into the same
+        directory after the file was edited reruns every point."""
         key: dict[str, object] = {"params": self.params, "seed": self.seed}
         if self.fixed:
             key["set"] = list(self.fixed)
+        if self.scenario:
+            key["scenario"] = self.scenario
         text = json.dumps(key, sort_keys=True)
         return hashlib.sha1(text.encode()).hexdigest()[:16]
 
@@ -128,15 +133,22 @@ class Point:
 
 
 def plan_points(
-    grid: Sequence[tuple[str, Sequence[str]]], repeats: int, base_seed: int, fixed: Sequence[str] = ()
+    grid: Sequence[tuple[str, Sequence[str]]],
+    repeats: int,
+    base_seed: int,
+    fixed: Sequence[str] = (),
+    scenario: str = "",
 ) -> list[Point]:
     """Every combination of the grid values, times ``repeats`` seeds (same seeds
-    for every combination); ``fixed`` overrides apply to every point."""
+    for every combination); ``fixed`` overrides apply to every point;
+    ``scenario`` (a digest of the scenario file) goes into every point's id."""
     if repeats < 1:
         raise SweepError("--repeats must be >= 1")
     paths = [p for p, _ in grid]
     points = []
     for combo in itertools.product(*[values for _, values in grid]):
         for repeat in range(repeats):
-            points.append(Point(dict(zip(paths, combo)), repeat, derive_seed(base_seed, repeat), tuple(fixed)))
+            points.append(
+                Point(dict(zip(paths, combo)), repeat, derive_seed(base_seed, repeat), tuple(fixed), scenario)
+            )
     return points

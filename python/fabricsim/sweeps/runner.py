@@ -9,11 +9,12 @@ Layout of the output directory ``DIR``::
     DIR/sweep.json            what ``fabricsim report DIR`` needs (grid paths, axes, title, --set overrides)
     DIR/report.html           the sweep report (fabricsim.sweeps.report)
 
-A point is identified by its parameters, seed and the sweep's fixed ``--set``
-overrides. A second invocation skips points whose status is ``done``, adopts
-points whose ``point.json`` was written before an interruption, and reruns
-``failed`` and unfinished ones. Only the parent process writes the catalog, as
-each point finishes.
+A point is identified by its parameters, seed, the sweep's fixed ``--set``
+overrides and the scenario file's contents (an edited file reruns every point). A second invocation skips points whose status is ``done`` (and
+whose files are there), adopts points whose ``point.json`` was written before an
+interruption, and reruns ``failed`` and unfinished ones (the loop of
+:mod:`fabricsim.sweeps.loop`, shared with reproductions). Only the parent
+process writes the catalog, as each point finishes.
 
 Paths in ``sweep.parquet`` and the catalog are relative to ``DIR``, and
 machine-dependent figures (wall time) are kept in ``timing.json`` files and the
@@ -24,6 +25,7 @@ catalog only: the same sweep gives byte-identical files everywhere but in
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -31,11 +33,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from fabricsim.sweeps.progress import point_bar
 from fabricsim.schema import load
 from fabricsim.sweeps.backends import local_backend, ray_backend
 from fabricsim.sweeps.catalog import BASE_COLUMNS, INTEGER_METRICS, TIMING_COLUMNS, Catalog
 from fabricsim.sweeps.grid import Point, SweepError, plan_points
+from fabricsim.sweeps.loop import PointJob, run_points
 from fabricsim.sweeps.report import summary_table, write_report
 
 __all__ = ["SweepOutcome", "run_sweep"]
@@ -102,7 +104,8 @@ def run_sweep(
     both = [p for p, _ in grid if p in fixed_paths]
     if both:
         raise SweepError(f"--grid {both[0]}: also given with --set")
-    points = plan_points(grid, repeats, base.seed, overrides)
+    digest = hashlib.sha256(Path(scenario_path).read_bytes()).hexdigest()[:16]
+    points = plan_points(grid, repeats, base.seed, overrides, digest)
     directory = Path(out_dir)
     directory.mkdir(parents=True, exist_ok=True)
     workers = max(1, workers or min(len(points), os.cpu_count() or 1))
@@ -118,62 +121,39 @@ def run_sweep(
     try:
         for path, _ in grid:
             catalog.ensure_column(path, "VARCHAR")
-        known = catalog.status()
 
-        def base_row(point: Point) -> dict[str, Any]:
-            row = {
+        def row(point: Point, record: dict[str, Any]) -> dict[str, Any]:
+            values = {
                 "point_id": point.id,
                 "scenario": scenario_path,
                 "params": json.dumps(point.params, sort_keys=True),
                 "repeat": point.repeat,
                 "seed": point.seed,
                 "out_dir": f"points/{point.id}",
+                **point.params,
+                "status": record["status"],
+                "error": record.get("error"),
+                "updated_at": time.time(),
             }
-            row.update(point.params)
-            return row
+            if record["status"] != "running":
+                values.update(
+                    files=json.dumps([f"points/{point.id}/{name}" for name in record.get("files", [])]),
+                    metrics=json.dumps(record.get("metrics", {}), sort_keys=True, default=str),
+                )
+                values.update(record.get("metrics", {}))
+                values.update({name: record.get("timing", {}).get(name) for name in TIMING_COLUMNS})
+            return values
 
-        def finish(point: Point, record: dict[str, Any]) -> None:
-            row = base_row(point)
-            row.update(
-                status=record["status"],
-                error=record.get("error"),
-                files=json.dumps([f"points/{point.id}/{name}" for name in record.get("files", [])]),
-                metrics=json.dumps(record.get("metrics", {}), sort_keys=True, default=str),
-                updated_at=time.time(),
-            )
-            row.update(record.get("metrics", {}))
-            row.update({name: record.get("timing", {}).get(name) for name in TIMING_COLUMNS})
-            catalog.upsert(row)
-            if record["status"] == "failed":
-                outcome.failed += 1
-                outcome.errors.append(f"{point.params} seed {point.seed}: {record.get('error')}")
-
-        tasks = []
-        for point in points:
-            if known.get(point.id) == "done":
-                outcome.skipped += 1
-                continue
-            point_dir = directory / "points" / point.id
-            adopted = _adopt(point_dir / "point.json", point)
-            if adopted is not None:
-                finish(point, adopted)
-                outcome.adopted += 1
-                continue
-            row = base_row(point)
-            row.update(status="running", error=None, updated_at=time.time())
-            catalog.upsert(row)
-            tasks.append((point, (scenario_path, point.overrides, point.seed, str(point_dir))))
-
-        bar = point_bar(progress, "sweep", len(points), outcome.skipped + outcome.adopted,
-                        lambda p: f"{p.params} seed {p.seed}")
-        try:
-            if tasks:
-                for point, record in execute(tasks):
-                    finish(point, record)
-                    outcome.ran += 1
-                    bar(point, record)
-        finally:
-            bar(None, None)
+        job = PointJob(
+            title="sweep",
+            adopt=lambda p: _adopt(directory / "points" / p.id / "point.json", p),
+            row=row,
+            task=lambda p: (scenario_path, p.overrides, p.seed, str(directory / "points" / p.id)),
+            describe=lambda p: f"{p.params} seed {p.seed}",
+        )
+        counts = run_points(catalog, points, job, execute, progress)
+        outcome.ran, outcome.skipped, outcome.adopted = counts.ran, counts.skipped, counts.adopted
+        outcome.failed, outcome.errors = counts.failed, counts.errors
 
         rows = catalog.rows([p.id for p in points])
     finally:

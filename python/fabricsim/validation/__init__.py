@@ -91,6 +91,8 @@ def star_scenario(
             "rwnd": f"{window_bytes}B",
             "min_rto": "200ms",
             "delayed_ack": {"count": delack_count, "timeout": "200ms", "quickack": 0},
+            # ns-3's TcpHtcp has no RTT scaling of its increase.
+            **({"htcp_rtt_scaling": False} if cc == "htcp" else {}),
         },
         "traffic": [
             {

@@ -52,6 +52,7 @@ CC_TYPES = {
     "newreno": "ns3::TcpNewReno",
     "cubic": "ns3::TcpCubic",
     "dctcp": "ns3::TcpDctcp",
+    "htcp": "ns3::TcpHtcp",
 }
 
 _CPP_HELPERS = r"""
@@ -346,6 +347,8 @@ def _configure_tcp(
             "ns3::TcpCubic::FastConvergence",
             "ns3::TcpCubic::TcpFriendliness",
         ]
+    if cc == "htcp":
+        names += ["ns3::TcpHtcp::DefaultBackoff", "ns3::TcpHtcp::ThroughputRatio", "ns3::TcpHtcp::DeltaL"]
     if cc == "dctcp":
         names += [
             "ns3::TcpDctcp::DctcpShiftG",

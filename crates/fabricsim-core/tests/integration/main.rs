@@ -7,6 +7,7 @@ mod conservation;
 mod determinism;
 mod host;
 mod host_egress;
+mod htcp;
 mod multicast;
 mod outputs;
 mod pcap;

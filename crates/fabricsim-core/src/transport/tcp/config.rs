@@ -137,6 +137,10 @@ pub struct TcpConfig {
     /// Negotiate ECN (RFC 3168). DCTCP always uses ECN.
     pub ecn: bool,
     pub dctcp_g: f64,
+    /// H-TCP's RTT scaling of its increase (Linux `use_rtt_scaling`, on).
+    pub htcp_rtt_scaling: bool,
+    /// H-TCP's throughput-change rule (Linux `use_bandwidth_switch`, on).
+    pub htcp_bandwidth_switch: bool,
     /// Appropriate byte counting (RFC 3465): growth by acknowledged bytes, not ACKs.
     pub byte_counting: bool,
     pub dupack_threshold: u32,
@@ -227,6 +231,8 @@ impl TcpConfig {
             quickack_segments: 16,
             ecn: false,
             dctcp_g: 1.0 / 16.0,
+            htcp_rtt_scaling: true,
+            htcp_bandwidth_switch: true,
             byte_counting: linux,
             dupack_threshold: 3,
             pacing_bps: None,
@@ -422,6 +428,8 @@ pub struct TcpConfigSpec {
     pub quickack_segments: Option<u32>,
     pub ecn: Option<bool>,
     pub dctcp_g: Option<f64>,
+    pub htcp_rtt_scaling: Option<bool>,
+    pub htcp_bandwidth_switch: Option<bool>,
     pub byte_counting: Option<bool>,
     pub dupack_threshold: Option<u32>,
     pub pacing_bps: Option<u64>,
@@ -478,6 +486,8 @@ impl From<TcpConfigSpec> for TcpConfig {
             quickack_segments: s.quickack_segments.unwrap_or(d.quickack_segments),
             ecn: s.ecn.unwrap_or(d.ecn),
             dctcp_g: s.dctcp_g.unwrap_or(d.dctcp_g),
+            htcp_rtt_scaling: s.htcp_rtt_scaling.unwrap_or(d.htcp_rtt_scaling),
+            htcp_bandwidth_switch: s.htcp_bandwidth_switch.unwrap_or(d.htcp_bandwidth_switch),
             byte_counting: s.byte_counting.unwrap_or(d.byte_counting),
             dupack_threshold: s.dupack_threshold.unwrap_or(d.dupack_threshold),
             pacing_bps: s.pacing_bps.or(d.pacing_bps),

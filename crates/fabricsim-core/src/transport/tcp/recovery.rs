@@ -288,7 +288,7 @@ impl Sender {
             return false;
         }
         self.note_congestion(now, SlowStartExit::Ecn);
-        self.window.ssthresh = self.ssthresh_after_loss(flight + acked);
+        self.window.ssthresh = self.ssthresh_after_loss(now, flight + acked);
         let snd_max = self.snd_max;
         let s = sk!(self);
         if s.prr_on {
@@ -356,7 +356,7 @@ impl Sender {
         let snd_max = self.snd_max;
         if sk!(self).ca != CaState::Cwr {
             // One reduction per congestion event: an ECN reduction under way stands.
-            self.window.ssthresh = self.ssthresh_after_loss(flight);
+            self.window.ssthresh = self.ssthresh_after_loss(now, flight);
             let s = sk!(self);
             s.prr.start(flight);
             if !s.prr_on {
@@ -559,7 +559,7 @@ impl Sender {
             s.stats.tlp_recoveries += 1;
             self.note_congestion(now, SlowStartExit::Loss);
             let flight = self.flight();
-            self.window.ssthresh = self.ssthresh_after_loss(flight);
+            self.window.ssthresh = self.ssthresh_after_loss(now, flight);
             self.window.cwnd = self.window.ssthresh;
         } else if !advanced && newly_sacked == 0 {
             tlp.end_seq = None;
@@ -614,7 +614,7 @@ impl Sender {
             self.recovery_time += now - self.recovery_started;
         }
         if !repeated && !reduced_already {
-            self.window.ssthresh = self.ssthresh_after_loss(flight);
+            self.window.ssthresh = self.ssthresh_after_loss(now, flight);
         }
         self.cc.on_timeout();
         self.window.cwnd = self.window.mss;

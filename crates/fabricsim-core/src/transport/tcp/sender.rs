@@ -394,13 +394,13 @@ impl Sender {
     /// The `ssthresh` a loss or an ECN echo leaves: the controller's rule
     /// applied to what `ssthresh_from` names (`flight` is the FlightSize the
     /// caller measured).
-    pub(super) fn ssthresh_after_loss(&mut self, flight: u64) -> u64 {
+    pub(super) fn ssthresh_after_loss(&mut self, now: SimTime, flight: u64) -> u64 {
         let base = match self.ssthresh_from {
             SsthreshFrom::Flight => flight,
             SsthreshFrom::Pipe => self.sack.as_ref().map_or(flight, |s| s.sb.pipe()),
             SsthreshFrom::Cwnd => self.window.cwnd,
         };
-        self.cc.ssthresh_after_loss(&self.window, base)
+        self.cc.ssthresh_after_loss(now, &self.window, base)
     }
 
     pub(super) fn sending_stopped(&self, now: SimTime) -> bool {
@@ -548,7 +548,7 @@ impl Sender {
                 } else if seg.ece && !self.in_recovery && self.ecn_recover.map_or(true, |r| ack > r) {
                     // RFC 3168 6.1.2: react as to a loss, once per window.
                     self.note_congestion(now, SlowStartExit::Ecn);
-                    self.window.ssthresh = self.ssthresh_after_loss(self.flight() + acked);
+                    self.window.ssthresh = self.ssthresh_after_loss(now, self.flight() + acked);
                     self.window.cwnd = self.window.ssthresh;
                     self.ecn_recover = Some(self.snd_max);
                     self.cwr_pending = true;
@@ -598,7 +598,7 @@ impl Sender {
                     // Fast retransmit (RFC 5681 3.2 steps 2-3; RFC 6582 3.2 step 2).
                     self.note_congestion(now, SlowStartExit::Loss);
                     let flight = self.flight();
-                    self.window.ssthresh = self.ssthresh_after_loss(flight);
+                    self.window.ssthresh = self.ssthresh_after_loss(now, flight);
                     self.recover = Some(self.snd_max);
                     self.in_recovery = true;
                     self.recovery_started = now;
@@ -780,7 +780,7 @@ impl Sender {
                 // already retransmitted by the timer.
                 if !repeated {
                     let flight = self.flight();
-                    self.window.ssthresh = self.ssthresh_after_loss(flight);
+                    self.window.ssthresh = self.ssthresh_after_loss(now, flight);
                 }
                 self.cc.on_timeout();
                 self.window.cwnd = self.window.mss;

@@ -7,6 +7,7 @@
 pub mod cubic;
 pub mod cubic_linux;
 pub mod dctcp;
+pub mod htcp;
 pub mod hystart;
 pub mod newreno;
 
@@ -15,6 +16,7 @@ use crate::units::SimTime;
 pub use cubic::Cubic;
 pub use cubic_linux::LinuxCubic;
 pub use dctcp::Dctcp;
+pub use htcp::Htcp;
 pub use hystart::SlowStartExit;
 pub use newreno::NewReno;
 
@@ -57,6 +59,7 @@ pub enum CcKind {
     Newreno,
     Cubic,
     Dctcp,
+    Htcp,
 }
 
 impl CcKind {
@@ -65,6 +68,7 @@ impl CcKind {
             CcKind::Newreno => "newreno",
             CcKind::Cubic => "cubic",
             CcKind::Dctcp => "dctcp",
+            CcKind::Htcp => "htcp",
         }
     }
 }
@@ -75,6 +79,7 @@ pub enum CongestionControl {
     Cubic(Cubic),
     CubicLinux(LinuxCubic),
     Dctcp(Dctcp),
+    Htcp(Htcp),
 }
 
 impl CongestionControl {
@@ -86,6 +91,7 @@ impl CongestionControl {
                 CongestionControl::CubicLinux(LinuxCubic::new(cfg.hystart == Hystart::Classic))
             }
             (CcKind::Dctcp, _) => CongestionControl::Dctcp(Dctcp::new(cfg.byte_counting, cfg.dctcp_g)),
+            (CcKind::Htcp, _) => CongestionControl::Htcp(Htcp::new(cfg.htcp_rtt_scaling, cfg.htcp_bandwidth_switch)),
         }
     }
 
@@ -94,14 +100,18 @@ impl CongestionControl {
             CongestionControl::NewReno(_) => "newreno",
             CongestionControl::Cubic(_) | CongestionControl::CubicLinux(_) => "cubic",
             CongestionControl::Dctcp(_) => "dctcp",
+            CongestionControl::Htcp(_) => "htcp",
         }
     }
 
     /// An ACK of new data with its RTT sample (Linux `pkts_acked`): CUBIC's
-    /// minimum delay and classic HyStart, which may set `ssthresh`.
+    /// minimum delay and classic HyStart, which may set `ssthresh`; H-TCP's
+    /// RTT bounds and achieved throughput.
     pub fn on_rtt_sample(&mut self, w: &mut Window, info: &AckInfo) {
-        if let CongestionControl::CubicLinux(c) = self {
-            c.on_rtt_sample(w, info);
+        match self {
+            CongestionControl::CubicLinux(c) => c.on_rtt_sample(w, info),
+            CongestionControl::Htcp(h) => h.on_ack(w, info),
+            _ => {}
         }
     }
 
@@ -142,14 +152,17 @@ impl CongestionControl {
             CongestionControl::Cubic(c) => c.increase(w, info),
             CongestionControl::CubicLinux(c) => c.increase(w, info),
             CongestionControl::Dctcp(c) => c.increase(w, info),
+            CongestionControl::Htcp(c) => c.increase(w, info),
         }
     }
 
     /// New `ssthresh` on entering loss recovery, on a (first) retransmission
     /// timeout, or on a classic ECN echo: the same rule for all three
     /// (RFC 5681 equation 4, RFC 9438 4.6 and 4.8, RFC 3168 6.1.2).
-    pub fn ssthresh_after_loss(&mut self, w: &Window, flight: u64) -> u64 {
+    /// H-TCP's backoff is adaptive and restarts its clock at `now`.
+    pub fn ssthresh_after_loss(&mut self, now: SimTime, w: &Window, flight: u64) -> u64 {
         match self {
+            CongestionControl::Htcp(c) => c.ssthresh_after_loss(now, w, flight),
             CongestionControl::NewReno(_) | CongestionControl::Dctcp(_) => newreno::half_flight(w, flight),
             CongestionControl::Cubic(c) => c.ssthresh_after_loss(w),
             CongestionControl::CubicLinux(c) => c.ssthresh_after_loss(w),
