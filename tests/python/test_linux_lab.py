@@ -236,6 +236,31 @@ def test_fabricsim_dumbbell_goodput_is_within_10_percent_of_linux(core: object) 
         assert sim["jain_index"] > 0.9
 
 
+def test_hystart_slow_start_exit_on_a_large_buffer_loses_nothing_in_linux_and_in_fabricsim(core: object) -> None:
+    """One CUBIC flow into an 8 MB bfifo: Linux's HyStart leaves slow start
+    before the queue overflows (recorded runs: no drop, no retransmission),
+    and so does fabricsim's."""
+    record = {e["name"]: e for e in linux_dumbbell.recorded()}["cubic-1x1-1Gbps-8MB-10s"]
+    for run in record["runs"]:
+        assert run["bottleneck"]["drops"] == 0 and run["retransmits"] == 0
+        exits = run["nstat_senders"]["TcpExtTCPHystartTrainDetect"] + run["nstat_senders"]["TcpExtTCPHystartDelayDetect"]
+        assert exits == 1
+    setup = linux_dumbbell.DumbbellSetup(**record["setup"])
+    sim = linux_dumbbell.simulate(setup, record["summary"]["one_way_latency_us"]["mean"])
+    assert sim["conservation_ok"]
+    assert sim["drops"] == 0 and sim["retransmits"] == 0 and sim["recoveries"] == 0
+
+
+def test_segments_per_ack_uses_only_runs_with_receiver_counters() -> None:
+    runs = [
+        {"nstat_receiver": {"TcpInSegs": 2700, "TcpOutSegs": 100}},
+        {"nstat_receiver": {"TcpInSegs": 300, "TcpOutSegs": 20}},
+        {},  # recorded before the receiver's counters were kept
+    ]
+    assert linux_dumbbell.segments_per_ack(runs) == "25.0"
+    assert linux_dumbbell.segments_per_ack([{}]) == "-"
+
+
 # --------------------------------------------------------------------------- datapath fit (no root)
 
 
@@ -394,6 +419,9 @@ def test_dumbbell_measurement_and_comparison(core: object) -> None:
     rows = linux_dumbbell.compare(record)
     metrics = [row[0] for row in rows]
     assert {"Jain fairness index", "drops at the bottleneck", "mean bottleneck queue", "retransmits"} <= set(metrics)
+    assert "loss episodes (recoveries)" in metrics
+    receiver = record["runs"][0]["nstat_receiver"]
+    assert receiver["TcpInSegs"] > receiver["TcpOutSegs"] > 0  # fewer ACKs than data segments
     assert lab_namespaces() == []
 
 

@@ -87,6 +87,18 @@ NSTAT_KEYS = (
     "TcpExtTCPFullUndo",
     "TcpExtTCPPartialUndo",
 )
+#: nstat counters kept in the records (receiver side): how many ACKs the
+#: receiver sent for the data segments it took in, and why it sent fewer than
+#: one per two segments (segments coalesced in the socket backlog while the
+#: application held the socket, SACKs compressed, delayed-ACK timeouts).
+NSTAT_RECEIVER_KEYS = (
+    "TcpInSegs",
+    "TcpOutSegs",
+    "TcpExtTCPBacklogCoalesce",
+    "TcpExtTCPAckCompressed",
+    "TcpExtDelayedACKs",
+    "TcpExtTCPRcvCoalesce",
+)
 _CC_TO_FABRICSIM = {"reno": "newreno", "cubic": "cubic"}
 
 
@@ -297,6 +309,7 @@ def _one_run(setup: DumbbellSetup, lab: Lab, latency_s: float) -> dict[str, Any]
             "backlog_samples_bytes": [s[3] for s in run.qdisc_samples if s[1] == "r"],
         },
         "nstat_senders": nstat,
+        "nstat_receiver": {key: run.nstat.get("rx", {}).get(key, 0) for key in NSTAT_RECEIVER_KEYS},
         "softnet_drops": run.softnet_drops,
         "cpu_busy_s": run.cpu.busy_s,
         "iperf3_cpu_s": run.iperf3_cpu_s,
@@ -420,6 +433,7 @@ def simulate(
         "drops": drops,
         "retransmits": sum(row["retransmits"] for row in rows),
         "timeouts": sum(row["timeouts"] for row in rows),
+        "recoveries": int(flows["fast_retransmits"].sum()),
         "job_completion_s": job_completion,
         "mean_queue_bytes": queue_delay_s * parse_rate(setup.rate) / 8,
         "conservation_ok": bool(result.summary.get("conservation_ok")),
@@ -459,6 +473,9 @@ def compare(
     )
     add("mean bottleneck queue", queue, sim["mean_queue_bytes"], 1e3, "KB")
     add("retransmits", summary["retransmits"], sim["retransmits"], 1.0, "pkts")
+    # Loss episodes: the senders' SACK recoveries (nstat) against the twin's entries into recovery.
+    recoveries = [r["nstat_senders"].get("TcpExtTCPSackRecovery", 0) for r in record["runs"]]
+    add("loss episodes (recoveries)", _mean_sd(recoveries), sim["recoveries"], 1.0, "")
     if "job_completion_s" in summary:
         add("job completion time", summary["job_completion_s"], sim["job_completion_s"], 1.0, "s")
     return rows
@@ -475,6 +492,20 @@ def _fmt(stat: dict[str, float], scale: float, unit: str) -> str:
 
 def _ratio(value: float) -> str:
     return "-" if math.isnan(value) or math.isinf(value) else f"{value:.2f}"
+
+
+def summary_drops(record: dict[str, Any]) -> float:
+    """Mean bottleneck drops of a recorded experiment."""
+    return float(record["summary"]["drops"]["mean"])
+
+
+def segments_per_ack(runs: Sequence[dict[str, Any]]) -> str:
+    """Data segments the receiver took in per segment (ACK) it sent, over the
+    runs that recorded the receiver's counters ("-" if none did)."""
+    counted = [r["nstat_receiver"] for r in runs if r.get("nstat_receiver", {}).get("TcpOutSegs")]
+    if not counted:
+        return "-"
+    return f"{sum(c['TcpInSegs'] for c in counted) / sum(c['TcpOutSegs'] for c in counted):.1f}"
 
 
 def markdown(experiments: Sequence[dict[str, Any]], with_simulation: bool = True) -> str:
@@ -496,11 +527,12 @@ def markdown(experiments: Sequence[dict[str, Any]], with_simulation: bool = True
         )
     lines += [
         "",
-        "Sender-side kernel counters (nstat, mean per run) and the first interval (0.1 s) with a retransmission:",
+        "Sender-side kernel counters (nstat, mean per run), drops per SACK recovery, the first interval (0.1 s) "
+        "with a retransmission, and the receiver's data segments per ACK (runs that recorded the receiver's counters):",
         "",
-        "| experiment | Hystart train / delay exits | cwnd at exit | SACK recoveries | loss probes | RTOs "
-        "| reorder seen | softnet drops | first retransmit (s) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| experiment | Hystart train / delay exits | cwnd at exit | SACK recoveries | drops / recovery | loss probes "
+        "| RTOs | reorder seen | softnet drops | first retransmit (s) | data segments / ACK (receiver) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for record in experiments:
         runs = record["runs"]
@@ -512,28 +544,33 @@ def markdown(experiments: Sequence[dict[str, Any]], with_simulation: bool = True
         cwnd = (mean("TcpExtTCPHystartTrainCwnd") + mean("TcpExtTCPHystartDelayCwnd")) / exits if exits else 0.0
         firsts = [f["first_retransmit_s"] for r in runs for f in r["flows"] if f["first_retransmit_s"] is not None]
         first = f"{min(firsts):.1f}-{max(firsts):.1f}" if firsts else "none"
+        recoveries = mean("TcpExtTCPSackRecovery")
+        per_recovery = f"{summary_drops(record) / recoveries:.1f}" if recoveries else "-"
         lines.append(
             f"| {record['name']} | {mean('TcpExtTCPHystartTrainDetect'):.1f} / {mean('TcpExtTCPHystartDelayDetect'):.1f} "
-            f"| {cwnd:.0f} | {mean('TcpExtTCPSackRecovery'):.0f} | {mean('TcpExtTCPLossProbes'):.0f} "
+            f"| {cwnd:.0f} | {recoveries:.0f} | {per_recovery} | {mean('TcpExtTCPLossProbes'):.0f} "
             f"| {mean('TcpExtTCPTimeouts'):.1f} | {mean('TcpExtTCPSACKReorder'):.0f} "
-            f"| {statistics.fmean(r['softnet_drops'] for r in runs):.0f} | {first} |"
+            f"| {statistics.fmean(r['softnet_drops'] for r in runs):.0f} | {first} | {segments_per_ack(runs)} |"
         )
     if with_simulation:
         lines += [
             "",
             "fabricsim (scenario defaults, seed 1) against the Linux means:",
             "",
-            "| experiment | goodput total (Mbps) | per flow (Mbps) | Jain | drops | retransmits | RTOs | JCT (s) |",
-            "|---|---:|---|---:|---:|---:|---:|---:|",
+            "| experiment | goodput total (Mbps) | per flow (Mbps) | Jain | drops | retransmits | RTOs "
+            "| recoveries | drops / recovery | JCT (s) |",
+            "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for record in experiments:
             setup = DumbbellSetup(**record["setup"])
             sim = simulate(setup, record["summary"]["one_way_latency_us"]["mean"])
             flows = ", ".join(f"{f['goodput_bps'] / 1e6:.0f}" for f in sim["flows"])
             jct = f"{sim['job_completion_s']:.3f}" if sim["job_completion_s"] else "-"
+            per_recovery = f"{sim['drops'] / sim['recoveries']:.1f}" if sim["recoveries"] else "-"
             lines.append(
                 f"| {record['name']} | {sim['total_goodput_bps'] / 1e6:.1f} | {flows} | {sim['jain_index']:.3f} "
-                f"| {sim['drops']} | {sim['retransmits']} | {sim['timeouts']} | {jct} |"
+                f"| {sim['drops']} | {sim['retransmits']} | {sim['timeouts']} | {sim['recoveries']} "
+                f"| {per_recovery} | {jct} |"
             )
     return "\n".join(lines)
 
@@ -550,6 +587,8 @@ REFERENCE_SETUPS = tuple(
     [DumbbellSetup(senders=n, cc=cc) for cc in ("reno", "cubic") for n in (2, 4)]
     + [DumbbellSetup(senders=4, cc=cc, size="100MB") for cc in ("reno", "cubic")]
     + [DumbbellSetup(senders=1, cc=cc, buffer="2MB", duration_s=10.0) for cc in ("reno", "cubic")]
+    # Slow-start exit with HyStart on a buffer larger than the window it reaches: no loss expected.
+    + [DumbbellSetup(senders=1, cc="cubic", buffer="8MB", duration_s=10.0)]
 )
 
 
