@@ -18,6 +18,19 @@ def _by_device(table: pl.DataFrame) -> list[tuple[str, pl.DataFrame]]:
     return [(str(name), table.filter(pl.col("device") == name)) for name in table["device"].unique(maintain_order=True)]
 
 
+def _finish_size_axes(fig, ax, name: str, sizes: list[int], ylabel: str, title: str, legend_size: int) -> str:
+    """Frame sizes on the x axis (evenly spaced), zero-based y axis, title, grid, legend; the figure."""
+    ax.set_xticks(range(len(sizes)))
+    ax.set_xticklabels([str(s) for s in sizes])
+    ax.set_xlabel("frame size (bytes)")
+    ax.set_ylim(bottom=0)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=legend_size)
+    return figure(name, svg(fig))
+
+
 def _size_plot(name: str, table: pl.DataFrame, column: str, scale: float, ylabel: str, title: str,
                reference: str | None = None) -> str:
     fig, ax = pyplot().subplots(figsize=(9, 3.6))
@@ -29,15 +42,7 @@ def _size_plot(name: str, table: pl.DataFrame, column: str, scale: float, ylabel
         if reference is not None:
             ax.plot(x, rows[reference].to_numpy() / scale, linestyle=":", color="#888",
                     label="line rate" if device == _by_device(table)[0][0] else None)
-    ax.set_xticks(range(len(sizes)))
-    ax.set_xticklabels([str(s) for s in sizes])
-    ax.set_xlabel("frame size (bytes)")
-    ax.set_ylim(bottom=0)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    return figure(name, svg(fig))
+    return _finish_size_axes(fig, ax, name, sizes, ylabel, title, legend_size=8)
 
 
 def _loss_plot(table: pl.DataFrame) -> str:
@@ -104,15 +109,7 @@ def _series_plot(name: str, table: pl.DataFrame, column: str, scale: float, ylab
         line = ax.plot(x, rows[column].to_numpy() / scale, marker="o", label=f"{device} {stack}")[0]
         if reference is not None and rows[reference].null_count() < rows.height:
             ax.plot(x, rows[reference].cast(pl.Float64).to_numpy() / scale, linestyle=":", color=line.get_color())
-    ax.set_xticks(range(len(sizes)))
-    ax.set_xticklabels([str(s) for s in sizes])
-    ax.set_xlabel("frame size (bytes)")
-    ax.set_ylim(bottom=0)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    return figure(name, svg(fig))
+    return _finish_size_axes(fig, ax, name, sizes, ylabel, title, legend_size=7)
 
 
 def render_rfc2544(tables: Mapping[str, pl.DataFrame], title: str = "RFC 2544") -> str:

@@ -374,21 +374,28 @@ impl Simulation {
             return;
         }
         let a = code & !PP_BIT;
-        let now = self.now;
         let p = &mut self.apps.pp[a as usize];
         if pkt.flow == p.req && node == p.server {
             let (flow, src, dst) = (p.rep, p.server, p.client);
             self.pp_send(a, flow, src, dst, pkt.seq);
         } else if pkt.flow == p.rep && node == p.client && p.outstanding && pkt.seq == p.seq {
-            p.rtts.push((now - p.sent_at).0);
-            p.outstanding = false;
-            p.seq += 1;
-            p.gen = p.gen.wrapping_add(1);
-            if p.gap > SimTime::ZERO {
-                self.queue.push(now + p.gap, Event::AppTimer(a, p.gen));
-            } else {
-                self.pp_next(a);
-            }
+            self.pp_reply_in(a);
+        }
+    }
+
+    /// Ping-pong `a`'s outstanding reply is in: record its round trip, then
+    /// send the next request after the gap (or at once).
+    fn pp_reply_in(&mut self, a: u32) {
+        let now = self.now;
+        let p = &mut self.apps.pp[a as usize];
+        p.rtts.push((now - p.sent_at).0);
+        p.outstanding = false;
+        p.seq += 1;
+        p.gen = p.gen.wrapping_add(1);
+        if p.gap > SimTime::ZERO {
+            self.queue.push(now + p.gap, Event::AppTimer(a, p.gen));
+        } else {
+            self.pp_next(a);
         }
     }
 
@@ -409,7 +416,6 @@ impl Simulation {
 
     /// TCP ping-pong `a`: `delivered` bytes in all reached the receiving end of `flow`.
     fn pp_tcp_delivered(&mut self, a: u32, flow: FlowId, delivered: u64) {
-        let now = self.now;
         let p = &mut self.apps.pp[a as usize];
         let (Some((_, rep)), m) = (p.tcp, p.message as u64) else { return };
         if flow == p.req {
@@ -423,15 +429,7 @@ impl Simulation {
                 self.tcp_write(rep, answers * m);
             }
         } else if p.outstanding && delivered >= (p.seq + 1) * m {
-            p.rtts.push((now - p.sent_at).0);
-            p.outstanding = false;
-            p.seq += 1;
-            p.gen = p.gen.wrapping_add(1);
-            if p.gap > SimTime::ZERO {
-                self.queue.push(now + p.gap, Event::AppTimer(a, p.gen));
-            } else {
-                self.pp_next(a);
-            }
+            self.pp_reply_in(a);
         }
     }
 
