@@ -18,6 +18,12 @@ def _by_device(table: pl.DataFrame) -> list[tuple[str, pl.DataFrame]]:
     return [(str(name), table.filter(pl.col("device") == name)) for name in table["device"].unique(maintain_order=True)]
 
 
+def _size_axis(table: pl.DataFrame) -> tuple[list[int], dict[int, int]]:
+    """The frame sizes of ``table`` in order, and each one's position on an evenly spaced x axis."""
+    sizes = sorted(set(table["frame_bytes"].to_list()))
+    return sizes, {size: i for i, size in enumerate(sizes)}
+
+
 def _finish_size_axes(fig, ax, name: str, sizes: list[int], ylabel: str, title: str, legend_size: int) -> str:
     """Frame sizes on the x axis (evenly spaced), zero-based y axis, title, grid, legend; the figure."""
     ax.set_xticks(range(len(sizes)))
@@ -34,8 +40,7 @@ def _finish_size_axes(fig, ax, name: str, sizes: list[int], ylabel: str, title: 
 def _size_plot(name: str, table: pl.DataFrame, column: str, scale: float, ylabel: str, title: str,
                reference: str | None = None) -> str:
     fig, ax = pyplot().subplots(figsize=(9, 3.6))
-    sizes = sorted(set(table["frame_bytes"].to_list()))
-    positions = {size: i for i, size in enumerate(sizes)}
+    sizes, positions = _size_axis(table)
     for device, rows in _by_device(table):
         x = [positions[s] for s in rows["frame_bytes"].to_list()]
         ax.plot(x, rows[column].to_numpy() / scale, marker="o", label=device)
@@ -102,8 +107,7 @@ def breakdown_plot(name: str, table: pl.DataFrame, title: str) -> str:
 def _series_plot(name: str, table: pl.DataFrame, column: str, scale: float, ylabel: str, title: str,
                  reference: str | None = None) -> str:
     fig, ax = pyplot().subplots(figsize=(9, 3.6))
-    sizes = sorted(set(table["frame_bytes"].to_list()))
-    positions = {size: i for i, size in enumerate(sizes)}
+    sizes, positions = _size_axis(table)
     for (device, stack), rows in table.group_by(["device", "stack"], maintain_order=True):
         x = [positions[s] for s in rows["frame_bytes"].to_list()]
         line = ax.plot(x, rows[column].to_numpy() / scale, marker="o", label=f"{device} {stack}")[0]
