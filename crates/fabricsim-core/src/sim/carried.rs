@@ -17,15 +17,26 @@
 
 use crate::stats::{Column, FlowStats, Table};
 
+/// A channel's current bin: one cache line, the only one `on_link` touches.
+#[derive(Clone, Copy, Debug)]
+#[repr(align(64))]
+struct LinkBin {
+    /// `[lo, hi)`: the bin's span in ps, so that a frame inside it is
+    /// counted without a division.
+    lo: u64,
+    hi: u64,
+    /// Bin index ([`NONE`] before the first frame), frames, bytes, busy ps.
+    cur: (u64, u64, u64, u64),
+}
+
+const EMPTY_BIN: LinkBin = LinkBin { lo: 0, hi: 0, cur: (NONE, 0, 0, 0) };
+
 /// Link and flow counters of the current bin; finished bins as rows.
 #[derive(Debug, Default)]
 pub(super) struct Carried {
     interval: u64,
-    /// Per channel: (bin, frames, bytes, busy ps).
-    links: Vec<(u64, u64, u64, u64)>,
-    /// Per channel: `[start, end)` of its current bin in ps, so that a frame
-    /// inside it is counted without a division.
-    link_span: Vec<(u64, u64)>,
+    /// Per channel: its current bin.
+    links: Vec<LinkBin>,
     link_rows: Vec<(u64, u32, u64, u64, u64)>,
     /// Per flow: (bin end in ps, frames, bytes); a bin end of 0 means none yet.
     flows: Vec<(u64, u64, u64)>,
@@ -38,22 +49,20 @@ impl Carried {
     pub(super) fn new(interval_ps: u64, channels: usize) -> Self {
         Carried {
             interval: interval_ps,
-            links: if interval_ps > 0 { vec![(NONE, 0, 0, 0); channels] } else { Vec::new() },
-            link_span: if interval_ps > 0 { vec![(0, 0); channels] } else { Vec::new() },
+            links: if interval_ps > 0 { vec![EMPTY_BIN; channels] } else { Vec::new() },
             ..Default::default()
         }
     }
 
     fn link_bin(&mut self, ch: usize, bin: u64) -> &mut (u64, u64, u64, u64) {
-        let cur = &mut self.links[ch];
-        if cur.0 != bin {
-            if cur.0 != NONE {
-                self.link_rows.push((cur.0, ch as u32, cur.1, cur.2, cur.3));
+        let l = &mut self.links[ch];
+        if l.cur.0 != bin {
+            if l.cur.0 != NONE {
+                self.link_rows.push((l.cur.0, ch as u32, l.cur.1, l.cur.2, l.cur.3));
             }
-            *cur = (bin, 0, 0, 0);
-            self.link_span[ch] = (bin * self.interval, (bin + 1) * self.interval);
+            *l = LinkBin { lo: bin * self.interval, hi: (bin + 1) * self.interval, cur: (bin, 0, 0, 0) };
         }
-        &mut self.links[ch]
+        &mut l.cur
     }
 
     /// Channel `ch` transmitted a frame of `bytes` over `[start, end)` ps.
@@ -62,10 +71,10 @@ impl Carried {
         if self.interval == 0 {
             return;
         }
-        let (lo, hi) = self.link_span[ch];
-        if start >= lo && end <= hi && self.links[ch].0 != NONE {
+        let l = &mut self.links[ch];
+        if start >= l.lo && end <= l.hi && l.cur.0 != NONE {
             // The usual case: the frame lies inside the channel's current bin.
-            let cur = &mut self.links[ch];
+            let cur = &mut l.cur;
             cur.1 += 1;
             cur.2 += bytes;
             cur.3 += end - start;
@@ -115,7 +124,7 @@ impl Carried {
     /// The `carried_links` table; `ends[ch]` is (src node, src port, dst node).
     pub(super) fn links_table(&mut self, ends: &[(u32, u32, u32)]) -> Table {
         let mut rows = std::mem::take(&mut self.link_rows);
-        for (ch, cur) in self.links.iter().enumerate() {
+        for (ch, cur) in self.links.iter().map(|l| &l.cur).enumerate() {
             if cur.0 != NONE {
                 rows.push((cur.0, ch as u32, cur.1, cur.2, cur.3));
             }
