@@ -23,23 +23,30 @@ use std::collections::VecDeque;
 pub use topology::NodeKind;
 
 /// A host or a switch.
+///
+/// What a packet-hop reads (kind, forwarding, latency, ports, the buffer
+/// model's limits and occupancy pointers) comes first and fills the first
+/// two cache lines; the name, read only for outputs, comes last.
 #[derive(Debug)]
+#[repr(C, align(64))]
 pub struct Node {
-    pub name: String,
     pub kind: NodeKind,
+    pub forwarding: Forwarding,
+    pub num_ports: u16,
+    /// This node's egress ports are `first_port .. first_port + num_ports`.
+    pub first_port: u32,
+    /// Largest frame forwarded (`u32::MAX`: no limit).
+    pub mtu: u32,
+    /// Cut-through: bytes received before forwarding starts (the header).
+    pub cut_through_bytes: u32,
     /// Fixed forwarding latency (switch pipeline or host stack), added to every
     /// packet this node receives.
     pub latency: SimTime,
-    pub forwarding: Forwarding,
-    /// Cut-through: bytes received before forwarding starts (the header).
-    pub cut_through_bytes: u32,
-    /// Largest frame forwarded (`u32::MAX`: no limit).
-    pub mtu: u32,
-    /// This node's egress ports are `first_port .. first_port + num_ports`.
-    pub first_port: u32,
-    pub num_ports: u16,
     pub buffer: BufferModel,
+    pub name: String,
 }
+
+const _: () = assert!(std::mem::offset_of!(Node, buffer) == 24);
 
 impl Node {
     #[inline]
