@@ -35,7 +35,7 @@ use crate::rng::{mix64, RandomStream};
 use crate::stats::{Column, DropCounters, DropReason, FlowStats, QueueSamples, RunOutput, Table, Value};
 use crate::traffic::Source;
 use crate::units::{Rate, SimTime};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 
 mod apps;
 mod arbitration;
@@ -300,8 +300,9 @@ impl Simulation {
                     rate,
                     delay,
                     arrival_delay: delay + nodes[to].latency,
-                    in_flight: VecDeque::new(),
+                    in_flight: Default::default(),
                     loss: cfg.loss,
+                    lossy: cfg.loss > 0.0,
                     loss_rng: (cfg.loss > 0.0).then(|| RandomStream::new(sc.seed, "link-loss", ch.0 as u64)),
                 });
             }
@@ -1000,7 +1001,8 @@ impl Simulation {
             self.queue.push(next, Event::Arrive(cid));
         }
         let (node, ingress, rate) = (ch.to_node, ch.to_port_local, ch.rate);
-        if let Some(rng) = ch.loss_rng.as_mut() {
+        if ch.lossy {
+            let rng = ch.loss_rng.as_mut().expect("a lossy wire has its stream");
             if rng.next_open01() < ch.loss {
                 self.drop_packet(node, ingress as u32, id, DropReason::RandomLoss);
                 return;

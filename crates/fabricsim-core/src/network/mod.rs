@@ -8,6 +8,7 @@
 
 pub mod aqm;
 pub mod arbitration;
+pub mod fifo;
 pub mod multicast;
 pub mod pfc;
 pub mod port;
@@ -18,8 +19,8 @@ use crate::buffer::BufferModel;
 use crate::config::Forwarding;
 use crate::ids::{NodeId, PacketId, PortId};
 use crate::units::{Rate, SimTime};
+pub use fifo::InlineFifo;
 pub use port::Port;
-use std::collections::VecDeque;
 pub use topology::NodeKind;
 
 /// A host or a switch.
@@ -56,20 +57,35 @@ impl Node {
 }
 
 /// One direction of a link.
+///
+/// Laid out for the two events of a packet-hop: its first cache line holds
+/// everything `TxDone` and `Arrive` read (the wire's FIFO with its oldest
+/// entry in place, the delays, the rate, the far end, whether the wire loses
+/// packets); the second line holds the rest. A wire in a fabric of slow links
+/// carries one frame at a time; faster ones spill into the FIFO's heap part.
 #[derive(Debug)]
+#[repr(C, align(64))]
 pub struct Channel {
-    pub link: u32,
-    pub from_node: NodeId,
-    pub from_port: PortId,
+    /// Packets on the wire: `(arrival time, packet)`.
+    pub in_flight: InlineFifo<(SimTime, PacketId), 1>,
+    /// Propagation delay plus the receiving node's latency.
+    pub arrival_delay: SimTime,
+    pub delay: SimTime,
+    pub rate: Rate,
     pub to_node: NodeId,
     /// Local index, at `to_node`, of the port on the same link (the ingress port).
     pub to_port_local: u16,
-    pub rate: Rate,
-    pub delay: SimTime,
-    /// Propagation delay plus the receiving node's latency.
-    pub arrival_delay: SimTime,
-    pub in_flight: VecDeque<(SimTime, PacketId)>,
+    /// Whether the wire drops packets at random (`loss > 0`).
+    pub lossy: bool,
+    // Line 1.
     /// Random loss: probability and the channel's own random stream.
     pub loss: f64,
     pub loss_rng: Option<crate::rng::RandomStream>,
+    pub link: u32,
+    pub from_node: NodeId,
+    pub from_port: PortId,
 }
+
+// One line for a hop's two events, one for the rest.
+const _: () = assert!(std::mem::size_of::<Channel>() == 128);
+const _: () = assert!(std::mem::offset_of!(Channel, lossy) < 64);

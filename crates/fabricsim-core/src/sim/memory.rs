@@ -3,9 +3,6 @@
 //! the event queue's operations. Nothing in a run depends on them.
 
 use super::Simulation;
-use crate::ids::PacketId;
-use crate::units::SimTime;
-use std::mem::size_of;
 
 /// Bytes held by each part of the simulation's state (allocated capacity, not
 /// just what is in use), and the peak number of packets alive at once.
@@ -41,8 +38,9 @@ impl Simulation {
             .iter()
             .map(|p| p.queues.iter().map(|q| q.capacity_bytes()).sum::<usize>() + p.ctrl.capacity() * 4)
             .sum();
-        let wire_slot = size_of::<(SimTime, PacketId)>();
-        let wires = self.channels.iter().map(|c| c.in_flight.capacity() * wire_slot).sum();
+        // A wire's first entries live in the channel itself; only the
+        // spill beyond them is memory held for packets.
+        let wires = self.channels.iter().map(|c| c.in_flight.heap_bytes()).sum();
         MemoryUse {
             packets: self.pool.memory_bytes(),
             port_queues,
