@@ -920,7 +920,7 @@ impl Simulation {
         if class == crate::network::port::CTRL_CLASS {
             // A MAC control frame: no queue or buffer accounting.
             port.queue_delay_sum_ps += (at - pkt.enqueued).0 as u128;
-            port.in_tx = Some(id);
+            port.set_in_tx(id);
             port.tx_start = at;
             pkt.first_bit = at + self.channels[port.channel.idx()].delay;
             let end = at + port.tx_time.of(pkt.size as u64 + self.overhead);
@@ -933,7 +933,7 @@ impl Simulation {
         port.dequeued(class, pkt.size);
         let size = pkt.size;
         port.queue_delay_sum_ps += (at - pkt.enqueued).0 as u128;
-        port.in_tx = Some(id);
+        port.set_in_tx(id);
         port.tx_start = at;
         let ch = &self.channels[port.channel.idx()];
         pkt.first_bit = at + ch.delay;
@@ -970,7 +970,7 @@ impl Simulation {
     fn on_tx_done(&mut self, pid: PortId) {
         let now = self.now;
         let port = &mut self.ports[pid.idx()];
-        let id = port.in_tx.take().expect("TxDone without a packet in transmission");
+        let id = port.take_in_tx().expect("TxDone without a packet in transmission");
         let size = self.pool.get(id).size as u64;
         port.tx_packets += 1;
         port.tx_bytes += size;
@@ -1132,7 +1132,7 @@ impl Simulation {
             }
             for c in 0..self.classes {
                 let bit = 1u8 << c;
-                let bytes = port.queued_bytes[c];
+                let bytes = port.queues[c].queued;
                 if bytes > 0 || port.sampled_nonzero & bit != 0 {
                     self.samples.push(t, port.node.0, port.local as u32, c as u8, bytes, port.queues[c].len() as u64);
                 }
@@ -1153,7 +1153,7 @@ impl Simulation {
 
     /// Packets in queues, in transmission or on wires right now.
     pub fn packets_in_network(&self) -> u64 {
-        let queued: usize = self.ports.iter().map(|p| p.queued_packets() + p.in_tx.is_some() as usize).sum();
+        let queued: usize = self.ports.iter().map(|p| p.queued_packets() + p.in_tx().is_some() as usize).sum();
         let wires: usize = self.channels.iter().map(|c| c.in_flight.len()).sum();
         (queued + wires + self.pipeline.held_packets() + self.host.held_packets() + self.egress.held_packets()) as u64
     }
@@ -1172,7 +1172,7 @@ impl Simulation {
         let ports_ok = self
             .ports
             .iter()
-            .all(|p| p.enqueued_packets == p.tx_packets + p.queued_packets() as u64 + p.in_tx.is_some() as u64);
+            .all(|p| p.enqueued_packets == p.tx_packets + p.queued_packets() as u64 + p.in_tx().is_some() as u64);
         let conservation_ok = self.created_packets + self.mcast.replicated
             == self.delivered_packets + dropped + in_network
             && self.pool.live() as u64 == in_network
@@ -1391,7 +1391,7 @@ impl Simulation {
                 c.iter()
                     .map(|x| {
                         let port = p(x);
-                        let started = port.tx_packets + port.in_tx.is_some() as u64;
+                        let started = port.tx_packets + port.in_tx().is_some() as u64;
                         if started > 0 {
                             port.queue_delay_sum_ps as f64 / started as f64
                         } else {

@@ -24,6 +24,7 @@
 //!   round robin gives equal packet rates to backlogged inputs (equal byte
 //!   rates when frames are equal).
 
+use super::fifo::InlineFifo;
 use crate::ids::{ChannelId, NodeId, PacketId};
 use crate::units::{Rate, SimTime, TxTime};
 use serde::{Deserialize, Serialize};
@@ -59,15 +60,26 @@ impl SchedulerConfig {
     }
 }
 
-/// The packets of one class: `(packet, frame bytes)`.
-///
-/// The per-ingress variant is boxed so that a FIFO class (the common case)
-/// takes 32 B instead of the sub-queues' ~250 B: a port's classes then fit in
-/// a few cache lines, and a k=32 fat-tree's 49,152 ports with 8 classes hold
-/// about 70 MB less.
+/// One class of a port: its bytes (now and at the peak) and its packets,
+/// in one cache line. A FIFO class keeps its first three packets in place
+/// ([`InlineFifo`]), so a queue of a few packets costs no line beyond this
+/// one; the per-ingress sub-queues are boxed (they take ~250 B).
 #[derive(Debug)]
-pub enum ClassQueue {
-    Fifo(VecDeque<(PacketId, u32)>),
+#[repr(C, align(64))]
+pub struct ClassQueue {
+    /// Bytes queued.
+    pub queued: u64,
+    /// The most bytes the queue ever held.
+    pub high_water: u64,
+    pub packets: Packets,
+}
+
+const _: () = assert!(std::mem::size_of::<ClassQueue>() == 64);
+
+/// The packets of one class: `(packet, frame bytes)`.
+#[derive(Debug)]
+pub enum Packets {
+    Fifo(InlineFifo<(PacketId, u32), 3>),
     PerIngress(Box<SubQueues>),
 }
 
@@ -125,11 +137,15 @@ impl SubQueues {
 }
 
 impl ClassQueue {
+    fn fifo() -> ClassQueue {
+        ClassQueue { queued: 0, high_water: 0, packets: Packets::Fifo(InlineFifo::new()) }
+    }
+
     #[inline]
     pub fn len(&self) -> usize {
-        match self {
-            ClassQueue::Fifo(q) => q.len(),
-            ClassQueue::PerIngress(s) => s.len,
+        match &self.packets {
+            Packets::Fifo(q) => q.len(),
+            Packets::PerIngress(s) => s.len,
         }
     }
 
@@ -140,9 +156,9 @@ impl ClassQueue {
 
     #[inline]
     fn push(&mut self, pkt: PacketId, bytes: u32, in_port: u16) {
-        match self {
-            ClassQueue::Fifo(q) => q.push_back((pkt, bytes)),
-            ClassQueue::PerIngress(s) => {
+        match &mut self.packets {
+            Packets::Fifo(q) => q.push_back((pkt, bytes)),
+            Packets::PerIngress(s) => {
                 let i = s.index(in_port);
                 if let Some(order) = &mut s.order {
                     order.push_back((pkt, bytes, i as u16));
@@ -166,9 +182,9 @@ impl ClassQueue {
 
     #[inline]
     fn pop(&mut self) -> Option<(PacketId, u32)> {
-        match self {
-            ClassQueue::Fifo(q) => q.pop_front(),
-            ClassQueue::PerIngress(s) => {
+        match &mut self.packets {
+            Packets::Fifo(q) => q.pop_front(),
+            Packets::PerIngress(s) => {
                 if let Some(order) = &mut s.order {
                     let (pkt, b, i) = order.pop_front()?;
                     let i = i as usize;
@@ -201,9 +217,9 @@ impl ClassQueue {
     /// Bytes of queue slots allocated (capacity, not occupancy).
     pub fn capacity_bytes(&self) -> usize {
         let slot = std::mem::size_of::<(PacketId, u32)>();
-        match self {
-            ClassQueue::Fifo(q) => q.capacity() * slot,
-            ClassQueue::PerIngress(s) => {
+        match &self.packets {
+            Packets::Fifo(q) => q.heap_bytes(),
+            Packets::PerIngress(s) => {
                 s.subs.iter().map(|q| q.capacity() * slot).sum::<usize>() + s.active.capacity() * 2
             }
         }
@@ -211,10 +227,10 @@ impl ClassQueue {
 
     #[inline]
     fn front_bytes(&self) -> Option<u32> {
-        match self {
-            ClassQueue::Fifo(q) => q.front().map(|x| x.1),
-            ClassQueue::PerIngress(s) if s.order.is_some() => s.order.as_ref().and_then(|o| o.front()).map(|x| x.1),
-            ClassQueue::PerIngress(s) => s
+        match &self.packets {
+            Packets::Fifo(q) => q.front().map(|x| x.1),
+            Packets::PerIngress(s) if s.order.is_some() => s.order.as_ref().and_then(|o| o.front()).map(|x| x.1),
+            Packets::PerIngress(s) => s
                 .active
                 .front()
                 .and_then(|&g| s.members[g as usize].front())
@@ -240,45 +256,57 @@ enum Sched {
     Drr(Box<Drr>),
 }
 
+/// An egress port.
+///
+/// Laid out in cache lines by use (`repr(C)` keeps the order): the first
+/// two lines hold everything an enqueue, a start and an end of transmission
+/// read or update (the transmitter, the masks, the serialization time, the
+/// per-packet counters); each class queue is a line of its own in one block
+/// per port (its bytes and its first packets in place); the rest is read by
+/// outputs or by features that are off in most runs.
 #[derive(Debug)]
+#[repr(C, align(64))]
 pub struct Port {
-    pub node: NodeId,
-    pub local: u16,
-    pub channel: ChannelId,
-    pub rate: Rate,
-    /// Serialization time at `rate`, precomputed.
-    pub tx_time: TxTime,
-    pub queues: Vec<ClassQueue>,
-    pub queued_bytes: Vec<u64>,
+    // Line 0.
+    /// Packet being transmitted ([`NO_PACKET`]: none); see [`Port::in_tx`].
+    tx_packet: u32,
     /// Bit `c` set when queue `c` is not empty.
     pub nonempty: u8,
-    /// Packet being transmitted, if any.
-    pub in_tx: Option<PacketId>,
+    /// Bit `c` set while class `c` is paused by the link partner (PFC).
+    pub paused: u8,
+    pub local: u16,
+    pub channel: ChannelId,
+    pub node: NodeId,
     /// When the transmitter last became free.
     pub free_at: SimTime,
     /// When the frame in transmission started.
     pub tx_start: SimTime,
-    sched: Sched,
-    // Counters.
+    /// Serialization time at `rate`, precomputed.
+    pub tx_time: TxTime,
+    pub total_queued_bytes: u64,
+    pub high_water_bytes: u64,
+    // Line 1.
+    pub queue_delay_sum_ps: u128,
+    pub queues: Box<[ClassQueue]>,
+    /// Byte limit of each per-ingress sub-queue (`u64::MAX`: none).
+    pub input_limit: u64,
     pub enqueued_packets: u64,
     pub tx_packets: u64,
     pub tx_bytes: u64,
+    // Line 2 onwards.
+    pub rate: Rate,
     pub dropped_packets: u64,
-    pub queue_delay_sum_ps: u128,
-    pub total_queued_bytes: u64,
-    pub high_water_bytes: u64,
-    /// Per class: the most bytes the class queue ever held.
-    pub class_high_water: Vec<u64>,
-    /// Per class: whether the last queue sample was non-zero.
-    pub sampled_nonzero: u8,
+    sched: Sched,
     /// MAC control frames (PFC PAUSE): sent before any class, never paused,
     /// not charged to the buffer model.
     pub ctrl: VecDeque<PacketId>,
-    /// Bit `c` set while class `c` is paused by the link partner (PFC).
-    pub paused: u8,
-    /// Byte limit of each per-ingress sub-queue (`u64::MAX`: none).
-    pub input_limit: u64,
+    /// Per class: whether the last queue sample was non-zero.
+    pub sampled_nonzero: u8,
 }
+
+const NO_PACKET: u32 = u32::MAX;
+const _: () = assert!(std::mem::offset_of!(Port, high_water_bytes) + 8 <= 64);
+const _: () = assert!(std::mem::offset_of!(Port, tx_bytes) + 8 <= 128);
 
 /// Class reported by [`Port::pop`] for a MAC control frame.
 pub const CTRL_CLASS: u8 = u8::MAX;
@@ -291,10 +319,9 @@ impl Port {
             channel,
             rate,
             tx_time: TxTime::new(rate),
-            queues: (0..classes).map(|_| ClassQueue::Fifo(VecDeque::new())).collect(),
-            queued_bytes: vec![0; classes],
+            queues: (0..classes).map(|_| ClassQueue::fifo()).collect(),
             nonempty: 0,
-            in_tx: None,
+            tx_packet: NO_PACKET,
             free_at: SimTime::ZERO,
             tx_start: SimTime::ZERO,
             sched: Sched::Strict,
@@ -305,7 +332,6 @@ impl Port {
             queue_delay_sum_ps: 0,
             total_queued_bytes: 0,
             high_water_bytes: 0,
-            class_high_water: vec![0; classes],
             sampled_nonzero: 0,
             ctrl: VecDeque::new(),
             paused: 0,
@@ -340,7 +366,7 @@ impl Port {
     pub fn use_input_groups(&mut self, inputs: usize, group: &[u16], limit: u64) {
         assert!(self.is_empty() && self.is_idle());
         for q in &mut self.queues {
-            *q = ClassQueue::PerIngress(Box::new(SubQueues::new(inputs, group)));
+            q.packets = Packets::PerIngress(Box::new(SubQueues::new(inputs, group)));
         }
         self.input_limit = limit;
     }
@@ -352,7 +378,7 @@ impl Port {
         for q in &mut self.queues {
             let mut s = Box::new(SubQueues::new(inputs, &[]));
             s.order = Some(VecDeque::new());
-            *q = ClassQueue::PerIngress(s);
+            q.packets = Packets::PerIngress(s);
         }
         self.input_limit = limit;
     }
@@ -361,15 +387,36 @@ impl Port {
     /// under the input limit (always true for plain FIFO classes).
     #[inline]
     pub fn input_has_room(&self, class: u8, in_port: u16, bytes: u32) -> bool {
-        match &self.queues[class as usize] {
-            ClassQueue::Fifo(_) => true,
-            ClassQueue::PerIngress(s) => s.bytes[s.index(in_port)] + bytes as u64 <= self.input_limit,
+        match &self.queues[class as usize].packets {
+            Packets::Fifo(_) => true,
+            Packets::PerIngress(s) => s.bytes[s.index(in_port)] + bytes as u64 <= self.input_limit,
         }
     }
 
     #[inline]
     pub fn is_idle(&self) -> bool {
-        self.in_tx.is_none()
+        self.tx_packet == NO_PACKET
+    }
+
+    /// The packet being transmitted, if any.
+    #[inline]
+    pub fn in_tx(&self) -> Option<PacketId> {
+        (self.tx_packet != NO_PACKET).then_some(PacketId(self.tx_packet))
+    }
+
+    /// Starts transmitting `id`.
+    #[inline]
+    pub fn set_in_tx(&mut self, id: PacketId) {
+        debug_assert!(id.0 != NO_PACKET);
+        self.tx_packet = id.0;
+    }
+
+    /// Ends the transmission in progress, returning its packet.
+    #[inline]
+    pub fn take_in_tx(&mut self) -> Option<PacketId> {
+        let id = self.in_tx();
+        self.tx_packet = NO_PACKET;
+        id
     }
 
     #[inline]
@@ -395,11 +442,9 @@ impl Port {
     pub fn push_from(&mut self, class: u8, pkt: PacketId, bytes: u32, in_port: u16) {
         let c = class as usize;
         self.queues[c].push(pkt, bytes, in_port);
-        let qb = self.queued_bytes[c] + bytes as u64;
-        self.queued_bytes[c] = qb;
-        if qb > self.class_high_water[c] {
-            self.class_high_water[c] = qb;
-        }
+        let q = &mut self.queues[c];
+        q.queued += bytes as u64;
+        q.high_water = q.high_water.max(q.queued);
         self.total_queued_bytes += bytes as u64;
         self.nonempty |= 1 << c;
         self.enqueued_packets += 1;
@@ -436,7 +481,7 @@ impl Port {
     /// Bookkeeping after `pop` once the packet's size is known.
     #[inline]
     pub fn dequeued(&mut self, class: u8, bytes: u32) {
-        self.queued_bytes[class as usize] -= bytes as u64;
+        self.queues[class as usize].queued -= bytes as u64;
         self.total_queued_bytes -= bytes as u64;
     }
 
@@ -493,7 +538,8 @@ mod tests {
     fn a_fifo_class_takes_no_more_room_than_its_ring_buffer() {
         // The per-ingress sub-queues are boxed: ports of plain FIFO classes
         // do not pay for them (memory and cache lines per port).
-        assert_eq!(std::mem::size_of::<ClassQueue>(), std::mem::size_of::<VecDeque<(PacketId, u32)>>());
+        assert_eq!(std::mem::size_of::<ClassQueue>(), 64);
+        assert_eq!(std::mem::size_of::<Packets>(), 48);
     }
 
     #[test]
@@ -541,7 +587,7 @@ mod tests {
         let order: Vec<u32> = (0..8).map(|_| p.pop().unwrap().1 .0).collect();
         // Group 0 and group 1 alternate; inside group 0, inputs 0 and 1 alternate.
         assert_eq!(order, vec![0, 20, 10, 21, 1, 22, 11, 23]);
-        let ClassQueue::PerIngress(s) = &p.queues[0] else { panic!() };
+        let Packets::PerIngress(s) = &p.queues[0].packets else { panic!() };
         assert_eq!((s.tx_packets[0], s.tx_packets[1], s.tx_packets[2]), (2, 2, 4));
     }
 
@@ -555,7 +601,7 @@ mod tests {
         assert!(!p.input_has_room(0, 1, 100) && p.input_has_room(0, 0, 100));
         let order: Vec<u32> = std::iter::from_fn(|| p.pop().map(|x| x.1 .0)).collect();
         assert_eq!(order, vec![0, 1, 2]);
-        let ClassQueue::PerIngress(s) = &p.queues[0] else { panic!() };
+        let Packets::PerIngress(s) = &p.queues[0].packets else { panic!() };
         assert_eq!((s.tx_packets[0], s.tx_packets[1]), (1, 2));
         assert!(p.input_has_room(0, 1, 200));
     }
@@ -580,6 +626,6 @@ mod tests {
         assert_eq!(p.pop(), Some((2, PacketId(1))));
         assert_eq!(p.pop(), Some((1, PacketId(2))));
         assert_eq!(p.pop(), Some((0, PacketId(0))));
-        assert_eq!(p.class_high_water, vec![10, 10, 10]);
+        assert!(p.queues.iter().all(|q| q.high_water == 10));
     }
 }

@@ -7,7 +7,7 @@ use super::Simulation;
 use crate::config::Scenario;
 use crate::error::ConfigError;
 use crate::network::arbitration::jain;
-use crate::network::port::ClassQueue;
+use crate::network::port::Packets;
 use crate::network::topology::NodeKind;
 use crate::pipeline::port_pipes;
 use crate::stats::{Column, Table};
@@ -66,7 +66,7 @@ impl Simulation {
                 continue;
             }
             for (c, q) in port.queues.iter().enumerate() {
-                let ClassQueue::PerIngress(s) = q else { continue };
+                let Packets::PerIngress(s) = &q.packets else { continue };
                 let (tx_packets, tx_bytes, groups) = (&s.tx_packets, &s.tx_bytes, s.groups());
                 let total: u64 = tx_bytes.iter().sum();
                 if total == 0 {
