@@ -841,7 +841,7 @@ impl Simulation {
             return;
         }
         let port = &self.ports[pid.idx()];
-        if port.input_limit != u64::MAX && !port.input_has_room(pkt.class, ingress.unwrap_or(LOCAL_PORT), pkt.size) {
+        if !port.input_has_room(pkt.class, ingress.unwrap_or(LOCAL_PORT), pkt.size) {
             self.ports[pid.idx()].dropped_packets += 1;
             self.drop_packet(node, out as u32, id, DropReason::InputQueueLimit);
             return;
@@ -923,7 +923,7 @@ impl Simulation {
             port.set_in_tx(id);
             port.tx_start = at;
             pkt.first_bit = at + self.channels[port.channel.idx()].delay;
-            let end = at + port.tx_time.of(pkt.size as u64 + self.overhead);
+            let end = at + port.tx_duration(pkt.size as u64 + self.overhead);
             self.queue.push(end, Event::TxDone(pid));
             if self.capture.on {
                 self.capture_tx(pid, id, at);
@@ -937,7 +937,7 @@ impl Simulation {
         port.tx_start = at;
         let ch = &self.channels[port.channel.idx()];
         pkt.first_bit = at + ch.delay;
-        let end = at + port.tx_time.of(pkt.size as u64 + self.overhead);
+        let end = at + port.tx_duration(pkt.size as u64 + self.overhead);
         let in_port = if pkt.in_port == LOCAL_PORT { None } else { Some(pkt.in_port) };
         let req = AdmitRequest {
             in_port,

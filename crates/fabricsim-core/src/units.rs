@@ -136,6 +136,12 @@ impl TxTime {
         TxTime { rate, ps_per_byte }
     }
 
+    /// Picoseconds per byte when whole, else 0.
+    #[inline]
+    pub fn whole_ps_per_byte(self) -> u64 {
+        self.ps_per_byte
+    }
+
     /// Time to serialize `bytes`, exactly as [`Rate::serialization_time`].
     #[inline]
     pub fn of(self, bytes: u64) -> SimTime {

@@ -103,6 +103,8 @@ pub struct SubQueues {
     /// Arrival-order mode: one FIFO of `(packet, bytes, sub-queue)` instead of
     /// round robin (the sub-queues only count bytes).
     order: Option<VecDeque<(PacketId, u32, u16)>>,
+    /// Byte limit of each sub-queue (`u64::MAX`: none).
+    limit: u64,
 }
 
 impl SubQueues {
@@ -122,6 +124,7 @@ impl SubQueues {
             tx_packets: vec![0; inputs + 1],
             tx_bytes: vec![0; inputs + 1],
             order: None,
+            limit: u64::MAX,
         }
     }
 
@@ -277,36 +280,40 @@ pub struct Port {
     pub local: u16,
     pub channel: ChannelId,
     pub node: NodeId,
+    /// Whether `ctrl` holds frames (so that the common checks stay in this line).
+    has_ctrl: bool,
+    /// Per class: whether the last queue sample was non-zero.
+    pub sampled_nonzero: u8,
     /// When the transmitter last became free.
     pub free_at: SimTime,
     /// When the frame in transmission started.
     pub tx_start: SimTime,
-    /// Serialization time at `rate`, precomputed.
-    pub tx_time: TxTime,
+    /// `tx_time`'s whole picoseconds per byte (0: not whole); see [`Port::tx_duration`].
+    ps_per_byte: u64,
     pub total_queued_bytes: u64,
     pub high_water_bytes: u64,
     // Line 1.
     pub queue_delay_sum_ps: u128,
     pub queues: Box<[ClassQueue]>,
-    /// Byte limit of each per-ingress sub-queue (`u64::MAX`: none).
-    pub input_limit: u64,
+    sched: Sched,
     pub enqueued_packets: u64,
     pub tx_packets: u64,
     pub tx_bytes: u64,
-    // Line 2 onwards.
+    // Line 2.
     pub rate: Rate,
     pub dropped_packets: u64,
-    sched: Sched,
+    /// Serialization time at `rate`, precomputed.
+    tx_time: TxTime,
     /// MAC control frames (PFC PAUSE): sent before any class, never paused,
     /// not charged to the buffer model.
-    pub ctrl: VecDeque<PacketId>,
-    /// Per class: whether the last queue sample was non-zero.
-    pub sampled_nonzero: u8,
+    ctrl: VecDeque<PacketId>,
 }
 
 const NO_PACKET: u32 = u32::MAX;
 const _: () = assert!(std::mem::offset_of!(Port, high_water_bytes) + 8 <= 64);
 const _: () = assert!(std::mem::offset_of!(Port, tx_bytes) + 8 <= 128);
+const _: () = assert!(std::mem::size_of::<Sched>() == 8);
+const _: () = assert!(std::mem::size_of::<Port>() == 192);
 
 /// Class reported by [`Port::pop`] for a MAC control frame.
 pub const CTRL_CLASS: u8 = u8::MAX;
@@ -319,6 +326,7 @@ impl Port {
             channel,
             rate,
             tx_time: TxTime::new(rate),
+            ps_per_byte: TxTime::new(rate).whole_ps_per_byte(),
             queues: (0..classes).map(|_| ClassQueue::fifo()).collect(),
             nonempty: 0,
             tx_packet: NO_PACKET,
@@ -334,8 +342,8 @@ impl Port {
             high_water_bytes: 0,
             sampled_nonzero: 0,
             ctrl: VecDeque::new(),
+            has_ctrl: false,
             paused: 0,
-            input_limit: u64::MAX,
         }
     }
 
@@ -366,9 +374,10 @@ impl Port {
     pub fn use_input_groups(&mut self, inputs: usize, group: &[u16], limit: u64) {
         assert!(self.is_empty() && self.is_idle());
         for q in &mut self.queues {
-            q.packets = Packets::PerIngress(Box::new(SubQueues::new(inputs, group)));
+            let mut s = Box::new(SubQueues::new(inputs, group));
+            s.limit = limit;
+            q.packets = Packets::PerIngress(s);
         }
-        self.input_limit = limit;
     }
 
     /// FIFO classes that count each input's bytes, each input holding at
@@ -378,9 +387,19 @@ impl Port {
         for q in &mut self.queues {
             let mut s = Box::new(SubQueues::new(inputs, &[]));
             s.order = Some(VecDeque::new());
+            s.limit = limit;
             q.packets = Packets::PerIngress(s);
         }
-        self.input_limit = limit;
+    }
+
+    /// Sets the byte limit of the per-ingress sub-queues (a VOQ device's
+    /// queues under a FIFO arbiter); plain FIFO classes have none.
+    pub fn set_input_limit(&mut self, limit: u64) {
+        for q in self.queues.iter_mut() {
+            if let Packets::PerIngress(s) = &mut q.packets {
+                s.limit = limit;
+            }
+        }
     }
 
     /// Whether the queue of `class` can take `bytes` more from `in_port`
@@ -389,8 +408,20 @@ impl Port {
     pub fn input_has_room(&self, class: u8, in_port: u16, bytes: u32) -> bool {
         match &self.queues[class as usize].packets {
             Packets::Fifo(_) => true,
-            Packets::PerIngress(s) => s.bytes[s.index(in_port)] + bytes as u64 <= self.input_limit,
+            Packets::PerIngress(s) => s.bytes[s.index(in_port)] + bytes as u64 <= s.limit,
         }
+    }
+
+    /// Time to serialize `bytes` at the port's rate, exactly as
+    /// [`TxTime::of`], from the first line when picoseconds per byte are whole.
+    #[inline]
+    pub fn tx_duration(&self, bytes: u64) -> SimTime {
+        if self.ps_per_byte != 0 {
+            if let Some(t) = bytes.checked_mul(self.ps_per_byte) {
+                return SimTime(t);
+            }
+        }
+        self.tx_time.of(bytes)
     }
 
     #[inline]
@@ -421,13 +452,14 @@ impl Port {
 
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.nonempty == 0 && self.ctrl.is_empty()
+        self.nonempty == 0 && !self.has_ctrl
     }
 
     /// Queues a MAC control frame (strict precedence over every class).
     #[inline]
     pub fn push_ctrl(&mut self, pkt: PacketId) {
         self.ctrl.push_back(pkt);
+        self.has_ctrl = true;
         self.enqueued_packets += 1;
     }
 
@@ -456,8 +488,10 @@ impl Port {
     /// The next packet by the port's scheduler.
     #[inline]
     pub fn pop(&mut self) -> Option<(u8, PacketId)> {
-        if !self.ctrl.is_empty() {
-            return self.ctrl.pop_front().map(|id| (CTRL_CLASS, id));
+        if self.has_ctrl {
+            let id = self.ctrl.pop_front().expect("has_ctrl with no control frame");
+            self.has_ctrl = !self.ctrl.is_empty();
+            return Some((CTRL_CLASS, id));
         }
         let eligible = self.nonempty & !self.paused;
         if eligible == 0 {
@@ -490,10 +524,15 @@ impl Port {
         self.queues.iter().map(|q| q.len()).sum::<usize>() + self.ctrl.len()
     }
 
+    /// Bytes of the control-frame queue's slots.
+    pub fn ctrl_capacity_bytes(&self) -> usize {
+        self.ctrl.capacity() * std::mem::size_of::<PacketId>()
+    }
+
     /// Whether `pop` would return a packet (control frames or an unpaused class).
     #[inline]
     pub fn has_eligible(&self) -> bool {
-        !self.ctrl.is_empty() || self.nonempty & !self.paused != 0
+        self.has_ctrl || self.nonempty & !self.paused != 0
     }
 }
 

@@ -44,7 +44,7 @@ impl Simulation {
             for l in 0..node.num_ports {
                 let port = &mut self.ports[node.port(l).idx()];
                 if voq && !arb.round_robin {
-                    port.input_limit = arb.input_limit;
+                    port.set_input_limit(arb.input_limit);
                 } else if arb.round_robin {
                     port.use_input_groups(ports, &arb.group, arb.input_limit);
                 } else {
