@@ -1132,9 +1132,9 @@ impl Simulation {
             }
             for c in 0..self.classes {
                 let bit = 1u8 << c;
-                let bytes = port.queues[c].queued;
+                let bytes = port.queue(c).queued;
                 if bytes > 0 || port.sampled_nonzero & bit != 0 {
-                    self.samples.push(t, port.node.0, port.local as u32, c as u8, bytes, port.queues[c].len() as u64);
+                    self.samples.push(t, port.node.0, port.local as u32, c as u8, bytes, port.queue(c).len() as u64);
                 }
                 if bytes > 0 {
                     port.sampled_nonzero |= bit;

@@ -294,12 +294,17 @@ pub struct Port {
     pub high_water_bytes: u64,
     // Line 1.
     pub queue_delay_sum_ps: u128,
-    pub queues: Box<[ClassQueue]>,
     sched: Sched,
     pub enqueued_packets: u64,
     pub tx_packets: u64,
     pub tx_bytes: u64,
+    /// Classes 1 and up (empty with one class); see [`Port::queue`].
+    upper: Box<[ClassQueue]>,
     // Line 2.
+    /// Class 0, in place: with one class (the common case) every line a
+    /// packet touches at the port follows from the port's index alone.
+    class0: ClassQueue,
+    // Line 3.
     pub rate: Rate,
     pub dropped_packets: u64,
     /// Serialization time at `rate`, precomputed.
@@ -313,7 +318,9 @@ const NO_PACKET: u32 = u32::MAX;
 const _: () = assert!(std::mem::offset_of!(Port, high_water_bytes) + 8 <= 64);
 const _: () = assert!(std::mem::offset_of!(Port, tx_bytes) + 8 <= 128);
 const _: () = assert!(std::mem::size_of::<Sched>() == 8);
-const _: () = assert!(std::mem::size_of::<Port>() == 192);
+const _: () = assert!(std::mem::offset_of!(Port, upper) + 16 <= 128);
+const _: () = assert!(std::mem::offset_of!(Port, class0) == 128);
+const _: () = assert!(std::mem::size_of::<Port>() == 256);
 
 /// Class reported by [`Port::pop`] for a MAC control frame.
 pub const CTRL_CLASS: u8 = u8::MAX;
@@ -327,7 +334,8 @@ impl Port {
             rate,
             tx_time: TxTime::new(rate),
             ps_per_byte: TxTime::new(rate).whole_ps_per_byte(),
-            queues: (0..classes).map(|_| ClassQueue::fifo()).collect(),
+            class0: ClassQueue::fifo(),
+            upper: (1..classes).map(|_| ClassQueue::fifo()).collect(),
             nonempty: 0,
             tx_packet: NO_PACKET,
             free_at: SimTime::ZERO,
@@ -352,7 +360,7 @@ impl Port {
         self.sched = match cfg {
             SchedulerConfig::Strict => Sched::Strict,
             SchedulerConfig::Drr { quantum_bytes } => {
-                let classes = self.queues.len();
+                let classes = self.classes();
                 let mut quantum = [0u64; 8];
                 for (c, q) in quantum.iter_mut().enumerate().take(classes) {
                     *q = if quantum_bytes.len() == 1 { quantum_bytes[0] } else { quantum_bytes[c] } as u64;
@@ -373,7 +381,7 @@ impl Port {
     /// each holding at most `limit` bytes. Must be called while the port is empty.
     pub fn use_input_groups(&mut self, inputs: usize, group: &[u16], limit: u64) {
         assert!(self.is_empty() && self.is_idle());
-        for q in &mut self.queues {
+        for q in self.queues_mut() {
             let mut s = Box::new(SubQueues::new(inputs, group));
             s.limit = limit;
             q.packets = Packets::PerIngress(s);
@@ -384,7 +392,7 @@ impl Port {
     /// most `limit` bytes. Must be called while the port is empty.
     pub fn use_fifo_inputs(&mut self, inputs: usize, limit: u64) {
         assert!(self.is_empty() && self.is_idle());
-        for q in &mut self.queues {
+        for q in self.queues_mut() {
             let mut s = Box::new(SubQueues::new(inputs, &[]));
             s.order = Some(VecDeque::new());
             s.limit = limit;
@@ -395,18 +403,52 @@ impl Port {
     /// Sets the byte limit of the per-ingress sub-queues (a VOQ device's
     /// queues under a FIFO arbiter); plain FIFO classes have none.
     pub fn set_input_limit(&mut self, limit: u64) {
-        for q in self.queues.iter_mut() {
+        for q in self.queues_mut() {
             if let Packets::PerIngress(s) = &mut q.packets {
                 s.limit = limit;
             }
         }
     }
 
+    /// Number of classes.
+    #[inline]
+    pub fn classes(&self) -> usize {
+        1 + self.upper.len()
+    }
+
+    /// The queue of class `c`.
+    #[inline]
+    pub fn queue(&self, c: usize) -> &ClassQueue {
+        if c == 0 {
+            &self.class0
+        } else {
+            &self.upper[c - 1]
+        }
+    }
+
+    #[inline]
+    pub fn queue_mut(&mut self, c: usize) -> &mut ClassQueue {
+        if c == 0 {
+            &mut self.class0
+        } else {
+            &mut self.upper[c - 1]
+        }
+    }
+
+    /// The class queues, class 0 first.
+    pub fn queues(&self) -> impl Iterator<Item = &ClassQueue> + '_ {
+        std::iter::once(&self.class0).chain(self.upper.iter())
+    }
+
+    fn queues_mut(&mut self) -> impl Iterator<Item = &mut ClassQueue> + '_ {
+        std::iter::once(&mut self.class0).chain(self.upper.iter_mut())
+    }
+
     /// Whether the queue of `class` can take `bytes` more from `in_port`
     /// under the input limit (always true for plain FIFO classes).
     #[inline]
     pub fn input_has_room(&self, class: u8, in_port: u16, bytes: u32) -> bool {
-        match &self.queues[class as usize].packets {
+        match &self.queue(class as usize).packets {
             Packets::Fifo(_) => true,
             Packets::PerIngress(s) => s.bytes[s.index(in_port)] + bytes as u64 <= s.limit,
         }
@@ -473,8 +515,8 @@ impl Port {
     #[inline]
     pub fn push_from(&mut self, class: u8, pkt: PacketId, bytes: u32, in_port: u16) {
         let c = class as usize;
-        self.queues[c].push(pkt, bytes, in_port);
-        let q = &mut self.queues[c];
+        let q = self.queue_mut(c);
+        q.push(pkt, bytes, in_port);
         q.queued += bytes as u64;
         q.high_water = q.high_water.max(q.queued);
         self.total_queued_bytes += bytes as u64;
@@ -499,10 +541,11 @@ impl Port {
         }
         let c = match &mut self.sched {
             Sched::Strict => 7 - eligible.leading_zeros() as usize,
-            Sched::Drr(d) => d.pick(&self.queues, eligible),
+            Sched::Drr(d) => d.pick(&self.class0, &self.upper, eligible),
         };
-        let (pkt, _) = self.queues[c].pop().expect("nonempty bit set on an empty queue");
-        if self.queues[c].is_empty() {
+        let q = self.queue_mut(c);
+        let (pkt, _) = q.pop().expect("nonempty bit set on an empty queue");
+        if q.is_empty() {
             self.nonempty &= !(1 << c);
             if let Sched::Drr(d) = &mut self.sched {
                 d.deficit[c] = 0;
@@ -515,13 +558,13 @@ impl Port {
     /// Bookkeeping after `pop` once the packet's size is known.
     #[inline]
     pub fn dequeued(&mut self, class: u8, bytes: u32) {
-        self.queues[class as usize].queued -= bytes as u64;
+        self.queue_mut(class as usize).queued -= bytes as u64;
         self.total_queued_bytes -= bytes as u64;
     }
 
     /// Packets waiting in the queues (not counting the one being transmitted).
     pub fn queued_packets(&self) -> usize {
-        self.queues.iter().map(|q| q.len()).sum::<usize>() + self.ctrl.len()
+        self.queues().map(|q| q.len()).sum::<usize>() + self.ctrl.len()
     }
 
     /// Bytes of the control-frame queue's slots.
@@ -544,7 +587,7 @@ impl Drr {
     }
 
     /// Class of the next packet; `nonempty` must not be 0.
-    fn pick(&mut self, queues: &[ClassQueue], nonempty: u8) -> usize {
+    fn pick(&mut self, class0: &ClassQueue, upper: &[ClassQueue], nonempty: u8) -> usize {
         loop {
             let c = self.cur;
             if nonempty & (1 << c) != 0 {
@@ -552,7 +595,8 @@ impl Drr {
                     self.deficit[c] += self.quantum[c];
                     self.visited = true;
                 }
-                let head = queues[c].front_bytes().expect("non-empty class") as u64;
+                let q = if c == 0 { class0 } else { &upper[c - 1] };
+                let head = q.front_bytes().expect("non-empty class") as u64;
                 if head <= self.deficit[c] {
                     self.deficit[c] -= head;
                     return c;
@@ -626,7 +670,7 @@ mod tests {
         let order: Vec<u32> = (0..8).map(|_| p.pop().unwrap().1 .0).collect();
         // Group 0 and group 1 alternate; inside group 0, inputs 0 and 1 alternate.
         assert_eq!(order, vec![0, 20, 10, 21, 1, 22, 11, 23]);
-        let Packets::PerIngress(s) = &p.queues[0].packets else { panic!() };
+        let Packets::PerIngress(s) = &p.queue(0).packets else { panic!() };
         assert_eq!((s.tx_packets[0], s.tx_packets[1], s.tx_packets[2]), (2, 2, 4));
     }
 
@@ -640,7 +684,7 @@ mod tests {
         assert!(!p.input_has_room(0, 1, 100) && p.input_has_room(0, 0, 100));
         let order: Vec<u32> = std::iter::from_fn(|| p.pop().map(|x| x.1 .0)).collect();
         assert_eq!(order, vec![0, 1, 2]);
-        let Packets::PerIngress(s) = &p.queues[0].packets else { panic!() };
+        let Packets::PerIngress(s) = &p.queue(0).packets else { panic!() };
         assert_eq!((s.tx_packets[0], s.tx_packets[1]), (1, 2));
         assert!(p.input_has_room(0, 1, 200));
     }
@@ -665,6 +709,6 @@ mod tests {
         assert_eq!(p.pop(), Some((2, PacketId(1))));
         assert_eq!(p.pop(), Some((1, PacketId(2))));
         assert_eq!(p.pop(), Some((0, PacketId(0))));
-        assert!(p.queues.iter().all(|q| q.high_water == 10));
+        assert!(p.queues().all(|q| q.high_water == 10));
     }
 }

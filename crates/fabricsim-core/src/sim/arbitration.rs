@@ -65,7 +65,7 @@ impl Simulation {
             if self.nodes[port.node.idx()].kind != NodeKind::Switch {
                 continue;
             }
-            for (c, q) in port.queues.iter().enumerate() {
+            for (c, q) in port.queues().enumerate() {
                 let Packets::PerIngress(s) = &q.packets else { continue };
                 let (tx_packets, tx_bytes, groups) = (&s.tx_packets, &s.tx_bytes, s.groups());
                 let total: u64 = tx_bytes.iter().sum();

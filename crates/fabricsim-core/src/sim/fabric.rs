@@ -88,7 +88,7 @@ impl Simulation {
     pub(super) fn red_decision(&mut self, node: NodeId, pid: PortId, pkt: &Packet) -> AqmAction {
         match &mut self.fabric.aqm[node.idx()] {
             None => AqmAction::Pass,
-            Some(aqm) => aqm.decide(self.ports[pid.idx()].queues[pkt.class as usize].queued, pkt.class, pkt.ecn),
+            Some(aqm) => aqm.decide(self.ports[pid.idx()].queue(pkt.class as usize).queued, pkt.class, pkt.ecn),
         }
     }
 
@@ -204,7 +204,7 @@ impl Simulation {
             if self.nodes[p.node.idx()].kind != NodeKind::Switch {
                 continue;
             }
-            for (c, hw) in p.queues.iter().map(|q| q.high_water).enumerate() {
+            for (c, hw) in p.queues().map(|q| q.high_water).enumerate() {
                 if hw > 0 {
                     rows.push((p.node.0, p.local as u32, c as u8, hw));
                 }

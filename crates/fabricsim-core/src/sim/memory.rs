@@ -36,7 +36,7 @@ impl Simulation {
         let port_queues = self
             .ports
             .iter()
-            .map(|p| p.queues.iter().map(|q| q.capacity_bytes()).sum::<usize>() + p.ctrl_capacity_bytes())
+            .map(|p| p.queues().map(|q| q.capacity_bytes()).sum::<usize>() + p.ctrl_capacity_bytes())
             .sum();
         // A wire's first entries live in the channel itself; only the
         // spill beyond them is memory held for packets.

@@ -310,7 +310,7 @@ impl Simulation {
         let qp = &mut self.roce.qps[q as usize];
         let cfg = &self.roce.cfgs[qp.cfg as usize];
         let gate = 2 * cfg.data_frame(cfg.mtu_bytes) as u64;
-        if self.ports[qp.port.idx()].queues[qp.class as usize].queued >= gate {
+        if self.ports[qp.port.idx()].queue(qp.class as usize).queued >= gate {
             qp.blocked = true;
             self.roce.wait[qp.port.idx()].push_back(q);
             return;
