@@ -56,6 +56,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 
 from fabricsim.errors import FabricsimError, unknown_key, unknown_value
@@ -782,6 +783,130 @@ def task_runtime_s(pid: int) -> float:
         return 0.0
 
 
+@dataclass
+class ReaderStats:
+    """How a receiving process read its socket over a run, from /proc (no tracing).
+
+    ``syscalls`` and ``bytes`` are the deltas of ``syscr`` and ``rchar`` in
+    /proc/PID/io (every read-type system call, and the bytes they returned);
+    ``runtime_ns``, ``run_delay_ns`` and ``timeslices`` those of
+    /proc/PID/task/*/schedstat (time on a CPU, time runnable but waiting for
+    one, times scheduled onto a CPU); ``voluntary_switches`` those of
+    ``voluntary_ctxt_switches`` in /proc/PID/status (times it went to sleep,
+    so about the wake-ups); ``wall_s`` the time between the two readings.
+    """
+
+    pid: int
+    syscalls: int = 0
+    bytes: int = 0
+    runtime_ns: int = 0
+    run_delay_ns: int = 0
+    timeslices: int = 0
+    voluntary_switches: int = 0
+    wall_s: float = 0.0
+
+    @property
+    def reads_per_s(self) -> float:
+        return self.syscalls / self.wall_s if self.wall_s > 0 else 0.0
+
+    @property
+    def bytes_per_read(self) -> float:
+        return self.bytes / self.syscalls if self.syscalls else 0.0
+
+    @property
+    def delay_per_wakeup_s(self) -> float:
+        """Mean time runnable but not running per time scheduled (run_delay / pcount)."""
+        return self.run_delay_ns / 1e9 / self.timeslices if self.timeslices else 0.0
+
+    @property
+    def cpu_per_byte_s(self) -> float:
+        """CPU time per byte read: an upper bound on the copy cost (it includes the rest of the loop)."""
+        return self.runtime_ns / 1e9 / self.bytes if self.bytes else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out.update(
+            reads_per_s=self.reads_per_s,
+            bytes_per_read=self.bytes_per_read,
+            delay_per_wakeup_s=self.delay_per_wakeup_s,
+            cpu_per_byte_s=self.cpu_per_byte_s,
+        )
+        return out
+
+
+def reader_counters(pid: int) -> Optional[dict[str, Any]]:
+    """The /proc counters of process ``pid`` that :class:`ReaderStats` uses; None once it is gone."""
+    try:
+        io = dict(line.split(": ") for line in Path(f"/proc/{pid}/io").read_text().splitlines() if ": " in line)
+        status = dict(
+            line.split(":\t", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":\t" in line
+        )
+        tasks: dict[int, tuple[int, int, int]] = {}
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError, ValueError):
+                run, delay, slices = (int(v) for v in Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()[:3])
+                tasks[int(tid)] = (run, delay, slices)
+        return {
+            "t": time.monotonic(),
+            "syscr": int(io["syscr"]),
+            "rchar": int(io["rchar"]),
+            "voluntary": int(status.get("voluntary_ctxt_switches", "0").strip()),
+            "tasks": tasks,
+        }
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def reader_stats(pid: int, before: Mapping[str, Any], after: Mapping[str, Any]) -> ReaderStats:
+    """The deltas between two :func:`reader_counters` readings of one process."""
+    run = delay = slices = 0
+    for tid, (r, d, n) in after["tasks"].items():
+        r0, d0, n0 = before["tasks"].get(tid, (0, 0, 0))
+        run, delay, slices = run + r - r0, delay + d - d0, slices + n - n0
+    return ReaderStats(
+        pid=pid,
+        syscalls=after["syscr"] - before["syscr"],
+        bytes=after["rchar"] - before["rchar"],
+        runtime_ns=run,
+        run_delay_ns=delay,
+        timeslices=slices,
+        voluntary_switches=after["voluntary"] - before["voluntary"],
+        wall_s=after["t"] - before["t"],
+    )
+
+
+@contextlib.contextmanager
+def _watching_readers(pids: Sequence[int], interval_s: float = 0.2) -> Iterator[list[ReaderStats]]:
+    """Reads the /proc counters of ``pids`` now and every ``interval_s`` until the block ends;
+    the list yielded gets one :class:`ReaderStats` per process, from the first reading to
+    the last one taken while it was alive (an iperf3 server exits with its test)."""
+    first = {pid: reader_counters(pid) for pid in pids}
+    last = dict(first)
+    stop = threading.Event()
+
+    def poll() -> None:
+        while not stop.wait(interval_s):
+            for pid in pids:
+                now = reader_counters(pid)
+                if now is not None:
+                    last[pid] = now
+
+    thread = threading.Thread(target=poll, daemon=True)
+    thread.start()
+    out: list[ReaderStats] = []
+    try:
+        yield out
+    finally:
+        stop.set()
+        thread.join()
+        for pid in pids:
+            got = reader_counters(pid)
+            if got is not None:
+                last[pid] = got
+            if first[pid] is not None and last[pid] is not None:
+                out.append(reader_stats(pid, first[pid], last[pid]))  # type: ignore[arg-type]
+
+
 def cpu_snapshot() -> CpuSnapshot:
     """Read /proc/stat (all CPUs) and the ksoftirqd threads' run time."""
     hz = os.sysconf("SC_CLK_TCK")
@@ -1019,6 +1144,8 @@ class TrafficRun:
     """(time s since start, node, dev, backlog bytes, drops) of the sampled leaf queues."""
     devices: dict[str, dict[str, str]] = field(default_factory=dict)
     """node -> {peer node: device name}, to find a link end's counters."""
+    readers: list[ReaderStats] = field(default_factory=list)
+    """How each iperf3 server read its socket (/proc counters over the run); empty for sized transfers."""
 
     @property
     def total_goodput_bps(self) -> float:
@@ -1462,7 +1589,7 @@ class Lab:
         longest = max((j.duration_s or 0.0) + j.start_delay_s for j in jobs)
         limit = timeout_s or (longest + 60.0 if all(j.bytes is None for j in jobs) else 600.0)
         outputs = []
-        with self._sampling(sample_interval_s, t0) as samples:
+        with self._sampling(sample_interval_s, t0) as samples, _watching_readers([s.pid for s in servers]) as readers:
             for index, job in enumerate(jobs):
                 if job.start_delay_s:
                     time.sleep(max(0.0, t0 + job.start_delay_s - time.monotonic()))
@@ -1511,7 +1638,9 @@ class Lab:
                         intervals=tuple(tuple(i) for i in stream.get("intervals", [])),  # type: ignore[misc]
                     )
                 )
-        return self._collect(before, jobs, flows, app_cpu, wall, samples)
+        run = self._collect(before, jobs, flows, app_cpu, wall, samples)
+        run.readers = readers
+        return run
 
     def transfers(
         self,
