@@ -271,8 +271,9 @@ impl Receiver {
         if self.complete_at.is_none() && self.app.is_none() && self.rcv_nxt >= self.total {
             self.complete_at = Some(now);
         }
-        // A segment coalesced in the backlog counts as the segments it holds.
-        self.unacked_segments += if seg.len > self.mss { seg.len.div_ceil(self.mss) } else { 1 };
+        // A segment coalesced in the backlog counts as the segments it holds
+        // (Linux compares bytes: rcv_nxt - rcv_wup > rcv_mss).
+        self.unacked_segments += if self.app.is_some() && seg.len > self.mss { seg.len.div_ceil(self.mss) } else { 1 };
         self.last_data = now;
         let full = seg.len >= self.mss;
         if self.pingpong && !had_hole {
