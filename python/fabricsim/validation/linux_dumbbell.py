@@ -455,10 +455,10 @@ def simulate(
 IPERF3_READ_BYTES = 131_072
 
 
-def reader_measurements(record: dict[str, Any]) -> Optional[dict[str, float]]:
-    """Means over the kept runs of how the iperf3 servers read their sockets
-    (runs recorded with /proc reader counters; None if none were)."""
-    readers = [r for run in record["runs"] for r in run.get("readers", [])]
+def reader_measurements(record: dict[str, Any], runs: Optional[Sequence[dict[str, Any]]] = None) -> Optional[dict[str, float]]:
+    """Means over the kept runs (or ``runs``) of how the iperf3 servers read
+    their sockets (runs recorded with /proc reader counters; None if none were)."""
+    readers = [r for run in (record["runs"] if runs is None else runs) for r in run.get("readers", [])]
     if not readers:
         return None
     total = lambda key: float(sum(r[key] for r in readers))  # noqa: E731
@@ -473,7 +473,9 @@ def reader_measurements(record: dict[str, Any]) -> Optional[dict[str, float]]:
     }
 
 
-def measured_receiver_app(record: dict[str, Any]) -> Optional[dict[str, Any]]:
+def measured_receiver_app(
+    record: dict[str, Any], runs: Optional[Sequence[dict[str, Any]]] = None
+) -> Optional[dict[str, Any]]:
     """``tcp.receiver_app`` from the recorded reader measurements, taken as
     measured (not fitted): the wake-up delay exponential with the mean
     scheduling delay per time the server was scheduled (schedstat
@@ -481,7 +483,7 @@ def measured_receiver_app(record: dict[str, Any]) -> Optional[dict[str, Any]]:
     byte read (an upper bound on the copy time: it includes the rest of the
     server's loop and the protocol work done in its context), and iperf3's
     read size (``-l``, 128 KiB)."""
-    m = reader_measurements(record)
+    m = reader_measurements(record, runs)
     if m is None:
         return None
     return {
@@ -527,6 +529,35 @@ def reader_markdown(experiments: Sequence[dict[str, Any]], seeds: Sequence[int] 
                 f"| | | {label} | {drops:.0f} ({drops / linux_drops:.2f}) | {rec:.0f} | "
                 f"{drops / rec if rec else float('nan'):.1f} | {mean('segments_per_ack'):.1f} "
                 f"| {mean('total_goodput_bps') / 1e6:.1f} | {'-' if not tcp else f'{per_wake:.1f} KB'} |"
+            )
+    return "\n".join(lines)
+
+
+def reader_runs_markdown(experiments: Sequence[dict[str, Any]], seed: int = 1) -> str:
+    """Run by run: each kept Linux run against the twin with that run's own measured reader."""
+    lines = [
+        "| run | wake-up (us) | copy (Gb/s) | Linux drops | twin drops | ratio | Linux drops / recovery | twin | Linux segments / ACK | twin |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for record in experiments:
+        setup = DumbbellSetup(**record["setup"])
+        latency = record["summary"]["one_way_latency_us"]["mean"]
+        for run in record["runs"]:
+            m = reader_measurements(record, [run])
+            app = measured_receiver_app(record, [run])
+            if m is None or app is None:
+                continue
+            sim = simulate(setup, latency, seed=seed, tcp={"receiver_app": app})
+            drops = run["bottleneck"]["drops"]
+            rec = run["nstat_senders"].get("TcpExtTCPSackRecovery", 0)
+            rx = run.get("nstat_receiver", {})
+            spa = rx.get("TcpInSegs", 0) / max(1, rx.get("TcpOutSegs", 0))
+            lines.append(
+                f"| {record['name']} #{run.get('repeat', 0)} | {m['delay_per_wakeup_s'] * 1e6:.0f} "
+                f"| {8 / m['cpu_per_byte_s'] / 1e9:.2f} | {drops} | {sim['drops']} | {sim['drops'] / drops:.2f} "
+                f"| {drops / rec if rec else float('nan'):.1f} "
+                f"| {sim['drops'] / sim['recoveries'] if sim['recoveries'] else float('nan'):.1f} "
+                f"| {spa:.1f} | {sim['segments_per_ack']:.1f} |"
             )
     return "\n".join(lines)
 
@@ -700,7 +731,10 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
     rd.add_argument("--seeds", type=int, default=3)
     args = parser.parse_args(argv)
     if args.command == "readers":
-        print(reader_markdown(recorded(args.path), seeds=tuple(range(1, args.seeds + 1))))
+        experiments = recorded(args.path)
+        print(reader_markdown(experiments, seeds=tuple(range(1, args.seeds + 1))))
+        print()
+        print(reader_runs_markdown(experiments))
         return 0
     if args.command == "markdown":
         print(markdown(recorded(args.path), with_simulation=not args.no_simulation))
@@ -722,9 +756,15 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
             if setup.name in existing:
                 experiments.append(existing[setup.name])
             continue
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps({"experiments": experiments}, indent=1) + "\n")
+        _write(args.out, experiments)
+    # The setups after the last one measured were kept above but not yet written.
+    _write(args.out, experiments)
     return 0
+
+
+def _write(path: Path, experiments: list[dict[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"experiments": experiments}, indent=1) + "\n")
 
 
 if __name__ == "__main__":
