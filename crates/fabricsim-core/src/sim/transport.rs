@@ -783,6 +783,8 @@ impl Simulation {
         t.push("flow", Column::U32(self.tcp.iter().map(|f| f.flow.0).collect()));
         t.push("data_segments", u64col(&|f| f.conn.receiver.data_segments));
         t.push("acks_sent", u64col(&|f| f.conn.receiver.acks_sent));
+        t.push("acks_at_read", u64col(&|f| f.conn.receiver.acks_at_read));
+        t.push("acks_out_of_order", u64col(&|f| f.conn.receiver.acks_out_of_order));
         t.push("reads", u64col(&|f| app(f).reads));
         t.push("bytes_read", u64col(&|f| app(f).bytes_read));
         t.push("wakeups", u64col(&|f| app(f).wakeups));

@@ -98,9 +98,13 @@ pub struct Receiver {
     rcv_wup: u64,
     /// A delayed-ACK timer fired while the application held the socket.
     delack_blocked: bool,
-    /// Data segments taken in (a coalesced backlog segment counts once) and ACKs sent.
+    /// Data segments that arrived (each, before any backlog coalescing) and ACKs sent.
     pub data_segments: u64,
     pub acks_sent: u64,
+    /// ACKs sent at the end of a read (`tcp_cleanup_rbuf`), and at once for
+    /// out-of-order data, duplicates and hole fills.
+    pub acks_at_read: u64,
+    pub acks_out_of_order: u64,
 }
 
 impl Receiver {
@@ -139,6 +143,8 @@ impl Receiver {
             delack_blocked: false,
             data_segments: 0,
             acks_sent: 0,
+            acks_at_read: 0,
+            acks_out_of_order: 0,
         }
     }
 
@@ -170,6 +176,7 @@ impl Receiver {
                 out.push((true, s));
             }
             (ReceiverState::Established, SegKind::Data) => {
+                self.data_segments += 1;
                 if let Some(app) = &mut self.app {
                     if app.owns_socket() {
                         // tcp_v4_rcv: the user owns the socket; tcp_add_backlog.
@@ -199,7 +206,6 @@ impl Receiver {
                 r.on_data(now, seg.len as u64, seg.ts_echo, advances, rcv_nxt_after, ooo, unread);
             }
         }
-        self.data_segments += 1;
         if ce {
             self.ce_segments += 1;
         }
@@ -226,6 +232,7 @@ impl Receiver {
             if self.dsack {
                 self.dsack_pending = Some((start, end));
             }
+            self.acks_out_of_order += 1;
             self.ack_now(now, out);
             return;
         }
@@ -244,6 +251,7 @@ impl Receiver {
                 self.recent.insert(0, block);
                 self.recent.truncate(4);
             }
+            self.acks_out_of_order += 1;
             self.ack_now(now, out);
             return;
         }
@@ -284,6 +292,7 @@ impl Receiver {
             }
         } else if had_hole || self.quickack_left > 0 || self.rcv_nxt >= self.total || !full {
             self.quickack_left = self.quickack_left.saturating_sub(1);
+            self.acks_out_of_order += had_hole as u64;
             self.ack_now(now, out);
         } else if self.unacked_segments >= self.delack_count && self.window_would_not_shrink() {
             self.ack_now(now, out);
@@ -392,6 +401,7 @@ impl Receiver {
         }
         self.delack_blocked = false;
         if time_to_ack {
+            self.acks_at_read += 1;
             self.ack_now(now, out);
         }
     }
