@@ -17,7 +17,7 @@ MSS = 1448
 
 
 def _scenario(app=None, rate="500Mbps", duration="300ms", seed=1, rwnd="256KB"):
-    tcp = {"rwnd": rwnd}
+    tcp = {"rwnd": rwnd} if rwnd else {}
     if app is not None:
         tcp["receiver_app"] = app
     return {
@@ -111,3 +111,17 @@ def test_the_twin_takes_the_measured_reader_and_old_records_stay_readable():
     app = linux_dumbbell.measured_receiver_app(record)
     assert app == {"read_size": "131072B", "wakeup": {"kind": "exponential", "delay": "300000ns"}, "copy_rate": "2000000000bps"}
     assert linux_dumbbell.measured_receiver_app({"runs": [{"flows": []}]}) is None
+
+
+def test_sack_compression_withholds_acks_for_out_of_order_data():
+    # Autotuned receive window: the receiver measures the RTT the delay follows.
+    lossy = {"rate": "1Gbps", "duration": "200ms", "rwnd": None}
+    base = _scenario(**lossy)
+    base["network"]["switch"]["buffer"]["port_size"] = "60KB"
+    plain = fabricsim.run(from_dict(base)).tables()["tcp_receivers"].row(0, named=True)
+    base["traffic"][0]["tcp"]["sack_compression"] = 44
+    comp = fabricsim.run(from_dict(base)).tables()["tcp_receivers"].row(0, named=True)
+    assert plain["acks_out_of_order"] > 20, "the small buffer loses packets"
+    assert plain["acks_compressed"] == 0
+    assert comp["acks_compressed"] > 0
+    assert comp["acks_sent"] < plain["acks_sent"]

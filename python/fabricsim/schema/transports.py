@@ -263,6 +263,8 @@ class Tcp(Model):
     cwnd_validation: Optional[bool] = None
     loss_timer_slack: Optional[Time] = None
     receiver_app: Optional[ReceiverApp] = None
+    sack_compression: int = Field(default=0, ge=0, le=U32_MAX)
+    sack_compression_delay: Time = 1_000_000_000
 
     @model_validator(mode="after")
     def _mss(self) -> "Tcp":
@@ -320,6 +322,9 @@ class Tcp(Model):
         out = self._resolved()
         if self.receiver_app is not None:
             out["receiver_app"] = self.receiver_app.to_resolved()
+        if self.sack_compression:
+            out["sack_compression_segments"] = self.sack_compression
+            out["sack_compression_delay_ps"] = self.sack_compression_delay
         return out
 
     def _resolved(self) -> dict[str, Any]:

@@ -785,6 +785,7 @@ impl Simulation {
         t.push("acks_sent", u64col(&|f| f.conn.receiver.acks_sent));
         t.push("acks_at_read", u64col(&|f| f.conn.receiver.acks_at_read));
         t.push("acks_out_of_order", u64col(&|f| f.conn.receiver.acks_out_of_order));
+        t.push("acks_compressed", u64col(&|f| f.conn.receiver.acks_compressed));
         t.push("reads", u64col(&|f| app(f).reads));
         t.push("bytes_read", u64col(&|f| app(f).bytes_read));
         t.push("wakeups", u64col(&|f| app(f).wakeups));

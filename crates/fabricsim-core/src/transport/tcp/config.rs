@@ -202,6 +202,13 @@ pub struct TcpConfig {
     /// The receiving application (`reader.rs`); `None`: the ideal reader,
     /// which reads every in-order byte the moment it arrives.
     pub receiver_app: Option<ReceiverApp>,
+    /// SACK compression (Linux `tcp_comp_sack_nr`): after three immediate
+    /// duplicate ACKs for the same `rcv_nxt`, out-of-order data is
+    /// acknowledged at most once per `sack_compression_delay_ps` or 5% of the
+    /// receiver's RTT, or after this many withheld ACKs; 0: off.
+    pub sack_compression_segments: u32,
+    /// The longest a compressed SACK waits (`tcp_comp_sack_delay_ns`).
+    pub sack_compression_delay_ps: u64,
 }
 
 impl Default for TcpConfig {
@@ -265,6 +272,8 @@ impl TcpConfig {
             cwnd_validation: linux,
             loss_timer_slack_ps: if linux { 2 * MS } else { 0 },
             receiver_app: None,
+            sack_compression_segments: 0,
+            sack_compression_delay_ps: MS,
         }
     }
 
@@ -468,6 +477,8 @@ pub struct TcpConfigSpec {
     pub cwnd_validation: Option<bool>,
     pub loss_timer_slack_ps: Option<u64>,
     pub receiver_app: Option<ReceiverApp>,
+    pub sack_compression_segments: Option<u32>,
+    pub sack_compression_delay_ps: Option<u64>,
 }
 
 impl From<TcpConfigSpec> for TcpConfig {
@@ -534,6 +545,8 @@ impl From<TcpConfigSpec> for TcpConfig {
             cwnd_validation: s.cwnd_validation.unwrap_or(d.cwnd_validation),
             loss_timer_slack_ps: s.loss_timer_slack_ps.unwrap_or(d.loss_timer_slack_ps),
             receiver_app: s.receiver_app,
+            sack_compression_segments: s.sack_compression_segments.unwrap_or(d.sack_compression_segments),
+            sack_compression_delay_ps: s.sack_compression_delay_ps.unwrap_or(d.sack_compression_delay_ps),
         }
     }
 }

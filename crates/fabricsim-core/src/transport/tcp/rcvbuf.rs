@@ -118,6 +118,11 @@ impl RcvBuf {
         win * 256 / self.ratio.max(1)
     }
 
+    /// The receiver's RTT estimate (`rcv_rtt_est`), zero until measured.
+    pub fn rtt(&self) -> SimTime {
+        self.rtt
+    }
+
     /// The connection is established at `now` (`tcp_init_buffer_space`).
     pub fn start(&mut self, now: SimTime) {
         self.space_time = now;

@@ -74,6 +74,20 @@ pub struct Receiver {
     delack_count: u32,
     delack_timeout: SimTime,
     quickack_left: u32,
+    /// SACK compression (`tcp_comp_sack_nr`, 0: off) and its longest delay.
+    comp_nr: u32,
+    comp_delay: SimTime,
+    /// ACKs withheld since the last one sent (`compressed_ack`), the
+    /// `rcv_nxt` the immediate duplicates counted for, those duplicates,
+    /// and when the withheld ACK goes (`compressed_ack_timer`).
+    compressed_ack: u32,
+    compressed_ack_rcv_nxt: u64,
+    dup_ack_counter: u32,
+    comp_deadline: Option<SimTime>,
+    /// The compressed-ACK timer fired while the application held the socket.
+    comp_deferred: bool,
+    /// ACKs not sent thanks to SACK compression (`TcpExtTCPAckCompressed`).
+    pub acks_compressed: u64,
     /// Interactive mode (see the module comment).
     pingpong: bool,
     /// When in-order data last arrived.
@@ -145,13 +159,49 @@ impl Receiver {
             acks_sent: 0,
             acks_at_read: 0,
             acks_out_of_order: 0,
+            comp_nr: if cfg.sack { cfg.sack_compression_segments } else { 0 },
+            comp_delay: SimTime(cfg.sack_compression_delay_ps),
+            compressed_ack: 0,
+            compressed_ack_rcv_nxt: 0,
+            dup_ack_counter: 0,
+            comp_deadline: None,
+            comp_deferred: false,
+            acks_compressed: 0,
         }
     }
 
     pub fn next_deadline(&self) -> Option<SimTime> {
-        match (self.delack_deadline, self.app.as_ref().and_then(|a| a.deadline())) {
+        let min = |a: Option<SimTime>, b: Option<SimTime>| match (a, b) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
+        };
+        min(min(self.delack_deadline, self.comp_deadline), self.app.as_ref().and_then(|a| a.deadline()))
+    }
+
+    /// An ACK for out-of-order data (`__tcp_ack_snd_check` with the
+    /// out-of-order queue non-empty): at once, unless SACK compression
+    /// withholds it. Linux sends the first three duplicates for one
+    /// `rcv_nxt` at once, then at most one ACK per min(`tcp_comp_sack_delay_ns`,
+    /// 5% of the receiver's RTT) or per `tcp_comp_sack_nr` withheld ACKs.
+    fn ack_out_of_order(&mut self, now: SimTime, out: &mut Outbox) {
+        self.acks_out_of_order += 1;
+        if self.comp_nr == 0 || self.compressed_ack >= self.comp_nr {
+            self.ack_now(now, out);
+            return;
+        }
+        if self.compressed_ack_rcv_nxt != self.rcv_nxt {
+            self.compressed_ack_rcv_nxt = self.rcv_nxt;
+            self.dup_ack_counter = 0;
+        }
+        if self.dup_ack_counter < 3 {
+            self.dup_ack_counter += 1;
+            self.ack_now(now, out);
+            return;
+        }
+        self.compressed_ack += 1;
+        if self.comp_deadline.is_none() {
+            let rtt = self.rcvbuf.as_ref().map_or(SimTime::ZERO, |r| r.rtt());
+            self.comp_deadline = Some(now + self.comp_delay.min(SimTime(rtt.0 / 20)));
         }
     }
 
@@ -251,8 +301,7 @@ impl Receiver {
                 self.recent.insert(0, block);
                 self.recent.truncate(4);
             }
-            self.acks_out_of_order += 1;
-            self.ack_now(now, out);
+            self.ack_out_of_order(now, out);
             return;
         }
         if start < self.rcv_nxt && self.dsack {
@@ -378,6 +427,10 @@ impl Receiver {
         self.cleanup_rbuf(now, done, out);
         self.app.as_mut().unwrap().state = ReaderState::Running;
         self.process_backlog(now, out);
+        if self.comp_deferred && self.compressed_ack > 0 {
+            self.ack_now(now, out);
+        }
+        self.comp_deferred = false;
         // The application loops: it reads again at once if data is readable.
         let unread = self.unread();
         let app = self.app.as_mut().unwrap();
@@ -507,6 +560,11 @@ impl Receiver {
         }
         self.rcv_wup = self.rcv_nxt;
         self.acks_sent += 1;
+        // tcp_event_ack_sent: the withheld ACKs are counted and the timer stops.
+        self.acks_compressed += self.compressed_ack as u64;
+        self.compressed_ack = 0;
+        self.comp_deadline = None;
+        self.comp_deferred = false;
         s.ece = ece;
         s.ts_echo = self.ts_recent;
         if let Some((ds, de)) = self.dsack_pending.take() {
@@ -534,6 +592,17 @@ impl Receiver {
                     self.delack_blocked = true;
                     self.delack_deadline = None;
                 } else {
+                    self.ack_now(now, out);
+                }
+            }
+        }
+        if let Some(t) = self.comp_deadline {
+            if t <= now {
+                self.comp_deadline = None;
+                if self.app.as_ref().is_some_and(|a| a.owns_socket()) {
+                    // tcp_compressed_ack_kick: deferred to release_sock.
+                    self.comp_deferred = true;
+                } else if self.compressed_ack > 0 {
                     self.ack_now(now, out);
                 }
             }
@@ -866,6 +935,39 @@ mod tests {
         assert_eq!(r.delivered(), 2_000 * mss, "every byte read, none lost");
         assert!(r.complete_at.is_some_and(|t| t.0 > 1_000 + 1_999 * 23_168_000));
         assert_eq!(acks.last().unwrap().1, 2_000 * mss);
+    }
+
+    #[test]
+    fn sack_compression_sends_three_duplicates_then_one_ack_per_twentieth_of_the_rtt() {
+        let c = TcpConfig { sack_compression_segments: 44, ..sack_cfg() };
+        let m = c.mss() as u64;
+        let mut r = established(&c, 1 << 40);
+        let mut out = Vec::new();
+        // Segment 0 echoes a timestamp 1 ms old: the receiver's RTT is 1 ms.
+        let t0 = 10_000_000_000u64;
+        let mut first = data(0, c.mss(), t0);
+        first.ts_echo = SimTime(t0 - 1_000_000_000);
+        r.on_segment(SimTime(t0), &first, false, &mut out);
+        out.clear();
+        // Segments 2..=11 arrive 1 us apart behind the hole at segment 1.
+        for k in 2..=11u64 {
+            r.on_segment(SimTime(t0 + k * 1_000_000), &data(k * m, c.mss(), t0), false, &mut out);
+        }
+        assert_eq!(out.len(), 3, "three duplicate ACKs at once, the other seven withheld");
+        let due = r.next_deadline().unwrap();
+        assert_eq!(due.0, t0 + 5 * 1_000_000 + 50_000_000, "5% of the 1 ms RTT after the first withheld one");
+        r.on_timer(due, &mut out);
+        assert_eq!(out.len(), 4);
+        assert_eq!(blocks(&out)[3][0], (2 * m, 12 * m), "the compressed ACK reports everything held");
+        assert_eq!(r.acks_compressed, 7, "the seven withheld (TcpExtTCPAckCompressed)");
+        // Without compression every out-of-order segment is acknowledged.
+        let mut plain = established(&sack_cfg(), 1 << 40);
+        let mut out = Vec::new();
+        plain.on_segment(SimTime(t0), &first, false, &mut out);
+        for k in 2..=11u64 {
+            plain.on_segment(SimTime(t0 + k * 1_000_000), &data(k * m, c.mss(), t0), false, &mut out);
+        }
+        assert_eq!(out.len(), 10);
     }
 
     #[test]
