@@ -567,12 +567,14 @@ def compare(
     seed: int = 1,
     shaped_router: bool = False,
     host: Optional[dict[str, Any]] = None,
+    tcp: Optional[dict[str, Any]] = None,
 ) -> list[tuple[str, str, str, str]]:
     """Rows (metric, Linux mean ± sd, fabricsim, fabricsim / Linux) for one recorded experiment
-    (``shaped_router``, ``host``: see :func:`scenario`)."""
+    (``shaped_router``, ``host``, ``tcp``: see :func:`scenario`)."""
     setup = DumbbellSetup(**record["setup"])
     summary = record["summary"]
-    sim = simulate(setup, summary["one_way_latency_us"]["mean"], seed, host=host, shaped_router=shaped_router)
+    latency = summary["one_way_latency_us"]["mean"]
+    sim = simulate(setup, latency, seed, tcp=tcp, host=host, shaped_router=shaped_router)
     rows: list[tuple[str, str, str, str]] = []
 
     def add(metric: str, linux: dict[str, float], value: Optional[float], scale: float, unit: str) -> None:
@@ -596,6 +598,9 @@ def compare(
     # Loss episodes: the senders' SACK recoveries (nstat) against the twin's entries into recovery.
     recoveries = [r["nstat_senders"].get("TcpExtTCPSackRecovery", 0) for r in record["runs"]]
     add("loss episodes (recoveries)", _mean_sd(recoveries), sim["recoveries"], 1.0, "")
+    receivers = [r["nstat_receiver"] for r in record["runs"] if r.get("nstat_receiver", {}).get("TcpOutSegs")]
+    per_ack = [r.get("TcpInSegs", 0) / r["TcpOutSegs"] for r in receivers]
+    add("data segments per ACK", _mean_sd(per_ack), sim["segments_per_ack"], 1.0, "")
     if "job_completion_s" in summary:
         add("job completion time", summary["job_completion_s"], sim["job_completion_s"], 1.0, "s")
     return rows
