@@ -842,7 +842,7 @@ mod tests {
     fn feed(r: &mut Receiver, mss: u32, start: u64, gap: u64, n: u64) -> Vec<(u64, u64, u64)> {
         let mut acks = Vec::new();
         let mut out = Vec::new();
-        let mut run_timers = |r: &mut Receiver, until: u64, out: &mut Outbox, acks: &mut Vec<(u64, u64, u64)>| {
+        let run_timers = |r: &mut Receiver, until: u64, out: &mut Outbox, acks: &mut Vec<(u64, u64, u64)>| {
             while let Some(d) = r.next_deadline() {
                 if d.0 > until {
                     break;
