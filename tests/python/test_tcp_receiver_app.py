@@ -142,3 +142,16 @@ def test_validate_linux_with_the_measured_reader_reports_segments_per_ack(capsys
     # Experiments recorded before the readers' counters existed are refused with their name.
     assert cli.main(["validate", "linux", "--recorded", "reno-4x1-1Gbps-250KB-100MB", "--measured-reader"]) == 2
     assert "reno-4x1-1Gbps-250KB-100MB" in capsys.readouterr().err
+
+
+def test_a_sized_flow_completes_when_the_application_has_read_its_last_byte():
+    fct = []
+    for app in (None, {"wakeup": {"kind": "constant", "delay": "500us"}}):
+        scenario = _scenario(app=app, duration="1s")
+        del scenario["traffic"][0]["duration"]
+        scenario["traffic"][0]["size"] = "5MB"
+        result = fabricsim.run(from_dict(scenario))
+        assert result.flows["app_bytes_delivered"][0] == 5_000_000
+        fct.append(result.flows["fct_ps"][0])
+    # The last byte is read at most one wake-up (500 us) after it arrives.
+    assert 0 < fct[1] - fct[0] <= 500_000_000 + 50_000_000
