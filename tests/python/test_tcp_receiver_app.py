@@ -97,7 +97,14 @@ def test_reader_counters_from_proc_become_rates_and_means():
     assert stats.bytes_per_read == 10_000
     assert stats.delay_per_wakeup_s == pytest.approx(200e-9)
     assert stats.cpu_per_byte_s == pytest.approx(40_000e-9 / 20_000_000)
+    assert (stats.write_syscalls, stats.bytes_written) == (0, 0), "older readings have no write counters"
+    after_w = {**after, "syscw": 30, "wchar": 90_000}
+    assert linux.reader_stats(7, {**before, "syscw": 10, "wchar": 10_000}, after_w).bytes_written == 80_000
     assert linux.reader_counters(2**22 + 12345) is None, "a process that is gone reads as None"
+    import os
+
+    mine = linux.reader_counters(os.getpid())
+    assert mine is not None and mine["rchar"] >= 0 and os.getpid() in mine["tasks"]
 
 
 def test_the_twin_takes_the_measured_reader_and_old_records_stay_readable():

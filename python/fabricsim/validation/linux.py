@@ -804,6 +804,10 @@ class ReaderStats:
     timeslices: int = 0
     voluntary_switches: int = 0
     wall_s: float = 0.0
+    write_syscalls: int = 0
+    """``syscw``: write-type system calls (a sender's writes)."""
+    bytes_written: int = 0
+    """``wchar``: bytes those calls took."""
 
     @property
     def reads_per_s(self) -> float:
@@ -850,6 +854,8 @@ def reader_counters(pid: int) -> Optional[dict[str, Any]]:
             "t": time.monotonic(),
             "syscr": int(io["syscr"]),
             "rchar": int(io["rchar"]),
+            "syscw": int(io.get("syscw", 0)),
+            "wchar": int(io.get("wchar", 0)),
             "voluntary": int(status.get("voluntary_ctxt_switches", "0").strip()),
             "tasks": tasks,
         }
@@ -872,39 +878,59 @@ def reader_stats(pid: int, before: Mapping[str, Any], after: Mapping[str, Any]) 
         timeslices=slices,
         voluntary_switches=after["voluntary"] - before["voluntary"],
         wall_s=after["t"] - before["t"],
+        write_syscalls=after.get("syscw", 0) - before.get("syscw", 0),
+        bytes_written=after.get("wchar", 0) - before.get("wchar", 0),
     )
 
 
-@contextlib.contextmanager
-def _watching_readers(pids: Sequence[int], interval_s: float = 0.2) -> Iterator[list[ReaderStats]]:
-    """Reads the /proc counters of ``pids`` now and every ``interval_s`` until the block ends;
-    the list yielded gets one :class:`ReaderStats` per process, from the first reading to
-    the last one taken while it was alive (an iperf3 server exits with its test)."""
-    first = {pid: reader_counters(pid) for pid in pids}
-    last = dict(first)
-    stop = threading.Event()
+class _ProcessWatch:
+    """Reads the /proc counters of watched processes when they are added and
+    every ``interval_s`` until closed; :meth:`close` gives one
+    :class:`ReaderStats` per process, from its first reading to the last one
+    taken while it was alive (an iperf3 process exits with its test)."""
 
-    def poll() -> None:
-        while not stop.wait(interval_s):
+    def __init__(self, pids: Sequence[int] = (), interval_s: float = 0.2) -> None:
+        self.pids: list[int] = []
+        self.stats: list[ReaderStats] = []
+        self.first: dict[int, Optional[dict[str, Any]]] = {}
+        self.last: dict[int, Optional[dict[str, Any]]] = {}
+        self._lock = threading.Lock()
+        for pid in pids:
+            self.add(pid)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, args=(interval_s,), daemon=True)
+        self._thread.start()
+
+    def add(self, pid: int) -> None:
+        reading = reader_counters(pid)
+        with self._lock:
+            self.pids.append(pid)
+            self.first[pid] = self.last[pid] = reading
+
+    def _poll(self, interval_s: float) -> None:
+        while not self._stop.wait(interval_s):
+            with self._lock:
+                pids = list(self.pids)
             for pid in pids:
                 now = reader_counters(pid)
                 if now is not None:
-                    last[pid] = now
+                    with self._lock:
+                        self.last[pid] = now
 
-    thread = threading.Thread(target=poll, daemon=True)
-    thread.start()
-    out: list[ReaderStats] = []
-    try:
-        yield out
-    finally:
-        stop.set()
-        thread.join()
-        for pid in pids:
+    def close(self) -> list[ReaderStats]:
+        if self._stop.is_set():
+            return self.stats
+        self._stop.set()
+        self._thread.join()
+        out = self.stats
+        for pid in self.pids:
             got = reader_counters(pid)
             if got is not None:
-                last[pid] = got
-            if first[pid] is not None and last[pid] is not None:
-                out.append(reader_stats(pid, first[pid], last[pid]))  # type: ignore[arg-type]
+                self.last[pid] = got
+            first, last = self.first[pid], self.last[pid]
+            if first is not None and last is not None:
+                out.append(reader_stats(pid, first, last))
+        return out
 
 
 def cpu_snapshot() -> CpuSnapshot:
@@ -1146,6 +1172,8 @@ class TrafficRun:
     """node -> {peer node: device name}, to find a link end's counters."""
     readers: list[ReaderStats] = field(default_factory=list)
     """How each iperf3 server read its socket (/proc counters over the run); empty for sized transfers."""
+    writers: list[ReaderStats] = field(default_factory=list)
+    """The same counters of each iperf3 client (the senders: ``write_syscalls``, ``bytes_written``)."""
 
     @property
     def total_goodput_bps(self) -> float:
@@ -1589,12 +1617,16 @@ class Lab:
         longest = max((j.duration_s or 0.0) + j.start_delay_s for j in jobs)
         limit = timeout_s or (longest + 60.0 if all(j.bytes is None for j in jobs) else 600.0)
         outputs = []
-        with self._sampling(sample_interval_s, t0) as samples, _watching_readers([s.pid for s in servers]) as readers:
+        watch_servers = _ProcessWatch([s.pid for s in servers])
+        watch_clients = _ProcessWatch()
+        watching = contextlib.closing(watch_servers), contextlib.closing(watch_clients)
+        with self._sampling(sample_interval_s, t0) as samples, watching[0], watching[1]:
             for index, job in enumerate(jobs):
                 if job.start_delay_s:
                     time.sleep(max(0.0, t0 + job.start_delay_s - time.monotonic()))
                 argv = job.argv(self.address(job.dst, tunnel=job.tunnel), _IPERF_BASE_PORT + index)
                 clients.append((time.monotonic() - t0, self.spawn(job.src, argv)))
+                watch_clients.add(clients[-1][1].pid)
             for started, process in clients:
                 try:
                     out, err = process.communicate(timeout=max(1.0, t0 + limit - time.monotonic()))
@@ -1603,6 +1635,7 @@ class Lab:
                 if not out.strip():
                     raise LabError(f"iperf3 client failed ({process.returncode}): {err.strip()}")
                 outputs.append((started, out))
+        readers, writers = watch_servers.close(), watch_clients.close()
         wall = time.monotonic() - t0
         for server in servers:
             with contextlib.suppress(subprocess.TimeoutExpired):
@@ -1640,6 +1673,7 @@ class Lab:
                 )
         run = self._collect(before, jobs, flows, app_cpu, wall, samples)
         run.readers = readers
+        run.writers = writers
         return run
 
     def transfers(

@@ -311,6 +311,7 @@ def _one_run(setup: DumbbellSetup, lab: Lab, latency_s: float) -> dict[str, Any]
         "nstat_senders": nstat,
         "nstat_receiver": {key: run.nstat.get("rx", {}).get(key, 0) for key in NSTAT_RECEIVER_KEYS},
         "readers": [r.to_dict() for r in run.readers],
+        "writers": [w.to_dict() for w in run.writers],
         "softnet_drops": run.softnet_drops,
         "cpu_busy_s": run.cpu.busy_s,
         "iperf3_cpu_s": run.iperf3_cpu_s,
