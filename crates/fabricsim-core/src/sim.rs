@@ -1234,6 +1234,7 @@ impl Simulation {
         self.host_outputs(&mut tables, &mut s);
         self.egress_outputs(&mut tables, &mut s);
         self.app_outputs(&mut tables, &mut s);
+        self.tcp_receiver_outputs(&mut tables);
         self.capture_outputs(&mut tables);
         self.packet_latency_outputs(&mut tables, &mut s);
         let throughput = std::mem::take(&mut self.throughput);

@@ -34,6 +34,7 @@ LINUX_OPTIONS = (
     "linux_json",
     "linux_shaped_router",
     "linux_jitter",
+    "linux_measured_reader",
 )
 
 
@@ -83,6 +84,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="twin: transmit jitter on every host (network.host.egress.jitter, exponential 2us)",
     )
+    group.add_argument(
+        "--measured-reader",
+        dest="linux_measured_reader",
+        action="store_true",
+        help="twin: the receiving application measured in the lab (tcp.receiver_app from the iperf3 servers' /proc counters)",
+    )
 
 
 def used_linux_options(args: argparse.Namespace) -> list[str]:
@@ -122,10 +129,17 @@ def command(args: argparse.Namespace) -> int:
         experiments = [linux_dumbbell.measure(setup, repeats=args.linux_repeats or 1)]
     reports = []
     for record in experiments:
+        tcp = None
+        if args.linux_measured_reader:
+            app = linux_dumbbell.measured_receiver_app(record)
+            if app is None:
+                raise FabricsimError(f"--measured-reader: {record['name']} was recorded without the readers' counters")
+            tcp = {"receiver_app": app}
         rows = linux_dumbbell.compare(
             record,
             shaped_router=args.linux_shaped_router,
             host={"egress": {"jitter": True}} if args.linux_jitter else None,
+            tcp=tcp,
         )
         reports.append({"name": record["name"], "environment": record["environment"], "rows": rows})
     if args.linux_json:

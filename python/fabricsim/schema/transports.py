@@ -21,7 +21,7 @@ from fabricsim.schema._base import (
     show,
 )
 
-__all__ = ["Dcqcn", "DelayedAck", "Roce", "Tcp"]
+__all__ = ["Dcqcn", "DelayedAck", "ReceiverApp", "Roce", "Tcp", "Wakeup"]
 
 CongestionControl = Literal["newreno", "cubic", "dctcp", "htcp"]
 TcpProfileName = Literal["linux", "rfc"]
@@ -30,6 +30,7 @@ CubicFlavor = Literal["linux", "rfc9438"]
 RtoFormula = Literal["linux", "rfc6298"]
 SsthreshFrom = Literal["flight", "pipe", "cwnd"]
 PacingMode = Literal["off", "fixed", "internal", "fq"]
+WakeupKind = Literal["constant", "exponential", "empirical"]
 
 
 def _ratio(value: Any) -> float:
@@ -155,6 +156,49 @@ class DelayedAck(Model):
     quickack: int = Field(default=16, ge=0, le=U32_MAX)
 
 
+class Wakeup(Model):
+    """How long the receiving process takes to run once data woke it (the
+    scheduler's wake-up latency). ``constant``: ``delay`` every time;
+    ``exponential`` (default): mean ``delay``; ``empirical``: drawn uniformly
+    from ``samples`` (measured delays). Draws come from a random stream of
+    each connection's own (seeded by ``seed``)."""
+
+    kind: Annotated[WakeupKind, one_of(WakeupKind)] = "exponential"
+    delay: Time = 20_000_000
+    samples: list[Time] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _samples(self) -> "Wakeup":
+        if self.kind == "empirical" and not self.samples:
+            raise issues_error(("samples", "'empirical' needs at least one delay"))
+        if self.kind != "empirical" and self.samples:
+            raise issues_error(("samples", f"only for kind 'empirical' (kind is '{self.kind}')"))
+        return self
+
+    def to_resolved(self) -> dict[str, Any]:
+        if self.kind == "constant":
+            return {"kind": "constant", "delay_ps": self.delay}
+        if self.kind == "exponential":
+            return {"kind": "exponential", "mean_ps": self.delay}
+        return {"kind": "empirical", "samples_ps": list(self.samples)}
+
+
+class ReceiverApp(Model):
+    """The application reading the receiving socket (docs/models/tcp-host.md,
+    "Receiving application"): ``read()`` calls of ``read_size`` bytes (iperf3's
+    default for TCP, 128 KiB), a ``wakeup`` delay when data arrives while it
+    sleeps, and ``copy_rate`` (payload copied per second while it holds the
+    socket; segments arriving meanwhile wait in the socket backlog). Absent:
+    the ideal reader, which reads every byte the moment it arrives."""
+
+    read_size: Size = 131_072
+    wakeup: Wakeup = Field(default_factory=Wakeup)
+    copy_rate: Rate = 40_000_000_000
+
+    def to_resolved(self) -> dict[str, Any]:
+        return {"read_bytes": self.read_size, "wakeup": self.wakeup.to_resolved(), "copy_bps": self.copy_rate}
+
+
 class Tcp(Model):
     """TCP parameters. ``profile`` picks the defaults of the fields left unset
     (``TCP_PROFILES``): ``linux`` (the default) is a current Linux sender and
@@ -218,6 +262,9 @@ class Tcp(Model):
     ssthresh_from: Optional[Annotated[SsthreshFrom, one_of(SsthreshFrom)]] = None
     cwnd_validation: Optional[bool] = None
     loss_timer_slack: Optional[Time] = None
+    receiver_app: Optional[ReceiverApp] = None
+    sack_compression: int = Field(default=0, ge=0, le=U32_MAX)
+    sack_compression_delay: Time = 1_000_000_000
 
     @model_validator(mode="after")
     def _mss(self) -> "Tcp":
@@ -272,6 +319,15 @@ class Tcp(Model):
         return self
 
     def to_resolved(self) -> dict[str, Any]:
+        out = self._resolved()
+        if self.receiver_app is not None:
+            out["receiver_app"] = self.receiver_app.to_resolved()
+        if self.sack_compression:
+            out["sack_compression_segments"] = self.sack_compression
+            out["sack_compression_delay_ps"] = self.sack_compression_delay
+        return out
+
+    def _resolved(self) -> dict[str, Any]:
         return {
             "profile": self.profile,
             "cc": self.cc,

@@ -56,6 +56,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 
 from fabricsim.errors import FabricsimError, unknown_key, unknown_value
@@ -782,6 +783,156 @@ def task_runtime_s(pid: int) -> float:
         return 0.0
 
 
+@dataclass
+class ReaderStats:
+    """How a receiving process read its socket over a run, from /proc (no tracing).
+
+    ``syscalls`` and ``bytes`` are the deltas of ``syscr`` and ``rchar`` in
+    /proc/PID/io (every read-type system call, and the bytes they returned);
+    ``runtime_ns``, ``run_delay_ns`` and ``timeslices`` those of
+    /proc/PID/task/*/schedstat (time on a CPU, time runnable but waiting for
+    one, times scheduled onto a CPU); ``voluntary_switches`` those of
+    ``voluntary_ctxt_switches`` in /proc/PID/status (times it went to sleep,
+    so about the wake-ups); ``wall_s`` the time between the two readings.
+    """
+
+    pid: int
+    syscalls: int = 0
+    bytes: int = 0
+    runtime_ns: int = 0
+    run_delay_ns: int = 0
+    timeslices: int = 0
+    voluntary_switches: int = 0
+    wall_s: float = 0.0
+    write_syscalls: int = 0
+    """``syscw``: write-type system calls (a sender's writes)."""
+    bytes_written: int = 0
+    """``wchar``: bytes those calls took."""
+
+    @property
+    def reads_per_s(self) -> float:
+        return self.syscalls / self.wall_s if self.wall_s > 0 else 0.0
+
+    @property
+    def bytes_per_read(self) -> float:
+        return self.bytes / self.syscalls if self.syscalls else 0.0
+
+    @property
+    def delay_per_wakeup_s(self) -> float:
+        """Mean time runnable but not running per time scheduled (run_delay / pcount)."""
+        return self.run_delay_ns / 1e9 / self.timeslices if self.timeslices else 0.0
+
+    @property
+    def cpu_per_byte_s(self) -> float:
+        """CPU time per byte read: an upper bound on the copy cost (it includes the rest of the loop)."""
+        return self.runtime_ns / 1e9 / self.bytes if self.bytes else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out.update(
+            reads_per_s=self.reads_per_s,
+            bytes_per_read=self.bytes_per_read,
+            delay_per_wakeup_s=self.delay_per_wakeup_s,
+            cpu_per_byte_s=self.cpu_per_byte_s,
+        )
+        return out
+
+
+def reader_counters(pid: int) -> Optional[dict[str, Any]]:
+    """The /proc counters of process ``pid`` that :class:`ReaderStats` uses; None once it is gone."""
+    try:
+        io = dict(line.split(": ") for line in Path(f"/proc/{pid}/io").read_text().splitlines() if ": " in line)
+        status = dict(
+            line.split(":\t", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":\t" in line
+        )
+        tasks: dict[int, tuple[int, int, int]] = {}
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError, ValueError):
+                run, delay, slices = (int(v) for v in Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()[:3])
+                tasks[int(tid)] = (run, delay, slices)
+        return {
+            "t": time.monotonic(),
+            "syscr": int(io["syscr"]),
+            "rchar": int(io["rchar"]),
+            "syscw": int(io.get("syscw", 0)),
+            "wchar": int(io.get("wchar", 0)),
+            "voluntary": int(status.get("voluntary_ctxt_switches", "0").strip()),
+            "tasks": tasks,
+        }
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def reader_stats(pid: int, before: Mapping[str, Any], after: Mapping[str, Any]) -> ReaderStats:
+    """The deltas between two :func:`reader_counters` readings of one process."""
+    run = delay = slices = 0
+    for tid, (r, d, n) in after["tasks"].items():
+        r0, d0, n0 = before["tasks"].get(tid, (0, 0, 0))
+        run, delay, slices = run + r - r0, delay + d - d0, slices + n - n0
+    return ReaderStats(
+        pid=pid,
+        syscalls=after["syscr"] - before["syscr"],
+        bytes=after["rchar"] - before["rchar"],
+        runtime_ns=run,
+        run_delay_ns=delay,
+        timeslices=slices,
+        voluntary_switches=after["voluntary"] - before["voluntary"],
+        wall_s=after["t"] - before["t"],
+        write_syscalls=after.get("syscw", 0) - before.get("syscw", 0),
+        bytes_written=after.get("wchar", 0) - before.get("wchar", 0),
+    )
+
+
+class _ProcessWatch:
+    """Reads the /proc counters of watched processes when they are added and
+    every ``interval_s`` until closed; :meth:`close` gives one
+    :class:`ReaderStats` per process, from its first reading to the last one
+    taken while it was alive (an iperf3 process exits with its test)."""
+
+    def __init__(self, pids: Sequence[int] = (), interval_s: float = 0.2) -> None:
+        self.pids: list[int] = []
+        self.stats: list[ReaderStats] = []
+        self.first: dict[int, Optional[dict[str, Any]]] = {}
+        self.last: dict[int, Optional[dict[str, Any]]] = {}
+        self._lock = threading.Lock()
+        for pid in pids:
+            self.add(pid)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, args=(interval_s,), daemon=True)
+        self._thread.start()
+
+    def add(self, pid: int) -> None:
+        reading = reader_counters(pid)
+        with self._lock:
+            self.pids.append(pid)
+            self.first[pid] = self.last[pid] = reading
+
+    def _poll(self, interval_s: float) -> None:
+        while not self._stop.wait(interval_s):
+            with self._lock:
+                pids = list(self.pids)
+            for pid in pids:
+                now = reader_counters(pid)
+                if now is not None:
+                    with self._lock:
+                        self.last[pid] = now
+
+    def close(self) -> list[ReaderStats]:
+        if self._stop.is_set():
+            return self.stats
+        self._stop.set()
+        self._thread.join()
+        out = self.stats
+        for pid in self.pids:
+            got = reader_counters(pid)
+            if got is not None:
+                self.last[pid] = got
+            first, last = self.first[pid], self.last[pid]
+            if first is not None and last is not None:
+                out.append(reader_stats(pid, first, last))
+        return out
+
+
 def cpu_snapshot() -> CpuSnapshot:
     """Read /proc/stat (all CPUs) and the ksoftirqd threads' run time."""
     hz = os.sysconf("SC_CLK_TCK")
@@ -1019,6 +1170,10 @@ class TrafficRun:
     """(time s since start, node, dev, backlog bytes, drops) of the sampled leaf queues."""
     devices: dict[str, dict[str, str]] = field(default_factory=dict)
     """node -> {peer node: device name}, to find a link end's counters."""
+    readers: list[ReaderStats] = field(default_factory=list)
+    """How each iperf3 server read its socket (/proc counters over the run); empty for sized transfers."""
+    writers: list[ReaderStats] = field(default_factory=list)
+    """The same counters of each iperf3 client (the senders: ``write_syscalls``, ``bytes_written``)."""
 
     @property
     def total_goodput_bps(self) -> float:
@@ -1462,12 +1617,16 @@ class Lab:
         longest = max((j.duration_s or 0.0) + j.start_delay_s for j in jobs)
         limit = timeout_s or (longest + 60.0 if all(j.bytes is None for j in jobs) else 600.0)
         outputs = []
-        with self._sampling(sample_interval_s, t0) as samples:
+        watch_servers = _ProcessWatch([s.pid for s in servers])
+        watch_clients = _ProcessWatch()
+        watching = contextlib.closing(watch_servers), contextlib.closing(watch_clients)
+        with self._sampling(sample_interval_s, t0) as samples, watching[0], watching[1]:
             for index, job in enumerate(jobs):
                 if job.start_delay_s:
                     time.sleep(max(0.0, t0 + job.start_delay_s - time.monotonic()))
                 argv = job.argv(self.address(job.dst, tunnel=job.tunnel), _IPERF_BASE_PORT + index)
                 clients.append((time.monotonic() - t0, self.spawn(job.src, argv)))
+                watch_clients.add(clients[-1][1].pid)
             for started, process in clients:
                 try:
                     out, err = process.communicate(timeout=max(1.0, t0 + limit - time.monotonic()))
@@ -1476,6 +1635,7 @@ class Lab:
                 if not out.strip():
                     raise LabError(f"iperf3 client failed ({process.returncode}): {err.strip()}")
                 outputs.append((started, out))
+        readers, writers = watch_servers.close(), watch_clients.close()
         wall = time.monotonic() - t0
         for server in servers:
             with contextlib.suppress(subprocess.TimeoutExpired):
@@ -1511,7 +1671,10 @@ class Lab:
                         intervals=tuple(tuple(i) for i in stream.get("intervals", [])),  # type: ignore[misc]
                     )
                 )
-        return self._collect(before, jobs, flows, app_cpu, wall, samples)
+        run = self._collect(before, jobs, flows, app_cpu, wall, samples)
+        run.readers = readers
+        run.writers = writers
+        return run
 
     def transfers(
         self,

@@ -310,6 +310,8 @@ def _one_run(setup: DumbbellSetup, lab: Lab, latency_s: float) -> dict[str, Any]
         },
         "nstat_senders": nstat,
         "nstat_receiver": {key: run.nstat.get("rx", {}).get(key, 0) for key in NSTAT_RECEIVER_KEYS},
+        "readers": [r.to_dict() for r in run.readers],
+        "writers": [w.to_dict() for w in run.writers],
         "softnet_drops": run.softnet_drops,
         "cpu_busy_s": run.cpu.busy_s,
         "iperf3_cpu_s": run.iperf3_cpu_s,
@@ -419,6 +421,10 @@ def simulate(
             }
         )
     drops = int(result.drops["packets"].sum()) if result.drops.height else 0
+    receivers = result.tables().get("tcp_receivers")
+    acks = int(receivers["acks_sent"].sum()) if receivers is not None and receivers.height else 0
+    segments = int(receivers["data_segments"].sum()) if receivers is not None and receivers.height else 0
+    wakeups = int(receivers["wakeups"].sum()) if receivers is not None and receivers.height else 0
     bottleneck = result.links.filter((result.links["src"] == "r") & (result.links["dst"] == "rx"))
     queue_delay_s = float(bottleneck["queue_delay_mean_ps"][0]) / 1e12 if bottleneck.height else float("nan")
     completions = [row["completion_s"] for row in rows]
@@ -434,6 +440,10 @@ def simulate(
         "retransmits": sum(row["retransmits"] for row in rows),
         "timeouts": sum(row["timeouts"] for row in rows),
         "recoveries": int(flows["fast_retransmits"].sum()),
+        "segments_per_ack": segments / acks if acks else float("nan"),
+        "reads_per_s": (int(receivers["reads"].sum()) / duration_s / len(rows)) if receivers is not None and duration_s else 0.0,
+        "bytes_per_wakeup": (int(receivers["bytes_read"].sum()) / wakeups) if wakeups else float("nan"),
+        "mean_wakeup_delay_s": (int(receivers["wakeup_delay_ps"].sum()) / wakeups / 1e12) if wakeups else float("nan"),
         "job_completion_s": job_completion,
         "mean_queue_bytes": queue_delay_s * parse_rate(setup.rate) / 8,
         "conservation_ok": bool(result.summary.get("conservation_ok")),
@@ -442,17 +452,130 @@ def simulate(
     }
 
 
+#: iperf3's read size for TCP (``-l`` default, 128 KiB): what each read() asks for.
+IPERF3_READ_BYTES = 131_072
+
+
+def reader_measurements(record: dict[str, Any], runs: Optional[Sequence[dict[str, Any]]] = None) -> Optional[dict[str, float]]:
+    """Means over the kept runs (or ``runs``) of how the iperf3 servers read
+    their sockets (runs recorded with /proc reader counters; None if none were)."""
+    readers = [r for run in (record["runs"] if runs is None else runs) for r in run.get("readers", [])]
+    if not readers:
+        return None
+    total = lambda key: float(sum(r[key] for r in readers))  # noqa: E731
+    wall = statistics.fmean(r["wall_s"] for r in readers)
+    return {
+        "servers": len(readers),
+        "reads_per_s": total("syscalls") / len(readers) / wall,
+        "bytes_per_read": total("bytes") / total("syscalls"),
+        "bytes_per_wakeup": total("bytes") / max(1.0, total("voluntary_switches")),
+        "delay_per_wakeup_s": total("run_delay_ns") / 1e9 / max(1.0, total("timeslices")),
+        "cpu_per_byte_s": total("runtime_ns") / 1e9 / max(1.0, total("bytes")),
+    }
+
+
+def measured_receiver_app(
+    record: dict[str, Any], runs: Optional[Sequence[dict[str, Any]]] = None
+) -> Optional[dict[str, Any]]:
+    """``tcp.receiver_app`` from the recorded reader measurements, taken as
+    measured (not fitted): the wake-up delay exponential with the mean
+    scheduling delay per time the server was scheduled (schedstat
+    ``run_delay / pcount``), the copy rate from the server's CPU time per
+    byte read (an upper bound on the copy time: it includes the rest of the
+    server's loop and the protocol work done in its context), and iperf3's
+    read size (``-l``, 128 KiB)."""
+    m = reader_measurements(record, runs)
+    if m is None:
+        return None
+    return {
+        "read_size": f"{IPERF3_READ_BYTES}B",
+        "wakeup": {"kind": "exponential", "delay": f"{max(1, round(m['delay_per_wakeup_s'] * 1e9))}ns"},
+        "copy_rate": f"{max(1, round(8 / m['cpu_per_byte_s']))}bps",
+    }
+
+
+def reader_markdown(experiments: Sequence[dict[str, Any]], seeds: Sequence[int] = (1, 2, 3)) -> str:
+    """Linux against the twin with the ideal reader and with the reader measured in the lab."""
+    lines = [
+        "| experiment | reader (measured) | | drops | recoveries | drops / recovery | data segments / ACK | goodput (Mbps) | bytes / wake-up |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for record in experiments:
+        m = reader_measurements(record)
+        app = measured_receiver_app(record)
+        if m is None or app is None:
+            continue
+        setup = DumbbellSetup(**record["setup"])
+        latency = record["summary"]["one_way_latency_us"]["mean"]
+        runs = record["runs"]
+        linux_rec = statistics.fmean(r["nstat_senders"].get("TcpExtTCPSackRecovery", 0) for r in runs)
+        linux_drops = summary_drops(record)
+        rx = [r.get("nstat_receiver", {}) for r in runs]
+        linux_spa = sum(r.get("TcpInSegs", 0) for r in rx) / max(1, sum(r.get("TcpOutSegs", 0) for r in rx))
+        desc = (
+            f"{m['reads_per_s']:.0f} reads/s, {m['bytes_per_read'] / 1e3:.1f} KB/read, "
+            f"wake-up {m['delay_per_wakeup_s'] * 1e6:.0f} us, {8 / m['cpu_per_byte_s'] / 1e9:.2f} Gb/s"
+        )
+        lines.append(
+            f"| {record['name']} | {desc} | Linux | {linux_drops:.0f} | {linux_rec:.0f} "
+            f"| {linux_drops / linux_rec if linux_rec else float('nan'):.1f} | {linux_spa:.1f} "
+            f"| {record['summary']['total_goodput_bps']['mean'] / 1e6:.1f} | {m['bytes_per_wakeup'] / 1e3:.1f} KB |"
+        )
+        for label, tcp in (("twin, ideal reader", None), ("twin, measured reader", {"receiver_app": app})):
+            sims = [simulate(setup, latency, seed=seed, tcp=tcp) for seed in seeds]
+            mean = lambda key: statistics.fmean(x[key] for x in sims)  # noqa: E731
+            drops, rec = mean("drops"), mean("recoveries")
+            per_wake = mean("bytes_per_wakeup") / 1e3 if tcp else float("nan")
+            lines.append(
+                f"| | | {label} | {drops:.0f} ({drops / linux_drops:.2f}) | {rec:.0f} | "
+                f"{drops / rec if rec else float('nan'):.1f} | {mean('segments_per_ack'):.1f} "
+                f"| {mean('total_goodput_bps') / 1e6:.1f} | {'-' if not tcp else f'{per_wake:.1f} KB'} |"
+            )
+    return "\n".join(lines)
+
+
+def reader_runs_markdown(experiments: Sequence[dict[str, Any]], seed: int = 1) -> str:
+    """Run by run: each kept Linux run against the twin with that run's own measured reader."""
+    lines = [
+        "| run | wake-up (us) | copy (Gb/s) | Linux drops | twin drops | ratio | Linux drops / recovery | twin | Linux segments / ACK | twin |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for record in experiments:
+        setup = DumbbellSetup(**record["setup"])
+        latency = record["summary"]["one_way_latency_us"]["mean"]
+        for run in record["runs"]:
+            m = reader_measurements(record, [run])
+            app = measured_receiver_app(record, [run])
+            if m is None or app is None:
+                continue
+            sim = simulate(setup, latency, seed=seed, tcp={"receiver_app": app})
+            drops = run["bottleneck"]["drops"]
+            rec = run["nstat_senders"].get("TcpExtTCPSackRecovery", 0)
+            rx = run.get("nstat_receiver", {})
+            spa = rx.get("TcpInSegs", 0) / max(1, rx.get("TcpOutSegs", 0))
+            lines.append(
+                f"| {record['name']} #{run.get('repeat', 0)} | {m['delay_per_wakeup_s'] * 1e6:.0f} "
+                f"| {8 / m['cpu_per_byte_s'] / 1e9:.2f} | {drops} | {sim['drops']} | {sim['drops'] / drops:.2f} "
+                f"| {drops / rec if rec else float('nan'):.1f} "
+                f"| {sim['drops'] / sim['recoveries'] if sim['recoveries'] else float('nan'):.1f} "
+                f"| {spa:.1f} | {sim['segments_per_ack']:.1f} |"
+            )
+    return "\n".join(lines)
+
+
 def compare(
     record: dict[str, Any],
     seed: int = 1,
     shaped_router: bool = False,
     host: Optional[dict[str, Any]] = None,
+    tcp: Optional[dict[str, Any]] = None,
 ) -> list[tuple[str, str, str, str]]:
     """Rows (metric, Linux mean ± sd, fabricsim, fabricsim / Linux) for one recorded experiment
-    (``shaped_router``, ``host``: see :func:`scenario`)."""
+    (``shaped_router``, ``host``, ``tcp``: see :func:`scenario`)."""
     setup = DumbbellSetup(**record["setup"])
     summary = record["summary"]
-    sim = simulate(setup, summary["one_way_latency_us"]["mean"], seed, host=host, shaped_router=shaped_router)
+    latency = summary["one_way_latency_us"]["mean"]
+    sim = simulate(setup, latency, seed, tcp=tcp, host=host, shaped_router=shaped_router)
     rows: list[tuple[str, str, str, str]] = []
 
     def add(metric: str, linux: dict[str, float], value: Optional[float], scale: float, unit: str) -> None:
@@ -476,6 +599,9 @@ def compare(
     # Loss episodes: the senders' SACK recoveries (nstat) against the twin's entries into recovery.
     recoveries = [r["nstat_senders"].get("TcpExtTCPSackRecovery", 0) for r in record["runs"]]
     add("loss episodes (recoveries)", _mean_sd(recoveries), sim["recoveries"], 1.0, "")
+    receivers = [r["nstat_receiver"] for r in record["runs"] if r.get("nstat_receiver", {}).get("TcpOutSegs")]
+    per_ack = [r.get("TcpInSegs", 0) / r["TcpOutSegs"] for r in receivers]
+    add("data segments per ACK", _mean_sd(per_ack), sim["segments_per_ack"], 1.0, "")
     if "job_completion_s" in summary:
         add("job completion time", summary["job_completion_s"], sim["job_completion_s"], 1.0, "s")
     return rows
@@ -606,7 +732,16 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
     md = sub.add_parser("markdown", help="print the tables of the recorded results (and their fabricsim twins)")
     md.add_argument("--path", type=Path, default=RESULTS)
     md.add_argument("--no-simulation", action="store_true")
+    rd = sub.add_parser("readers", help="Linux against the twin with the ideal and the measured reader")
+    rd.add_argument("--path", type=Path, default=RESULTS)
+    rd.add_argument("--seeds", type=int, default=3)
     args = parser.parse_args(argv)
+    if args.command == "readers":
+        experiments = recorded(args.path)
+        print(reader_markdown(experiments, seeds=tuple(range(1, args.seeds + 1))))
+        print()
+        print(reader_runs_markdown(experiments))
+        return 0
     if args.command == "markdown":
         print(markdown(recorded(args.path), with_simulation=not args.no_simulation))
         return 0
@@ -627,9 +762,15 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
             if setup.name in existing:
                 experiments.append(existing[setup.name])
             continue
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps({"experiments": experiments}, indent=1) + "\n")
+        _write(args.out, experiments)
+    # The setups after the last one measured were kept above but not yet written.
+    _write(args.out, experiments)
     return 0
+
+
+def _write(path: Path, experiments: list[dict[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"experiments": experiments}, indent=1) + "\n")
 
 
 if __name__ == "__main__":

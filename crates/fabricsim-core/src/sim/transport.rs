@@ -12,7 +12,7 @@ use crate::error::ConfigError;
 use crate::ids::{FlowId, NodeId};
 use crate::network::topology::Graph;
 use crate::packet::{Packet, PacketKind, ECN_CE, ECN_ECT, ECN_NOT_ECT};
-use crate::rng::mix64;
+use crate::rng::{mix64, RandomStream};
 use crate::stats::{Column, FlowStats, Table};
 use crate::transport::apps::{TcpBulkConfig, TcpFlowsConfig, TcpIncastConfig};
 use crate::transport::tcp::cc::SlowStartExit;
@@ -297,6 +297,11 @@ impl Simulation {
             _ => Connection::new(c, bytes.unwrap_or(u64::MAX), stop),
         };
         let wscale = c.rcv_wscale();
+        let mut conn = conn;
+        if let Some(app) = &mut conn.receiver.app {
+            // The receiving application's wake-up delays: a stream of its own per flow.
+            app.seed(RandomStream::new(self.seed, "tcp-reader", flow.0 as u64));
+        }
         let hash = mix64(mix64(src.0 as u64) ^ mix64((dst.0 as u64) << 20) ^ mix64(0x6_0000_0000 + flow.0 as u64));
         self.flows.push(FlowStats {
             name,
@@ -500,6 +505,18 @@ impl Simulation {
         }
         f.timer_at = None;
         f.conn.on_timer(now, &mut self.outbox);
+        if f.conn.receiver.app.is_some() {
+            // A receiving application's reads deliver data on its timers.
+            let delivered = f.conn.receiver.delivered();
+            if delivered > f.reported {
+                self.throughput.add(f.flow.0, now.0, delivered - f.reported);
+                f.reported = delivered;
+                let flow = f.flow;
+                self.tcp_flush(t);
+                self.app_tcp_delivered(flow, delivered, 0);
+                return;
+            }
+        }
         self.tcp_flush(t);
     }
 
@@ -752,6 +769,32 @@ impl Simulation {
     }
 
     // ------------------------------------------------------------ outputs
+
+    /// The `tcp_receivers` table: per TCP connection, the data segments its
+    /// receiver took in, the ACKs it sent and, with a receiving application
+    /// (`tcp.receiver_app`), how it read (zeros for the ideal reader).
+    pub(super) fn tcp_receiver_outputs(&self, tables: &mut BTreeMap<String, Table>) {
+        if self.tcp.is_empty() {
+            return;
+        }
+        let mut t = Table::default();
+        let u64col = |g: &dyn Fn(&TcpFlow) -> u64| Column::U64(self.tcp.iter().map(g).collect());
+        let app = |f: &TcpFlow| f.conn.receiver.app.as_ref().map(|a| a.stats).unwrap_or_default();
+        t.push("flow", Column::U32(self.tcp.iter().map(|f| f.flow.0).collect()));
+        t.push("data_segments", u64col(&|f| f.conn.receiver.data_segments));
+        t.push("acks_sent", u64col(&|f| f.conn.receiver.acks_sent));
+        t.push("acks_at_read", u64col(&|f| f.conn.receiver.acks_at_read));
+        t.push("acks_out_of_order", u64col(&|f| f.conn.receiver.acks_out_of_order));
+        t.push("acks_compressed", u64col(&|f| f.conn.receiver.acks_compressed));
+        t.push("reads", u64col(&|f| app(f).reads));
+        t.push("bytes_read", u64col(&|f| app(f).bytes_read));
+        t.push("wakeups", u64col(&|f| app(f).wakeups));
+        t.push("wakeup_delay_ps", u64col(&|f| app(f).wakeup_delay_ps));
+        t.push("backlog_segments", u64col(&|f| app(f).backlog_segments));
+        t.push("backlog_coalesced", u64col(&|f| app(f).backlog_coalesced));
+        t.push("max_unread_bytes", u64col(&|f| app(f).max_unread));
+        tables.insert("tcp_receivers".to_string(), t);
+    }
 
     /// Adds the TCP columns to the flows table (defaults for non-TCP flows).
     pub(super) fn tcp_flow_columns(&self, t: &mut Table) {

@@ -15,6 +15,7 @@
 //!   FlightSize, RFC 6298 RTO, no HyStart.
 
 use super::cc::CcKind;
+use super::reader::ReceiverApp;
 use crate::error::ConfigError;
 use crate::units::PS_PER_SEC;
 use serde::{Deserialize, Serialize};
@@ -198,6 +199,16 @@ pub struct TcpConfig {
     /// Added to the RACK reordering timer and to the tail-loss-probe timeout
     /// when more than one segment is in flight (Linux: `TCP_TIMEOUT_MIN`, 2 ms).
     pub loss_timer_slack_ps: u64,
+    /// The receiving application (`reader.rs`); `None`: the ideal reader,
+    /// which reads every in-order byte the moment it arrives.
+    pub receiver_app: Option<ReceiverApp>,
+    /// SACK compression (Linux `tcp_comp_sack_nr`): after three immediate
+    /// duplicate ACKs for the same `rcv_nxt`, out-of-order data is
+    /// acknowledged at most once per `sack_compression_delay_ps` or 5% of the
+    /// receiver's RTT, or after this many withheld ACKs; 0: off.
+    pub sack_compression_segments: u32,
+    /// The longest a compressed SACK waits (`tcp_comp_sack_delay_ns`).
+    pub sack_compression_delay_ps: u64,
 }
 
 impl Default for TcpConfig {
@@ -260,6 +271,9 @@ impl TcpConfig {
             ssthresh_from: if linux { SsthreshFrom::Cwnd } else { SsthreshFrom::Flight },
             cwnd_validation: linux,
             loss_timer_slack_ps: if linux { 2 * MS } else { 0 },
+            receiver_app: None,
+            sack_compression_segments: 0,
+            sack_compression_delay_ps: MS,
         }
     }
 
@@ -387,6 +401,9 @@ impl TcpConfig {
                 format!("'classic' is part of CUBIC (cc is '{}'); use 'hystart++' or 'off'", self.cc.name()),
             );
         }
+        if let Some(app) = &self.receiver_app {
+            app.validate(&format!("{path}.receiver_app"))?;
+        }
         if self.sack && self.rcv_autotune && self.win_from_space(self.rmem[2]) > i32::MAX as u64 {
             return err("rmem", "the largest window must stay below 2 GiB with SACK (32-bit SACK offsets)".into());
         }
@@ -459,6 +476,9 @@ pub struct TcpConfigSpec {
     pub ssthresh_from: Option<SsthreshFrom>,
     pub cwnd_validation: Option<bool>,
     pub loss_timer_slack_ps: Option<u64>,
+    pub receiver_app: Option<ReceiverApp>,
+    pub sack_compression_segments: Option<u32>,
+    pub sack_compression_delay_ps: Option<u64>,
 }
 
 impl From<TcpConfigSpec> for TcpConfig {
@@ -524,6 +544,9 @@ impl From<TcpConfigSpec> for TcpConfig {
             ssthresh_from: s.ssthresh_from.unwrap_or(d.ssthresh_from),
             cwnd_validation: s.cwnd_validation.unwrap_or(d.cwnd_validation),
             loss_timer_slack_ps: s.loss_timer_slack_ps.unwrap_or(d.loss_timer_slack_ps),
+            receiver_app: s.receiver_app,
+            sack_compression_segments: s.sack_compression_segments.unwrap_or(d.sack_compression_segments),
+            sack_compression_delay_ps: s.sack_compression_delay_ps.unwrap_or(d.sack_compression_delay_ps),
         }
     }
 }

@@ -7,6 +7,8 @@
 //!   ECN reaction (RFC 3168) and optional pacing;
 //! - `receiver.rs`: cumulative ACKs, out-of-order data, delayed ACKs with a
 //!   quick-ACK start, ECN-Echo (RFC 3168, and DCTCP's per-packet echo);
+//! - `reader.rs`: the receiving application (read size, wake-up delay, copy
+//!   time, the socket backlog), whose reads pace the receiver's ACKs;
 //! - `rtt.rs`: RTT estimation with timestamps (RFC 7323 style echo);
 //! - `cc/`: NewReno, CUBIC and DCTCP behind one enum.
 //!
@@ -19,6 +21,7 @@ pub mod limits;
 pub mod prr;
 pub mod rack;
 pub mod rcvbuf;
+pub mod reader;
 pub mod receiver;
 pub mod recovery;
 pub mod rtt;

@@ -17,14 +17,25 @@
 //!   the timestamps data segments echo (`tcp_rcv_rtt_measure_ts`, full-sized
 //!   segments with a new echo, smoothed with gain 1/8).
 //! - **The window advertised** (`__tcp_select_window`): the free space
-//!   (window of the buffer minus the out-of-order data held; the
-//!   application reads in-order data at once), at most `rcv_ssthresh` and
-//!   `window_clamp`, rounded down to the window scale; the right edge never
-//!   moves left (`tcp_select_window`).
+//!   (`tcp_space`: window of the buffer minus the out-of-order data held
+//!   and minus the bytes received but not yet read), at most `rcv_ssthresh`
+//!   and `window_clamp`, rounded down to the window scale; the right edge
+//!   never moves left (`tcp_select_window`). The window last advertised is
+//!   `rcv_wnd`; the receiver compares a fresh window with it to decide
+//!   whether to ACK at once (`__tcp_ack_snd_check`, `tcp_cleanup_rbuf`).
+//! - **Who reads**: with the ideal reader (no `tcp.receiver_app`) in-order
+//!   data is read as it arrives, so right-sizing counts it on arrival; with
+//!   a receiving application (`reader.rs`) it counts the bytes *read*, when
+//!   a `read()` call ends (`tcp_recvmsg` -> `tcp_rcv_space_adjust`). A
+//!   receiving application on a fixed window (`rwnd`, no autotuning) has a
+//!   locked buffer of that window (`SO_RCVBUF`): the same accounting, no
+//!   growth.
 //!
 //! Simplifications: `scaling_ratio` is fixed (Linux measures `skb->len /
 //! skb->truesize` of received packets, which depends on the driver); no
-//! memory pressure, no zero windows (the application always reads).
+//! memory pressure; the window never falls below one window-scale unit
+//! (Linux advertises a zero window when the free space is below one MSS or
+//! 1/16 of the buffer).
 
 use super::TcpConfig;
 use crate::units::SimTime;
@@ -48,6 +59,12 @@ pub struct RcvBuf {
     last_tsecr: SimTime,
     /// Right edge of the last window advertised.
     right_edge: u64,
+    /// The window last advertised (`rcv_wnd`).
+    pub rcv_wnd: u64,
+    /// Right-sizing counts bytes read by an application (see the module comment).
+    app_reads: bool,
+    /// A locked buffer: no growth (a receiving application on a fixed window).
+    locked: bool,
     /// Times the buffer grew.
     pub grows: u64,
 }
@@ -74,8 +91,23 @@ impl RcvBuf {
             rtt: SimTime::ZERO,
             last_tsecr: SimTime::ZERO,
             right_edge: 0,
+            rcv_wnd: 0,
+            app_reads: cfg.receiver_app.is_some(),
+            locked: false,
             grows: 0,
         }
+    }
+
+    /// A locked buffer holding a window of `rwnd_bytes` (`SO_RCVBUF`): used
+    /// for a receiving application on a fixed window.
+    pub fn fixed(cfg: &TcpConfig) -> Self {
+        let mut r = RcvBuf::new(cfg);
+        let win = cfg.rwnd_bytes;
+        r.rcvbuf = cfg.space_from_win(win).max(1);
+        r.window_clamp = win.min(65_535u64 << r.wscale);
+        r.rcv_ssthresh = r.window_clamp;
+        r.locked = true;
+        r
     }
 
     fn win_from_space(&self, space: u64) -> u64 {
@@ -86,6 +118,11 @@ impl RcvBuf {
         win * 256 / self.ratio.max(1)
     }
 
+    /// The receiver's RTT estimate (`rcv_rtt_est`), zero until measured.
+    pub fn rtt(&self) -> SimTime {
+        self.rtt
+    }
+
     /// The connection is established at `now` (`tcp_init_buffer_space`).
     pub fn start(&mut self, now: SimTime) {
         self.space_time = now;
@@ -93,8 +130,18 @@ impl RcvBuf {
 
     /// A data segment of `len` bytes arrived at `now` echoing `ts_echo`;
     /// `in_order` if it advanced `rcv_nxt` (now `rcv_nxt`), with `ooo` bytes
-    /// held out of order.
-    pub fn on_data(&mut self, now: SimTime, len: u64, ts_echo: SimTime, in_order: bool, rcv_nxt: u64, ooo: u64) {
+    /// held out of order and `unread` bytes received but not read.
+    #[allow(clippy::too_many_arguments)]
+    pub fn on_data(
+        &mut self,
+        now: SimTime,
+        len: u64,
+        ts_echo: SimTime,
+        in_order: bool,
+        rcv_nxt: u64,
+        ooo: u64,
+        unread: u64,
+    ) {
         // tcp_rcv_rtt_measure_ts
         if ts_echo > SimTime::ZERO && ts_echo != self.last_tsecr && ts_echo <= now {
             self.last_tsecr = ts_echo;
@@ -111,49 +158,77 @@ impl RcvBuf {
         if !in_order {
             return;
         }
-        // tcp_grow_window (full segments; the buffer is never short here).
+        // tcp_grow_window (full segments; the buffer is never short here):
+        // only while rcv_ssthresh is below the free space (tcp_space).
         if len >= self.advmss && self.rcv_ssthresh < self.window_clamp {
-            let free = self.win_from_space(self.rcvbuf).saturating_sub(ooo);
+            let free = self.win_from_space(self.rcvbuf).saturating_sub(ooo + unread);
             if self.rcv_ssthresh < free {
                 self.rcv_ssthresh = (self.rcv_ssthresh + 2 * self.advmss).min(self.window_clamp);
             }
         }
-        // tcp_rcv_space_adjust: the application has read up to rcv_nxt.
+        if !self.app_reads {
+            // The ideal reader has read up to rcv_nxt.
+            self.space_adjust(now, rcv_nxt, ooo);
+        }
+    }
+
+    /// `tcp_rcv_space_adjust` at `now`, the application having read up to
+    /// `copied_seq`, with `ooo` bytes held out of order.
+    pub fn space_adjust(&mut self, now: SimTime, copied_seq: u64, ooo: u64) {
         if self.rtt == SimTime::ZERO || now - self.space_time < self.rtt {
             return;
         }
-        let copied = rcv_nxt - self.space_seq;
+        let copied = copied_seq - self.space_seq;
         if copied > self.space {
             let old = self.space.max(1);
             let mut rcvwin = 2 * copied;
             rcvwin += ((2 * rcvwin as u128 * (copied - old) as u128) / old as u128).min(u64::MAX as u128) as u64;
             rcvwin += ooo;
             let rcvbuf = self.space_from_win(rcvwin).min(self.rmem_max);
-            if rcvbuf > self.rcvbuf {
+            if rcvbuf > self.rcvbuf && !self.locked {
                 self.rcvbuf = rcvbuf;
                 self.window_clamp = self.win_from_space(rcvbuf).min(65_535u64 << self.wscale);
                 self.grows += 1;
             }
             self.space = copied;
         }
-        self.space_seq = rcv_nxt;
+        self.space_seq = copied_seq;
         self.space_time = now;
     }
 
-    /// The window to advertise with `rcv_nxt` acknowledged and `ooo` bytes
-    /// held out of order: a multiple of `2^wscale`, never moving the right
-    /// edge left.
-    pub fn window(&mut self, rcv_nxt: u64, ooo: u64) -> u64 {
-        let free = self.win_from_space(self.rcvbuf).saturating_sub(ooo);
+    /// The window the free space allows now (`__tcp_select_window`), with
+    /// `ooo` bytes held out of order and `unread` bytes not yet read: a
+    /// multiple of `2^wscale`, without the never-shrink rule.
+    pub fn select(&self, ooo: u64, unread: u64) -> u64 {
+        let free = self.win_from_space(self.rcvbuf).saturating_sub(ooo + unread);
         let w = free.min(self.rcv_ssthresh).min(self.window_clamp);
         let unit = 1u64 << self.wscale;
-        let mut w = w / unit * unit;
+        w / unit * unit
+    }
+
+    /// The largest window the buffer may offer (`window_clamp`).
+    pub fn clamp(&self) -> u64 {
+        self.window_clamp
+    }
+
+    /// The window to advertise with `rcv_nxt` acknowledged, `ooo` bytes
+    /// held out of order and `unread` bytes not yet read (`tcp_select_window`):
+    /// a multiple of `2^wscale`, never moving the right edge left.
+    pub fn window(&mut self, rcv_nxt: u64, ooo: u64, unread: u64) -> u64 {
+        let unit = 1u64 << self.wscale;
+        let mut w = self.select(ooo, unread);
         let current = self.right_edge.saturating_sub(rcv_nxt);
         if w < current {
             w = current.div_ceil(unit) * unit;
         }
         self.right_edge = rcv_nxt + w;
-        w.max(unit)
+        self.rcv_wnd = w.max(unit);
+        self.rcv_wnd
+    }
+
+    /// What is left of the window last advertised (`tcp_receive_window`).
+    pub fn receive_window(&self, rcv_nxt: u64) -> u64 {
+        self.right_edge.saturating_sub(rcv_nxt)
     }
 }
 
@@ -167,7 +242,7 @@ mod tests {
         assert_eq!(cfg.rcv_wscale(), 7, "6 MB >> 7 fits in 16 bits");
         let mut r = RcvBuf::new(&cfg);
         // 131072 x 50% = 65536, rounded down to 45 segments of 1448 B, then to 128 B units.
-        assert_eq!(r.window(0, 0), 65_160 / 128 * 128);
+        assert_eq!(r.window(0, 0, 0), 65_160 / 128 * 128);
     }
 
     #[test]
@@ -187,9 +262,9 @@ mod tests {
                 now = SimTime(round * rtt.0 + k * rtt.0 / n);
                 seq += mss;
                 let echo = SimTime((round * rtt.0).saturating_sub(rtt.0)).max(SimTime(1));
-                r.on_data(now, mss, echo, true, seq, 0);
+                r.on_data(now, mss, echo, true, seq, 0, 0);
             }
-            let w = r.window(seq, 0);
+            let w = r.window(seq, 0, 0);
             assert!(w >= last, "the window never shrinks");
             last = w;
         }
@@ -203,10 +278,10 @@ mod tests {
     fn out_of_order_data_takes_room_but_the_right_edge_holds() {
         let cfg = TcpConfig::default();
         let mut r = RcvBuf::new(&cfg);
-        let w0 = r.window(0, 0);
-        let w1 = r.window(0, 30_000);
+        let w0 = r.window(0, 0, 0);
+        let w1 = r.window(0, 30_000, 0);
         assert_eq!(w1, w0, "the right edge does not move left");
-        let w2 = r.window(1448, 30_000);
+        let w2 = r.window(1448, 30_000, 0);
         assert!(w2 + 1448 >= w0 && w2 < w0);
     }
 }

@@ -28,8 +28,22 @@
 //!   fires leaves the mode (`tcp_delack_timer_handler`).
 //! - Receive window: fixed (`rwnd`), or autotuned as Linux (`rcvbuf.rs`)
 //!   and advertised in every ACK and the SYN-ACK.
+//! - A receiving application (`reader.rs`, `tcp.receiver_app`) instead of
+//!   the ideal reader: the bytes it has not read take receive window
+//!   (`tcp_space`), and in-order data is acknowledged at once only if the
+//!   window would not shrink, as `__tcp_ack_snd_check` does: more than one
+//!   segment since the last ACK (here: `delack_count` segments) *and*
+//!   `__tcp_select_window() >= rcv_wnd`; otherwise the ACK waits for the
+//!   application's read (`tcp_cleanup_rbuf`: an ACK is scheduled and more
+//!   than one segment is unacknowledged, or the read freed enough room to
+//!   double the window) or for the delayed-ACK timer. Segments that arrive
+//!   while the application holds the socket wait in its backlog and are
+//!   processed, coalesced, when it releases the lock. A delayed-ACK timer
+//!   that fires while the socket is held is deferred to the end of the read
+//!   (`tcp_delack_timer`: `icsk_ack.blocked`).
 
 use super::rcvbuf::RcvBuf;
+use super::reader::{Reader, ReaderState};
 use super::{Outbox, SackBlocks, SegKind, Segment, TcpConfig};
 use crate::units::SimTime;
 
@@ -60,6 +74,20 @@ pub struct Receiver {
     delack_count: u32,
     delack_timeout: SimTime,
     quickack_left: u32,
+    /// SACK compression (`tcp_comp_sack_nr`, 0: off) and its longest delay.
+    comp_nr: u32,
+    comp_delay: SimTime,
+    /// ACKs withheld since the last one sent (`compressed_ack`), the
+    /// `rcv_nxt` the immediate duplicates counted for, those duplicates,
+    /// and when the withheld ACK goes (`compressed_ack_timer`).
+    compressed_ack: u32,
+    compressed_ack_rcv_nxt: u64,
+    dup_ack_counter: u32,
+    comp_deadline: Option<SimTime>,
+    /// The compressed-ACK timer fired while the application held the socket.
+    comp_deferred: bool,
+    /// ACKs not sent thanks to SACK compression (`TcpExtTCPAckCompressed`).
+    pub acks_compressed: u64,
     /// Interactive mode (see the module comment).
     pingpong: bool,
     /// When in-order data last arrived.
@@ -78,6 +106,19 @@ pub struct Receiver {
     pub ce_segments: u64,
     /// Receive-window autotuning (`None`: the fixed window of the configuration).
     pub rcvbuf: Option<RcvBuf>,
+    /// The receiving application (`None`: the ideal reader).
+    pub app: Option<Box<Reader>>,
+    /// `rcv_nxt` when the last ACK was sent (`rcv_wup`).
+    rcv_wup: u64,
+    /// A delayed-ACK timer fired while the application held the socket.
+    delack_blocked: bool,
+    /// Data segments that arrived (each, before any backlog coalescing) and ACKs sent.
+    pub data_segments: u64,
+    pub acks_sent: u64,
+    /// ACKs sent at the end of a read (`tcp_cleanup_rbuf`), and at once for
+    /// out-of-order data, duplicates and hole fills.
+    pub acks_at_read: u64,
+    pub acks_out_of_order: u64,
 }
 
 impl Receiver {
@@ -106,12 +147,67 @@ impl Receiver {
             last_ce: false,
             complete_at: None,
             ce_segments: 0,
-            rcvbuf: cfg.rcv_autotune.then(|| RcvBuf::new(cfg)),
+            rcvbuf: if cfg.rcv_autotune {
+                Some(RcvBuf::new(cfg))
+            } else {
+                cfg.receiver_app.as_ref().map(|_| RcvBuf::fixed(cfg))
+            },
+            app: cfg.receiver_app.as_ref().map(|a| Box::new(Reader::new(a))),
+            rcv_wup: 0,
+            delack_blocked: false,
+            data_segments: 0,
+            acks_sent: 0,
+            acks_at_read: 0,
+            acks_out_of_order: 0,
+            comp_nr: if cfg.sack { cfg.sack_compression_segments } else { 0 },
+            comp_delay: SimTime(cfg.sack_compression_delay_ps),
+            compressed_ack: 0,
+            compressed_ack_rcv_nxt: 0,
+            dup_ack_counter: 0,
+            comp_deadline: None,
+            comp_deferred: false,
+            acks_compressed: 0,
         }
     }
 
     pub fn next_deadline(&self) -> Option<SimTime> {
-        self.delack_deadline
+        let min = |a: Option<SimTime>, b: Option<SimTime>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        min(min(self.delack_deadline, self.comp_deadline), self.app.as_ref().and_then(|a| a.deadline()))
+    }
+
+    /// An ACK for out-of-order data (`__tcp_ack_snd_check` with the
+    /// out-of-order queue non-empty): at once, unless SACK compression
+    /// withholds it. Linux sends the first three duplicates for one
+    /// `rcv_nxt` at once, then at most one ACK per min(`tcp_comp_sack_delay_ns`,
+    /// 5% of the receiver's RTT) or per `tcp_comp_sack_nr` withheld ACKs.
+    fn ack_out_of_order(&mut self, now: SimTime, out: &mut Outbox) {
+        self.acks_out_of_order += 1;
+        if self.comp_nr == 0 || self.compressed_ack >= self.comp_nr {
+            self.ack_now(now, out);
+            return;
+        }
+        if self.compressed_ack_rcv_nxt != self.rcv_nxt {
+            self.compressed_ack_rcv_nxt = self.rcv_nxt;
+            self.dup_ack_counter = 0;
+        }
+        if self.dup_ack_counter < 3 {
+            self.dup_ack_counter += 1;
+            self.ack_now(now, out);
+            return;
+        }
+        self.compressed_ack += 1;
+        if self.comp_deadline.is_none() {
+            let rtt = self.rcvbuf.as_ref().map_or(SimTime::ZERO, |r| r.rtt());
+            self.comp_deadline = Some(now + self.comp_delay.min(SimTime(rtt.0 / 20)));
+        }
+    }
+
+    /// Bytes received in order but not read by the application.
+    fn unread(&self) -> u64 {
+        self.app.as_ref().map_or(0, |a| self.rcv_nxt.min(self.total) - a.copied)
     }
 
     /// A segment from the sender arrived; `ce` tells whether it was CE-marked.
@@ -125,11 +221,23 @@ impl Receiver {
                 s.ts_echo = seg.ts;
                 if let Some(r) = &mut self.rcvbuf {
                     r.start(now);
-                    s.wnd = r.window(self.rcv_nxt, 0);
+                    s.wnd = r.window(self.rcv_nxt, 0, 0);
                 }
                 out.push((true, s));
             }
-            (ReceiverState::Established, SegKind::Data) => self.on_data(now, seg, ce, out),
+            (ReceiverState::Established, SegKind::Data) => {
+                self.data_segments += 1;
+                if let Some(app) = &mut self.app {
+                    if app.owns_socket() {
+                        // tcp_v4_rcv: the user owns the socket; tcp_add_backlog.
+                        app.stats.backlog_segments += 1;
+                        app.backlog.push((*seg, ce));
+                        return;
+                    }
+                }
+                self.on_data(now, seg, ce, out);
+                self.data_ready(now);
+            }
             // Data before the SYN cannot happen with a reliable SYN exchange; ignore.
             _ => {}
         }
@@ -143,8 +251,9 @@ impl Receiver {
             let ooo = if advances { 0 } else { self.ooo_bytes() };
             let end = seg.seq + seg.len as u64;
             let rcv_nxt_after = if advances { self.rcv_nxt_after(end) } else { before };
+            let unread = self.app.as_ref().map_or(0, |a| rcv_nxt_after.min(self.total) - a.copied);
             if let Some(r) = &mut self.rcvbuf {
-                r.on_data(now, seg.len as u64, seg.ts_echo, advances, rcv_nxt_after, ooo);
+                r.on_data(now, seg.len as u64, seg.ts_echo, advances, rcv_nxt_after, ooo, unread);
             }
         }
         if ce {
@@ -173,6 +282,7 @@ impl Receiver {
             if self.dsack {
                 self.dsack_pending = Some((start, end));
             }
+            self.acks_out_of_order += 1;
             self.ack_now(now, out);
             return;
         }
@@ -191,7 +301,7 @@ impl Receiver {
                 self.recent.insert(0, block);
                 self.recent.truncate(4);
             }
-            self.ack_now(now, out);
+            self.ack_out_of_order(now, out);
             return;
         }
         if start < self.rcv_nxt && self.dsack {
@@ -215,10 +325,12 @@ impl Receiver {
             let una = self.rcv_nxt;
             self.recent.retain(|&(_, e)| e > una);
         }
-        if self.complete_at.is_none() && self.rcv_nxt >= self.total {
+        if self.complete_at.is_none() && self.app.is_none() && self.rcv_nxt >= self.total {
             self.complete_at = Some(now);
         }
-        self.unacked_segments += 1;
+        // A segment coalesced in the backlog counts as the segments it holds
+        // (Linux compares bytes: rcv_nxt - rcv_wup > rcv_mss).
+        self.unacked_segments += if self.app.is_some() && seg.len > self.mss { seg.len.div_ceil(self.mss) } else { 1 };
         self.last_data = now;
         let full = seg.len >= self.mss;
         if self.pingpong && !had_hole {
@@ -229,12 +341,158 @@ impl Receiver {
             }
         } else if had_hole || self.quickack_left > 0 || self.rcv_nxt >= self.total || !full {
             self.quickack_left = self.quickack_left.saturating_sub(1);
+            self.acks_out_of_order += had_hole as u64;
             self.ack_now(now, out);
-        } else if self.unacked_segments >= self.delack_count {
+        } else if self.unacked_segments >= self.delack_count && self.window_would_not_shrink() {
             self.ack_now(now, out);
         } else if self.delack_deadline.is_none() {
             self.delack_deadline = Some(now + self.delack_timeout);
         }
+    }
+
+    /// `__tcp_ack_snd_check`'s window test: the window the free space allows
+    /// now is at least the one last advertised (always so for the ideal
+    /// reader, whose free space only grows while data is in order).
+    fn window_would_not_shrink(&self) -> bool {
+        match (&self.app, &self.rcvbuf) {
+            (Some(_), Some(r)) => r.select(self.ooo_bytes(), self.unread()) >= r.rcv_wnd,
+            _ => true,
+        }
+    }
+
+    /// In-order data is readable: a sleeping application wakes up.
+    fn data_ready(&mut self, now: SimTime) {
+        let unread = self.unread();
+        if let Some(app) = &mut self.app {
+            app.stats.max_unread = app.stats.max_unread.max(unread);
+            if unread > 0 {
+                app.data_ready(now);
+            }
+        }
+    }
+
+    /// Runs the application's steps due at `now`: wake-ups, ends of copies.
+    fn run_app(&mut self, now: SimTime, out: &mut Outbox) {
+        loop {
+            let Some(app) = &self.app else { return };
+            match app.state {
+                ReaderState::Waking(at) if at <= now => self.begin_read(now),
+                ReaderState::Copying { until, chunk, done } if until <= now => self.end_copy(now, chunk, done, out),
+                _ => return,
+            }
+        }
+    }
+
+    /// A `read()` call starts (`tcp_recvmsg`: `lock_sock`).
+    fn begin_read(&mut self, now: SimTime) {
+        let unread = self.unread();
+        let Some(app) = &mut self.app else { return };
+        let chunk = unread.min(app.read_bytes());
+        if chunk == 0 {
+            app.state = ReaderState::Asleep;
+        } else {
+            app.stats.reads += 1;
+            app.copy(now, chunk, 0);
+        }
+    }
+
+    /// Copying `chunk` bytes ended; the call had copied `done` before.
+    fn end_copy(&mut self, now: SimTime, chunk: u64, done: u64, out: &mut Outbox) {
+        let Some(app) = &mut self.app else { return };
+        app.copied += chunk;
+        app.stats.bytes_read += chunk;
+        let done = done + chunk;
+        if done < app.read_bytes() && !app.backlog.is_empty() {
+            // tcp_recvmsg_locked: everything queued is copied but the call
+            // wants more: process the backlog (__sk_flush_backlog) and go on.
+            self.process_backlog(now, out);
+            let unread = self.unread();
+            let app = self.app.as_mut().unwrap();
+            let more = unread.min(app.read_bytes() - done);
+            if more > 0 {
+                app.copy(now, more, done);
+                return;
+            }
+        }
+        let copied = self.app.as_ref().unwrap().copied;
+        if self.complete_at.is_none() && copied >= self.total {
+            self.complete_at = Some(now);
+        }
+        // The end of tcp_recvmsg_locked: right-sizing from the bytes read,
+        // then tcp_cleanup_rbuf; release_sock processes the backlog.
+        let ooo = self.ooo_bytes();
+        if let Some(r) = &mut self.rcvbuf {
+            r.space_adjust(now, copied, ooo);
+        }
+        self.cleanup_rbuf(now, done, out);
+        self.app.as_mut().unwrap().state = ReaderState::Running;
+        self.process_backlog(now, out);
+        if self.comp_deferred && self.compressed_ack > 0 {
+            self.ack_now(now, out);
+        }
+        self.comp_deferred = false;
+        // The application loops: it reads again at once if data is readable.
+        let unread = self.unread();
+        let app = self.app.as_mut().unwrap();
+        app.state = if unread > 0 { ReaderState::Waking(now) } else { ReaderState::Asleep };
+    }
+
+    /// `tcp_cleanup_rbuf` after a read that copied `copied` bytes.
+    fn cleanup_rbuf(&mut self, now: SimTime, copied: u64, out: &mut Outbox) {
+        let Some(r) = &self.rcvbuf else { return };
+        // inet_csk_ack_scheduled: data arrived since the last ACK.
+        let mut time_to_ack =
+            self.unacked_segments > 0 && (self.delack_blocked || self.rcv_nxt - self.rcv_wup > self.mss as u64);
+        if copied > 0 && !time_to_ack {
+            // "Send ACK now, if this read freed lots of space": the window
+            // can at least double.
+            let now_wnd = r.receive_window(self.rcv_nxt);
+            if 2 * now_wnd <= r.clamp() {
+                let new = r.select(self.ooo_bytes(), self.unread());
+                time_to_ack = new > 0 && new >= 2 * now_wnd;
+            }
+        }
+        self.delack_blocked = false;
+        if time_to_ack {
+            self.acks_at_read += 1;
+            self.ack_now(now, out);
+        }
+    }
+
+    /// Processes the segments held in the backlog (`release_sock` ->
+    /// `sk_backlog_rcv`, or `__sk_flush_backlog`): a segment that continues
+    /// the one before it, with the same CE mark and no CWR, was coalesced
+    /// with it on arrival (`tcp_add_backlog`) and is processed as one.
+    fn process_backlog(&mut self, now: SimTime, out: &mut Outbox) {
+        let Some(app) = &mut self.app else { return };
+        if app.backlog.is_empty() {
+            return;
+        }
+        let mut backlog = std::mem::take(&mut app.backlog);
+        let mut coalesced = 0;
+        let mut k = 0;
+        while k < backlog.len() {
+            let (mut seg, ce) = backlog[k];
+            k += 1;
+            while k < backlog.len() {
+                let (next, next_ce) = backlog[k];
+                if next.seq != seg.seq + seg.len as u64 || next_ce != ce || next.cwr {
+                    break;
+                }
+                seg.len += next.len;
+                seg.ts_echo = next.ts_echo;
+                coalesced += 1;
+                k += 1;
+            }
+            self.on_data(now, &seg, ce, out);
+        }
+        backlog.clear();
+        let app = self.app.as_mut().unwrap();
+        app.stats.backlog_coalesced += coalesced;
+        app.backlog = backlog;
+        let unread = self.unread();
+        let app = self.app.as_mut().unwrap();
+        app.stats.max_unread = app.stats.max_unread.max(unread);
     }
 
     /// Adds `[start, end)` to the out-of-order intervals, merging it with
@@ -295,10 +553,18 @@ impl Receiver {
         s.ack = self.rcv_nxt;
         if self.rcvbuf.is_some() {
             let ooo = self.ooo_bytes();
+            let unread = self.unread();
             if let Some(r) = &mut self.rcvbuf {
-                s.wnd = r.window(self.rcv_nxt, ooo);
+                s.wnd = r.window(self.rcv_nxt, ooo, unread);
             }
         }
+        self.rcv_wup = self.rcv_nxt;
+        self.acks_sent += 1;
+        // tcp_event_ack_sent: the withheld ACKs are counted and the timer stops.
+        self.acks_compressed += self.compressed_ack as u64;
+        self.compressed_ack = 0;
+        self.comp_deadline = None;
+        self.comp_deferred = false;
         s.ece = ece;
         s.ts_echo = self.ts_recent;
         if let Some((ds, de)) = self.dsack_pending.take() {
@@ -320,9 +586,28 @@ impl Receiver {
             if t <= now {
                 // A missed delayed ACK ends interactive mode.
                 self.pingpong = false;
-                self.ack_now(now, out);
+                if self.app.as_ref().is_some_and(|a| a.owns_socket()) {
+                    // tcp_delack_timer: the user owns the socket; the ACK
+                    // goes when the read ends.
+                    self.delack_blocked = true;
+                    self.delack_deadline = None;
+                } else {
+                    self.ack_now(now, out);
+                }
             }
         }
+        if let Some(t) = self.comp_deadline {
+            if t <= now {
+                self.comp_deadline = None;
+                if self.app.as_ref().is_some_and(|a| a.owns_socket()) {
+                    // tcp_compressed_ack_kick: deferred to release_sock.
+                    self.comp_deferred = true;
+                } else if self.compressed_ack > 0 {
+                    self.ack_now(now, out);
+                }
+            }
+        }
+        self.run_app(now, out);
     }
 
     /// Bytes held out of order.
@@ -342,9 +627,13 @@ impl Receiver {
         n
     }
 
-    /// Bytes delivered in order to the application.
+    /// Bytes delivered in order to the application (read by it, with a
+    /// receiving application).
     pub fn delivered(&self) -> u64 {
-        self.rcv_nxt.min(self.total)
+        match &self.app {
+            Some(a) => a.copied,
+            None => self.rcv_nxt.min(self.total),
+        }
     }
 }
 
@@ -533,6 +822,152 @@ mod tests {
         // Reported once.
         r.on_segment(SimTime(6), &data(5 * m, c.mss(), 6), false, &mut out);
         assert_eq!(blocks(&out)[2], vec![(5 * m, 6 * m), (3 * m, 4 * m)]);
+    }
+
+    use super::super::reader::{ReceiverApp, Wakeup};
+
+    /// A receiver on a locked 256 KB buffer whose application wakes
+    /// `wakeup_us` after data arrives and copies at `copy_bps`.
+    fn reading(wakeup_us: u64, copy_bps: u64, total: u64) -> (TcpConfig, Receiver) {
+        let app =
+            ReceiverApp { read_bytes: 131_072, wakeup: Wakeup::Constant { delay_ps: wakeup_us * 1_000_000 }, copy_bps };
+        let c = TcpConfig { rwnd_bytes: 256 * 1024, receiver_app: Some(app), ..sack_cfg() };
+        let c = TcpConfig { rcv_autotune: false, ..c };
+        let r = established(&c, total);
+        (c, r)
+    }
+
+    /// Feeds `n` full segments, one every `gap` ps from `start`, running
+    /// the receiver's timers in between; returns the ACKs (time, ack, window).
+    fn feed(r: &mut Receiver, mss: u32, start: u64, gap: u64, n: u64) -> Vec<(u64, u64, u64)> {
+        let mut acks = Vec::new();
+        let mut out = Vec::new();
+        let run_timers = |r: &mut Receiver, until: u64, out: &mut Outbox, acks: &mut Vec<(u64, u64, u64)>| {
+            while let Some(d) = r.next_deadline() {
+                if d.0 > until {
+                    break;
+                }
+                r.on_timer(d, out);
+                acks.extend(out.drain(..).map(|(_, s)| (d.0, s.ack, s.wnd)));
+            }
+        };
+        for k in 0..n {
+            let t = start + k * gap;
+            run_timers(r, t, &mut out, &mut acks);
+            r.on_segment(SimTime(t), &data(k * mss as u64, mss, t), false, &mut out);
+            acks.extend(out.drain(..).map(|(_, s)| (t, s.ack, s.wnd)));
+        }
+        run_timers(r, u64::MAX, &mut out, &mut acks);
+        acks
+    }
+
+    #[test]
+    fn a_reader_without_delay_acks_every_second_segment_like_the_ideal_reader() {
+        let app = ReceiverApp { read_bytes: 131_072, wakeup: Wakeup::Constant { delay_ps: 0 }, copy_bps: 0 };
+        let c = TcpConfig { receiver_app: Some(app), ..sack_cfg() };
+        let mut r = established(&c, 1 << 40);
+        let acks = feed(&mut r, c.mss(), 1_000, 23_168_000, 200);
+        let mut ideal = established(&sack_cfg(), 1 << 40);
+        let ideal_acks = feed(&mut ideal, c.mss(), 1_000, 23_168_000, 200);
+        assert_eq!(acks.len(), 100);
+        let pick = |v: &[(u64, u64, u64)]| v.iter().map(|&(t, a, _)| (t, a)).collect::<Vec<_>>();
+        assert_eq!(pick(&acks), pick(&ideal_acks), "same ACK times and numbers");
+        assert_eq!(r.delivered(), 200 * c.mss() as u64);
+    }
+
+    #[test]
+    fn a_slow_reader_paces_the_acks_by_its_reads_as_the_closed_form_says() {
+        // 500 Mb/s of 1448 B segments (one every 23.168 us), a reader waking
+        // 500 us after data arrives: each read finds floor(500 / 23.168) + 1
+        // = 22 segments, and the ACK goes out at the read.
+        let (c, mut r) = reading(500, 0, 1 << 40);
+        let mss = c.mss() as u64;
+        let gap = 23_168_000;
+        let n = 22 * 100;
+        let acks = feed(&mut r, c.mss(), 1_000, gap, n);
+        let app = r.app.as_ref().unwrap();
+        assert_eq!(app.stats.reads, 100, "one read per 22 segments");
+        assert_eq!(acks.len(), 100, "one ACK per read");
+        for (i, &(t, ack, wnd)) in acks.iter().enumerate() {
+            let first = 1_000 + 22 * i as u64 * gap;
+            assert_eq!(t, first + 500_000_000, "ACK {i} at the read, 500 us after the data woke the reader");
+            assert_eq!(ack, 22 * (i as u64 + 1) * mss);
+            assert_eq!(wnd, 256 * 1024, "everything read: the whole buffer is free");
+        }
+        assert_eq!(app.stats.max_unread, 22 * mss);
+        assert_eq!(r.delivered(), n * mss, "nothing lost");
+    }
+
+    #[test]
+    fn unread_bytes_shrink_the_window_a_delayed_ack_advertises() {
+        // The reader sleeps 100 ms; the delayed-ACK timer (40 ms) fires first.
+        let (c, mut r) = reading(100_000, 0, 1 << 40);
+        let mss = c.mss() as u64;
+        let acks = feed(&mut r, c.mss(), 1_000, 23_168_000, 10);
+        let (t, ack, wnd) = acks[0];
+        assert_eq!(t, 1_000 + c.delack_timeout_ps, "the delayed ACK, 40 ms after the first segment");
+        assert_eq!(ack, 10 * mss);
+        // 256 KB needs window scale 3: the window is a multiple of 8 B.
+        assert_eq!(wnd, (256 * 1024 - 10 * mss) / 8 * 8, "the unread 10 segments are not offered");
+        assert_eq!(acks.len(), 1, "a read freeing less than half the window sends no update (tcp_cleanup_rbuf)");
+        assert_eq!(r.app.as_ref().unwrap().stats.reads, 1);
+    }
+
+    #[test]
+    fn segments_arriving_while_the_reader_copies_wait_in_the_backlog_and_are_coalesced() {
+        // Copying at 2 Gb/s holds the socket 5.8 us per segment read (127 us
+        // for the 22 segments a read finds): the segments arriving meanwhile
+        // go to the backlog.
+        let (c, mut r) = reading(500, 2_000_000_000, 2_000 * 1448);
+        let mss = c.mss() as u64;
+        let acks = feed(&mut r, c.mss(), 1_000, 23_168_000, 2_000);
+        let app = r.app.as_ref().unwrap();
+        // Closed forms: copying takes r = 5.792 / 23.168 = 1/4 of the time
+        // between arrivals, so N r = 500 of the 2000 segments arrive while
+        // the socket is held; a read goes on through the backlog until it
+        // catches up, taking 21.58 / (1 - r) = 28.8 segments per wake-up:
+        // 2000 / 28.8 = 69 reads, one ACK each.
+        let st = app.stats;
+        assert!((450..=550).contains(&st.backlog_segments), "{st:?}");
+        assert!(st.backlog_coalesced > st.backlog_segments / 2, "consecutive segments merge: {st:?}");
+        assert!((67..=71).contains(&st.reads), "{st:?}");
+        assert_eq!(acks.len() as u64, st.reads, "one ACK per read");
+        assert_eq!(r.delivered(), 2_000 * mss, "every byte read, none lost");
+        assert!(r.complete_at.is_some_and(|t| t.0 > 1_000 + 1_999 * 23_168_000));
+        assert_eq!(acks.last().unwrap().1, 2_000 * mss);
+    }
+
+    #[test]
+    fn sack_compression_sends_three_duplicates_then_one_ack_per_twentieth_of_the_rtt() {
+        let c = TcpConfig { sack_compression_segments: 44, ..sack_cfg() };
+        let m = c.mss() as u64;
+        let mut r = established(&c, 1 << 40);
+        let mut out = Vec::new();
+        // Segment 0 echoes a timestamp 1 ms old: the receiver's RTT is 1 ms.
+        let t0 = 10_000_000_000u64;
+        let mut first = data(0, c.mss(), t0);
+        first.ts_echo = SimTime(t0 - 1_000_000_000);
+        r.on_segment(SimTime(t0), &first, false, &mut out);
+        out.clear();
+        // Segments 2..=11 arrive 1 us apart behind the hole at segment 1.
+        for k in 2..=11u64 {
+            r.on_segment(SimTime(t0 + k * 1_000_000), &data(k * m, c.mss(), t0), false, &mut out);
+        }
+        assert_eq!(out.len(), 3, "three duplicate ACKs at once, the other seven withheld");
+        let due = r.next_deadline().unwrap();
+        assert_eq!(due.0, t0 + 5 * 1_000_000 + 50_000_000, "5% of the 1 ms RTT after the first withheld one");
+        r.on_timer(due, &mut out);
+        assert_eq!(out.len(), 4);
+        assert_eq!(blocks(&out)[3][0], (2 * m, 12 * m), "the compressed ACK reports everything held");
+        assert_eq!(r.acks_compressed, 7, "the seven withheld (TcpExtTCPAckCompressed)");
+        // Without compression every out-of-order segment is acknowledged.
+        let mut plain = established(&sack_cfg(), 1 << 40);
+        let mut out = Vec::new();
+        plain.on_segment(SimTime(t0), &first, false, &mut out);
+        for k in 2..=11u64 {
+            plain.on_segment(SimTime(t0 + k * 1_000_000), &data(k * m, c.mss(), t0), false, &mut out);
+        }
+        assert_eq!(out.len(), 10);
     }
 
     #[test]

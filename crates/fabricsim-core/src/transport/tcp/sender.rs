@@ -180,7 +180,7 @@ impl Sender {
             frame_overhead: cfg.header_bytes + cfg.l2_bytes,
             min_frame: cfg.min_frame_bytes,
             limits: SendLimits::new(cfg),
-            wnd_from_acks: cfg.rcv_autotune,
+            wnd_from_acks: cfg.rcv_autotune || cfg.receiver_app.is_some(),
             ts_recent: SimTime::ZERO,
             limited_transmit: cfg.limited_transmit,
             ssthresh_from: cfg.ssthresh_from,
