@@ -24,6 +24,8 @@ pub struct InlineFifo<T: Copy + Default, const N: usize> {
     /// Entries in `spill` (kept here so that the common case never reads it).
     spilled: u32,
     ring: [T; N],
+    /// Boxed: 8 B in the owner's line instead of a `VecDeque`'s 32.
+    #[allow(clippy::box_collection)]
     spill: Option<Box<VecDeque<T>>>,
 }
 
