@@ -421,8 +421,9 @@ impl Receiver {
         // The end of tcp_recvmsg_locked: right-sizing from the bytes read,
         // then tcp_cleanup_rbuf; release_sock processes the backlog.
         let ooo = self.ooo_bytes();
+        let inq = self.unread();
         if let Some(r) = &mut self.rcvbuf {
-            r.space_adjust(now, copied, ooo);
+            r.space_adjust(now, copied, inq, ooo);
         }
         self.cleanup_rbuf(now, done, out);
         self.app.as_mut().unwrap().state = ReaderState::Running;
