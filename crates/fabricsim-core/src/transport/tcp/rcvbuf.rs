@@ -155,7 +155,8 @@ impl RcvBuf {
 
     /// A data segment of `len` bytes arrived at `now` echoing `ts_echo`;
     /// `in_order` if it advanced `rcv_nxt` (now `rcv_nxt`), with `ooo` bytes
-    /// held out of order and `unread` bytes received but not read.
+    /// held out of order and `unread` bytes received but not read
+    /// (`unread_before`: before this segment was queued).
     #[allow(clippy::too_many_arguments)]
     pub fn on_data(
         &mut self,
@@ -166,6 +167,7 @@ impl RcvBuf {
         rcv_nxt: u64,
         ooo: u64,
         unread: u64,
+        unread_before: u64,
     ) {
         // tcp_rcv_rtt_measure_ts: the echo is in timestamp-clock ticks.
         let tick = ts_echo.0 / TS_TICK.0;
@@ -175,7 +177,8 @@ impl RcvBuf {
                 // tcp_rtt_tsopt_us(tp, 0): a zero-tick sample is discarded.
                 let ticks = now.0 / TS_TICK.0 - tick;
                 if ticks > 0 {
-                    self.rtt_update(SimTime(ticks * TS_TICK.0), false, unread);
+                    // Measured before the segment is queued (tcp_rcv_established).
+                    self.rtt_update(SimTime(ticks * TS_TICK.0), false, unread_before);
                 }
             }
         }
@@ -308,7 +311,7 @@ mod tests {
                 now = SimTime(round * rtt.0 + k * rtt.0 / n);
                 seq += mss;
                 let echo = SimTime((round * rtt.0).saturating_sub(rtt.0)).max(SimTime(1));
-                r.on_data(now, mss, echo, true, seq, 0, 0);
+                r.on_data(now, mss, echo, true, seq, 0, 0, 0);
             }
             let w = r.window(seq, 0, 0);
             assert!(w >= last, "the window never shrinks");
@@ -338,15 +341,15 @@ mod tests {
         let mut r = RcvBuf::new(&cfg);
         r.start(SimTime::ZERO);
         // Echo sent at 10.2 ms, back at 10.9 ms: the same tick, no sample.
-        r.on_data(SimTime::from_us(10_900), mss, SimTime::from_us(10_200), false, 0, 0, 0);
+        r.on_data(SimTime::from_us(10_900), mss, SimTime::from_us(10_200), false, 0, 0, 0, 0);
         assert_eq!(r.rtt(), SimTime::ZERO);
         // Echo sent at 11.9 ms, back at 12.1 ms: one tick, a 1 ms sample.
-        r.on_data(SimTime::from_us(12_100), mss, SimTime::from_us(11_900), false, 0, 0, 0);
+        r.on_data(SimTime::from_us(12_100), mss, SimTime::from_us(11_900), false, 0, 0, 0, 0);
         assert_eq!(r.rtt(), SimTime::from_ms(1));
         // A larger sample is smoothed in only while nothing waits unread.
-        r.on_data(SimTime::from_us(16_100), mss, SimTime::from_us(13_900), false, 0, 0, 5_000);
+        r.on_data(SimTime::from_us(16_100), mss, SimTime::from_us(13_900), false, 0, 0, 5_000, 5_000);
         assert_eq!(r.rtt(), SimTime::from_ms(1), "receive queue not empty: ignored");
-        r.on_data(SimTime::from_us(18_100), mss, SimTime::from_us(14_900), false, 0, 0, 0);
+        r.on_data(SimTime::from_us(18_100), mss, SimTime::from_us(14_900), false, 0, 0, 0, 0);
         assert_eq!(r.rtt(), SimTime(SimTime::from_ms(1).0 * 7 / 8 + SimTime::from_ms(4).0 / 8));
     }
 
@@ -369,7 +372,7 @@ mod tests {
         for _ in 0..40 {
             now = now + gap;
             seq += mss;
-            r.on_data(now, mss, SimTime::from_us(50), true, seq, 0, 0);
+            r.on_data(now, mss, SimTime::from_us(50), true, seq, 0, 0, 0);
             r.window(seq, 0, 0);
         }
         assert!(r.rtt() > SimTime::ZERO && r.rtt() < SimTime::from_ms(1), "{:?}", r.rtt());
@@ -384,7 +387,7 @@ mod tests {
         let mut r = RcvBuf::new(&cfg);
         r.app_reads = true;
         r.start(SimTime::ZERO);
-        r.on_data(SimTime::from_ms(3), mss, SimTime::from_ms(1), false, 0, 0, 0);
+        r.on_data(SimTime::from_ms(3), mss, SimTime::from_ms(1), false, 0, 0, 0, 0);
         assert_eq!(r.rtt(), SimTime::from_ms(2));
         // 70 KB read in the RTT but 60 KB of it still queued: 10 KB < space (14,480 B).
         r.space_adjust(SimTime::from_ms(3), 70_000, 60_000, 0);
