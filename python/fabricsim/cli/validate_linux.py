@@ -114,8 +114,10 @@ def command(args: argparse.Namespace) -> int:
     if args.overrides:
         raise FabricsimError("validate linux: --set applies to scenario files; use the linux-mode options")
     if args.linux_recorded is not None:
-        experiments = [
-            record for record in linux_dumbbell.recorded() if args.linux_recorded in record["name"]
+        stored = linux_dumbbell.recorded()
+        # An exact name selects that experiment alone; otherwise every name containing the text.
+        experiments = [record for record in stored if record["name"] == args.linux_recorded] or [
+            record for record in stored if args.linux_recorded in record["name"]
         ]
         if not experiments:
             names = ", ".join(record["name"] for record in linux_dumbbell.recorded())

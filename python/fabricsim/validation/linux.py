@@ -1174,6 +1174,8 @@ class TrafficRun:
     """How each iperf3 server read its socket (/proc counters over the run); empty for sized transfers."""
     writers: list[ReaderStats] = field(default_factory=list)
     """The same counters of each iperf3 client (the senders: ``write_syscalls``, ``bytes_written``)."""
+    client_starts_s: list[float] = field(default_factory=list)
+    """When each job's client process was launched, seconds after the first (iperf3 runs)."""
 
     @property
     def total_goodput_bps(self) -> float:
@@ -1674,6 +1676,7 @@ class Lab:
         run = self._collect(before, jobs, flows, app_cpu, wall, samples)
         run.readers = readers
         run.writers = writers
+        run.client_starts_s = [started for started, _ in clients]
         return run
 
     def transfers(

@@ -136,7 +136,8 @@ class DumbbellSetup:
     @property
     def name(self) -> str:
         length = f"{self.size}" if self.size else f"{self.duration_s:g}s"
-        return f"{self.cc}-{self.senders}x{self.flows_per_sender}-{self.rate}-{self.buffer}-{length}"
+        mtu = f"-mtu{self.mtu}" if self.mtu != 1500 else ""
+        return f"{self.cc}-{self.senders}x{self.flows_per_sender}-{self.rate}-{self.buffer}-{length}{mtu}"
 
     @property
     def flows(self) -> int:
@@ -295,6 +296,7 @@ def _one_run(setup: DumbbellSetup, lab: Lab, latency_s: float) -> dict[str, Any]
                 "max_cwnd_bytes": f.max_cwnd_bytes,
                 "completion_s": f.completion_s,
                 "first_retransmit_s": next((i[0] for i in f.intervals if i[3] > 0), None),
+                "client_start_s": run.client_starts_s[f.job] if f.job < len(run.client_starts_s) else None,
             }
             for f in run.flows
         ],
@@ -510,6 +512,7 @@ def reader_markdown(experiments: Sequence[dict[str, Any]], seeds: Sequence[int] 
         runs = record["runs"]
         linux_rec = statistics.fmean(r["nstat_senders"].get("TcpExtTCPSackRecovery", 0) for r in runs)
         linux_drops = summary_drops(record)
+        linux_goodput = record["summary"]["total_goodput_bps"]["mean"]
         rx = [r.get("nstat_receiver", {}) for r in runs]
         linux_spa = sum(r.get("TcpInSegs", 0) for r in rx) / max(1, sum(r.get("TcpOutSegs", 0) for r in rx))
         desc = (
@@ -529,7 +532,8 @@ def reader_markdown(experiments: Sequence[dict[str, Any]], seeds: Sequence[int] 
             lines.append(
                 f"| | | {label} | {drops:.0f} ({drops / linux_drops:.2f}) | {rec:.0f} | "
                 f"{drops / rec if rec else float('nan'):.1f} | {mean('segments_per_ack'):.1f} "
-                f"| {mean('total_goodput_bps') / 1e6:.1f} | {'-' if not tcp else f'{per_wake:.1f} KB'} |"
+                f"| {mean('total_goodput_bps') / 1e6:.1f} ({mean('total_goodput_bps') / linux_goodput:.3f}) "
+                f"| {'-' if not tcp else f'{per_wake:.1f} KB'} |"
             )
     return "\n".join(lines)
 
@@ -715,6 +719,8 @@ REFERENCE_SETUPS = tuple(
     + [DumbbellSetup(senders=1, cc=cc, buffer="2MB", duration_s=10.0) for cc in ("reno", "cubic")]
     # Slow-start exit with HyStart on a buffer larger than the window it reaches: no loss expected.
     + [DumbbellSetup(senders=1, cc="cubic", buffer="8MB", duration_s=10.0)]
+    # Jumbo frames: ~6x fewer packets per second, so the lab measures TCP rather than CPU starvation.
+    + [DumbbellSetup(senders=n, cc=cc, mtu=9000) for cc in ("reno", "cubic") for n in (2, 4)]
 )
 
 
@@ -732,18 +738,24 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
     md = sub.add_parser("markdown", help="print the tables of the recorded results (and their fabricsim twins)")
     md.add_argument("--path", type=Path, default=RESULTS)
     md.add_argument("--no-simulation", action="store_true")
+    md.add_argument("--only", action="append", default=[], help="only experiments whose name contains this")
     rd = sub.add_parser("readers", help="Linux against the twin with the ideal and the measured reader")
     rd.add_argument("--path", type=Path, default=RESULTS)
     rd.add_argument("--seeds", type=int, default=3)
+    rd.add_argument("--only", action="append", default=[], help="only experiments whose name contains this")
     args = parser.parse_args(argv)
+
+    def selected(path: Path) -> list[dict[str, Any]]:
+        return [e for e in recorded(path) if not args.only or any(part in e["name"] for part in args.only)]
+
     if args.command == "readers":
-        experiments = recorded(args.path)
+        experiments = selected(args.path)
         print(reader_markdown(experiments, seeds=tuple(range(1, args.seeds + 1))))
         print()
         print(reader_runs_markdown(experiments))
         return 0
     if args.command == "markdown":
-        print(markdown(recorded(args.path), with_simulation=not args.no_simulation))
+        print(markdown(selected(args.path), with_simulation=not args.no_simulation))
         return 0
     experiments = []
     existing = {e["name"]: e for e in recorded(args.out)} if args.out.exists() else {}

@@ -13,9 +13,21 @@
 //!   previous RTT (`copied > space`), the buffer grows to hold a window of
 //!   `2 copied + 4 copied (copied - space) / space` (room for losses and for
 //!   a sender that doubles per RTT) plus the out-of-order data, at most
-//!   `tcp_rmem[2]`; `window_clamp` follows. The receiver's RTT comes from
-//!   the timestamps data segments echo (`tcp_rcv_rtt_measure_ts`, full-sized
-//!   segments with a new echo, smoothed with gain 1/8).
+//!   `tcp_rmem[2]`; `window_clamp` follows. `copied` excludes the bytes
+//!   still queued unread (`inq`, Linux 6.16+).
+//! - **The receiver's RTT** (`rcv_rtt_est`, Linux 6.16+), from two kinds of
+//!   sample: the timestamps data segments echo (`tcp_rcv_rtt_measure_ts`:
+//!   full-sized segments with a new echo; the TCP timestamp clock ticks in
+//!   milliseconds, so a sample is a whole number of ms and a zero-ms sample
+//!   is discarded) and the time to receive one advertised window
+//!   (`tcp_rcv_rtt_measure`: from the segment that set `rcv_nxt + rcv_wnd`
+//!   as the mark to the one that passes it). `tcp_rcv_rtt_update` takes any
+//!   sample below the estimate at once (it seeks the minimum); a larger
+//!   timestamp sample is smoothed in with gain 1/8, and only while the
+//!   receive queue is empty; a larger window sample is ignored. On a sub-ms
+//!   path the estimate therefore follows the time to receive a window, not
+//!   the path's RTT: a flow that receives its window faster than one RTT
+//!   (a burst at line rate) grows its buffer.
 //! - **The window advertised** (`__tcp_select_window`): the free space
 //!   (`tcp_space`: window of the buffer minus the out-of-order data held
 //!   and minus the bytes received but not yet read), at most `rcv_ssthresh`
@@ -31,7 +43,10 @@
 //!   locked buffer of that window (`SO_RCVBUF`): the same accounting, no
 //!   growth.
 //!
-//! Simplifications: `scaling_ratio` is fixed (Linux measures `skb->len /
+//! Simplifications: the timestamp clock's millisecond ticks start at
+//! time zero (Linux adds a random per-connection offset in whole ms, so the
+//! phase is the same); microsecond timestamps (the `tcp_usec_ts` route
+//! feature) are not modelled; `scaling_ratio` is fixed (Linux measures `skb->len /
 //! skb->truesize` of received packets, which depends on the driver); no
 //! memory pressure; the window never falls below one window-scale unit
 //! (Linux advertises a zero window when the free space is below one MSS or
@@ -39,6 +54,9 @@
 
 use super::TcpConfig;
 use crate::units::SimTime;
+
+/// One tick of the TCP timestamp clock (`TCP_TS_HZ` = 1000).
+const TS_TICK: SimTime = SimTime::from_ms(1);
 
 #[derive(Clone, Debug)]
 pub struct RcvBuf {
@@ -54,9 +72,14 @@ pub struct RcvBuf {
     space: u64,
     space_seq: u64,
     space_time: SimTime,
-    /// Smoothed receiver RTT (`rcv_rtt_est`), zero until measured.
+    /// Receiver RTT estimate (`rcv_rtt_est.rtt_us`), zero until measured.
     rtt: SimTime,
-    last_tsecr: SimTime,
+    /// The last echoed timestamp, in timestamp-clock ticks (`rcv_rtt_last_tsecr`).
+    last_tsecr: u64,
+    /// The window-based measurement (`rcv_rtt_est.seq`, `.time`): the
+    /// sequence that ends it and when it began (`None`: not begun).
+    win_seq: u64,
+    win_time: Option<SimTime>,
     /// Right edge of the last window advertised.
     right_edge: u64,
     /// The window last advertised (`rcv_wnd`).
@@ -89,7 +112,9 @@ impl RcvBuf {
             space_seq: 0,
             space_time: SimTime::ZERO,
             rtt: SimTime::ZERO,
-            last_tsecr: SimTime::ZERO,
+            last_tsecr: 0,
+            win_seq: 0,
+            win_time: None,
             right_edge: 0,
             rcv_wnd: 0,
             app_reads: cfg.receiver_app.is_some(),
@@ -130,7 +155,8 @@ impl RcvBuf {
 
     /// A data segment of `len` bytes arrived at `now` echoing `ts_echo`;
     /// `in_order` if it advanced `rcv_nxt` (now `rcv_nxt`), with `ooo` bytes
-    /// held out of order and `unread` bytes received but not read.
+    /// held out of order and `unread` bytes received but not read
+    /// (`unread_before`: before this segment was queued).
     #[allow(clippy::too_many_arguments)]
     pub fn on_data(
         &mut self,
@@ -141,22 +167,32 @@ impl RcvBuf {
         rcv_nxt: u64,
         ooo: u64,
         unread: u64,
+        unread_before: u64,
     ) {
-        // tcp_rcv_rtt_measure_ts
-        if ts_echo > SimTime::ZERO && ts_echo != self.last_tsecr && ts_echo <= now {
-            self.last_tsecr = ts_echo;
+        // tcp_rcv_rtt_measure_ts: the echo is in timestamp-clock ticks.
+        let tick = ts_echo.0 / TS_TICK.0;
+        if ts_echo > SimTime::ZERO && tick != self.last_tsecr && ts_echo <= now {
+            self.last_tsecr = tick;
             if len >= self.advmss {
-                let sample = now - ts_echo;
-                self.rtt = if self.rtt == SimTime::ZERO {
-                    sample
-                } else {
-                    // rtt += (sample - rtt) / 8
-                    SimTime((self.rtt.0 as i128 + (sample.0 as i128 - self.rtt.0 as i128) / 8) as u64)
-                };
+                // tcp_rtt_tsopt_us(tp, 0): a zero-tick sample is discarded.
+                let ticks = now.0 / TS_TICK.0 - tick;
+                if ticks > 0 {
+                    // Measured before the segment is queued (tcp_rcv_established).
+                    self.rtt_update(SimTime(ticks * TS_TICK.0), false, unread_before);
+                }
             }
         }
         if !in_order {
             return;
+        }
+        // tcp_event_data_recv -> tcp_rcv_rtt_measure: the time to receive one window.
+        if self.win_time.is_none() || rcv_nxt >= self.win_seq {
+            if let Some(start) = self.win_time {
+                // At least 1 us (the clock's resolution).
+                self.rtt_update((now - start).max(SimTime::from_us(1)), true, unread);
+            }
+            self.win_seq = rcv_nxt + self.rcv_wnd;
+            self.win_time = Some(now);
         }
         // tcp_grow_window (full segments; the buffer is never short here):
         // only while rcv_ssthresh is below the free space (tcp_space).
@@ -168,17 +204,30 @@ impl RcvBuf {
         }
         if !self.app_reads {
             // The ideal reader has read up to rcv_nxt.
-            self.space_adjust(now, rcv_nxt, ooo);
+            self.space_adjust(now, rcv_nxt, 0, ooo);
+        }
+    }
+
+    /// `tcp_rcv_rtt_update`: a sample below the estimate replaces it; a
+    /// larger one is ignored if window-based (`win_dep`) or while `unread`
+    /// bytes wait in the receive queue, else smoothed in with gain 1/8.
+    fn rtt_update(&mut self, sample: SimTime, win_dep: bool, unread: u64) {
+        if self.rtt == SimTime::ZERO || sample < self.rtt {
+            self.rtt = sample;
+        } else if !win_dep && unread == 0 {
+            self.rtt = SimTime(self.rtt.0 - self.rtt.0 / 8 + sample.0 / 8);
         }
     }
 
     /// `tcp_rcv_space_adjust` at `now`, the application having read up to
-    /// `copied_seq`, with `ooo` bytes held out of order.
-    pub fn space_adjust(&mut self, now: SimTime, copied_seq: u64, ooo: u64) {
+    /// `copied_seq`, with `inq` bytes received in order but not read and
+    /// `ooo` bytes held out of order.
+    pub fn space_adjust(&mut self, now: SimTime, copied_seq: u64, inq: u64, ooo: u64) {
         if self.rtt == SimTime::ZERO || now - self.space_time < self.rtt {
             return;
         }
-        let copied = copied_seq - self.space_seq;
+        // Bytes read in the last RTT, less those still queued (Linux 6.16+).
+        let copied = (copied_seq - self.space_seq).saturating_sub(inq);
         if copied > self.space {
             let old = self.space.max(1);
             let mut rcvwin = 2 * copied;
@@ -262,7 +311,7 @@ mod tests {
                 now = SimTime(round * rtt.0 + k * rtt.0 / n);
                 seq += mss;
                 let echo = SimTime((round * rtt.0).saturating_sub(rtt.0)).max(SimTime(1));
-                r.on_data(now, mss, echo, true, seq, 0, 0);
+                r.on_data(now, mss, echo, true, seq, 0, 0, 0);
             }
             let w = r.window(seq, 0, 0);
             assert!(w >= last, "the window never shrinks");
@@ -283,5 +332,67 @@ mod tests {
         assert_eq!(w1, w0, "the right edge does not move left");
         let w2 = r.window(1448, 30_000, 0);
         assert!(w2 + 1448 >= w0 && w2 < w0);
+    }
+
+    #[test]
+    fn timestamp_samples_are_whole_milliseconds_and_zero_ones_are_discarded() {
+        let cfg = TcpConfig::default();
+        let mss = cfg.mss() as u64;
+        let mut r = RcvBuf::new(&cfg);
+        r.start(SimTime::ZERO);
+        // Echo sent at 10.2 ms, back at 10.9 ms: the same tick, no sample.
+        r.on_data(SimTime::from_us(10_900), mss, SimTime::from_us(10_200), false, 0, 0, 0, 0);
+        assert_eq!(r.rtt(), SimTime::ZERO);
+        // Echo sent at 11.9 ms, back at 12.1 ms: one tick, a 1 ms sample.
+        r.on_data(SimTime::from_us(12_100), mss, SimTime::from_us(11_900), false, 0, 0, 0, 0);
+        assert_eq!(r.rtt(), SimTime::from_ms(1));
+        // A larger sample is smoothed in only while nothing waits unread.
+        r.on_data(SimTime::from_us(16_100), mss, SimTime::from_us(13_900), false, 0, 0, 5_000, 5_000);
+        assert_eq!(r.rtt(), SimTime::from_ms(1), "receive queue not empty: ignored");
+        r.on_data(SimTime::from_us(18_100), mss, SimTime::from_us(14_900), false, 0, 0, 0, 0);
+        assert_eq!(r.rtt(), SimTime(SimTime::from_ms(1).0 * 7 / 8 + SimTime::from_ms(4).0 / 8));
+    }
+
+    #[test]
+    fn the_time_to_receive_a_window_lowers_the_estimate_and_grows_the_buffer() {
+        // A sub-ms path: no timestamp sample ever spans a tick, so only the
+        // window-based samples count. A window received in a burst at 1 Gb/s
+        // (0.5 ms for 62.6 KB of 8948 B segments) sets the estimate, and the
+        // next burst read within it exceeds the initial space: the buffer grows.
+        let mut cfg = TcpConfig::default();
+        cfg.mtu_bytes = 9000;
+        let mss = cfg.mss() as u64;
+        let mut r = RcvBuf::new(&cfg);
+        r.start(SimTime::ZERO);
+        let w0 = r.window(0, 0, 0);
+        assert_eq!(w0, 65_536 / mss * mss / 128 * 128);
+        let gap = SimTime::from_ns(mss * 8); // one segment at 1 Gb/s
+        let mut now = SimTime::from_us(100);
+        let mut seq = 0;
+        for _ in 0..40 {
+            now = now + gap;
+            seq += mss;
+            r.on_data(now, mss, SimTime::from_us(50), true, seq, 0, 0, 0);
+            r.window(seq, 0, 0);
+        }
+        assert!(r.rtt() > SimTime::ZERO && r.rtt() < SimTime::from_ms(1), "{:?}", r.rtt());
+        assert!(r.grows >= 1, "the buffer grew");
+        assert!(r.clamp() > 65_536);
+    }
+
+    #[test]
+    fn bytes_still_queued_do_not_count_as_read() {
+        let cfg = TcpConfig::default();
+        let mss = cfg.mss() as u64;
+        let mut r = RcvBuf::new(&cfg);
+        r.app_reads = true;
+        r.start(SimTime::ZERO);
+        r.on_data(SimTime::from_ms(3), mss, SimTime::from_ms(1), false, 0, 0, 0, 0);
+        assert_eq!(r.rtt(), SimTime::from_ms(2));
+        // 70 KB read in the RTT but 60 KB of it still queued: 10 KB < space (14,480 B).
+        r.space_adjust(SimTime::from_ms(3), 70_000, 60_000, 0);
+        assert_eq!(r.grows, 0);
+        r.space_adjust(SimTime::from_ms(6), 200_000, 0, 0);
+        assert_eq!(r.grows, 1);
     }
 }

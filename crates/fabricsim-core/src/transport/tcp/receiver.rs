@@ -252,8 +252,9 @@ impl Receiver {
             let end = seg.seq + seg.len as u64;
             let rcv_nxt_after = if advances { self.rcv_nxt_after(end) } else { before };
             let unread = self.app.as_ref().map_or(0, |a| rcv_nxt_after.min(self.total) - a.copied);
+            let unread_before = self.unread();
             if let Some(r) = &mut self.rcvbuf {
-                r.on_data(now, seg.len as u64, seg.ts_echo, advances, rcv_nxt_after, ooo, unread);
+                r.on_data(now, seg.len as u64, seg.ts_echo, advances, rcv_nxt_after, ooo, unread, unread_before);
             }
         }
         if ce {
@@ -421,8 +422,9 @@ impl Receiver {
         // The end of tcp_recvmsg_locked: right-sizing from the bytes read,
         // then tcp_cleanup_rbuf; release_sock processes the backlog.
         let ooo = self.ooo_bytes();
+        let inq = self.unread();
         if let Some(r) = &mut self.rcvbuf {
-            r.space_adjust(now, copied, ooo);
+            r.space_adjust(now, copied, inq, ooo);
         }
         self.cleanup_rbuf(now, done, out);
         self.app.as_mut().unwrap().state = ReaderState::Running;
