@@ -155,6 +155,19 @@ pub const ECN_ECT: u8 = 2;
 /// Congestion experienced.
 pub const ECN_CE: u8 = 3;
 
+/// Before a push into a full vector, makes room for an eighth more (at least
+/// 1,024 entries) instead of letting it double: the pool's slots and free
+/// list are most of the memory that grows with the packets in flight, and a
+/// doubled vector holds up to twice the peak. Growth stays geometric, so a
+/// push is still amortized O(1); the reallocations of large vectors are
+/// page remaps.
+#[inline]
+fn grow_by_an_eighth<T>(v: &mut Vec<T>) {
+    if v.len() == v.capacity() {
+        v.reserve_exact((v.len() / 8).max(1024));
+    }
+}
+
 /// Slab of packets with a free list.
 #[derive(Debug, Default)]
 pub struct PacketPool {
@@ -175,6 +188,7 @@ impl PacketPool {
             self.slots[i as usize] = p;
             PacketId(i)
         } else {
+            grow_by_an_eighth(&mut self.slots);
             self.slots.push(p);
             PacketId((self.slots.len() - 1) as u32)
         }
@@ -183,6 +197,7 @@ impl PacketPool {
     #[inline]
     pub fn free(&mut self, id: PacketId) {
         self.live -= 1;
+        grow_by_an_eighth(&mut self.free);
         self.free.push(id.0);
     }
 
