@@ -133,13 +133,18 @@ def test_the_twin_window_does_not_change_the_cpu_bound_rate() -> None:
         assert a["model_pps"] == pytest.approx(b["model_pps"], rel=0.03)
 
 
+@pytest.mark.slow
 @pytest.mark.linux
 @pytest.mark.skipif(
     unavailable_reason(("ip", "iperf3", "nft", "ethtool")) is not None,
     reason=str(unavailable_reason(("ip", "iperf3", "nft", "ethtool"))),
 )
 def test_model_predicts_a_fresh_measurement() -> None:
-    """Re-measure vxlan+ct at 1500 B with one instance and compare with the model (15 %)."""
+    """Re-measure vxlan+ct at 1500 B with one instance and compare with the model (15 %).
+
+    The measurement is CPU throughput, so it moves with whatever else the
+    machine runs (1.19 with a benchmark beside it): a long validation, run
+    with ``-m slow`` on a quiet machine."""
     from dataclasses import asdict
 
     from fabricsim.validation import linux_datapath
