@@ -107,6 +107,8 @@ TCP_DEFAULTS = {
     "ssthresh_from": "cwnd",
     "cwnd_validation": True,
     "loss_timer_slack_ps": 2_000_000_000,
+    "sack_compression_segments": 44,
+    "sack_compression_delay_ps": 1_000_000_000,
 }
 
 

@@ -121,6 +121,7 @@ TCP_PROFILES: dict[str, dict[str, Any]] = {
         "tsq": True,
         "wmem": [4096, 16_384, 4_194_304],
         "rcv_autotune": True,
+        "sack_compression": 44,
     },
     "rfc": {
         "cc": "newreno",
@@ -141,6 +142,7 @@ TCP_PROFILES: dict[str, dict[str, Any]] = {
         "tsq": False,
         "wmem": None,
         "rcv_autotune": False,
+        "sack_compression": 0,
     },
 }
 _NEEDS_SACK = ("dsack", "rack", "tlp", "prr")
@@ -263,7 +265,7 @@ class Tcp(Model):
     cwnd_validation: Optional[bool] = None
     loss_timer_slack: Optional[Time] = None
     receiver_app: Optional[ReceiverApp] = None
-    sack_compression: int = Field(default=0, ge=0, le=U32_MAX)
+    sack_compression: Optional[int] = Field(default=None, ge=0, le=U32_MAX)
     sack_compression_delay: Time = 1_000_000_000
 
     @model_validator(mode="after")
@@ -322,9 +324,10 @@ class Tcp(Model):
         out = self._resolved()
         if self.receiver_app is not None:
             out["receiver_app"] = self.receiver_app.to_resolved()
-        if self.sack_compression:
-            out["sack_compression_segments"] = self.sack_compression
-            out["sack_compression_delay_ps"] = self.sack_compression_delay
+        # Always written: the core's default follows its own profile table, and
+        # an explicit 0 must reach it as 0.
+        out["sack_compression_segments"] = self.sack_compression
+        out["sack_compression_delay_ps"] = self.sack_compression_delay
         return out
 
     def _resolved(self) -> dict[str, Any]:

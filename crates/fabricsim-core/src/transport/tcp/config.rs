@@ -272,7 +272,7 @@ impl TcpConfig {
             cwnd_validation: linux,
             loss_timer_slack_ps: if linux { 2 * MS } else { 0 },
             receiver_app: None,
-            sack_compression_segments: 0,
+            sack_compression_segments: if linux { 44 } else { 0 },
             sack_compression_delay_ps: MS,
         }
     }

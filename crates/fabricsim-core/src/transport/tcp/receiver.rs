@@ -771,8 +771,11 @@ mod tests {
         assert_eq!(r.delivered(), 3000);
     }
 
+    /// Linux defaults without the start's quick ACKs, and without SACK
+    /// compression (every out-of-order segment acknowledged; the tests of
+    /// compression turn it on).
     fn sack_cfg() -> TcpConfig {
-        TcpConfig { quickack_segments: 0, ..TcpConfig::default() }
+        TcpConfig { quickack_segments: 0, sack_compression_segments: 0, ..TcpConfig::default() }
     }
 
     fn blocks(out: &Outbox) -> Vec<Vec<(u64, u64)>> {
