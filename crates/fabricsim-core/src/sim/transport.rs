@@ -505,19 +505,27 @@ impl Simulation {
         }
         f.timer_at = None;
         f.conn.on_timer(now, &mut self.outbox);
-        if f.conn.receiver.app.is_some() {
-            // A receiving application's reads deliver data on its timers.
-            let delivered = f.conn.receiver.delivered();
-            if delivered > f.reported {
-                self.throughput.add(f.flow.0, now.0, delivered - f.reported);
-                f.reported = delivered;
-                let flow = f.flow;
-                self.tcp_flush(t);
-                self.app_tcp_delivered(flow, delivered, 0);
-                return;
-            }
-        }
+        let (flow, reads) = (f.flow, f.conn.receiver.app.is_some());
+        // A receiving application's reads deliver data on its timers.
+        let (delivered, more) = if reads { self.tcp_note_delivered(t) } else { (0, false) };
         self.tcp_flush(t);
+        if more {
+            self.app_tcp_delivered(flow, delivered, 0);
+        }
+    }
+
+    /// Bytes connection `t`'s receiver has delivered to its application,
+    /// and whether that grew since last noted (then the growth is counted in
+    /// the throughput bins).
+    fn tcp_note_delivered(&mut self, t: u32) -> (u64, bool) {
+        let f = &mut self.tcp[t as usize];
+        let delivered = f.conn.receiver.delivered();
+        if delivered <= f.reported {
+            return (delivered, false);
+        }
+        self.throughput.add(f.flow.0, self.now.0, delivered - f.reported);
+        f.reported = delivered;
+        (delivered, true)
     }
 
     /// A TCP packet reached host `node` (its destination).
@@ -540,11 +548,7 @@ impl Simulation {
         let flow = f.flow;
         if node == f.dst {
             f.conn.receiver.on_segment(now, &seg, pkt.ecn == ECN_CE, &mut self.outbox);
-            let delivered = f.conn.receiver.delivered();
-            if delivered > f.reported {
-                self.throughput.add(f.flow.0, now.0, delivered - f.reported);
-                f.reported = delivered;
-            }
+            let (delivered, _) = self.tcp_note_delivered(t);
             // What the receiver sends goes before anything the application writes.
             self.tcp_flush(t);
             self.app_tcp_delivered(flow, delivered, data_frames);

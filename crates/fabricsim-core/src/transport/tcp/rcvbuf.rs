@@ -197,7 +197,7 @@ impl RcvBuf {
         // tcp_grow_window (full segments; the buffer is never short here):
         // only while rcv_ssthresh is below the free space (tcp_space).
         if len >= self.advmss && self.rcv_ssthresh < self.window_clamp {
-            let free = self.win_from_space(self.rcvbuf).saturating_sub(ooo + unread);
+            let free = self.free_space(ooo, unread);
             if self.rcv_ssthresh < free {
                 self.rcv_ssthresh = (self.rcv_ssthresh + 2 * self.advmss).min(self.window_clamp);
             }
@@ -245,11 +245,17 @@ impl RcvBuf {
         self.space_time = now;
     }
 
+    /// `tcp_space`: the window of the buffer less what out-of-order data
+    /// (`ooo`) and bytes not yet read (`unread`) hold.
+    fn free_space(&self, ooo: u64, unread: u64) -> u64 {
+        self.win_from_space(self.rcvbuf).saturating_sub(ooo + unread)
+    }
+
     /// The window the free space allows now (`__tcp_select_window`), with
     /// `ooo` bytes held out of order and `unread` bytes not yet read: a
     /// multiple of `2^wscale`, without the never-shrink rule.
     pub fn select(&self, ooo: u64, unread: u64) -> u64 {
-        let free = self.win_from_space(self.rcvbuf).saturating_sub(ooo + unread);
+        let free = self.free_space(ooo, unread);
         let w = free.min(self.rcv_ssthresh).min(self.window_clamp);
         let unit = 1u64 << self.wscale;
         w / unit * unit

@@ -28,7 +28,7 @@
 use super::Segment;
 use crate::error::ConfigError;
 use crate::rng::RandomStream;
-use crate::units::{SimTime, PS_PER_SEC};
+use crate::units::{Rate, SimTime};
 use serde::{Deserialize, Serialize};
 
 /// How long the process takes to run after data woke it.
@@ -171,7 +171,7 @@ impl Reader {
         if self.cfg.copy_bps == 0 {
             return SimTime::ZERO;
         }
-        SimTime(((bytes as u128 * 8 * PS_PER_SEC as u128).div_ceil(self.cfg.copy_bps as u128)) as u64)
+        Rate::from_bps(self.cfg.copy_bps).serialization_time(bytes)
     }
 
     /// Starts copying `chunk` bytes at `now`, `done` bytes into the call.

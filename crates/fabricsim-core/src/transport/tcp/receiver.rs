@@ -207,7 +207,13 @@ impl Receiver {
 
     /// Bytes received in order but not read by the application.
     fn unread(&self) -> u64 {
-        self.app.as_ref().map_or(0, |a| self.rcv_nxt.min(self.total) - a.copied)
+        self.unread_at(self.rcv_nxt)
+    }
+
+    /// Bytes in order up to `rcv_nxt` that the application has not read
+    /// (none for the ideal reader).
+    fn unread_at(&self, rcv_nxt: u64) -> u64 {
+        self.app.as_ref().map_or(0, |a| rcv_nxt.min(self.total) - a.copied)
     }
 
     /// A segment from the sender arrived; `ce` tells whether it was CE-marked.
@@ -251,7 +257,7 @@ impl Receiver {
             let ooo = if advances { 0 } else { self.ooo_bytes() };
             let end = seg.seq + seg.len as u64;
             let rcv_nxt_after = if advances { self.rcv_nxt_after(end) } else { before };
-            let unread = self.app.as_ref().map_or(0, |a| rcv_nxt_after.min(self.total) - a.copied);
+            let unread = self.unread_at(rcv_nxt_after);
             let unread_before = self.unread();
             if let Some(r) = &mut self.rcvbuf {
                 r.on_data(now, seg.len as u64, seg.ts_echo, advances, rcv_nxt_after, ooo, unread, unread_before);
@@ -489,11 +495,10 @@ impl Receiver {
             self.on_data(now, &seg, ce, out);
         }
         backlog.clear();
+        let unread = self.unread();
         let app = self.app.as_mut().unwrap();
         app.stats.backlog_coalesced += coalesced;
         app.backlog = backlog;
-        let unread = self.unread();
-        let app = self.app.as_mut().unwrap();
         app.stats.max_unread = app.stats.max_unread.max(unread);
     }
 
