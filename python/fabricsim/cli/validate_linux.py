@@ -88,7 +88,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--measured-reader",
         dest="linux_measured_reader",
         action="store_true",
-        help="twin: the receiving application measured in the lab (tcp.receiver_app from the iperf3 servers' /proc counters)",
+        help=(
+            "twin: the receiving application measured in the lab (tcp.receiver_app from the iperf3 "
+            "servers' /proc counters, with their wake-up delays and preemptions from the scheduler "
+            "trace where it ran)"
+        ),
     )
 
 

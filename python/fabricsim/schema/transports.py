@@ -185,20 +185,41 @@ class Wakeup(Model):
         return {"kind": "empirical", "samples_ps": list(self.samples)}
 
 
+class Preemption(Model):
+    """The reading process loses its CPU between two ``read()`` calls: after a
+    call that leaves data readable, with ``probability`` the next call waits
+    for a CPU for a delay drawn from ``wait`` (same kinds as ``wakeup``; a
+    random stream of its own per connection)."""
+
+    probability: float = Field(ge=0.0, le=1.0)
+    wait: Wakeup
+
+    def to_resolved(self) -> dict[str, Any]:
+        return {"probability": self.probability, "wait": self.wait.to_resolved()}
+
+
 class ReceiverApp(Model):
     """The application reading the receiving socket (docs/models/tcp-host.md,
     "Receiving application"): ``read()`` calls of ``read_size`` bytes (iperf3's
     default for TCP, 128 KiB), a ``wakeup`` delay when data arrives while it
-    sleeps, and ``copy_rate`` (payload copied per second while it holds the
-    socket; segments arriving meanwhile wait in the socket backlog). Absent:
-    the ideal reader, which reads every byte the moment it arrives."""
+    sleeps, ``copy_rate`` (payload copied per second while it holds the
+    socket; segments arriving meanwhile wait in the socket backlog) and an
+    optional ``preemption`` between calls. Absent: the ideal reader, which
+    reads every byte the moment it arrives."""
 
     read_size: Size = 131_072
     wakeup: Wakeup = Field(default_factory=Wakeup)
     copy_rate: Rate = 40_000_000_000
+    preemption: Optional[Preemption] = None
+    loop_time: Time = 0
 
     def to_resolved(self) -> dict[str, Any]:
-        return {"read_bytes": self.read_size, "wakeup": self.wakeup.to_resolved(), "copy_bps": self.copy_rate}
+        out: dict[str, Any] = {"read_bytes": self.read_size, "wakeup": self.wakeup.to_resolved(), "copy_bps": self.copy_rate}
+        if self.preemption is not None:
+            out["preemption"] = self.preemption.to_resolved()
+        if self.loop_time:
+            out["loop_ps"] = self.loop_time
+        return out
 
 
 class Tcp(Model):

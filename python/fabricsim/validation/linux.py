@@ -61,6 +61,7 @@ from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 
 from fabricsim.errors import FabricsimError, unknown_key, unknown_value
 from fabricsim.units import parse_rate, parse_size
+from fabricsim.validation import sched_trace
 
 __all__ = [
     "CpuSnapshot",
@@ -808,6 +809,11 @@ class ReaderStats:
     """``syscw``: write-type system calls (a sender's writes)."""
     bytes_written: int = 0
     """``wchar``: bytes those calls took."""
+    sched: Optional[dict[str, Any]] = None
+    """The scheduler trace's distributions of this process's waits
+    (:func:`fabricsim.validation.sched_trace.summaries`: wake-up delays and
+    preemption waits, counts, means and quantile points in ns); None where
+    tracefs was not available."""
 
     @property
     def reads_per_s(self) -> float:
@@ -1593,8 +1599,13 @@ class Lab:
         timeout_s: Optional[float] = None,
         sample_interval_s: Optional[float] = None,
         nstat_nodes: Optional[Sequence[str]] = None,
+        trace_scheduler: bool = True,
     ) -> TrafficRun:
         """Run iperf3 jobs at the same time and collect goodput, retransmits, queue and CPU counters.
+
+        ``trace_scheduler`` (where tracefs is available) records the
+        distribution of every iperf3 process's scheduling waits
+        (:mod:`fabricsim.validation.sched_trace`) into its reader or writer stats.
 
         ``sample_interval_s`` polls the backlog of every configured queue
         during the run (each poll runs ``tc``, which costs CPU: keep it
@@ -1622,7 +1633,9 @@ class Lab:
         watch_servers = _ProcessWatch([s.pid for s in servers])
         watch_clients = _ProcessWatch()
         watching = contextlib.closing(watch_servers), contextlib.closing(watch_clients)
-        with self._sampling(sample_interval_s, t0) as samples, watching[0], watching[1]:
+        tracer = sched_trace.SchedTrace("iperf3") if trace_scheduler and sched_trace.available() is None else None
+        tracing = tracer if tracer is not None else contextlib.nullcontext()
+        with self._sampling(sample_interval_s, t0) as samples, watching[0], watching[1], tracing:
             for index, job in enumerate(jobs):
                 if job.start_delay_s:
                     time.sleep(max(0.0, t0 + job.start_delay_s - time.monotonic()))
@@ -1638,6 +1651,9 @@ class Lab:
                     raise LabError(f"iperf3 client failed ({process.returncode}): {err.strip()}")
                 outputs.append((started, out))
         readers, writers = watch_servers.close(), watch_clients.close()
+        waits = sched_trace.summaries(tracer, [r.pid for r in readers] + [w.pid for w in writers])
+        for stats in (*readers, *writers):
+            stats.sched = waits.get(stats.pid)
         wall = time.monotonic() - t0
         for server in servers:
             with contextlib.suppress(subprocess.TimeoutExpired):

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import statistics
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -63,6 +64,8 @@ __all__ = [
 
 #: Recorded Linux measurements (``python -m fabricsim.validation.linux_dumbbell record``).
 RESULTS = Path(__file__).resolve().parent / "data" / "dumbbell.json"
+#: The 20 s 2x1 and 4x1 setups (MTU 1500 and 9000) recorded again with the scheduler trace.
+TRACED_RESULTS = RESULTS.with_name("dumbbell-traced.json")
 #: The kernel's built-in TCP buffer defaults, set in every namespace of the experiment.
 TCP_SYSCTLS = {"net.ipv4.tcp_rmem": "4096 131072 6291456", "net.ipv4.tcp_wmem": "4096 16384 4194304"}
 #: nstat counters kept in the records (sender side).
@@ -476,24 +479,87 @@ def reader_measurements(record: dict[str, Any], runs: Optional[Sequence[dict[str
     }
 
 
+def traced_wakeups_ns(record: dict[str, Any], runs: Optional[Sequence[dict[str, Any]]] = None) -> Optional[list[int]]:
+    """The iperf3 servers' wake-up delays as the scheduler trace recorded them:
+    every server's quantile points, pooled (each server weighs the same); None
+    unless every server of the runs was traced."""
+    readers = [r for run in (record["runs"] if runs is None else runs) for r in run.get("readers", [])]
+    if not readers or any(not (r.get("sched") or {}).get("wakeup_quantiles_ns") for r in readers):
+        return None
+    return [q for r in readers for q in r["sched"]["wakeup_quantiles_ns"]]
+
+
+def traced_preemption(record: dict[str, Any], runs: Optional[Sequence[dict[str, Any]]] = None) -> Optional[dict[str, Any]]:
+    """``tcp.receiver_app.preemption`` from the scheduler trace: the chance of a
+    wait per ``read()`` call that returned data (preemptions / data reads, over
+    all servers: an upper bound, as some preemptions find nothing left to
+    read) and the waits drawn from the servers' pooled quantile points; None
+    unless every server was traced and read something."""
+    readers = [r for run in (record["runs"] if runs is None else runs) for r in run.get("readers", [])]
+    scheds = [r.get("sched") or {} for r in readers]
+    if not scheds or any(not s.get("data_reads") for s in scheds):
+        return None
+    waits = [q for s in scheds for q in s.get("preemption_quantiles_ns", [])]
+    preemptions = sum(s.get("preemptions", 0) for s in scheds)
+    if not waits or not preemptions:
+        return None
+    return {
+        "probability": min(1.0, preemptions / sum(s["data_reads"] for s in scheds)),
+        "wait": {"kind": "empirical", "samples": [f"{max(0, q)}ns" for q in waits]},
+    }
+
+
+def traced_loop_time_ns(record: dict[str, Any], runs: Optional[Sequence[dict[str, Any]]] = None) -> Optional[int]:
+    """``tcp.receiver_app.loop_time`` from the scheduler trace: the mean time
+    from a server's last read that returned data to its going to sleep (over
+    all servers' sleeps). It is measured where no data arrived meanwhile (data
+    arriving then keeps the server reading), so it is a lower bound; None
+    unless every server was traced with it."""
+    readers = [r for run in (record["runs"] if runs is None else runs) for r in run.get("readers", [])]
+    scheds = [r.get("sched") or {} for r in readers]
+    if not scheds or any(not s.get("loop_tails") for s in scheds):
+        return None
+    total = sum(s["loop_tails"] for s in scheds)
+    return round(sum(s["loop_tails"] * s["loop_tail_mean_ns"] for s in scheds) / total)
+
+
 def measured_receiver_app(
-    record: dict[str, Any], runs: Optional[Sequence[dict[str, Any]]] = None
+    record: dict[str, Any],
+    runs: Optional[Sequence[dict[str, Any]]] = None,
+    traced: bool = False,
+    loop: bool = False,
 ) -> Optional[dict[str, Any]]:
     """``tcp.receiver_app`` from the recorded reader measurements, taken as
     measured (not fitted): the wake-up delay exponential with the mean
     scheduling delay per time the server was scheduled (schedstat
-    ``run_delay / pcount``), the copy rate from the server's CPU time per
+    ``run_delay / pcount``), or, with ``traced`` where the runs were traced,
+    drawn from the servers' traced wake-up delays (:func:`traced_wakeups_ns`,
+    ``empirical``) with the preemptions between reads
+    (:func:`traced_preemption`) and, with ``loop`` too, the rest of the read
+    loop (:func:`traced_loop_time_ns`); the copy rate from the server's CPU time per
     byte read (an upper bound on the copy time: it includes the rest of the
     server's loop and the protocol work done in its context), and iperf3's
     read size (``-l``, 128 KiB)."""
     m = reader_measurements(record, runs)
     if m is None:
         return None
-    return {
+    samples = traced_wakeups_ns(record, runs) if traced else None
+    if samples:
+        wakeup: dict[str, Any] = {"kind": "empirical", "samples": [f"{max(0, q)}ns" for q in samples]}
+    else:
+        wakeup = {"kind": "exponential", "delay": f"{max(1, round(m['delay_per_wakeup_s'] * 1e9))}ns"}
+    app = {
         "read_size": f"{IPERF3_READ_BYTES}B",
-        "wakeup": {"kind": "exponential", "delay": f"{max(1, round(m['delay_per_wakeup_s'] * 1e9))}ns"},
+        "wakeup": wakeup,
         "copy_rate": f"{max(1, round(8 / m['cpu_per_byte_s']))}bps",
     }
+    preemption = traced_preemption(record, runs) if samples else None
+    if preemption is not None:
+        app["preemption"] = preemption
+    loop_ns = traced_loop_time_ns(record, runs) if samples and loop else None
+    if loop_ns:
+        app["loop_time"] = f"{loop_ns}ns"
+    return app
 
 
 def reader_markdown(experiments: Sequence[dict[str, Any]], seeds: Sequence[int] = (1, 2, 3)) -> str:
@@ -519,12 +585,35 @@ def reader_markdown(experiments: Sequence[dict[str, Any]], seeds: Sequence[int] 
             f"{m['reads_per_s']:.0f} reads/s, {m['bytes_per_read'] / 1e3:.1f} KB/read, "
             f"wake-up {m['delay_per_wakeup_s'] * 1e6:.0f} us, {8 / m['cpu_per_byte_s'] / 1e9:.2f} Gb/s"
         )
+        traced_ns = traced_wakeups_ns(record)
+        if traced_ns:
+            q = sorted(traced_ns)
+            at = lambda f: q[min(len(q) - 1, int(f * len(q)))] / 1e3  # noqa: E731
+            desc += (
+                f"; traced wake-up mean {statistics.fmean(q) / 1e3:.0f} us, "
+                f"p50 {at(0.5):.0f}, p90 {at(0.9):.0f}, p99 {at(0.99):.0f} us"
+            )
+            preemption = traced_preemption(record)
+            if preemption:
+                desc += f", preempted after {100 * preemption['probability']:.1f} % of reads"
+            loop_ns = traced_loop_time_ns(record)
+            if loop_ns:
+                desc += f", loop tail {loop_ns / 1e3:.1f} us"
         lines.append(
             f"| {record['name']} | {desc} | Linux | {linux_drops:.0f} | {linux_rec:.0f} "
             f"| {linux_drops / linux_rec if linux_rec else float('nan'):.1f} | {linux_spa:.1f} "
             f"| {record['summary']['total_goodput_bps']['mean'] / 1e6:.1f} | {m['bytes_per_wakeup'] / 1e3:.1f} KB |"
         )
-        for label, tcp in (("twin, ideal reader", None), ("twin, measured reader", {"receiver_app": app})):
+        variants: list[tuple[str, Optional[dict[str, Any]]]] = [
+            ("twin, ideal reader", None),
+            ("twin, measured reader", {"receiver_app": app}),
+        ]
+        if traced_wakeups_ns(record):
+            traced = measured_receiver_app(record, traced=True)
+            looped = measured_receiver_app(record, traced=True, loop=True)
+            variants.append(("twin, traced wake-ups and preemptions", {"receiver_app": traced}))
+            variants.append(("twin, traced, with the loop's tail", {"receiver_app": looped}))
+        for label, tcp in variants:
             sims = [simulate(setup, latency, seed=seed, tcp=tcp) for seed in seeds]
             mean = lambda key: statistics.fmean(x[key] for x in sims)  # noqa: E731
             drops, rec = mean("drops"), mean("recoveries")
@@ -539,10 +628,11 @@ def reader_markdown(experiments: Sequence[dict[str, Any]], seeds: Sequence[int] 
 
 
 def reader_runs_markdown(experiments: Sequence[dict[str, Any]], seed: int = 1) -> str:
-    """Run by run: each kept Linux run against the twin with that run's own measured reader."""
+    """Run by run: each kept Linux run against the twin with that run's own measured reader
+    (and, where the run was traced, with its traced wake-ups and preemptions)."""
     lines = [
-        "| run | wake-up (us) | copy (Gb/s) | Linux drops | twin drops | ratio | Linux drops / recovery | twin | Linux segments / ACK | twin |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| run | wake-up (us) | copy (Gb/s) | Linux drops | twin drops | ratio | Linux drops / recovery | twin | Linux segments / ACK | twin | twin drops, traced wake-ups (ratio) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for record in experiments:
         setup = DumbbellSetup(**record["setup"])
@@ -554,6 +644,10 @@ def reader_runs_markdown(experiments: Sequence[dict[str, Any]], seed: int = 1) -
                 continue
             sim = simulate(setup, latency, seed=seed, tcp={"receiver_app": app})
             drops = run["bottleneck"]["drops"]
+            traced = "-"
+            if traced_wakeups_ns(record, [run]):
+                other = simulate(setup, latency, seed=seed, tcp={"receiver_app": measured_receiver_app(record, [run], traced=True)})
+                traced = f"{other['drops']} ({other['drops'] / drops:.2f})"
             rec = run["nstat_senders"].get("TcpExtTCPSackRecovery", 0)
             rx = run.get("nstat_receiver", {})
             spa = rx.get("TcpInSegs", 0) / max(1, rx.get("TcpOutSegs", 0))
@@ -562,7 +656,7 @@ def reader_runs_markdown(experiments: Sequence[dict[str, Any]], seed: int = 1) -
                 f"| {8 / m['cpu_per_byte_s'] / 1e9:.2f} | {drops} | {sim['drops']} | {sim['drops'] / drops:.2f} "
                 f"| {drops / rec if rec else float('nan'):.1f} "
                 f"| {sim['drops'] / sim['recoveries'] if sim['recoveries'] else float('nan'):.1f} "
-                f"| {spa:.1f} | {sim['segments_per_ack']:.1f} |"
+                f"| {spa:.1f} | {sim['segments_per_ack']:.1f} | {traced} |"
             )
     return "\n".join(lines)
 
@@ -782,7 +876,10 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
 
 def _write(path: Path, experiments: list[dict[str, Any]]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"experiments": experiments}, indent=1) + "\n")
+    text = json.dumps({"experiments": experiments}, indent=1)
+    # Lists of plain numbers (samples, quantile points) on one line each.
+    text = re.sub(r"\[\s*(-?[\d.e+-]+(?:,\s*-?[\d.e+-]+)*)\s*\]", lambda m: "[" + re.sub(r"\s+", " ", m.group(1)) + "]", text)
+    path.write_text(text + "\n")
 
 
 if __name__ == "__main__":

@@ -299,8 +299,11 @@ impl Simulation {
         let wscale = c.rcv_wscale();
         let mut conn = conn;
         if let Some(app) = &mut conn.receiver.app {
-            // The receiving application's wake-up delays: a stream of its own per flow.
-            app.seed(RandomStream::new(self.seed, "tcp-reader", flow.0 as u64));
+            // The receiving application's wake-up delays and preemptions: streams of their own per flow.
+            app.seed(
+                RandomStream::new(self.seed, "tcp-reader", flow.0 as u64),
+                RandomStream::new(self.seed, "tcp-reader-preemption", flow.0 as u64),
+            );
         }
         let hash = mix64(mix64(src.0 as u64) ^ mix64((dst.0 as u64) << 20) ^ mix64(0x6_0000_0000 + flow.0 as u64));
         self.flows.push(FlowStats {
@@ -797,6 +800,11 @@ impl Simulation {
         t.push("backlog_segments", u64col(&|f| app(f).backlog_segments));
         t.push("backlog_coalesced", u64col(&|f| app(f).backlog_coalesced));
         t.push("max_unread_bytes", u64col(&|f| app(f).max_unread));
+        t.push("preemptions", u64col(&|f| app(f).preemptions));
+        t.push("preemption_wait_ps", u64col(&|f| app(f).preemption_wait_ps));
+        // Receive-buffer autotuning (`sk_rcvbuf` at the end and its growths; 0 without autotuning).
+        t.push("rcvbuf_bytes", u64col(&|f| f.conn.receiver.rcvbuf.as_ref().map_or(0, |r| r.rcvbuf)));
+        t.push("rcvbuf_grows", u64col(&|f| f.conn.receiver.rcvbuf.as_ref().map_or(0, |r| r.grows)));
         tables.insert("tcp_receivers".to_string(), t);
     }
 

@@ -19,7 +19,15 @@
 //!   (`release_sock` -> `tcp_v4_do_rcv` per coalesced segment, each through
 //!   the receiver's normal ACK rules).
 //! - **The loop** (iperf3's server): after a call, if data is readable the
-//!   process reads again at once (it is running); otherwise it sleeps.
+//!   process reads again at once (it is running); otherwise it sleeps, after
+//!   the rest of its loop (`loop_ps`: data arriving meanwhile is read
+//!   without a wake-up).
+//! - **Preemption** (optional): a kernel without in-kernel preemption
+//!   (`PREEMPT_NONE`) switches a process out only where it returns to user
+//!   space, so never while `read()` holds the socket lock; but between two
+//!   calls the process may lose its CPU and wait for it while data sits
+//!   unread (and unacknowledged). After a call that leaves data readable,
+//!   the next call starts after such a wait with the configured probability.
 //!
 //! The ACK rules that make the read cadence matter live in `receiver.rs`
 //! (`__tcp_ack_snd_check`, `tcp_cleanup_rbuf`) and the window the unread
@@ -53,6 +61,25 @@ pub struct ReceiverApp {
     /// Payload bits per second copied to the application while it holds
     /// the socket; 0: copying takes no time.
     pub copy_bps: u64,
+    /// Waits for a CPU between two `read()` calls; None: never preempted.
+    #[serde(default)]
+    pub preemption: Option<Preemption>,
+    /// How long the process runs on after a call that left nothing to read
+    /// before it sleeps (its loop's other work: iperf3's last `read()`
+    /// returning `EAGAIN`, `select()`); data arriving meanwhile is read at
+    /// the end of it without a wake-up. 0: it sleeps at once.
+    #[serde(default)]
+    pub loop_ps: u64,
+}
+
+/// Preemption of the reading process between two `read()` calls.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Preemption {
+    /// Chance that a call which leaves data readable is followed by a wait (0 to 1).
+    pub probability: f64,
+    /// How long the process then waits for a CPU.
+    pub wait: Wakeup,
 }
 
 impl ReceiverApp {
@@ -60,12 +87,34 @@ impl ReceiverApp {
         if self.read_bytes == 0 {
             return Err(ConfigError::new(format!("{path}.read_size"), "must be > 0"));
         }
-        if let Wakeup::Empirical { samples_ps } = &self.wakeup {
-            if samples_ps.is_empty() {
-                return Err(ConfigError::new(format!("{path}.wakeup.samples"), "needs at least one delay"));
+        self.wakeup.validate(&format!("{path}.wakeup"))?;
+        if let Some(p) = &self.preemption {
+            if !(0.0..=1.0).contains(&p.probability) {
+                return Err(ConfigError::new(format!("{path}.preemption.probability"), "must be within 0..1"));
             }
+            p.wait.validate(&format!("{path}.preemption.wait"))?;
         }
         Ok(())
+    }
+}
+
+impl Wakeup {
+    fn validate(&self, path: &str) -> Result<(), ConfigError> {
+        match self {
+            Wakeup::Empirical { samples_ps } if samples_ps.is_empty() => {
+                Err(ConfigError::new(format!("{path}.samples"), "needs at least one delay"))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// One delay drawn from this distribution.
+    fn draw(&self, rng: &mut RandomStream) -> SimTime {
+        match self {
+            Wakeup::Constant { delay_ps } => SimTime(*delay_ps),
+            Wakeup::Exponential { mean_ps } => SimTime(rng.exponential(*mean_ps as f64).round() as u64),
+            Wakeup::Empirical { samples_ps } => SimTime(samples_ps[rng.below(samples_ps.len() as u64) as usize]),
+        }
     }
 }
 
@@ -99,6 +148,9 @@ pub struct ReaderStats {
     pub backlog_coalesced: u64,
     /// Most bytes received in order but not yet read.
     pub max_unread: u64,
+    /// Waits for a CPU between two calls (`preemption`), and their sum.
+    pub preemptions: u64,
+    pub preemption_wait_ps: u64,
 }
 
 /// The state of one receiving application.
@@ -106,6 +158,9 @@ pub struct ReaderStats {
 pub struct Reader {
     cfg: ReceiverApp,
     rng: RandomStream,
+    /// Preemption draws: a stream of their own, so that turning preemption
+    /// on leaves the wake-up draws as they were.
+    preempt_rng: RandomStream,
     pub state: ReaderState,
     /// Bytes read so far (`copied_seq`).
     pub copied: u64,
@@ -119,6 +174,7 @@ impl Reader {
         Reader {
             cfg: cfg.clone(),
             rng: RandomStream::new(0, "tcp-reader", 0),
+            preempt_rng: RandomStream::new(0, "tcp-reader-preemption", 0),
             state: ReaderState::Asleep,
             copied: 0,
             backlog: Vec::new(),
@@ -126,9 +182,10 @@ impl Reader {
         }
     }
 
-    /// Gives the reader its own random stream.
-    pub fn seed(&mut self, rng: RandomStream) {
+    /// Gives the reader its own random streams (wake-ups, preemptions).
+    pub fn seed(&mut self, rng: RandomStream, preempt_rng: RandomStream) {
         self.rng = rng;
+        self.preempt_rng = preempt_rng;
     }
 
     pub fn read_bytes(&self) -> u64 {
@@ -159,11 +216,30 @@ impl Reader {
     }
 
     fn draw_wakeup(&mut self) -> SimTime {
-        match &self.cfg.wakeup {
-            Wakeup::Constant { delay_ps } => SimTime(*delay_ps),
-            Wakeup::Exponential { mean_ps } => SimTime(self.rng.exponential(*mean_ps as f64).round() as u64),
-            Wakeup::Empirical { samples_ps } => SimTime(samples_ps[self.rng.below(samples_ps.len() as u64) as usize]),
+        self.cfg.wakeup.draw(&mut self.rng)
+    }
+
+    /// A call that left nothing to read ended at `now`: the process runs the
+    /// rest of its loop, if that takes time, before it sleeps.
+    pub fn after_last_read(&mut self, now: SimTime) -> ReaderState {
+        if self.cfg.loop_ps == 0 {
+            ReaderState::Asleep
+        } else {
+            ReaderState::Waking(now + SimTime(self.cfg.loop_ps))
         }
+    }
+
+    /// A call ended at `now` with data still readable: when the next one
+    /// starts (at once, or after a preemption's wait).
+    pub fn next_read_at(&mut self, now: SimTime) -> SimTime {
+        let Some(p) = &self.cfg.preemption else { return now };
+        if p.probability <= 0.0 || self.preempt_rng.next_open01() >= p.probability {
+            return now;
+        }
+        let wait = p.wait.draw(&mut self.preempt_rng);
+        self.stats.preemptions += 1;
+        self.stats.preemption_wait_ps += wait.0;
+        now + wait
     }
 
     /// How long copying `bytes` holds the socket.
@@ -185,7 +261,7 @@ mod tests {
     use super::*;
 
     fn app(wakeup: Wakeup) -> ReceiverApp {
-        ReceiverApp { read_bytes: 131_072, wakeup, copy_bps: 8_000_000_000 }
+        ReceiverApp { read_bytes: 131_072, wakeup, copy_bps: 8_000_000_000, preemption: None, loop_ps: 0 }
     }
 
     #[test]
@@ -198,13 +274,13 @@ mod tests {
     #[test]
     fn wakeup_delays_follow_their_distribution_and_seed() {
         let mut r = Reader::new(&app(Wakeup::Exponential { mean_ps: 50_000_000 }));
-        r.seed(RandomStream::new(7, "tcp-reader", 3));
+        r.seed(RandomStream::new(7, "tcp-reader", 3), RandomStream::new(7, "tcp-reader-preemption", 3));
         let n = 20_000;
         let draws: Vec<u64> = (0..n).map(|_| r.draw_wakeup().0).collect();
         let mean = draws.iter().sum::<u64>() as f64 / n as f64;
         assert!((mean / 50e6 - 1.0).abs() < 0.03, "mean {mean}");
         let mut again = Reader::new(&app(Wakeup::Exponential { mean_ps: 50_000_000 }));
-        again.seed(RandomStream::new(7, "tcp-reader", 3));
+        again.seed(RandomStream::new(7, "tcp-reader", 3), RandomStream::new(7, "tcp-reader-preemption", 3));
         assert_eq!(again.draw_wakeup().0, draws[0], "same seed, same draws");
         let mut e = Reader::new(&app(Wakeup::Empirical { samples_ps: vec![5, 9] }));
         assert!((0..100).all(|_| matches!(e.draw_wakeup().0, 5 | 9)));
@@ -218,6 +294,49 @@ mod tests {
         r.data_ready(SimTime(200));
         assert_eq!(r.state, ReaderState::Waking(SimTime(600)), "already woken");
         assert_eq!(r.stats.wakeups, 1);
+    }
+
+    #[test]
+    fn preemption_delays_the_next_call_with_its_probability_only() {
+        let mut never = Reader::new(&app(Wakeup::Constant { delay_ps: 0 }));
+        assert_eq!(never.next_read_at(SimTime(10)), SimTime(10));
+        let preempted = |probability| ReceiverApp {
+            preemption: Some(Preemption { probability, wait: Wakeup::Constant { delay_ps: 700 } }),
+            ..app(Wakeup::Constant { delay_ps: 0 })
+        };
+        let mut always = Reader::new(&preempted(1.0));
+        assert_eq!(always.next_read_at(SimTime(10)), SimTime(710));
+        assert_eq!((always.stats.preemptions, always.stats.preemption_wait_ps), (1, 700));
+        let mut some = Reader::new(&preempted(0.25));
+        some.seed(RandomStream::new(1, "tcp-reader", 0), RandomStream::new(1, "tcp-reader-preemption", 0));
+        let n = 40_000;
+        let waited = (0..n).filter(|_| some.next_read_at(SimTime(0)) > SimTime(0)).count();
+        assert!((waited as f64 / n as f64 - 0.25).abs() < 0.01, "{waited}");
+        assert_eq!(some.stats.preemptions, waited as u64);
+        // The wake-up stream is untouched by preemption draws.
+        let mut a = Reader::new(&app(Wakeup::Exponential { mean_ps: 1_000 }));
+        let mut b = Reader::new(&preempted(0.5));
+        b.cfg.wakeup = Wakeup::Exponential { mean_ps: 1_000 };
+        b.next_read_at(SimTime(0));
+        assert_eq!(a.draw_wakeup(), b.draw_wakeup());
+    }
+
+    #[test]
+    fn a_preemption_probability_outside_0_1_is_an_error_naming_the_field() {
+        for bad in [-0.1, 1.5, f64::NAN] {
+            let cfg = ReceiverApp {
+                preemption: Some(Preemption { probability: bad, wait: Wakeup::Constant { delay_ps: 1 } }),
+                ..app(Wakeup::Constant { delay_ps: 0 })
+            };
+            let e = cfg.validate("tcp.receiver_app").unwrap_err();
+            assert!(e.to_string().contains("tcp.receiver_app.preemption.probability"), "{e}");
+        }
+        let empty = ReceiverApp {
+            preemption: Some(Preemption { probability: 0.5, wait: Wakeup::Empirical { samples_ps: vec![] } }),
+            ..app(Wakeup::Constant { delay_ps: 0 })
+        };
+        let e = empty.validate("tcp.receiver_app").unwrap_err();
+        assert!(e.to_string().contains("tcp.receiver_app.preemption.wait.samples"), "{e}");
     }
 
     #[test]

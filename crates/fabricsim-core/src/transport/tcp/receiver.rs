@@ -442,7 +442,7 @@ impl Receiver {
         // The application loops: it reads again at once if data is readable.
         let unread = self.unread();
         let app = self.app.as_mut().unwrap();
-        app.state = if unread > 0 { ReaderState::Waking(now) } else { ReaderState::Asleep };
+        app.state = if unread > 0 { ReaderState::Waking(app.next_read_at(now)) } else { app.after_last_read(now) };
     }
 
     /// `tcp_cleanup_rbuf` after a read that copied `copied` bytes.
@@ -839,8 +839,13 @@ mod tests {
     /// A receiver on a locked 256 KB buffer whose application wakes
     /// `wakeup_us` after data arrives and copies at `copy_bps`.
     fn reading(wakeup_us: u64, copy_bps: u64, total: u64) -> (TcpConfig, Receiver) {
-        let app =
-            ReceiverApp { read_bytes: 131_072, wakeup: Wakeup::Constant { delay_ps: wakeup_us * 1_000_000 }, copy_bps };
+        let app = ReceiverApp {
+            read_bytes: 131_072,
+            wakeup: Wakeup::Constant { delay_ps: wakeup_us * 1_000_000 },
+            copy_bps,
+            preemption: None,
+            loop_ps: 0,
+        };
         let c = TcpConfig { rwnd_bytes: 256 * 1024, receiver_app: Some(app), ..sack_cfg() };
         let c = TcpConfig { rcv_autotune: false, ..c };
         let r = established(&c, total);
@@ -873,7 +878,13 @@ mod tests {
 
     #[test]
     fn a_reader_without_delay_acks_every_second_segment_like_the_ideal_reader() {
-        let app = ReceiverApp { read_bytes: 131_072, wakeup: Wakeup::Constant { delay_ps: 0 }, copy_bps: 0 };
+        let app = ReceiverApp {
+            read_bytes: 131_072,
+            wakeup: Wakeup::Constant { delay_ps: 0 },
+            copy_bps: 0,
+            preemption: None,
+            loop_ps: 0,
+        };
         let c = TcpConfig { receiver_app: Some(app), ..sack_cfg() };
         let mut r = established(&c, 1 << 40);
         let acks = feed(&mut r, c.mss(), 1_000, 23_168_000, 200);
@@ -906,6 +917,28 @@ mod tests {
         }
         assert_eq!(app.stats.max_unread, 22 * mss);
         assert_eq!(r.delivered(), n * mss, "nothing lost");
+    }
+
+    #[test]
+    fn a_reader_whose_loop_outlasts_the_gap_between_segments_never_sleeps_again() {
+        // Segments every 23.168 us; after each read the process runs 100 us
+        // more (its loop) before it would sleep, so the next segments are
+        // already there: one wake-up, then one read per 100 us, each taking
+        // the 4 or 5 segments that arrived during the loop.
+        let (c, _) = reading(500, 0, 1 << 40);
+        let app = ReceiverApp { loop_ps: 100_000_000, ..c.receiver_app.clone().unwrap() };
+        let c = TcpConfig { receiver_app: Some(app), ..c };
+        let mut r = established(&c, 1 << 40);
+        let gap = 23_168_000;
+        let n = 2_200;
+        let acks = feed(&mut r, c.mss(), 1_000, gap, n);
+        let st = r.app.as_ref().unwrap().stats;
+        assert_eq!(st.wakeups, 1, "{st:?}");
+        // The first read at 500 us, then one per 100 us until the last segment (50.97 ms).
+        let span_us = ((n - 1) * gap + 1_000) / 1_000_000 - 500;
+        assert!((st.reads as i64 - (span_us / 100 + 1) as i64).abs() <= 2, "{st:?} span {span_us} us");
+        assert_eq!(acks.len() as u64, st.reads, "one ACK per read");
+        assert_eq!(r.delivered(), n * c.mss() as u64);
     }
 
     #[test]
