@@ -288,6 +288,7 @@ class Tcp(Model):
     receiver_app: Optional[ReceiverApp] = None
     sack_compression: Optional[int] = Field(default=None, ge=0, le=U32_MAX)
     sack_compression_delay: Time = 1_000_000_000
+    cubic_hz: int = Field(default=0, ge=0, le=100_000)
 
     @model_validator(mode="after")
     def _mss(self) -> "Tcp":
@@ -349,6 +350,8 @@ class Tcp(Model):
         # an explicit 0 must reach it as 0.
         out["sack_compression_segments"] = self.sack_compression
         out["sack_compression_delay_ps"] = self.sack_compression_delay
+        if self.cubic_hz:
+            out["cubic_hz"] = self.cubic_hz
         return out
 
     def _resolved(self) -> dict[str, Any]:

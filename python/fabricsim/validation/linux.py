@@ -1020,7 +1020,23 @@ def environment(lab: Optional["Lab"] = None, node: Optional[str] = None) -> dict
         "sockperf": first_line(["sockperf", "--version"]),
         "sysctls": sysctls,
         "tcp_cubic": cubic,
+        "config_hz": kernel_config_hz(),
     }
+
+
+def kernel_config_hz() -> Optional[int]:
+    """The running kernel's ``CONFIG_HZ`` (jiffies per second, which Linux CUBIC
+    counts time in), from /proc/config.gz or /boot/config-RELEASE; None if neither says."""
+    import gzip
+    import platform
+
+    for path, opener in ((Path("/proc/config.gz"), gzip.open), (Path(f"/boot/config-{platform.release()}"), open)):
+        with contextlib.suppress(OSError, ValueError):
+            with opener(path, "rt") as handle:  # type: ignore[operator]
+                for line in handle:
+                    if line.startswith("CONFIG_HZ="):
+                        return int(line.split("=", 1)[1])
+    return None
 
 
 # --------------------------------------------------------------------------- commands

@@ -103,6 +103,9 @@ NSTAT_RECEIVER_KEYS = (
     "TcpExtTCPRcvCoalesce",
 )
 _CC_TO_FABRICSIM = {"reno": "newreno", "cubic": "cubic"}
+#: The lab kernel's ``CONFIG_HZ`` (its /proc/config.gz; recorded as ``config_hz`` in
+#: the environment of newer records): the twin's CUBIC counts time in these jiffies.
+LAB_CONFIG_HZ = 250
 
 
 @dataclass(frozen=True)
@@ -386,6 +389,8 @@ def scenario(
         "topology": {"kind": "explicit", "nodes": nodes, "links": links},
         "tcp": {
             "cc": _CC_TO_FABRICSIM[setup.cc],
+            # Linux CUBIC counts time in the kernel's jiffies.
+            **({"cubic_hz": LAB_CONFIG_HZ} if setup.cc == "cubic" else {}),
             "mtu": f"{setup.mtu}B",
             "l2_header": f"{ETH_HEADER}B",
             "min_frame": "0B",
@@ -608,6 +613,8 @@ def reader_markdown(experiments: Sequence[dict[str, Any]], seeds: Sequence[int] 
             ("twin, ideal reader", None),
             ("twin, measured reader", {"receiver_app": app}),
         ]
+        if setup.cc == "cubic":
+            variants.append(("twin, measured reader, CUBIC in exact time (`cubic_hz: 0`)", {"receiver_app": app, "cubic_hz": 0}))
         if traced_wakeups_ns(record):
             traced = measured_receiver_app(record, traced=True)
             looped = measured_receiver_app(record, traced=True, loop=True)

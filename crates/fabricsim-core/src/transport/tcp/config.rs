@@ -209,6 +209,10 @@ pub struct TcpConfig {
     pub sack_compression_segments: u32,
     /// The longest a compressed SACK waits (`tcp_comp_sack_delay_ns`).
     pub sack_compression_delay_ps: u64,
+    /// Linux CUBIC's clock (`CONFIG_HZ`, jiffies per second): `bictcp_update`
+    /// counts time in jiffies and recomputes its increase at most once per
+    /// jiffy; 0 (the default): exact time.
+    pub cubic_hz: u32,
 }
 
 impl Default for TcpConfig {
@@ -274,6 +278,7 @@ impl TcpConfig {
             receiver_app: None,
             sack_compression_segments: if linux { 44 } else { 0 },
             sack_compression_delay_ps: MS,
+            cubic_hz: 0,
         }
     }
 
@@ -479,6 +484,7 @@ pub struct TcpConfigSpec {
     pub receiver_app: Option<ReceiverApp>,
     pub sack_compression_segments: Option<u32>,
     pub sack_compression_delay_ps: Option<u64>,
+    pub cubic_hz: Option<u32>,
 }
 
 impl From<TcpConfigSpec> for TcpConfig {
@@ -547,6 +553,7 @@ impl From<TcpConfigSpec> for TcpConfig {
             receiver_app: s.receiver_app,
             sack_compression_segments: s.sack_compression_segments.unwrap_or(d.sack_compression_segments),
             sack_compression_delay_ps: s.sack_compression_delay_ps.unwrap_or(d.sack_compression_delay_ps),
+            cubic_hz: s.cubic_hz.unwrap_or(d.cubic_hz),
         }
     }
 }

@@ -19,8 +19,20 @@
 //!   start.
 //! - A retransmission timeout resets everything (`bictcp_reset`): `W_max = 0`.
 //!
-//! Linux recomputes `cnt` at most once per jiffy and computes `K` with a
-//! table-based cube root; here both are exact.
+//! - **Jiffies** (`hz` > 0, Linux's `CONFIG_HZ`): Linux keeps CUBIC's time in
+//!   jiffies (`tcp_jiffies32`). `bictcp_update` recomputes `cnt` at most once
+//!   per jiffy (later ACKs in the same jiffy only run the TCP-friendly step),
+//!   and not at all while cwnd is unchanged and no more than
+//!   `min(HZ / 32, delay_min in jiffies)` have passed since the last time
+//!   (the rule since Linux 6.11, which keeps one update per RTT on short
+//!   paths); `t` is whole jiffies since the epoch plus `delay_min` rounded
+//!   up to whole jiffies (`usecs_to_jiffies`), and the 1 s guard on delay
+//!   samples after an epoch start is in jiffies too. On a path whose RTT is
+//!   below a jiffy (4 ms at `HZ` 250) a `cnt` then holds for several RTTs,
+//!   which makes the increase burstier than the exact curve. `hz` 0: exact
+//!   time, the curve as RFC 9438 writes it.
+//!
+//! Linux computes `K` with a table-based cube root; here it is exact.
 
 use super::hystart::ClassicHystart;
 use super::{AckInfo, Window};
@@ -49,11 +61,26 @@ pub struct LinuxCubic {
     /// `snd_cwnd_cnt` of `tcp_cong_avoid_ai`.
     cwnd_cnt: u64,
     pub hystart: Option<ClassicHystart>,
+    /// Jiffies per second (`CONFIG_HZ`); 0: exact time.
+    hz: u32,
+    /// `last_cwnd`, `last_time` (in jiffies) of the last recomputation.
+    last_cwnd: u64,
+    last_time: u64,
 }
 
 impl LinuxCubic {
-    pub fn new(hystart: bool) -> Self {
-        LinuxCubic { hystart: hystart.then(ClassicHystart::default), ..Default::default() }
+    pub fn new(hystart: bool, hz: u32) -> Self {
+        LinuxCubic { hystart: hystart.then(ClassicHystart::default), hz, ..Default::default() }
+    }
+
+    /// `tcp_jiffies32` at `t` (jiffies counted from time zero).
+    fn jiffies(&self, t: SimTime) -> u64 {
+        (t.0 as u128 * self.hz as u128 / 1_000_000_000_000) as u64
+    }
+
+    /// `usecs_to_jiffies`: rounded up.
+    fn to_jiffies_up(&self, d: SimTime) -> u64 {
+        (d.0 as u128 * self.hz as u128).div_ceil(1_000_000_000_000) as u64
     }
 
     /// `cubictcp_recalc_ssthresh`.
@@ -69,14 +96,19 @@ impl LinuxCubic {
     /// `cubictcp_state(TCP_CA_Loss)`: a retransmission timeout forgets `W_max`.
     pub fn on_timeout(&mut self) {
         let hystart = self.hystart.is_some();
-        *self = LinuxCubic::new(hystart);
+        *self = LinuxCubic::new(hystart, self.hz);
     }
 
     /// `cubictcp_acked`: a delay sample from an ACK of new data.
     pub fn on_rtt_sample(&mut self, w: &mut Window, info: &AckInfo) {
         let Some(delay) = info.rtt_sample else { return };
         if let Some(e) = self.epoch_start {
-            if info.now.saturating_sub(e) < SimTime::from_secs(1) {
+            let recent = if self.hz > 0 {
+                self.jiffies(info.now) - self.jiffies(e) < self.hz as u64
+            } else {
+                info.now.saturating_sub(e) < SimTime::from_secs(1)
+            };
+            if recent {
                 return;
             }
         }
@@ -129,6 +161,20 @@ impl LinuxCubic {
     /// `bictcp_update`: sets `cnt`.
     fn update(&mut self, cwnd: u64, acked: u64, now: SimTime) {
         self.ack_cnt += acked;
+        if self.hz > 0 {
+            let jiffies = self.jiffies(now);
+            let delay_min = self.delay_min.map_or(0, |d| self.to_jiffies_up(d));
+            let hold = (self.hz as u64 / 32).min(delay_min);
+            if self.last_cwnd == cwnd && jiffies.saturating_sub(self.last_time) <= hold {
+                return;
+            }
+            if self.epoch_start.is_some() && jiffies == self.last_time {
+                self.friendliness(cwnd);
+                return;
+            }
+            self.last_cwnd = cwnd;
+            self.last_time = jiffies;
+        }
         let start = match self.epoch_start {
             Some(s) => s,
             None => {
@@ -145,7 +191,12 @@ impl LinuxCubic {
                 now
             }
         };
-        let t = (now - start).as_secs_f64() + self.delay_min.map_or(0.0, |d| d.as_secs_f64());
+        let t = if self.hz > 0 {
+            let ticks = self.jiffies(now) - self.jiffies(start) + self.delay_min.map_or(0, |d| self.to_jiffies_up(d));
+            ticks as f64 / self.hz as f64
+        } else {
+            (now - start).as_secs_f64() + self.delay_min.map_or(0.0, |d| d.as_secs_f64())
+        };
         let offs = (t - self.k).abs();
         let delta = (C * offs * offs * offs) as u64;
         let target = if t < self.k { self.origin.saturating_sub(delta) } else { self.origin + delta };
@@ -153,7 +204,11 @@ impl LinuxCubic {
         if self.last_max_cwnd == 0 && self.cnt > 20 {
             self.cnt = 20;
         }
-        // TCP friendliness.
+        self.friendliness(cwnd);
+    }
+
+    /// The TCP-friendly step of `bictcp_update` (and `cnt >= 2`).
+    fn friendliness(&mut self, cwnd: u64) {
         let per = (cwnd * BETA_SCALE_FRIENDLY) >> 3;
         if per > 0 {
             while self.ack_cnt > per {
@@ -190,7 +245,7 @@ mod tests {
 
     #[test]
     fn linux_constants_beta_717_and_fast_convergence() {
-        let mut c = LinuxCubic::new(false);
+        let mut c = LinuxCubic::new(false, 0);
         let w = Window { cwnd: 100 * MSS, ssthresh: 0, mss: MSS };
         assert_eq!(c.ssthresh_after_loss(&w), 70 * MSS, "100 * 717 / 1024 = 70");
         assert_eq!(c.last_max_cwnd, 100);
@@ -204,7 +259,7 @@ mod tests {
     fn window_climbs_back_to_w_max_in_k_seconds() {
         // Loss at 100 segments; cwnd 70; K = cbrt(30 / 0.4004) = 4.21 s. One
         // ACK per segment, cwnd segments per 100 ms RTT.
-        let mut c = LinuxCubic::new(false);
+        let mut c = LinuxCubic::new(false, 0);
         let mut w = Window { cwnd: 100 * MSS, ssthresh: 0, mss: MSS };
         w.ssthresh = c.ssthresh_after_loss(&w);
         w.cwnd = w.ssthresh;
@@ -225,8 +280,55 @@ mod tests {
     }
 
     #[test]
+    fn with_jiffies_cnt_is_recomputed_at_most_once_per_jiffy() {
+        // HZ 250: a jiffy is 4 ms. A recomputation records the window and
+        // the jiffy (last_cwnd, last_time); within one jiffy a changed
+        // window does not trigger one (only the TCP-friendly step runs).
+        let mut c = LinuxCubic::new(false, 250);
+        c.delay_min = Some(SimTime::from_us(100));
+        c.last_max_cwnd = 120;
+        let mut w = Window { cwnd: 100 * MSS, ssthresh: 50 * MSS, mss: MSS };
+        let t0 = SimTime::from_ms(1000);
+        c.increase(&mut w, &info(t0, MSS));
+        assert_eq!((c.last_time, c.last_cwnd), (250, 100), "jiffy of 1.000 s");
+        // K = cbrt(20 / 0.4004) = 3.683 s; t = delay_min (100 us) rounded up
+        // to a jiffy: the target is 120 - floor(C (K - 0.004)^3) = 120 - 19 = 101.
+        assert_eq!(c.cnt, 100, "cwnd / (target - cwnd)");
+        w.cwnd = 99 * MSS;
+        c.increase(&mut w, &info(t0 + SimTime::from_us(3_000), MSS));
+        assert_eq!((c.last_time, c.last_cwnd), (250, 100), "same jiffy: not recomputed");
+        w.cwnd = 99 * MSS;
+        c.increase(&mut w, &info(t0 + SimTime::from_us(4_000), MSS));
+        assert_eq!((c.last_time, c.last_cwnd), (251, 99), "the next jiffy recomputes");
+        assert_eq!(c.cnt, 99 / 2, "target 101, cwnd 99");
+    }
+
+    #[test]
+    fn with_jiffies_an_unchanged_window_waits_for_min_of_hz_32_and_delay_min() {
+        // delay_min 9 ms = 3 jiffies at HZ 250 (below HZ / 32 = 7): with cwnd
+        // unchanged, the update runs again only once more than 3 jiffies have passed.
+        let mut c = LinuxCubic::new(false, 250);
+        c.delay_min = Some(SimTime::from_ms(9));
+        let mut w = Window { cwnd: 100 * MSS, ssthresh: 50 * MSS, mss: MSS };
+        let t0 = SimTime::from_ms(1000);
+        c.increase(&mut w, &info(t0, MSS));
+        let cw = w.cwnd;
+        assert_eq!(c.last_time, 250);
+        for (ms, expect) in [(4, 250), (8, 250), (12, 250), (16, 254)] {
+            w.cwnd = cw;
+            c.increase(&mut w, &info(t0 + SimTime::from_ms(ms), MSS));
+            assert_eq!(c.last_time, expect, "{ms} ms after");
+        }
+        // Exact time (hz 0) keeps no jiffy state.
+        let mut exact = LinuxCubic::new(false, 0);
+        let mut w = Window { cwnd: 100 * MSS, ssthresh: 50 * MSS, mss: MSS };
+        exact.increase(&mut w, &info(t0, MSS));
+        assert_eq!((exact.last_time, exact.last_cwnd), (0, 0));
+    }
+
+    #[test]
     fn slow_start_adds_every_acked_segment_up_to_ssthresh() {
-        let mut c = LinuxCubic::new(false);
+        let mut c = LinuxCubic::new(false, 0);
         let mut w = Window { cwnd: 10 * MSS, ssthresh: 11 * MSS, mss: MSS };
         c.increase(&mut w, &info(SimTime::ZERO, 2 * MSS));
         assert_eq!(w.cwnd, 11 * MSS, "one segment to ssthresh; the other goes to congestion avoidance");

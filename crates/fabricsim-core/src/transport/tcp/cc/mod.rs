@@ -88,7 +88,7 @@ impl CongestionControl {
             (CcKind::Newreno, _) => CongestionControl::NewReno(NewReno::new(cfg.byte_counting)),
             (CcKind::Cubic, CubicFlavor::Rfc9438) => CongestionControl::Cubic(Cubic::new()),
             (CcKind::Cubic, CubicFlavor::Linux) => {
-                CongestionControl::CubicLinux(LinuxCubic::new(cfg.hystart == Hystart::Classic))
+                CongestionControl::CubicLinux(LinuxCubic::new(cfg.hystart == Hystart::Classic, cfg.cubic_hz))
             }
             (CcKind::Dctcp, _) => CongestionControl::Dctcp(Dctcp::new(cfg.byte_counting, cfg.dctcp_g)),
             (CcKind::Htcp, _) => CongestionControl::Htcp(Htcp::new(cfg.htcp_rtt_scaling, cfg.htcp_bandwidth_switch)),
