@@ -142,7 +142,7 @@ impl<E: Copy> EventQueue<E> {
 
     /// Schedules `event` at `time`, which must not be before the latest event
     /// taken out.
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, time: SimTime, event: E) {
         #[cfg(feature = "queue-trace")]
         self.trace.push(time.0);
@@ -162,7 +162,7 @@ impl<E: Copy> EventQueue<E> {
 
     /// Puts `entry` (not later than `run_max`) into the run behind every
     /// pending event at its time or earlier.
-    #[inline]
+    #[inline(never)]
     fn insert_into_run(&mut self, entry: Entry<E>) {
         let mut i = self.current.len();
         while i > self.head && self.current[i - 1].time > entry.time {
@@ -246,6 +246,16 @@ impl<E: Copy> EventQueue<E> {
         let e = self.current[self.head];
         self.floor = e.time;
         Some((SimTime(e.time), e.event))
+    }
+
+    /// Removes the event the last call to [`EventQueue::peek`] returned (it
+    /// stays first whatever is pushed after the `peek`, as nothing may be
+    /// scheduled before it); only valid after a `peek` that found one.
+    #[inline]
+    pub fn take_peeked(&mut self) {
+        debug_assert!(self.head < self.current.len());
+        self.head += 1;
+        self.len -= 1;
     }
 
     /// Removes and returns the earliest pending event.

@@ -669,7 +669,7 @@ impl Simulation {
             if self.is_cancelled(ev) {
                 // A cancelled timer: dropped unseen, it neither counts nor
                 // moves the clock, so results do not depend on when it was due.
-                self.queue.pop();
+                self.queue.take_peeked();
                 continue;
             }
             if t > limit {
@@ -690,7 +690,7 @@ impl Simulation {
                 self.failure = Some(e.clone());
                 return Err(e);
             }
-            self.queue.pop();
+            self.queue.take_peeked();
             if t >= self.power.next_boundary {
                 // A power bin ended before this event (see `sim/power.rs`).
                 self.close_power_bins(t);
