@@ -846,17 +846,21 @@ impl Simulation {
             self.drop_packet(node, out as u32, id, DropReason::InputQueueLimit);
             return;
         }
-        let req = AdmitRequest {
-            in_port: ingress,
-            out_port: out,
-            class: pkt.class,
-            bytes: pkt.size,
-            flow: pkt.flow.0,
-            now: self.now,
-            ecn: pkt.ecn,
-        };
         let mut class = pkt.class;
-        match self.nodes[node.idx()].buffer.admit(&req) {
+        // The static model (the default) reads three fields: no request built.
+        let verdict = match &mut self.nodes[node.idx()].buffer {
+            BufferModel::Static(m) => m.admit_frame(out, pkt.class, pkt.size),
+            buffer => buffer.admit(&AdmitRequest {
+                in_port: ingress,
+                out_port: out,
+                class: pkt.class,
+                bytes: pkt.size,
+                flow: pkt.flow.0,
+                now: self.now,
+                ecn: pkt.ecn,
+            }),
+        };
+        match verdict {
             Verdict::Admit => {}
             Verdict::Drop(reason) => {
                 self.ports[pid.idx()].dropped_packets += 1;
@@ -938,23 +942,30 @@ impl Simulation {
         let ch = &self.channels[port.channel.idx()];
         pkt.first_bit = at + ch.delay;
         let end = at + port.tx_duration(pkt.size as u64 + self.overhead);
-        let in_port = if pkt.in_port == LOCAL_PORT { None } else { Some(pkt.in_port) };
-        let req = AdmitRequest {
-            in_port,
-            out_port: port.local,
-            class,
-            bytes: pkt.size,
-            flow: pkt.flow.0,
-            now: at,
-            ecn: pkt.ecn,
-        };
+        let (in_port, flow, ecn, local) = (pkt.in_port, pkt.flow.0, pkt.ecn, port.local);
         let node = port.node;
         if self.port_shapers.components() != 0 {
             self.port_shaper_charge(pid, at, size);
         }
-        let buffer = &mut self.nodes[node.idx()].buffer;
-        buffer.release(&req);
-        let sig = buffer.take_pfc_signal();
+        let sig = match &mut self.nodes[node.idx()].buffer {
+            // The static model (the default) has no PFC signal and reads three fields.
+            BufferModel::Static(m) => {
+                m.release_frame(local, class, size);
+                None
+            }
+            buffer => {
+                buffer.release(&AdmitRequest {
+                    in_port: if in_port == LOCAL_PORT { None } else { Some(in_port) },
+                    out_port: local,
+                    class,
+                    bytes: size,
+                    flow,
+                    now: at,
+                    ecn,
+                });
+                buffer.take_pfc_signal()
+            }
+        };
         self.queue.push(end, Event::TxDone(pid));
         if let Some(sig) = sig {
             self.pfc_signal(node, sig);
