@@ -161,17 +161,38 @@ impl<E: Copy> EventQueue<E> {
     }
 
     /// Puts `entry` (not later than `run_max`) into the run behind every
-    /// pending event at its time or earlier.
+    /// pending event at its time or earlier. Most such events are due now, a
+    /// few places behind `head`: the place is searched from the nearer end
+    /// of the run's time span, and the pending events in front of it move
+    /// one slot towards the free slots before `head` when they are fewer
+    /// than those behind it.
     #[inline(never)]
     fn insert_into_run(&mut self, entry: Entry<E>) {
-        let mut i = self.current.len();
-        while i > self.head && self.current[i - 1].time > entry.time {
-            i -= 1;
-        }
-        if i == self.current.len() {
-            self.current.push(entry);
+        let t = entry.time;
+        let run = &mut self.current;
+        let (head, len) = (self.head, run.len());
+        let mut i;
+        if t - self.floor <= self.run_max - t {
+            i = head;
+            while i < len && run[i].time <= t {
+                i += 1;
+            }
         } else {
-            self.current.insert(i, entry);
+            i = len;
+            while i > head && run[i - 1].time > t {
+                i -= 1;
+            }
+        }
+        if i == len {
+            run.push(entry);
+        } else if head > 0 && i - head <= len - i {
+            for k in head..i {
+                run[k - 1] = run[k];
+            }
+            run[i - 1] = entry;
+            self.head = head - 1;
+        } else {
+            run.insert(i, entry);
         }
     }
 
