@@ -140,6 +140,10 @@ pub struct Simulation {
     delivered_packets: u64,
     delivered_bytes: u64,
     finished: bool,
+    /// Whether a port shaper, a RoCE wait list or a capture tap exists: the
+    /// one test `start_next` makes for them while none does (set when a run
+    /// starts, `true` before, so nothing is skipped during set-up).
+    tx_hooks: bool,
     /// Every event up to this time has been processed.
     horizon: SimTime,
     // TCP connections, their configurations and applications.
@@ -342,6 +346,7 @@ impl Simulation {
             delivered_packets: 0,
             delivered_bytes: 0,
             finished: false,
+            tx_hooks: true,
             horizon: SimTime::ZERO,
             tcp: Vec::new(),
             tcp_cfgs: Vec::new(),
@@ -663,6 +668,7 @@ impl Simulation {
         if self.finished {
             return Ok(Progress::Finished);
         }
+        self.tx_hooks = self.port_shapers.components() != 0 || !self.roce.wait.is_empty() || self.capture.on;
         let limit = limit.min(self.end_cap);
         let mut budget = max_events;
         while let Some((t, ev)) = self.queue.peek() {
@@ -915,7 +921,7 @@ impl Simulation {
 
     /// Starts transmitting the next queued packet of `pid` at time `at`.
     fn start_next(&mut self, pid: PortId, at: SimTime) {
-        if self.port_shapers.components() != 0 && !self.port_shaper_allows(pid, at) {
+        if self.tx_hooks && self.port_shapers.components() != 0 && !self.port_shaper_allows(pid, at) {
             return;
         }
         let port = &mut self.ports[pid.idx()];
@@ -944,7 +950,7 @@ impl Simulation {
         let end = at + port.tx_duration(pkt.size as u64 + self.overhead);
         let (in_port, flow, ecn, local) = (pkt.in_port, pkt.flow.0, pkt.ecn, port.local);
         let node = port.node;
-        if self.port_shapers.components() != 0 {
+        if self.tx_hooks && self.port_shapers.components() != 0 {
             self.port_shaper_charge(pid, at, size);
         }
         let sig = match &mut self.nodes[node.idx()].buffer {
@@ -970,11 +976,13 @@ impl Simulation {
         if let Some(sig) = sig {
             self.pfc_signal(node, sig);
         }
-        if !self.roce.wait.is_empty() && !self.roce.wait[pid.idx()].is_empty() {
-            self.roce_wake(pid);
-        }
-        if self.capture.on {
-            self.capture_tx(pid, id, at);
+        if self.tx_hooks {
+            if !self.roce.wait.is_empty() && !self.roce.wait[pid.idx()].is_empty() {
+                self.roce_wake(pid);
+            }
+            if self.capture.on {
+                self.capture_tx(pid, id, at);
+            }
         }
     }
 
