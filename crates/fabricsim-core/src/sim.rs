@@ -1052,7 +1052,7 @@ impl Simulation {
                     return self.host_rx(dp, id);
                 }
             }
-            self.deliver(id);
+            self.deliver(id, &pkt);
             if pkt.kind == PacketKind::Tcp {
                 self.tcp_arrive(node, &pkt);
             } else if pkt.kind == PacketKind::Roce {
@@ -1091,9 +1091,10 @@ impl Simulation {
         self.multicast_replicate(node, id, Some(ingress), Some(rate));
     }
 
-    fn deliver(&mut self, id: PacketId) {
+    /// Delivers packet `id` at its destination; `pkt` is its content (the
+    /// caller's copy, as the slot is freed here).
+    fn deliver(&mut self, id: PacketId, pkt: &Packet) {
         let now = self.now.0;
-        let pkt = *self.pool.get(id);
         let f = &mut self.flows[pkt.flow.idx()];
         let lat = now - pkt.created.0;
         f.packets_delivered += 1;
@@ -1112,10 +1113,10 @@ impl Simulation {
             self.throughput.add(pkt.flow.0, now, pkt.flow_bytes());
         }
         if self.mcast.active {
-            self.multicast_delivered(&pkt, lat);
+            self.multicast_delivered(pkt, lat);
         }
         if self.pkt_lat.on {
-            self.packet_latency_delivered(id, &pkt);
+            self.packet_latency_delivered(id, pkt);
         }
         self.delivered_packets += 1;
         self.delivered_bytes += pkt.flow_bytes();
