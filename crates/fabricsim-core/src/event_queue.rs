@@ -12,28 +12,38 @@
 //! A discrete-event simulation never schedules an event before the one it is
 //! processing, so the times taken out of the queue never decrease. A radix heap
 //! (Ahuja, Mehlhorn, Orlin and Tarjan, "Faster algorithms for the shortest path
-//! problem", JACM 1990) exploits that: with `last` the time of the latest event
-//! taken out, a pending event at time `t` lives in bucket `msb(t ^ last)`, the
-//! highest bit in which it differs from `last`; events at exactly `last` live in
-//! a FIFO of their own. Taking out the next event reads that FIFO; when it is
-//! empty, the lowest non-empty bucket (a bit mask finds it) is emptied: its
-//! earliest time (kept per bucket as events arrive) becomes `last`, and its
-//! events move to lower buckets or into the FIFO. Each event moves at most 64 times and in practice a few times;
-//! pushes are appends. Every step scans or appends to vectors in order, so the
-//! cost hardly grows with the number of pending events, where a heap's sift
-//! down misses the cache once per level.
+//! problem", JACM 1990) exploits that: with `last` a time no later than any pending
+//! event (the earliest time of the bucket emptied last), a pending event at time `t` lives in bucket `msb(t ^ last)`, the
+//! highest bit in which it differs from `last`; the earliest ones live in
+//! the run, a short sorted list of the earliest pending events. Taking out the
+//! next event reads the run; when it is empty, the lowest non-empty bucket (a
+//! bit mask finds it), whose events are all earlier than those of every other
+//! bucket, is emptied: its earliest time (kept per bucket as events arrive)
+//! becomes `last`; a bucket of at most 16 events is sorted (insertion sort,
+//! stable) into the run whole, a larger one's events at `last` form the run
+//! and the rest move to lower buckets. Every bucket event is later than the
+//! latest time the run has held (`run_max`), so an event scheduled at or
+//! before that time is inserted into the run behind the pending events at its
+//! time or earlier, and a later one goes to its bucket. Each event moves at
+//! most 64 times and in practice a few times; pushes are appends. Every step
+//! scans or appends to vectors in order, so the cost hardly grows with the
+//! number of pending events, where a heap's sift down misses the cache once
+//! per level. Sorting small buckets whole instead of splitting them down to
+//! single times cut the queue's share of `leafspine-udp` from about 240 to
+//! about 190 instructions per event (BENCHMARKS.md, 2026-11-23).
 //!
 //! FIFO order among equal times holds without a sequence number: a bucket keeps
 //! its events in scheduling order, redistribution scans it in that order and
-//! appends, and two events with the same time always share a bucket (an event
+//! appends (or sorts it stably), an insertion into the run goes behind equal
+//! times, and two events with the same time always share a bucket (an event
 //! scheduled later, after `last` has moved towards its time, lands in the
 //! bucket the earlier one sits in, or in the one that bucket was split into,
 //! behind it).
 //!
-//! Scheduling an event before `last` is a bug in the caller and panics. The
-//! simulator schedules only from inside event handlers, at the current time or
-//! later; note that [`EventQueue::peek`] already moves `last` to the earliest
-//! pending event, so nothing may be scheduled before the peeked event either.
+//! Scheduling an event before the latest one taken out is a bug in the caller
+//! and panics. The simulator schedules only from inside event handlers, at the
+//! current time or later; note that [`EventQueue::peek`] counts as taking out
+//! for this, so nothing may be scheduled before the peeked event either.
 //!
 //! # Measurements
 //!
@@ -77,15 +87,24 @@ struct Entry<E> {
     event: E,
 }
 
+/// A bucket of at most this many events is sorted straight into the run when
+/// it is the lowest one left, instead of being split into lower buckets.
+const SORT_AT_MOST: usize = 16;
+
 /// A deterministic priority queue of events with monotone extraction times.
 #[derive(Debug)]
 pub struct EventQueue<E> {
-    /// Time of the latest event taken out (or found earliest by `peek`); every
-    /// pending event is at this time or later.
+    /// The bucket reference: every event in a bucket is later than this time.
     last: u64,
-    /// Events at exactly `last`, in scheduling order, from `head` on.
+    /// The latest time taken out or found earliest by `peek`; nothing may be
+    /// scheduled before it.
+    floor: u64,
+    /// The run: the earliest pending events, sorted by time then scheduling
+    /// order, from `head` on; every event in a bucket is later than `run_max`.
     current: Vec<Entry<E>>,
     head: usize,
+    /// The latest time the run has held since it was formed (at least `last`).
+    run_max: u64,
     /// `buckets[b]`: events whose time first differs from `last` in bit `b`.
     buckets: [Vec<Entry<E>>; 64],
     /// `mins[b]`: the earliest time in `buckets[b]` (`u64::MAX` when empty),
@@ -108,8 +127,10 @@ impl<E: Copy> EventQueue<E> {
     pub fn new() -> Self {
         EventQueue {
             last: 0,
+            floor: 0,
             current: Vec::with_capacity(64),
             head: 0,
+            run_max: 0,
             buckets: std::array::from_fn(|_| Vec::new()),
             mins: [u64::MAX; 64],
             nonempty: 0,
@@ -121,23 +142,58 @@ impl<E: Copy> EventQueue<E> {
 
     /// Schedules `event` at `time`, which must not be before the latest event
     /// taken out.
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, time: SimTime, event: E) {
         #[cfg(feature = "queue-trace")]
         self.trace.push(time.0);
         let t = time.0;
-        assert!(t >= self.last, "event scheduled at {t} ps, before the current time {} ps", self.last);
-        let diff = t ^ self.last;
+        assert!(t >= self.floor, "event scheduled at {t} ps, before the current time {} ps", self.floor);
         let entry = Entry { time: t, event };
-        if diff == 0 {
-            self.current.push(entry);
+        if t <= self.run_max {
+            self.insert_into_run(entry);
         } else {
-            let b = 63 - diff.leading_zeros() as usize;
+            let b = 63 - (t ^ self.last).leading_zeros() as usize;
             self.buckets[b].push(entry);
             self.mins[b] = self.mins[b].min(t);
             self.nonempty |= 1 << b;
         }
         self.len += 1;
+    }
+
+    /// Puts `entry` (not later than `run_max`) into the run behind every
+    /// pending event at its time or earlier. Most such events are due now, a
+    /// few places behind `head`: the place is searched from the nearer end
+    /// of the run's time span, and the pending events in front of it move
+    /// one slot towards the free slots before `head` when they are fewer
+    /// than those behind it.
+    #[inline(never)]
+    fn insert_into_run(&mut self, entry: Entry<E>) {
+        let t = entry.time;
+        let run = &mut self.current;
+        let (head, len) = (self.head, run.len());
+        let mut i;
+        if t - self.floor <= self.run_max - t {
+            i = head;
+            while i < len && run[i].time <= t {
+                i += 1;
+            }
+        } else {
+            i = len;
+            while i > head && run[i - 1].time > t {
+                i -= 1;
+            }
+        }
+        if i == len {
+            run.push(entry);
+        } else if head > 0 && i - head <= len - i {
+            for k in head..i {
+                run[k - 1] = run[k];
+            }
+            run[i - 1] = entry;
+            self.head = head - 1;
+        } else {
+            run.insert(i, entry);
+        }
     }
 
     /// Makes `current[head]` the earliest pending event; false if there is none.
@@ -155,28 +211,48 @@ impl<E: Copy> EventQueue<E> {
         true
     }
 
-    /// Empties the lowest non-empty bucket: its earliest time becomes `last`,
-    /// and its events move, in order, to `current` or to lower buckets.
-    #[cold]
+    /// Empties the lowest non-empty bucket, whose events are all earlier than
+    /// those of the other buckets: its earliest time becomes `last`. A small
+    /// bucket is sorted into the run whole; a larger one's events at that
+    /// time form the run and the rest move, in order, to lower buckets.
     #[inline(never)]
     fn redistribute(&mut self) {
         let b = self.nonempty.trailing_zeros() as usize;
         self.nonempty &= self.nonempty - 1;
-        // Its events all go to lower buckets, so it can be taken out and put
-        // back empty, keeping its own allocation (no bucket inherits another's).
+        // Its events all go to lower buckets or the run, so it can be taken
+        // out and put back empty, keeping its own allocation.
         let mut events = std::mem::take(&mut self.buckets[b]);
         let min = std::mem::replace(&mut self.mins[b], u64::MAX);
         self.last = min;
-        for &e in &events {
-            let diff = e.time ^ min;
-            if diff == 0 {
-                self.current.push(e);
-            } else {
-                let b = 63 - diff.leading_zeros() as usize;
-                self.buckets[b].push(e);
-                self.mins[b] = self.mins[b].min(e.time);
-                self.nonempty |= 1 << b;
+        if events.len() <= SORT_AT_MOST {
+            // Insertion sort: stable, so equal times keep scheduling order.
+            let v = events.as_mut_slice();
+            for i in 1..v.len() {
+                let e = v[i];
+                let mut j = i;
+                while j > 0 && v[j - 1].time > e.time {
+                    v[j] = v[j - 1];
+                    j -= 1;
+                }
+                v[j] = e;
             }
+            self.run_max = v[v.len() - 1].time;
+            self.current.extend_from_slice(v);
+        } else {
+            let mut nonempty = self.nonempty;
+            for &e in &events {
+                let diff = e.time ^ min;
+                if diff == 0 {
+                    self.current.push(e);
+                } else {
+                    let b = 63 - diff.leading_zeros() as usize;
+                    self.buckets[b].push(e);
+                    self.mins[b] = self.mins[b].min(e.time);
+                    nonempty |= 1 << b;
+                }
+            }
+            self.nonempty = nonempty;
+            self.run_max = min;
         }
         events.clear();
         self.buckets[b] = events;
@@ -189,7 +265,18 @@ impl<E: Copy> EventQueue<E> {
             return None;
         }
         let e = self.current[self.head];
+        self.floor = e.time;
         Some((SimTime(e.time), e.event))
+    }
+
+    /// Removes the event the last call to [`EventQueue::peek`] returned (it
+    /// stays first whatever is pushed after the `peek`, as nothing may be
+    /// scheduled before it); only valid after a `peek` that found one.
+    #[inline]
+    pub fn take_peeked(&mut self) {
+        debug_assert!(self.head < self.current.len());
+        self.head += 1;
+        self.len -= 1;
     }
 
     /// Removes and returns the earliest pending event.
@@ -201,6 +288,7 @@ impl<E: Copy> EventQueue<E> {
             return None;
         }
         let e = self.current[self.head];
+        self.floor = e.time;
         self.head += 1;
         self.len -= 1;
         Some((SimTime(e.time), e.event))
@@ -397,6 +485,24 @@ mod tests {
         q.push(SimTime(12), 4);
         let order: Vec<(u64, u32)> = std::iter::from_fn(|| q.pop().map(|(t, e)| (t.0, e))).collect();
         assert_eq!(order, vec![(12, 2), (12, 4), (13, 1), (13, 3)]);
+    }
+
+    #[test]
+    fn an_event_scheduled_inside_the_sorted_run_goes_behind_equal_times() {
+        // One small bucket is sorted into the run whole: 20, 30, 30, 40.
+        let mut q = EventQueue::new();
+        for (t, e) in [(40, 0u32), (30, 1), (20, 2), (30, 3), (1 << 30, 4)] {
+            q.push(SimTime(t), e);
+        }
+        assert_eq!(q.pop(), Some((SimTime(20), 2)));
+        // Inside the run, at a time it holds, before it, and at its end.
+        q.push(SimTime(30), 5);
+        q.push(SimTime(25), 6);
+        q.push(SimTime(40), 7);
+        // After the run: a bucket.
+        q.push(SimTime(41), 8);
+        let order: Vec<(u64, u32)> = std::iter::from_fn(|| q.pop().map(|(t, e)| (t.0, e))).collect();
+        assert_eq!(order, vec![(25, 6), (30, 1), (30, 3), (30, 5), (40, 0), (40, 7), (41, 8), (1 << 30, 4)]);
     }
 
     #[test]

@@ -140,6 +140,10 @@ pub struct Simulation {
     delivered_packets: u64,
     delivered_bytes: u64,
     finished: bool,
+    /// Whether a port shaper, a RoCE wait list or a capture tap exists: the
+    /// one test `start_next` makes for them while none does (set when a run
+    /// starts, `true` before, so nothing is skipped during set-up).
+    tx_hooks: bool,
     /// Every event up to this time has been processed.
     horizon: SimTime,
     // TCP connections, their configurations and applications.
@@ -342,6 +346,7 @@ impl Simulation {
             delivered_packets: 0,
             delivered_bytes: 0,
             finished: false,
+            tx_hooks: true,
             horizon: SimTime::ZERO,
             tcp: Vec::new(),
             tcp_cfgs: Vec::new(),
@@ -663,13 +668,14 @@ impl Simulation {
         if self.finished {
             return Ok(Progress::Finished);
         }
+        self.tx_hooks = self.port_shapers.components() != 0 || !self.roce.wait.is_empty() || self.capture.on;
         let limit = limit.min(self.end_cap);
         let mut budget = max_events;
         while let Some((t, ev)) = self.queue.peek() {
             if self.is_cancelled(ev) {
                 // A cancelled timer: dropped unseen, it neither counts nor
                 // moves the clock, so results do not depend on when it was due.
-                self.queue.pop();
+                self.queue.take_peeked();
                 continue;
             }
             if t > limit {
@@ -690,7 +696,7 @@ impl Simulation {
                 self.failure = Some(e.clone());
                 return Err(e);
             }
-            self.queue.pop();
+            self.queue.take_peeked();
             if t >= self.power.next_boundary {
                 // A power bin ended before this event (see `sim/power.rs`).
                 self.close_power_bins(t);
@@ -846,17 +852,21 @@ impl Simulation {
             self.drop_packet(node, out as u32, id, DropReason::InputQueueLimit);
             return;
         }
-        let req = AdmitRequest {
-            in_port: ingress,
-            out_port: out,
-            class: pkt.class,
-            bytes: pkt.size,
-            flow: pkt.flow.0,
-            now: self.now,
-            ecn: pkt.ecn,
-        };
         let mut class = pkt.class;
-        match self.nodes[node.idx()].buffer.admit(&req) {
+        // The static model (the default) reads three fields: no request built.
+        let verdict = match &mut self.nodes[node.idx()].buffer {
+            BufferModel::Static(m) => m.admit_frame(out, pkt.class, pkt.size),
+            buffer => buffer.admit(&AdmitRequest {
+                in_port: ingress,
+                out_port: out,
+                class: pkt.class,
+                bytes: pkt.size,
+                flow: pkt.flow.0,
+                now: self.now,
+                ecn: pkt.ecn,
+            }),
+        };
+        match verdict {
             Verdict::Admit => {}
             Verdict::Drop(reason) => {
                 self.ports[pid.idx()].dropped_packets += 1;
@@ -911,7 +921,7 @@ impl Simulation {
 
     /// Starts transmitting the next queued packet of `pid` at time `at`.
     fn start_next(&mut self, pid: PortId, at: SimTime) {
-        if self.port_shapers.components() != 0 && !self.port_shaper_allows(pid, at) {
+        if self.tx_hooks && self.port_shapers.components() != 0 && !self.port_shaper_allows(pid, at) {
             return;
         }
         let port = &mut self.ports[pid.idx()];
@@ -938,32 +948,41 @@ impl Simulation {
         let ch = &self.channels[port.channel.idx()];
         pkt.first_bit = at + ch.delay;
         let end = at + port.tx_duration(pkt.size as u64 + self.overhead);
-        let in_port = if pkt.in_port == LOCAL_PORT { None } else { Some(pkt.in_port) };
-        let req = AdmitRequest {
-            in_port,
-            out_port: port.local,
-            class,
-            bytes: pkt.size,
-            flow: pkt.flow.0,
-            now: at,
-            ecn: pkt.ecn,
-        };
+        let (in_port, flow, ecn, local) = (pkt.in_port, pkt.flow.0, pkt.ecn, port.local);
         let node = port.node;
-        if self.port_shapers.components() != 0 {
+        if self.tx_hooks && self.port_shapers.components() != 0 {
             self.port_shaper_charge(pid, at, size);
         }
-        let buffer = &mut self.nodes[node.idx()].buffer;
-        buffer.release(&req);
-        let sig = buffer.take_pfc_signal();
+        let sig = match &mut self.nodes[node.idx()].buffer {
+            // The static model (the default) has no PFC signal and reads three fields.
+            BufferModel::Static(m) => {
+                m.release_frame(local, class, size);
+                None
+            }
+            buffer => {
+                buffer.release(&AdmitRequest {
+                    in_port: if in_port == LOCAL_PORT { None } else { Some(in_port) },
+                    out_port: local,
+                    class,
+                    bytes: size,
+                    flow,
+                    now: at,
+                    ecn,
+                });
+                buffer.take_pfc_signal()
+            }
+        };
         self.queue.push(end, Event::TxDone(pid));
         if let Some(sig) = sig {
             self.pfc_signal(node, sig);
         }
-        if !self.roce.wait.is_empty() && !self.roce.wait[pid.idx()].is_empty() {
-            self.roce_wake(pid);
-        }
-        if self.capture.on {
-            self.capture_tx(pid, id, at);
+        if self.tx_hooks {
+            if !self.roce.wait.is_empty() && !self.roce.wait[pid.idx()].is_empty() {
+                self.roce_wake(pid);
+            }
+            if self.capture.on {
+                self.capture_tx(pid, id, at);
+            }
         }
     }
 
@@ -1033,7 +1052,7 @@ impl Simulation {
                     return self.host_rx(dp, id);
                 }
             }
-            self.deliver(id);
+            self.deliver(id, &pkt);
             if pkt.kind == PacketKind::Tcp {
                 self.tcp_arrive(node, &pkt);
             } else if pkt.kind == PacketKind::Roce {
@@ -1072,9 +1091,10 @@ impl Simulation {
         self.multicast_replicate(node, id, Some(ingress), Some(rate));
     }
 
-    fn deliver(&mut self, id: PacketId) {
+    /// Delivers packet `id` at its destination; `pkt` is its content (the
+    /// caller's copy, as the slot is freed here).
+    fn deliver(&mut self, id: PacketId, pkt: &Packet) {
         let now = self.now.0;
-        let pkt = *self.pool.get(id);
         let f = &mut self.flows[pkt.flow.idx()];
         let lat = now - pkt.created.0;
         f.packets_delivered += 1;
@@ -1093,10 +1113,10 @@ impl Simulation {
             self.throughput.add(pkt.flow.0, now, pkt.flow_bytes());
         }
         if self.mcast.active {
-            self.multicast_delivered(&pkt, lat);
+            self.multicast_delivered(pkt, lat);
         }
         if self.pkt_lat.on {
-            self.packet_latency_delivered(id, &pkt);
+            self.packet_latency_delivered(id, pkt);
         }
         self.delivered_packets += 1;
         self.delivered_bytes += pkt.flow_bytes();

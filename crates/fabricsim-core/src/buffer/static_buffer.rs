@@ -65,9 +65,15 @@ impl StaticBuffer {
     /// port's bytes; the first one the packet would exceed is the drop reason.
     #[inline]
     pub fn admit(&mut self, r: &AdmitRequest) -> Verdict {
-        let p = r.out_port as usize * (self.classes + 1);
-        let q = p + 1 + r.class as usize;
-        let b = r.bytes as u64;
+        self.admit_frame(r.out_port, r.class, r.bytes)
+    }
+
+    /// [`StaticBuffer::admit`] from the three fields it reads.
+    #[inline(always)]
+    pub fn admit_frame(&mut self, out_port: u16, class: u8, bytes: u32) -> Verdict {
+        let p = out_port as usize * (self.classes + 1);
+        let q = p + 1 + class as usize;
+        let b = bytes as u64;
         let queue = self.slots[q];
         if queue.packets >= self.queue_packet_limit {
             return Verdict::Drop(DropReason::QueuePacketLimit);
@@ -90,9 +96,15 @@ impl StaticBuffer {
 
     #[inline]
     pub fn release(&mut self, r: &AdmitRequest) {
-        let p = r.out_port as usize * (self.classes + 1);
-        let q = p + 1 + r.class as usize;
-        let b = r.bytes as u64;
+        self.release_frame(r.out_port, r.class, r.bytes)
+    }
+
+    /// [`StaticBuffer::release`] from the three fields it reads.
+    #[inline(always)]
+    pub fn release_frame(&mut self, out_port: u16, class: u8, bytes: u32) {
+        let p = out_port as usize * (self.classes + 1);
+        let q = p + 1 + class as usize;
+        let b = bytes as u64;
         self.slots[p].bytes -= b;
         self.slots[p].packets -= 1;
         self.slots[q].bytes -= b;

@@ -4,16 +4,15 @@
 //! but a `VecDeque` keeps even one entry in a heap block of its own: one more
 //! cache line to fetch on every packet-hop, and at thousands of ports that
 //! line is cold. [`InlineFifo`] keeps up to `N` entries in place (a ring in
-//! the owner's own cache lines) and moves to a boxed `VecDeque` only past
-//! that; the box is kept once made, like a `VecDeque`'s capacity.
+//! the owner's own cache lines) and moves to a boxed ring of a power-of-two
+//! capacity (index by mask, grown by doubling) only past that; the box is
+//! kept once made, like a `VecDeque`'s capacity.
 //!
 //! Order: every inline entry is older than every spilled one, because a
 //! push goes inline only while nothing is spilled. A pop takes the oldest
 //! inline entry, or, once the ring is empty, the spill's front; so the order
 //! is exactly a `VecDeque`'s. A busy FIFO stays in its spill until it
 //! drains (no entry is moved back and forth).
-
-use std::collections::VecDeque;
 
 #[derive(Debug)]
 pub struct InlineFifo<T: Copy + Default, const N: usize> {
@@ -24,9 +23,52 @@ pub struct InlineFifo<T: Copy + Default, const N: usize> {
     /// Entries in `spill` (kept here so that the common case never reads it).
     spilled: u32,
     ring: [T; N],
-    /// Boxed: 8 B in the owner's line instead of a `VecDeque`'s 32.
-    #[allow(clippy::box_collection)]
-    spill: Option<Box<VecDeque<T>>>,
+    /// Boxed: 8 B in the owner's line instead of a ring's 32.
+    spill: Option<Box<Spill<T>>>,
+}
+
+/// The entries past the inline ones: a ring whose capacity is a power of two
+/// (`buf.len()`), `len` entries from `head` on (the length is the owner's
+/// `spilled`).
+#[derive(Debug)]
+struct Spill<T> {
+    buf: Vec<T>,
+    head: usize,
+}
+
+impl<T: Copy + Default> Spill<T> {
+    fn new() -> Self {
+        Spill { buf: vec![T::default(); 8], head: 0 }
+    }
+
+    #[inline]
+    fn push(&mut self, len: usize, x: T) {
+        if len == self.buf.len() {
+            self.grow();
+        }
+        let mask = self.buf.len() - 1;
+        self.buf[(self.head + len) & mask] = x;
+    }
+
+    #[inline]
+    fn pop(&mut self) -> T {
+        let x = self.buf[self.head];
+        self.head = (self.head + 1) & (self.buf.len() - 1);
+        x
+    }
+
+    /// Doubles the capacity, the entries moved to the front in order.
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self) {
+        let n = self.buf.len();
+        let mut buf = vec![T::default(); 2 * n];
+        for (k, slot) in buf.iter_mut().take(n).enumerate() {
+            *slot = self.buf[(self.head + k) & (n - 1)];
+        }
+        self.buf = buf;
+        self.head = 0;
+    }
 }
 
 impl<T: Copy + Default, const N: usize> Default for InlineFifo<T, N> {
@@ -53,7 +95,11 @@ impl<T: Copy + Default, const N: usize> InlineFifo<T, N> {
     #[inline]
     pub fn push_back(&mut self, x: T) {
         if self.spilled == 0 && (self.len as usize) < N {
-            let i = (self.head as usize + self.len as usize) % N;
+            // head < N and len < N: one subtraction wraps it.
+            let mut i = self.head as usize + self.len as usize;
+            if i >= N {
+                i -= N;
+            }
             self.ring[i] = x;
             self.len += 1;
         } else {
@@ -63,7 +109,7 @@ impl<T: Copy + Default, const N: usize> InlineFifo<T, N> {
 
     #[inline]
     fn push_spill(&mut self, x: T) {
-        self.spill.get_or_insert_with(Default::default).push_back(x);
+        self.spill.get_or_insert_with(|| Box::new(Spill::new())).push(self.spilled as usize, x);
         self.spilled += 1;
     }
 
@@ -73,7 +119,8 @@ impl<T: Copy + Default, const N: usize> InlineFifo<T, N> {
             return self.pop_spill();
         }
         let x = self.ring[self.head as usize];
-        self.head = ((self.head as usize + 1) % N) as u16;
+        let h = self.head + 1;
+        self.head = if h as usize == N { 0 } else { h };
         self.len -= 1;
         Some(x)
     }
@@ -84,7 +131,7 @@ impl<T: Copy + Default, const N: usize> InlineFifo<T, N> {
             return None;
         }
         self.spilled -= 1;
-        self.spill.as_mut().and_then(|s| s.pop_front())
+        self.spill.as_mut().map(|s| s.pop())
     }
 
     #[inline]
@@ -92,7 +139,7 @@ impl<T: Copy + Default, const N: usize> InlineFifo<T, N> {
         if self.len != 0 {
             Some(&self.ring[self.head as usize])
         } else if self.spilled != 0 {
-            self.spill.as_ref().and_then(|s| s.front())
+            self.spill.as_ref().map(|s| &s.buf[s.head])
         } else {
             None
         }
@@ -100,20 +147,24 @@ impl<T: Copy + Default, const N: usize> InlineFifo<T, N> {
 
     /// Heap bytes allocated for entries beyond the inline ones.
     pub fn heap_bytes(&self) -> usize {
-        self.spill.as_ref().map_or(0, |s| s.capacity() * std::mem::size_of::<T>())
+        self.spill.as_ref().map_or(0, |s| s.buf.len() * std::mem::size_of::<T>())
     }
 
     /// Entries in order, oldest first.
     pub fn iter(&self) -> impl Iterator<Item = &T> + '_ {
-        (0..self.len as usize)
-            .map(move |k| &self.ring[(self.head as usize + k) % N])
-            .chain(self.spill.iter().flat_map(|s| s.iter()))
+        (0..self.len as usize).map(move |k| &self.ring[(self.head as usize + k) % N]).chain(self.spill.iter().flat_map(
+            move |s| {
+                let mask = s.buf.len() - 1;
+                (0..self.spilled as usize).map(move |k| &s.buf[(s.head + k) & mask])
+            },
+        ))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::VecDeque;
 
     #[test]
     fn keeps_the_order_of_a_vecdeque_through_spills() {

@@ -35,6 +35,8 @@ pub struct Fabric {
     /// Per node; boxed so that the check made on every enqueue reads 8 B
     /// per node (eight nodes to a cache line) while ECN is off.
     aqm: Vec<Option<Box<Aqm>>>,
+    /// Whether any node has a RED/ECN profile (the enqueue path's one test while ECN is off).
+    any_aqm: bool,
     /// Marks per (node, local port, class, reason): (packets, bytes).
     marks: BTreeMap<(u32, u32, u8, MarkReason), (u64, u64)>,
     pub marked_packets: u64,
@@ -76,6 +78,7 @@ impl Simulation {
                 }
             }
             if let Some(e) = &cfg.ecn {
+                self.fabric.any_aqm = true;
                 self.fabric.aqm[i] =
                     Some(Box::new(Aqm::new(e, self.classes, self.seed, i as u32, &format!("{path}.ecn"))?));
             }
@@ -86,6 +89,9 @@ impl Simulation {
     /// The RED profile's decision for `pkt` offered to egress port `pid` of `node`.
     #[inline]
     pub(super) fn red_decision(&mut self, node: NodeId, pid: PortId, pkt: &Packet) -> AqmAction {
+        if !self.fabric.any_aqm {
+            return AqmAction::Pass;
+        }
         match &mut self.fabric.aqm[node.idx()] {
             None => AqmAction::Pass,
             Some(aqm) => aqm.decide(self.ports[pid.idx()].queue(pkt.class as usize).queued, pkt.class, pkt.ecn),

@@ -753,7 +753,7 @@ impl Simulation {
                         self.host_record(id, p.flow.0, RX_CPU, (now - since).0);
                         frames += (tcp_payload(&p) > 0) as u64;
                         len += p.len;
-                        self.deliver(id);
+                        self.deliver(id, &p);
                     }
                     if let Some(mut m) = merged {
                         m.len = len;
