@@ -853,9 +853,11 @@ impl Simulation {
             return;
         }
         let mut class = pkt.class;
-        // The static model (the default) reads three fields: no request built.
+        // The static model (the default) reads the port's counters (lines the
+        // push below reads anyway): no request built, no line of its own.
+        let queued = port.occupancy(pkt.class);
         let verdict = match &mut self.nodes[node.idx()].buffer {
-            BufferModel::Static(m) => m.admit_frame(out, pkt.class, pkt.size),
+            BufferModel::Static(m) => m.admit_frame(&queued, pkt.size),
             buffer => buffer.admit(&AdmitRequest {
                 in_port: ingress,
                 out_port: out,
@@ -864,6 +866,7 @@ impl Simulation {
                 flow: pkt.flow.0,
                 now: self.now,
                 ecn: pkt.ecn,
+                queued,
             }),
         };
         match verdict {
@@ -956,7 +959,7 @@ impl Simulation {
         let sig = match &mut self.nodes[node.idx()].buffer {
             // The static model (the default) has no PFC signal and reads three fields.
             BufferModel::Static(m) => {
-                m.release_frame(local, class, size);
+                m.release_frame(size);
                 None
             }
             buffer => {
@@ -968,6 +971,7 @@ impl Simulation {
                     flow,
                     now: at,
                     ecn,
+                    queued: self.ports[pid.idx()].occupancy(class),
                 });
                 buffer.take_pfc_signal()
             }

@@ -375,7 +375,16 @@ mod tests {
     }
 
     fn req(flow: u32, class: u8, now: u64) -> AdmitRequest {
-        AdmitRequest { in_port: Some(1), out_port: 0, class, bytes: 1000, flow, now: SimTime(now), ecn: 0 }
+        AdmitRequest {
+            in_port: Some(1),
+            out_port: 0,
+            class,
+            bytes: 1000,
+            flow,
+            now: SimTime(now),
+            ecn: 0,
+            queued: Default::default(),
+        }
     }
 
     #[test]

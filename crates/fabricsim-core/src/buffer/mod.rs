@@ -19,7 +19,7 @@ use crate::stats::DropReason;
 use crate::units::{Rate, SimTime};
 pub use intelligent::IntelligentBuffer;
 pub use shared::{Reservations, SharedBuffer, SharedParams};
-pub use static_buffer::{StaticBuffer, StaticLimits};
+pub use static_buffer::{Occupancy, StaticBuffer, StaticLimits};
 pub use voq::VoqBuffer;
 
 /// What the device knows about a packet asking for buffer.
@@ -38,6 +38,9 @@ pub struct AdmitRequest {
     pub now: SimTime,
     /// ECN codepoint of the packet.
     pub ecn: u8,
+    /// The egress port's bytes queued and its class queue's bytes and packets
+    /// (the static model's whole state per port; see [`Occupancy`]).
+    pub queued: Occupancy,
 }
 
 /// The model's answer.

@@ -612,7 +612,16 @@ mod tests {
     }
 
     fn req(in_port: Option<u16>, port: u16, class: u8, bytes: u32) -> AdmitRequest {
-        AdmitRequest { in_port, out_port: port, class, bytes, flow: 0, now: crate::units::SimTime::ZERO, ecn: 0 }
+        AdmitRequest {
+            in_port,
+            out_port: port,
+            class,
+            bytes,
+            flow: 0,
+            now: crate::units::SimTime::ZERO,
+            ecn: 0,
+            queued: Default::default(),
+        }
     }
 
     #[test]

@@ -18,23 +18,25 @@ pub struct StaticLimits {
     pub queue_packets: Option<u32>,
 }
 
-/// Occupancy of a port (slot 0 of its group) or of one of its class queues.
-#[derive(Clone, Copy, Debug, Default)]
-struct Slot {
-    bytes: u64,
-    packets: u64,
+/// What a static buffer's admission reads: the egress port's bytes queued and
+/// its class queue's bytes and packets. The port keeps these counters itself
+/// (`Port::total_queued_bytes`, `ClassQueue::queued` and its length) and they
+/// change exactly when the buffer admits and releases, so the buffer reads
+/// them from the port's lines instead of keeping a copy in a line of its own.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Occupancy {
+    pub port_bytes: u64,
+    pub queue_bytes: u64,
+    pub queue_packets: u64,
 }
 
 #[derive(Clone, Debug)]
 pub struct StaticBuffer {
-    classes: usize,
+    ports: usize,
     port_limit: u64,
     queue_limit: Option<u64>,
     /// `u64::MAX` when unlimited, so the check costs one comparison.
     queue_packet_limit: u64,
-    /// Per port, `1 + classes` slots side by side: the port's total, then its
-    /// class queues, so an admission touches one or two cache lines.
-    slots: Vec<Slot>,
     total: u64,
     high_water: u64,
     /// Reason reported when a port's buffer is full (a broadcast fabric's
@@ -43,13 +45,12 @@ pub struct StaticBuffer {
 }
 
 impl StaticBuffer {
-    pub fn new(ports: usize, classes: usize, limits: StaticLimits) -> Self {
+    pub fn new(ports: usize, _classes: usize, limits: StaticLimits) -> Self {
         StaticBuffer {
-            classes,
+            ports,
             port_limit: limits.port_bytes,
             queue_limit: limits.queue_bytes,
             queue_packet_limit: limits.queue_packets.map_or(u64::MAX, u64::from),
-            slots: vec![Slot::default(); ports * (classes + 1)],
             total: 0,
             high_water: 0,
             full_reason: DropReason::PortBufferFull,
@@ -65,30 +66,24 @@ impl StaticBuffer {
     /// port's bytes; the first one the packet would exceed is the drop reason.
     #[inline]
     pub fn admit(&mut self, r: &AdmitRequest) -> Verdict {
-        self.admit_frame(r.out_port, r.class, r.bytes)
+        self.admit_frame(&r.queued, r.bytes)
     }
 
-    /// [`StaticBuffer::admit`] from the three fields it reads.
+    /// [`StaticBuffer::admit`] of a frame of `bytes` into a queue holding `queued`.
     #[inline(always)]
-    pub fn admit_frame(&mut self, out_port: u16, class: u8, bytes: u32) -> Verdict {
-        let p = out_port as usize * (self.classes + 1);
-        let q = p + 1 + class as usize;
+    pub fn admit_frame(&mut self, queued: &Occupancy, bytes: u32) -> Verdict {
         let b = bytes as u64;
-        let queue = self.slots[q];
-        if queue.packets >= self.queue_packet_limit {
+        if queued.queue_packets >= self.queue_packet_limit {
             return Verdict::Drop(DropReason::QueuePacketLimit);
         }
         if let Some(limit) = self.queue_limit {
-            if queue.bytes + b > limit {
+            if queued.queue_bytes + b > limit {
                 return Verdict::Drop(DropReason::QueueLimit);
             }
         }
-        if self.slots[p].bytes + b > self.port_limit {
+        if queued.port_bytes + b > self.port_limit {
             return Verdict::Drop(self.full_reason);
         }
-        self.slots[p].bytes += b;
-        self.slots[p].packets += 1;
-        self.slots[q] = Slot { bytes: queue.bytes + b, packets: queue.packets + 1 };
         self.total += b;
         self.high_water = self.high_water.max(self.total);
         Verdict::Admit
@@ -96,20 +91,13 @@ impl StaticBuffer {
 
     #[inline]
     pub fn release(&mut self, r: &AdmitRequest) {
-        self.release_frame(r.out_port, r.class, r.bytes)
+        self.release_frame(r.bytes)
     }
 
-    /// [`StaticBuffer::release`] from the three fields it reads.
+    /// [`StaticBuffer::release`] of a frame of `bytes` (the port counts its queues itself).
     #[inline(always)]
-    pub fn release_frame(&mut self, out_port: u16, class: u8, bytes: u32) {
-        let p = out_port as usize * (self.classes + 1);
-        let q = p + 1 + class as usize;
-        let b = bytes as u64;
-        self.slots[p].bytes -= b;
-        self.slots[p].packets -= 1;
-        self.slots[q].bytes -= b;
-        self.slots[q].packets -= 1;
-        self.total -= b;
+    pub fn release_frame(&mut self, bytes: u32) {
+        self.total -= bytes as u64;
     }
 
     pub fn used_bytes(&self) -> u64 {
@@ -121,7 +109,7 @@ impl StaticBuffer {
     }
 
     pub fn capacity_bytes(&self) -> u64 {
-        self.port_limit * (self.slots.len() / (self.classes + 1)) as u64
+        self.port_limit * self.ports as u64
     }
 }
 
@@ -129,8 +117,36 @@ impl StaticBuffer {
 mod tests {
     use super::*;
 
-    fn req(port: u16, class: u8, bytes: u32) -> AdmitRequest {
-        AdmitRequest { in_port: None, out_port: port, class, bytes, flow: 0, now: crate::units::SimTime::ZERO, ecn: 0 }
+    /// The counters the egress ports keep (per port its bytes, per class
+    /// queue its bytes and packets), updated as a port updates them.
+    struct Ports {
+        classes: usize,
+        port: Vec<u64>,
+        queue: Vec<(u64, u64)>,
+    }
+
+    impl Ports {
+        fn new(ports: usize, classes: usize) -> Ports {
+            Ports { classes, port: vec![0; ports], queue: vec![(0, 0); ports * classes] }
+        }
+
+        fn admit(&mut self, b: &mut StaticBuffer, port: usize, class: usize, bytes: u32) -> Verdict {
+            let q = &mut self.queue[port * self.classes + class];
+            let queued = Occupancy { port_bytes: self.port[port], queue_bytes: q.0, queue_packets: q.1 };
+            let v = b.admit_frame(&queued, bytes);
+            if v == Verdict::Admit {
+                self.port[port] += bytes as u64;
+                *q = (q.0 + bytes as u64, q.1 + 1);
+            }
+            v
+        }
+
+        fn release(&mut self, b: &mut StaticBuffer, port: usize, class: usize, bytes: u32) {
+            let q = &mut self.queue[port * self.classes + class];
+            self.port[port] -= bytes as u64;
+            *q = (q.0 - bytes as u64, q.1 - 1);
+            b.release_frame(bytes);
+        }
     }
 
     fn limits(port_bytes: u64, queue_bytes: Option<u64>, queue_packets: Option<u32>) -> StaticLimits {
@@ -140,46 +156,50 @@ mod tests {
     #[test]
     fn port_limit_is_a_hard_tail_drop() {
         let mut b = StaticBuffer::new(2, 2, limits(3000, None, None));
-        assert_eq!(b.admit(&req(0, 0, 1500)), Verdict::Admit);
-        assert_eq!(b.admit(&req(0, 1, 1500)), Verdict::Admit);
-        assert_eq!(b.admit(&req(0, 0, 1)), Verdict::Drop(DropReason::PortBufferFull));
+        let mut ports = Ports::new(2, 2);
+        assert_eq!(ports.admit(&mut b, 0, 0, 1500), Verdict::Admit);
+        assert_eq!(ports.admit(&mut b, 0, 1, 1500), Verdict::Admit);
+        assert_eq!(ports.admit(&mut b, 0, 0, 1), Verdict::Drop(DropReason::PortBufferFull));
         // Another port is unaffected.
-        assert_eq!(b.admit(&req(1, 0, 3000)), Verdict::Admit);
-        b.release(&req(0, 0, 1500));
-        assert_eq!(b.admit(&req(0, 0, 1500)), Verdict::Admit);
+        assert_eq!(ports.admit(&mut b, 1, 0, 3000), Verdict::Admit);
+        ports.release(&mut b, 0, 0, 1500);
+        assert_eq!(ports.admit(&mut b, 0, 0, 1500), Verdict::Admit);
         assert_eq!(b.used_bytes(), 6000);
     }
 
     #[test]
     fn queue_limit_applies_per_class() {
         let mut b = StaticBuffer::new(1, 2, limits(10_000, Some(2000), None));
-        assert_eq!(b.admit(&req(0, 0, 1500)), Verdict::Admit);
-        assert_eq!(b.admit(&req(0, 0, 1500)), Verdict::Drop(DropReason::QueueLimit));
-        assert_eq!(b.admit(&req(0, 1, 1500)), Verdict::Admit);
+        let mut ports = Ports::new(1, 2);
+        assert_eq!(ports.admit(&mut b, 0, 0, 1500), Verdict::Admit);
+        assert_eq!(ports.admit(&mut b, 0, 0, 1500), Verdict::Drop(DropReason::QueueLimit));
+        assert_eq!(ports.admit(&mut b, 0, 1, 1500), Verdict::Admit);
     }
 
     #[test]
     fn packet_cap_counts_packets_whatever_their_size() {
         let mut b = StaticBuffer::new(2, 2, limits(1_000_000, None, Some(3)));
+        let mut ports = Ports::new(2, 2);
         for size in [64, 9000, 1500] {
-            assert_eq!(b.admit(&req(0, 0, size)), Verdict::Admit);
+            assert_eq!(ports.admit(&mut b, 0, 0, size), Verdict::Admit);
         }
-        assert_eq!(b.admit(&req(0, 0, 64)), Verdict::Drop(DropReason::QueuePacketLimit));
+        assert_eq!(ports.admit(&mut b, 0, 0, 64), Verdict::Drop(DropReason::QueuePacketLimit));
         // The cap is per (port, class) queue.
-        assert_eq!(b.admit(&req(0, 1, 64)), Verdict::Admit);
-        assert_eq!(b.admit(&req(1, 0, 64)), Verdict::Admit);
+        assert_eq!(ports.admit(&mut b, 0, 1, 64), Verdict::Admit);
+        assert_eq!(ports.admit(&mut b, 1, 0, 64), Verdict::Admit);
         // A packet leaving the queue makes room for exactly one more.
-        b.release(&req(0, 0, 9000));
-        assert_eq!(b.admit(&req(0, 0, 1500)), Verdict::Admit);
-        assert_eq!(b.admit(&req(0, 0, 1500)), Verdict::Drop(DropReason::QueuePacketLimit));
+        ports.release(&mut b, 0, 0, 9000);
+        assert_eq!(ports.admit(&mut b, 0, 0, 1500), Verdict::Admit);
+        assert_eq!(ports.admit(&mut b, 0, 0, 1500), Verdict::Drop(DropReason::QueuePacketLimit));
         assert_eq!(b.used_bytes(), 64 + 1500 + 1500 + 64 + 64);
     }
 
     #[test]
     fn packet_cap_is_checked_before_byte_limits() {
         let mut b = StaticBuffer::new(1, 1, limits(1500, Some(1500), Some(1)));
-        assert_eq!(b.admit(&req(0, 0, 1500)), Verdict::Admit);
+        let mut ports = Ports::new(1, 1);
+        assert_eq!(ports.admit(&mut b, 0, 0, 1500), Verdict::Admit);
         // Over all three limits: the packet cap is the reason reported.
-        assert_eq!(b.admit(&req(0, 0, 1500)), Verdict::Drop(DropReason::QueuePacketLimit));
+        assert_eq!(ports.admit(&mut b, 0, 0, 1500), Verdict::Drop(DropReason::QueuePacketLimit));
     }
 }

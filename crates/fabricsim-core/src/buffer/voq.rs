@@ -142,7 +142,16 @@ mod tests {
     use crate::units::SimTime;
 
     fn req(i: u16, o: u16, b: u32) -> AdmitRequest {
-        AdmitRequest { in_port: Some(i), out_port: o, class: 0, bytes: b, flow: 0, now: SimTime::ZERO, ecn: 0 }
+        AdmitRequest {
+            in_port: Some(i),
+            out_port: o,
+            class: 0,
+            bytes: b,
+            flow: 0,
+            now: SimTime::ZERO,
+            ecn: 0,
+            queued: Default::default(),
+        }
     }
 
     #[test]

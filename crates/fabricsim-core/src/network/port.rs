@@ -25,6 +25,7 @@
 //!   rates when frames are equal).
 
 use super::fifo::InlineFifo;
+use crate::buffer::Occupancy;
 use crate::ids::{ChannelId, NodeId, PacketId};
 use crate::units::{Rate, SimTime, TxTime};
 use serde::{Deserialize, Serialize};
@@ -442,6 +443,14 @@ impl Port {
 
     fn queues_mut(&mut self) -> impl Iterator<Item = &mut ClassQueue> + '_ {
         std::iter::once(&mut self.class0).chain(self.upper.iter_mut())
+    }
+
+    /// The bytes queued at the port and the bytes and packets of the queue of
+    /// `class` (lines 0 and 2 with one class): what a static buffer admits by.
+    #[inline]
+    pub fn occupancy(&self, class: u8) -> Occupancy {
+        let q = self.queue(class as usize);
+        Occupancy { port_bytes: self.total_queued_bytes, queue_bytes: q.queued, queue_packets: q.len() as u64 }
     }
 
     /// Whether the queue of `class` can take `bytes` more from `in_port`
