@@ -856,18 +856,25 @@ impl Simulation {
         // The static model (the default) reads the port's counters (lines the
         // push below reads anyway): no request built, no line of its own.
         let queued = port.occupancy(pkt.class);
-        let verdict = match &mut self.nodes[node.idx()].buffer {
-            BufferModel::Static(m) => m.admit_frame(&queued, pkt.size),
-            buffer => buffer.admit(&AdmitRequest {
-                in_port: ingress,
-                out_port: out,
-                class: pkt.class,
-                bytes: pkt.size,
-                flow: pkt.flow.0,
-                now: self.now,
-                ecn: pkt.ecn,
-                queued,
-            }),
+        // Only the shared model signals PFC; the static one is not asked (the
+        // question reads a line of the node that nothing else here reads). A
+        // refused packet leaves any signal for the next admission or release.
+        let (verdict, sig) = match &mut self.nodes[node.idx()].buffer {
+            BufferModel::Static(m) => (m.admit_frame(&queued, pkt.size), None),
+            buffer => {
+                let verdict = buffer.admit(&AdmitRequest {
+                    in_port: ingress,
+                    out_port: out,
+                    class: pkt.class,
+                    bytes: pkt.size,
+                    flow: pkt.flow.0,
+                    now: self.now,
+                    ecn: pkt.ecn,
+                    queued,
+                });
+                let sig = if matches!(verdict, Verdict::Drop(_)) { None } else { buffer.take_pfc_signal() };
+                (verdict, sig)
+            }
         };
         match verdict {
             Verdict::Admit => {}
@@ -886,7 +893,7 @@ impl Simulation {
         if red == AqmAction::Mark {
             self.mark_packet(node, out, class, id, fabric::MarkReason::Red);
         }
-        if let Some(sig) = self.nodes[node.idx()].buffer.take_pfc_signal() {
+        if let Some(sig) = sig {
             self.pfc_signal(node, sig);
         }
         let n = &self.nodes[node.idx()];
