@@ -30,26 +30,30 @@ pub struct Occupancy {
     pub queue_packets: u64,
 }
 
+/// Kept small (48 B) so that, inside its node, everything an admission reads
+/// shares the node's first cache line with what the hop reads of the node.
 #[derive(Clone, Debug)]
 pub struct StaticBuffer {
-    ports: usize,
     port_limit: u64,
-    queue_limit: Option<u64>,
-    /// `u64::MAX` when unlimited, so the check costs one comparison.
+    /// `u64::MAX` when unlimited, so each check costs one comparison.
+    queue_limit: u64,
     queue_packet_limit: u64,
     total: u64,
     high_water: u64,
+    ports: u32,
     /// Reason reported when a port's buffer is full (a broadcast fabric's
     /// receivers report `receiver_buffer_full`).
     full_reason: DropReason,
 }
 
+const _: () = assert!(std::mem::size_of::<StaticBuffer>() <= 48);
+
 impl StaticBuffer {
     pub fn new(ports: usize, _classes: usize, limits: StaticLimits) -> Self {
         StaticBuffer {
-            ports,
+            ports: ports as u32,
             port_limit: limits.port_bytes,
-            queue_limit: limits.queue_bytes,
+            queue_limit: limits.queue_bytes.unwrap_or(u64::MAX),
             queue_packet_limit: limits.queue_packets.map_or(u64::MAX, u64::from),
             total: 0,
             high_water: 0,
@@ -76,10 +80,8 @@ impl StaticBuffer {
         if queued.queue_packets >= self.queue_packet_limit {
             return Verdict::Drop(DropReason::QueuePacketLimit);
         }
-        if let Some(limit) = self.queue_limit {
-            if queued.queue_bytes + b > limit {
-                return Verdict::Drop(DropReason::QueueLimit);
-            }
+        if queued.queue_bytes.saturating_add(b) > self.queue_limit {
+            return Verdict::Drop(DropReason::QueueLimit);
         }
         if queued.port_bytes + b > self.port_limit {
             return Verdict::Drop(self.full_reason);

@@ -25,9 +25,11 @@ pub use topology::NodeKind;
 
 /// A host or a switch.
 ///
-/// What a packet-hop reads (kind, forwarding, latency, ports, the buffer
-/// model's limits and occupancy pointers) comes first and fills the first
-/// two cache lines; the name, read only for outputs, comes last.
+/// What a packet-hop reads (kind, forwarding, ports, MTU, then the buffer
+/// model) comes first: with a static buffer, everything an admission reads
+/// falls in the first cache line. The cut-through header and the latency
+/// (read only when a cut-through frame may start early) follow the buffer
+/// model; the name, read only for outputs, comes last.
 #[derive(Debug)]
 #[repr(C, align(64))]
 pub struct Node {
@@ -38,16 +40,16 @@ pub struct Node {
     pub first_port: u32,
     /// Largest frame forwarded (`u32::MAX`: no limit).
     pub mtu: u32,
+    pub buffer: BufferModel,
     /// Cut-through: bytes received before forwarding starts (the header).
     pub cut_through_bytes: u32,
     /// Fixed forwarding latency (switch pipeline or host stack), added to every
     /// packet this node receives.
     pub latency: SimTime,
-    pub buffer: BufferModel,
     pub name: String,
 }
 
-const _: () = assert!(std::mem::offset_of!(Node, buffer) == 24);
+const _: () = assert!(std::mem::offset_of!(Node, buffer) == 16);
 
 impl Node {
     #[inline]
