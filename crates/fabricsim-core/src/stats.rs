@@ -121,40 +121,52 @@ impl DropReason {
 }
 
 /// Per-flow counters kept while the simulation runs.
+///
+/// Laid out by cache line (`repr(C)`): what a delivery updates (counters,
+/// latency sum, min and max, the source compared with the destination) is
+/// the first line, the latency histogram's header the second; what a
+/// packet's creation updates and the rest come after.
 #[derive(Clone, Debug, Default)]
+#[repr(C, align(64))]
 pub struct FlowStats {
-    pub name: u32,
-    pub kind: u32,
-    pub src: u32,
-    pub dst: u32,
-    pub class: u8,
-    pub start_ps: u64,
-    pub packets_sent: u64,
-    pub bytes_sent: u64,
-    /// Multicast: copies made by devices from this flow's packets.
-    pub packets_replicated: u64,
-    pub packets_delivered: u64,
-    pub bytes_delivered: u64,
-    pub packets_dropped: u64,
-    pub bytes_dropped: u64,
-    pub last_delivery_ps: u64,
+    // Line 0.
     /// One-way latency of the packets delivered in the flow's data direction
     /// (TCP ACKs and RoCE ACKs/CNPs back to the source are not counted;
     /// multicast copies count at every member): sum, min, max and a
     /// log-bucketed histogram.
-    pub latency: crate::histogram::LogHistogram,
     pub latency_sum_ps: u128,
+    pub packets_delivered: u64,
+    pub bytes_delivered: u64,
+    pub last_delivery_ps: u64,
     pub latency_min_ps: u64,
     pub latency_max_ps: u64,
-    pub source_done: bool,
-    /// A TCP flow (completion is decided by its application, not by packets).
-    pub tcp: bool,
+    pub src: u32,
+    pub dst: u32,
+    // Line 1.
+    pub latency: crate::histogram::LogHistogram,
+    pub name: u32,
+    pub kind: u32,
+    // Line 2.
+    pub packets_sent: u64,
+    pub bytes_sent: u64,
+    /// Multicast: copies made by devices from this flow's packets.
+    pub packets_replicated: u64,
+    pub packets_dropped: u64,
+    pub bytes_dropped: u64,
+    pub start_ps: u64,
     /// TCP: application bytes to transfer (`None`: until a deadline).
     pub size_bytes: Option<u64>,
     /// TCP: when the application completed (all bytes received, or the
     /// duration-limited sender finished).
     pub app_complete_ps: Option<u64>,
+    pub class: u8,
+    pub source_done: bool,
+    /// A TCP flow (completion is decided by its application, not by packets).
+    pub tcp: bool,
 }
+
+const _: () = assert!(std::mem::offset_of!(FlowStats, dst) + 4 == 64);
+const _: () = assert!(std::mem::offset_of!(FlowStats, kind) + 4 <= 128);
 
 impl FlowStats {
     pub fn in_network(&self) -> u64 {
