@@ -130,7 +130,8 @@ def test_recorded_runs_with_a_trace_carry_their_distributions() -> None:
     its wake-ups counted (about one per voluntary context switch), with quantile points."""
     traced = [
         r
-        for e in linux_dumbbell.recorded()
+        for path in (linux_dumbbell.RESULTS, linux_dumbbell.TRACED_RESULTS)
+        for e in linux_dumbbell.recorded(path)
         for run in e["runs"]
         for r in run.get("readers", []) + run.get("writers", [])
         if r.get("sched")

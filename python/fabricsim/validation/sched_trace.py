@@ -149,15 +149,22 @@ def _tracefs() -> Optional[Path]:
     return None
 
 
+_PROBED: list[Optional[str]] = []
+
+
 def available() -> Optional[str]:
-    """None if the scheduler trace can run here, else why not."""
+    """None if the scheduler trace can run here, else why not (probed once:
+    root, tracefs mounted or mountable, and an instance can be made)."""
     if os.geteuid() != 0:
         return "needs root (tracefs)"
-    if _tracefs() is not None:
-        return None
-    if not Path("/proc/filesystems").exists() or "tracefs" not in Path("/proc/filesystems").read_text():
-        return "the kernel has no tracefs"
-    return None
+    if not _PROBED:
+        try:
+            with SchedTrace("fabricsim-probe", buffer_kb=64):
+                pass
+            _PROBED.append(None)
+        except (OSError, subprocess.SubprocessError) as exc:
+            _PROBED.append(f"tracefs not usable here: {exc}")
+    return _PROBED[0]
 
 
 class SchedTrace:
