@@ -942,7 +942,6 @@ impl Simulation {
             port.queue_delay_sum_ps += (at - pkt.enqueued).0 as u128;
             port.set_in_tx(id);
             port.tx_start = at;
-            pkt.first_bit = at + self.channels[port.channel.idx()].delay;
             let end = at + port.tx_duration(pkt.size as u64 + self.overhead);
             self.queue.push(end, Event::TxDone(pid));
             if self.capture.on {
@@ -955,8 +954,7 @@ impl Simulation {
         port.queue_delay_sum_ps += (at - pkt.enqueued).0 as u128;
         port.set_in_tx(id);
         port.tx_start = at;
-        let ch = &self.channels[port.channel.idx()];
-        pkt.first_bit = at + ch.delay;
+        // `first_bit` is set at `TxDone`, which reads the channel anyway.
         let end = at + port.tx_duration(pkt.size as u64 + self.overhead);
         let (in_port, flow, ecn, local) = (pkt.in_port, pkt.flow.0, pkt.ecn, port.local);
         let node = port.node;
@@ -1006,10 +1004,15 @@ impl Simulation {
         port.tx_bytes += size;
         port.free_at = now;
         let ch_id = port.channel;
-        self.carried.on_link(ch_id.idx(), port.tx_start.0, now.0, size);
+        let tx_start = port.tx_start;
+        self.carried.on_link(ch_id.idx(), tx_start.0, now.0, size);
         let more = !port.is_empty();
         let ch = &mut self.channels[ch_id.idx()];
         let arrival = now + ch.arrival_delay;
+        // The first bit left when the transmission started; read at the next
+        // hop (cut-through), after this event. Set here rather than when the
+        // transmission starts so that a hop reads the channel once.
+        self.pool.get_mut(id).first_bit = tx_start + ch.delay;
         ch.in_flight.push_back((arrival, id));
         if ch.in_flight.len() == 1 {
             self.queue.push(arrival, Event::Arrive(ch_id));
