@@ -126,6 +126,10 @@ def test_cubic_on_jiffies_grows_in_steps_on_a_path_shorter_than_a_jiffy(core):
     assert per_episode[250] > 1.4 * per_episode[0], per_episode
     again = linux_dumbbell.simulate(setup, 10.0, tcp={"cubic_hz": 250})
     assert again["drops"] == runs[250]["drops"]
+    # Linux before 6.11 held the increase for HZ / 32 jiffies (28 ms) even on
+    # this sub-ms path: still burstier.
+    older = linux_dumbbell.simulate(setup, 10.0, tcp={"cubic_hz": 250, "cubic_hold_hz32": True})
+    assert older["drops"] / older["recoveries"] > per_episode[250], (older["drops"], older["recoveries"], per_episode)
 
 
 def test_cubic_hz_is_checked_and_reaches_the_core_only_when_set():

@@ -213,6 +213,10 @@ pub struct TcpConfig {
     /// counts time in jiffies and recomputes its increase at most once per
     /// jiffy; 0 (the default): exact time.
     pub cubic_hz: u32,
+    /// With `cubic_hz`: hold `cnt` for `HZ / 32` jiffies while cwnd is
+    /// unchanged, as Linux before 6.11 did (false: `min(HZ / 32, delay_min)`,
+    /// Linux 6.11 and later).
+    pub cubic_hold_hz32: bool,
 }
 
 impl Default for TcpConfig {
@@ -279,6 +283,7 @@ impl TcpConfig {
             sack_compression_segments: if linux { 44 } else { 0 },
             sack_compression_delay_ps: MS,
             cubic_hz: 0,
+            cubic_hold_hz32: false,
         }
     }
 
@@ -485,6 +490,7 @@ pub struct TcpConfigSpec {
     pub sack_compression_segments: Option<u32>,
     pub sack_compression_delay_ps: Option<u64>,
     pub cubic_hz: Option<u32>,
+    pub cubic_hold_hz32: Option<bool>,
 }
 
 impl From<TcpConfigSpec> for TcpConfig {
@@ -554,6 +560,7 @@ impl From<TcpConfigSpec> for TcpConfig {
             sack_compression_segments: s.sack_compression_segments.unwrap_or(d.sack_compression_segments),
             sack_compression_delay_ps: s.sack_compression_delay_ps.unwrap_or(d.sack_compression_delay_ps),
             cubic_hz: s.cubic_hz.unwrap_or(d.cubic_hz),
+            cubic_hold_hz32: s.cubic_hold_hz32.unwrap_or(d.cubic_hold_hz32),
         }
     }
 }

@@ -25,7 +25,7 @@
 //!   and not at all while cwnd is unchanged and no more than
 //!   `min(HZ / 32, delay_min in jiffies)` have passed since the last time
 //!   (the rule since Linux 6.11, which keeps one update per RTT on short
-//!   paths); `t` is whole jiffies since the epoch plus `delay_min` rounded
+//!   paths; `hold_hz32`: `HZ / 32` whatever the RTT, as before 6.11); `t` is whole jiffies since the epoch plus `delay_min` rounded
 //!   up to whole jiffies (`usecs_to_jiffies`), and the 1 s guard on delay
 //!   samples after an epoch start is in jiffies too. On a path whose RTT is
 //!   below a jiffy (4 ms at `HZ` 250) a `cnt` then holds for several RTTs,
@@ -63,6 +63,8 @@ pub struct LinuxCubic {
     pub hystart: Option<ClassicHystart>,
     /// Jiffies per second (`CONFIG_HZ`); 0: exact time.
     hz: u32,
+    /// Hold `cnt` for `HZ / 32` jiffies while cwnd is unchanged (Linux before 6.11).
+    hold_hz32: bool,
     /// `last_cwnd`, `last_time` (in jiffies) of the last recomputation.
     last_cwnd: u64,
     last_time: u64,
@@ -71,6 +73,13 @@ pub struct LinuxCubic {
 impl LinuxCubic {
     pub fn new(hystart: bool, hz: u32) -> Self {
         LinuxCubic { hystart: hystart.then(ClassicHystart::default), hz, ..Default::default() }
+    }
+
+    /// Linux before 6.11: while cwnd is unchanged, no recomputation for
+    /// `HZ / 32` jiffies whatever the RTT.
+    pub fn with_hold_hz32(mut self, hold: bool) -> Self {
+        self.hold_hz32 = hold;
+        self
     }
 
     /// `tcp_jiffies32` at `t` (jiffies counted from time zero).
@@ -96,7 +105,7 @@ impl LinuxCubic {
     /// `cubictcp_state(TCP_CA_Loss)`: a retransmission timeout forgets `W_max`.
     pub fn on_timeout(&mut self) {
         let hystart = self.hystart.is_some();
-        *self = LinuxCubic::new(hystart, self.hz);
+        *self = LinuxCubic::new(hystart, self.hz).with_hold_hz32(self.hold_hz32);
     }
 
     /// `cubictcp_acked`: a delay sample from an ACK of new data.
@@ -164,7 +173,7 @@ impl LinuxCubic {
         if self.hz > 0 {
             let jiffies = self.jiffies(now);
             let delay_min = self.delay_min.map_or(0, |d| self.to_jiffies_up(d));
-            let hold = (self.hz as u64 / 32).min(delay_min);
+            let hold = if self.hold_hz32 { self.hz as u64 / 32 } else { (self.hz as u64 / 32).min(delay_min) };
             if self.last_cwnd == cwnd && jiffies.saturating_sub(self.last_time) <= hold {
                 return;
             }
@@ -324,6 +333,22 @@ mod tests {
         let mut w = Window { cwnd: 100 * MSS, ssthresh: 50 * MSS, mss: MSS };
         exact.increase(&mut w, &info(t0, MSS));
         assert_eq!((exact.last_time, exact.last_cwnd), (0, 0));
+    }
+
+    #[test]
+    fn before_linux_6_11_an_unchanged_window_waits_hz_32_jiffies() {
+        // Same as above with the older rule: 7 jiffies (28 ms) at HZ 250.
+        let mut c = LinuxCubic::new(false, 250).with_hold_hz32(true);
+        c.delay_min = Some(SimTime::from_ms(9));
+        let mut w = Window { cwnd: 100 * MSS, ssthresh: 50 * MSS, mss: MSS };
+        let t0 = SimTime::from_ms(1000);
+        c.increase(&mut w, &info(t0, MSS));
+        let cw = w.cwnd;
+        for (ms, expect) in [(16, 250), (28, 250), (32, 258)] {
+            w.cwnd = cw;
+            c.increase(&mut w, &info(t0 + SimTime::from_ms(ms), MSS));
+            assert_eq!(c.last_time, expect, "{ms} ms after");
+        }
     }
 
     #[test]

@@ -87,9 +87,9 @@ impl CongestionControl {
         match (cfg.cc, cfg.cubic_flavor) {
             (CcKind::Newreno, _) => CongestionControl::NewReno(NewReno::new(cfg.byte_counting)),
             (CcKind::Cubic, CubicFlavor::Rfc9438) => CongestionControl::Cubic(Cubic::new()),
-            (CcKind::Cubic, CubicFlavor::Linux) => {
-                CongestionControl::CubicLinux(LinuxCubic::new(cfg.hystart == Hystart::Classic, cfg.cubic_hz))
-            }
+            (CcKind::Cubic, CubicFlavor::Linux) => CongestionControl::CubicLinux(
+                LinuxCubic::new(cfg.hystart == Hystart::Classic, cfg.cubic_hz).with_hold_hz32(cfg.cubic_hold_hz32),
+            ),
             (CcKind::Dctcp, _) => CongestionControl::Dctcp(Dctcp::new(cfg.byte_counting, cfg.dctcp_g)),
             (CcKind::Htcp, _) => CongestionControl::Htcp(Htcp::new(cfg.htcp_rtt_scaling, cfg.htcp_bandwidth_switch)),
         }
