@@ -72,6 +72,15 @@ impl LogHistogram {
         self.total
     }
 
+    /// Smallest and largest value recorded (exact, not bucketed); None if empty.
+    pub fn min(&self) -> Option<u64> {
+        (self.total > 0).then_some(self.min)
+    }
+
+    pub fn max(&self) -> Option<u64> {
+        (self.total > 0).then_some(self.max)
+    }
+
     /// The `q`-quantile (0 < q <= 1): the middle of the bucket holding the
     /// `ceil(q n)`-th smallest value, clamped to the exact min and max.
     pub fn quantile(&self, q: f64) -> Option<u64> {
@@ -137,6 +146,16 @@ mod tests {
         }
         assert_eq!(h.quantile(1.0), Some(*values.last().unwrap()));
         assert_eq!(h.buckets().map(|b| b.2).sum::<u64>(), 10_000);
+    }
+
+    #[test]
+    fn min_and_max_are_exact_and_none_when_empty() {
+        let mut h = LogHistogram::default();
+        assert_eq!((h.min(), h.max()), (None, None));
+        for v in [5_000_017, 12, 999_999_937] {
+            h.record(v);
+        }
+        assert_eq!((h.min(), h.max()), (Some(12), Some(999_999_937)));
     }
 
     #[test]

@@ -592,7 +592,6 @@ impl Simulation {
                 class,
                 start_ps: start,
                 source_done: done,
-                latency_min_ps: u64::MAX,
                 ..Default::default()
             });
             self.sources.push(source);
@@ -1118,8 +1117,6 @@ impl Simulation {
         // (TCP ACKs, RoCE ACKs and CNPs); multicast copies count at every member.
         if pkt.dst.0 != f.src {
             f.latency_sum_ps += lat as u128;
-            f.latency_min_ps = f.latency_min_ps.min(lat);
-            f.latency_max_ps = f.latency_max_ps.max(lat);
             f.latency.record(lat);
             self.carried.on_flow(pkt.flow.0, now, pkt.size as u64);
         }
@@ -1368,11 +1365,11 @@ impl Simulation {
                     .collect(),
             ),
         );
-        t.push("latency_min_ps", Column::I64(f.iter().map(|x| opt(x.latency.total() > 0, x.latency_min_ps)).collect()));
+        t.push("latency_min_ps", Column::I64(f.iter().map(|x| x.latency.min().map_or(-1, |v| v as i64)).collect()));
         for (name, q) in [("latency_p50_ps", 0.5), ("latency_p99_ps", 0.99), ("latency_p999_ps", 0.999)] {
             t.push(name, Column::I64(f.iter().map(|x| x.latency.quantile(q).map_or(-1, |v| v as i64)).collect()));
         }
-        t.push("latency_max_ps", Column::I64(f.iter().map(|x| opt(x.latency.total() > 0, x.latency_max_ps)).collect()));
+        t.push("latency_max_ps", Column::I64(f.iter().map(|x| x.latency.max().map_or(-1, |v| v as i64)).collect()));
         self.tcp_flow_columns(&mut t);
         self.roce_flow_columns(&mut t);
         t

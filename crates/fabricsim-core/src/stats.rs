@@ -123,26 +123,24 @@ impl DropReason {
 /// Per-flow counters kept while the simulation runs.
 ///
 /// Laid out by cache line (`repr(C)`): what a delivery updates (counters,
-/// latency sum, min and max, the source compared with the destination) is
-/// the first line, the latency histogram's header the second; what a
-/// packet's creation updates and the rest come after.
+/// latency sum, the source compared with the destination, then the latency
+/// histogram's header, which keeps the exact min and max) fills the first
+/// two lines; what a packet's creation updates and the rest come after.
 #[derive(Clone, Debug, Default)]
 #[repr(C, align(64))]
 pub struct FlowStats {
     // Line 0.
     /// One-way latency of the packets delivered in the flow's data direction
     /// (TCP ACKs and RoCE ACKs/CNPs back to the source are not counted;
-    /// multicast copies count at every member): sum, min, max and a
-    /// log-bucketed histogram.
+    /// multicast copies count at every member): the sum here, count, exact
+    /// min and max and log buckets in `latency`.
     pub latency_sum_ps: u128,
     pub packets_delivered: u64,
     pub bytes_delivered: u64,
     pub last_delivery_ps: u64,
-    pub latency_min_ps: u64,
-    pub latency_max_ps: u64,
     pub src: u32,
     pub dst: u32,
-    // Line 1.
+    // Bytes 48-103 (lines 0 and 1).
     pub latency: crate::histogram::LogHistogram,
     pub name: u32,
     pub kind: u32,
@@ -165,8 +163,9 @@ pub struct FlowStats {
     pub tcp: bool,
 }
 
-const _: () = assert!(std::mem::offset_of!(FlowStats, dst) + 4 == 64);
-const _: () = assert!(std::mem::offset_of!(FlowStats, kind) + 4 <= 128);
+const _: () = assert!(std::mem::offset_of!(FlowStats, dst) + 4 <= 64);
+const _: () =
+    assert!(std::mem::offset_of!(FlowStats, latency) + std::mem::size_of::<crate::histogram::LogHistogram>() <= 128);
 
 impl FlowStats {
     pub fn in_network(&self) -> u64 {

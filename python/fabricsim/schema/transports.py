@@ -159,8 +159,9 @@ class DelayedAck(Model):
 
 
 class Wakeup(Model):
-    """How long the receiving process takes to run once data woke it (the
-    scheduler's wake-up latency). ``constant``: ``delay`` every time;
+    """A delay distribution: how long the receiving process takes to run once
+    data woke it (the scheduler's wake-up latency), or, as ``preemption.wait``,
+    how long it waits for a CPU after a preemption. ``constant``: ``delay`` every time;
     ``exponential`` (default): mean ``delay``; ``empirical``: drawn uniformly
     from ``samples`` (measured delays). Draws come from a random stream of
     each connection's own (seeded by ``seed``)."""

@@ -466,10 +466,20 @@ def simulate(
 IPERF3_READ_BYTES = 131_072
 
 
+def _readers(record: dict[str, Any], runs: Optional[Sequence[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The iperf3 servers' stats of the kept runs (or of ``runs``)."""
+    return [r for run in (record["runs"] if runs is None else runs) for r in run.get("readers", [])]
+
+
+def _empirical(samples_ns: Sequence[int]) -> dict[str, Any]:
+    """A ``wakeup``-style distribution drawing uniformly from measured delays."""
+    return {"kind": "empirical", "samples": [f"{max(0, q)}ns" for q in samples_ns]}
+
+
 def reader_measurements(record: dict[str, Any], runs: Optional[Sequence[dict[str, Any]]] = None) -> Optional[dict[str, float]]:
     """Means over the kept runs (or ``runs``) of how the iperf3 servers read
     their sockets (runs recorded with /proc reader counters; None if none were)."""
-    readers = [r for run in (record["runs"] if runs is None else runs) for r in run.get("readers", [])]
+    readers = _readers(record, runs)
     if not readers:
         return None
     total = lambda key: float(sum(r[key] for r in readers))  # noqa: E731
@@ -488,7 +498,7 @@ def traced_wakeups_ns(record: dict[str, Any], runs: Optional[Sequence[dict[str, 
     """The iperf3 servers' wake-up delays as the scheduler trace recorded them:
     every server's quantile points, pooled (each server weighs the same); None
     unless every server of the runs was traced."""
-    readers = [r for run in (record["runs"] if runs is None else runs) for r in run.get("readers", [])]
+    readers = _readers(record, runs)
     if not readers or any(not (r.get("sched") or {}).get("wakeup_quantiles_ns") for r in readers):
         return None
     return [q for r in readers for q in r["sched"]["wakeup_quantiles_ns"]]
@@ -500,7 +510,7 @@ def traced_preemption(record: dict[str, Any], runs: Optional[Sequence[dict[str, 
     all servers: an upper bound, as some preemptions find nothing left to
     read) and the waits drawn from the servers' pooled quantile points; None
     unless every server was traced and read something."""
-    readers = [r for run in (record["runs"] if runs is None else runs) for r in run.get("readers", [])]
+    readers = _readers(record, runs)
     scheds = [r.get("sched") or {} for r in readers]
     if not scheds or any(not s.get("data_reads") for s in scheds):
         return None
@@ -510,7 +520,7 @@ def traced_preemption(record: dict[str, Any], runs: Optional[Sequence[dict[str, 
         return None
     return {
         "probability": min(1.0, preemptions / sum(s["data_reads"] for s in scheds)),
-        "wait": {"kind": "empirical", "samples": [f"{max(0, q)}ns" for q in waits]},
+        "wait": _empirical(waits),
     }
 
 
@@ -520,7 +530,7 @@ def traced_loop_time_ns(record: dict[str, Any], runs: Optional[Sequence[dict[str
     all servers' sleeps). It is measured where no data arrived meanwhile (data
     arriving then keeps the server reading), so it is a lower bound; None
     unless every server was traced with it."""
-    readers = [r for run in (record["runs"] if runs is None else runs) for r in run.get("readers", [])]
+    readers = _readers(record, runs)
     scheds = [r.get("sched") or {} for r in readers]
     if not scheds or any(not s.get("loop_tails") for s in scheds):
         return None
@@ -550,7 +560,7 @@ def measured_receiver_app(
         return None
     samples = traced_wakeups_ns(record, runs) if traced else None
     if samples:
-        wakeup: dict[str, Any] = {"kind": "empirical", "samples": [f"{max(0, q)}ns" for q in samples]}
+        wakeup = _empirical(samples)
     else:
         wakeup = {"kind": "exponential", "delay": f"{max(1, round(m['delay_per_wakeup_s'] * 1e9))}ns"}
     app = {

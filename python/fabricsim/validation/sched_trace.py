@@ -32,6 +32,7 @@ Needs root; :func:`available` says whether it can run. The parser
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import secrets
@@ -84,21 +85,16 @@ class Waits:
     def summary(self) -> dict[str, Any]:
         """Counts, means and :data:`QUANTILES` quantile points in ns (JSON-ready)."""
 
-        def ns(values: list[float]) -> list[int]:
-            return [round(v * 1e9) for v in quantile_points(values)]
-
-        return {
-            "data_reads": self.data_reads,
-            "wakeups": len(self.wakeups),
-            "wakeup_mean_ns": round(statistics.fmean(self.wakeups) * 1e9) if self.wakeups else 0,
-            "wakeup_quantiles_ns": ns(self.wakeups),
-            "preemptions": len(self.preemptions),
-            "preemption_mean_ns": round(statistics.fmean(self.preemptions) * 1e9) if self.preemptions else 0,
-            "preemption_quantiles_ns": ns(self.preemptions),
-            "loop_tails": len(self.loop_tails),
-            "loop_tail_mean_ns": round(statistics.fmean(self.loop_tails) * 1e9) if self.loop_tails else 0,
-            "loop_tail_quantiles_ns": ns(self.loop_tails),
-        }
+        out: dict[str, Any] = {"data_reads": self.data_reads}
+        for plural, one, values in (
+            ("wakeups", "wakeup", self.wakeups),
+            ("preemptions", "preemption", self.preemptions),
+            ("loop_tails", "loop_tail", self.loop_tails),
+        ):
+            out[plural] = len(values)
+            out[f"{one}_mean_ns"] = round(statistics.fmean(values) * 1e9) if values else 0
+            out[f"{one}_quantiles_ns"] = [round(v * 1e9) for v in quantile_points(values)]
+        return out
 
 
 def parse_trace(lines: Iterable[str], pids: Optional[Sequence[int]] = None) -> dict[int, Waits]:
@@ -149,22 +145,22 @@ def _tracefs() -> Optional[Path]:
     return None
 
 
-_PROBED: list[Optional[str]] = []
-
-
 def available() -> Optional[str]:
     """None if the scheduler trace can run here, else why not (probed once:
     root, tracefs mounted or mountable, and an instance can be made)."""
     if os.geteuid() != 0:
         return "needs root (tracefs)"
-    if not _PROBED:
-        try:
-            with SchedTrace("fabricsim-probe", buffer_kb=64):
-                pass
-            _PROBED.append(None)
-        except (OSError, subprocess.SubprocessError) as exc:
-            _PROBED.append(f"tracefs not usable here: {exc}")
-    return _PROBED[0]
+    return _probe()
+
+
+@functools.lru_cache(maxsize=1)
+def _probe() -> Optional[str]:
+    try:
+        with SchedTrace("fabricsim-probe", buffer_kb=64):
+            pass
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"tracefs not usable here: {exc}"
+    return None
 
 
 class SchedTrace:

@@ -83,7 +83,7 @@ impl BufferModel {
                 }
                 let limits =
                     StaticLimits { port_bytes: *port_bytes, queue_bytes: *queue_bytes, queue_packets: *queue_packets };
-                Ok(BufferModel::Static(StaticBuffer::new(ports, classes, limits)))
+                Ok(BufferModel::Static(StaticBuffer::new(ports, limits)))
             }
             BufferConfig::Shared {
                 total_bytes,

@@ -49,7 +49,7 @@ pub struct StaticBuffer {
 const _: () = assert!(std::mem::size_of::<StaticBuffer>() <= 48);
 
 impl StaticBuffer {
-    pub fn new(ports: usize, _classes: usize, limits: StaticLimits) -> Self {
+    pub fn new(ports: usize, limits: StaticLimits) -> Self {
         StaticBuffer {
             ports: ports as u32,
             port_limit: limits.port_bytes,
@@ -157,7 +157,7 @@ mod tests {
 
     #[test]
     fn port_limit_is_a_hard_tail_drop() {
-        let mut b = StaticBuffer::new(2, 2, limits(3000, None, None));
+        let mut b = StaticBuffer::new(2, limits(3000, None, None));
         let mut ports = Ports::new(2, 2);
         assert_eq!(ports.admit(&mut b, 0, 0, 1500), Verdict::Admit);
         assert_eq!(ports.admit(&mut b, 0, 1, 1500), Verdict::Admit);
@@ -171,7 +171,7 @@ mod tests {
 
     #[test]
     fn queue_limit_applies_per_class() {
-        let mut b = StaticBuffer::new(1, 2, limits(10_000, Some(2000), None));
+        let mut b = StaticBuffer::new(1, limits(10_000, Some(2000), None));
         let mut ports = Ports::new(1, 2);
         assert_eq!(ports.admit(&mut b, 0, 0, 1500), Verdict::Admit);
         assert_eq!(ports.admit(&mut b, 0, 0, 1500), Verdict::Drop(DropReason::QueueLimit));
@@ -180,7 +180,7 @@ mod tests {
 
     #[test]
     fn packet_cap_counts_packets_whatever_their_size() {
-        let mut b = StaticBuffer::new(2, 2, limits(1_000_000, None, Some(3)));
+        let mut b = StaticBuffer::new(2, limits(1_000_000, None, Some(3)));
         let mut ports = Ports::new(2, 2);
         for size in [64, 9000, 1500] {
             assert_eq!(ports.admit(&mut b, 0, 0, size), Verdict::Admit);
@@ -198,7 +198,7 @@ mod tests {
 
     #[test]
     fn packet_cap_is_checked_before_byte_limits() {
-        let mut b = StaticBuffer::new(1, 1, limits(1500, Some(1500), Some(1)));
+        let mut b = StaticBuffer::new(1, limits(1500, Some(1500), Some(1)));
         let mut ports = Ports::new(1, 1);
         assert_eq!(ports.admit(&mut b, 0, 0, 1500), Verdict::Admit);
         // Over all three limits: the packet cap is the reason reported.

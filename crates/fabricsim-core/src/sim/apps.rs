@@ -263,7 +263,6 @@ impl Simulation {
                 dst: b.0,
                 class: c.class,
                 start_ps: start.0,
-                latency_min_ps: u64::MAX,
                 ..Default::default()
             });
             self.flow_tcp.resize(self.flows.len(), u32::MAX);

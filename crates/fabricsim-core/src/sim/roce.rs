@@ -173,7 +173,6 @@ impl Simulation {
                     dst: dst.0,
                     class: r.class,
                     start_ps: r.start_ps,
-                    latency_min_ps: u64::MAX,
                     // Completion is decided by the application, as for TCP.
                     tcp: true,
                     size_bytes: Some(r.message_bytes * r.messages as u64),

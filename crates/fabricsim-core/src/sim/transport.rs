@@ -313,7 +313,6 @@ impl Simulation {
             dst: dst.0,
             class,
             start_ps: start.0,
-            latency_min_ps: u64::MAX,
             tcp: true,
             size_bytes: bytes,
             ..Default::default()

@@ -39,7 +39,8 @@ use crate::rng::RandomStream;
 use crate::units::{Rate, SimTime};
 use serde::{Deserialize, Serialize};
 
-/// How long the process takes to run after data woke it.
+/// A delay distribution: how long the process takes to run after data woke
+/// it (`wakeup`), or waits for a CPU after a preemption (`preemption.wait`).
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Wakeup {
@@ -221,7 +222,7 @@ impl Reader {
 
     /// A call that left nothing to read ended at `now`: the process runs the
     /// rest of its loop, if that takes time, before it sleeps.
-    pub fn after_last_read(&mut self, now: SimTime) -> ReaderState {
+    pub fn after_last_read(&self, now: SimTime) -> ReaderState {
         if self.cfg.loop_ps == 0 {
             ReaderState::Asleep
         } else {

@@ -25,8 +25,9 @@
 //!   and not at all while cwnd is unchanged and no more than
 //!   `min(HZ / 32, delay_min in jiffies)` have passed since the last time
 //!   (the rule since Linux 6.11, which keeps one update per RTT on short
-//!   paths; `hold_hz32`: `HZ / 32` whatever the RTT, as before 6.11); `t` is whole jiffies since the epoch plus `delay_min` rounded
-//!   up to whole jiffies (`usecs_to_jiffies`), and the 1 s guard on delay
+//!   paths; `hold_hz32`: `HZ / 32` whatever the RTT, as before 6.11); `t`
+//!   is whole jiffies since the epoch plus `delay_min` rounded up to whole
+//!   jiffies (`usecs_to_jiffies`), and the 1 s guard on delay
 //!   samples after an epoch start is in jiffies too. On a path whose RTT is
 //!   below a jiffy (4 ms at `HZ` 250) a `cnt` then holds for several RTTs,
 //!   which makes the increase burstier than the exact curve. `hz` 0: exact
@@ -170,10 +171,11 @@ impl LinuxCubic {
     /// `bictcp_update`: sets `cnt`.
     fn update(&mut self, cwnd: u64, acked: u64, now: SimTime) {
         self.ack_cnt += acked;
+        // `usecs_to_jiffies(delay_min)`: the curve's look-ahead, and (Linux 6.11) the hold.
+        let delay_min_jiffies = if self.hz > 0 { self.delay_min.map_or(0, |d| self.to_jiffies_up(d)) } else { 0 };
         if self.hz > 0 {
             let jiffies = self.jiffies(now);
-            let delay_min = self.delay_min.map_or(0, |d| self.to_jiffies_up(d));
-            let hold = if self.hold_hz32 { self.hz as u64 / 32 } else { (self.hz as u64 / 32).min(delay_min) };
+            let hold = if self.hold_hz32 { self.hz as u64 / 32 } else { (self.hz as u64 / 32).min(delay_min_jiffies) };
             if self.last_cwnd == cwnd && jiffies.saturating_sub(self.last_time) <= hold {
                 return;
             }
@@ -201,8 +203,7 @@ impl LinuxCubic {
             }
         };
         let t = if self.hz > 0 {
-            let ticks = self.jiffies(now) - self.jiffies(start) + self.delay_min.map_or(0, |d| self.to_jiffies_up(d));
-            ticks as f64 / self.hz as f64
+            (self.jiffies(now) - self.jiffies(start) + delay_min_jiffies) as f64 / self.hz as f64
         } else {
             (now - start).as_secs_f64() + self.delay_min.map_or(0.0, |d| d.as_secs_f64())
         };
