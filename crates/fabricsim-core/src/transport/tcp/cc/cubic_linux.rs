@@ -352,6 +352,79 @@ mod tests {
         }
     }
 
+    /// cwnd after every RTT of a steady ACK clock (one ACK per two segments,
+    /// a 1.6 ms round trip, as on the lab's jumbo-frame dumbbell) for 50 ms
+    /// after a loss at 14 segments.
+    fn steps_after_loss(hold_hz32: bool) -> Vec<(SimTime, u64)> {
+        let mut c = LinuxCubic::new(false, 250).with_hold_hz32(hold_hz32);
+        c.delay_min = Some(SimTime::from_us(1600));
+        let mut w = Window { cwnd: 14 * MSS, ssthresh: 0, mss: MSS };
+        w.ssthresh = c.ssthresh_after_loss(&w);
+        w.cwnd = w.ssthresh;
+        let rtt = SimTime::from_us(1600);
+        let mut now = SimTime::from_ms(1000);
+        let mut out = vec![(now, w.cwnd / MSS)];
+        while now < SimTime::from_ms(1050) {
+            let acks = (w.cwnd / MSS).div_ceil(2);
+            for i in 0..acks {
+                let at = now + SimTime(rtt.0 * i / acks);
+                c.increase(&mut w, &info(at, 2 * MSS));
+            }
+            now += rtt;
+            out.push((now, w.cwnd / MSS));
+        }
+        out
+    }
+
+    /// Longest time cwnd stayed unchanged, and the largest rise within 10 ms.
+    fn flat_and_jump(steps: &[(SimTime, u64)]) -> (SimTime, u64) {
+        let mut flat = SimTime::ZERO;
+        let mut since = steps[0].0;
+        let mut jump = 0;
+        for (i, &(t, cw)) in steps.iter().enumerate().skip(1) {
+            if cw != steps[i - 1].1 {
+                since = t;
+            }
+            flat = flat.max(t - since);
+            let earlier = steps[..i].iter().rev().find(|(u, _)| t - *u >= SimTime::from_ms(10));
+            if let Some(&(_, before)) = earlier {
+                jump = jump.max(cw.saturating_sub(before));
+            }
+        }
+        (flat, jump)
+    }
+
+    #[test]
+    fn holding_hz_32_jiffies_turns_the_reno_friendly_growth_into_jumps() {
+        // Loss at 14 segments: ssthresh 9, W_max 14, K = cbrt(5 / 0.4004) =
+        // 2.32 s, so within 50 ms the curve adds one segment and then stays
+        // below cwnd (cnt = 100 cwnd), while the TCP-friendly estimate gains
+        // one segment per 11 * 15 / 8 = 20 ACKed (about 0.55 per RTT).
+        // With the HZ / 32 hold (the lab's kernel) cnt is recomputed only 8
+        // jiffies (32 ms, 20 RTTs) after the window stopped changing; the
+        // estimate is then ~10 segments ahead, cnt drops to its floor of 2,
+        // and for the rest of that jiffy (later ACKs in the same jiffy only
+        // run the TCP-friendly step, which does not raise cnt again) cwnd
+        // grows by half of every ACKed segment: 1.5x per RTT for up to 2.5
+        // RTTs, past the estimate. So: flat for 30+ ms, then the window
+        // doubles or more within 10 ms, the shape of the kernel's `ss`
+        // trajectories (flat runs of 40 ms median, rises of up to 18
+        // segments per 10 ms at 10-16 segments). With min(HZ / 32, delay_min)
+        // = 1 jiffy the update runs again after 2 jiffies: the same catch-up,
+        // but after 8-16 ms instead of 32, so the rises are a third as large
+        // (at most 8 segments per 10 ms here) and come three times as often.
+        let steps = steps_after_loss(true);
+        let (flat, jump) = flat_and_jump(&steps);
+        assert!(flat >= SimTime::from_ms(28), "flat for {:?}", flat);
+        assert!(jump >= 20, "rise within 10 ms: {jump} (from 11)");
+        assert_eq!(steps.last().unwrap().1, 35, "11 x 1.5^2.5 + the catch-up rounding");
+        let steps = steps_after_loss(false);
+        let (flat, jump) = flat_and_jump(&steps);
+        assert!(flat <= SimTime::from_ms(16), "flat for {:?}", flat);
+        assert!(jump <= 8, "rise within 10 ms: {jump}");
+        assert_eq!(steps.last().unwrap().1, 28);
+    }
+
     #[test]
     fn slow_start_adds_every_acked_segment_up_to_ssthresh() {
         let mut c = LinuxCubic::new(false, 0);
