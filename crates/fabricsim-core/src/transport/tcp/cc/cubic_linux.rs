@@ -22,10 +22,15 @@
 //! - **Jiffies** (`hz` > 0, Linux's `CONFIG_HZ`): Linux keeps CUBIC's time in
 //!   jiffies (`tcp_jiffies32`). `bictcp_update` recomputes `cnt` at most once
 //!   per jiffy (later ACKs in the same jiffy only run the TCP-friendly step),
-//!   and not at all while cwnd is unchanged and no more than
-//!   `min(HZ / 32, delay_min in jiffies)` have passed since the last time
-//!   (the rule since Linux 6.11, which keeps one update per RTT on short
-//!   paths; `hold_hz32`: `HZ / 32` whatever the RTT, as before 6.11); `t`
+//!   and not at all while cwnd is unchanged and no more than `HZ / 32`
+//!   jiffies have passed since the last time (`hold_hz32`, Linux's rule:
+//!   the lab's 6.18.44 kernel compares `jiffies - last_time` with the
+//!   constant 7 at `HZ` 250 in its compiled `cubictcp_cong_avoid`); without
+//!   `hold_hz32`, no more than `min(HZ / 32, delay_min in jiffies)` (a change
+//!   proposed for Linux in 2024 to keep one update per RTT on short paths,
+//!   which that kernel does not run). After a hold the TCP-friendly estimate
+//!   is several segments ahead, `cnt` falls to its floor of 2, and for the
+//!   rest of that jiffy the window grows 1.5x per RTT: steps, not a slope; `t`
 //!   is whole jiffies since the epoch plus `delay_min` rounded up to whole
 //!   jiffies (`usecs_to_jiffies`), and the 1 s guard on delay
 //!   samples after an epoch start is in jiffies too. On a path whose RTT is
@@ -64,7 +69,8 @@ pub struct LinuxCubic {
     pub hystart: Option<ClassicHystart>,
     /// Jiffies per second (`CONFIG_HZ`); 0: exact time.
     hz: u32,
-    /// Hold `cnt` for `HZ / 32` jiffies while cwnd is unchanged (Linux before 6.11).
+    /// Hold `cnt` for `HZ / 32` jiffies while cwnd is unchanged (Linux); false:
+    /// `min(HZ / 32, delay_min)`.
     hold_hz32: bool,
     /// `last_cwnd`, `last_time` (in jiffies) of the last recomputation.
     last_cwnd: u64,
@@ -76,8 +82,8 @@ impl LinuxCubic {
         LinuxCubic { hystart: hystart.then(ClassicHystart::default), hz, ..Default::default() }
     }
 
-    /// Linux before 6.11: while cwnd is unchanged, no recomputation for
-    /// `HZ / 32` jiffies whatever the RTT.
+    /// While cwnd is unchanged, no recomputation for `HZ / 32` jiffies
+    /// whatever the RTT (Linux's rule; false: `min(HZ / 32, delay_min)`).
     pub fn with_hold_hz32(mut self, hold: bool) -> Self {
         self.hold_hz32 = hold;
         self
@@ -171,7 +177,7 @@ impl LinuxCubic {
     /// `bictcp_update`: sets `cnt`.
     fn update(&mut self, cwnd: u64, acked: u64, now: SimTime) {
         self.ack_cnt += acked;
-        // `usecs_to_jiffies(delay_min)`: the curve's look-ahead, and (Linux 6.11) the hold.
+        // `usecs_to_jiffies(delay_min)`: the curve's look-ahead (and the hold without `hold_hz32`).
         let delay_min_jiffies = if self.hz > 0 { self.delay_min.map_or(0, |d| self.to_jiffies_up(d)) } else { 0 };
         if self.hz > 0 {
             let jiffies = self.jiffies(now);
@@ -337,8 +343,8 @@ mod tests {
     }
 
     #[test]
-    fn before_linux_6_11_an_unchanged_window_waits_hz_32_jiffies() {
-        // Same as above with the older rule: 7 jiffies (28 ms) at HZ 250.
+    fn as_linux_an_unchanged_window_waits_hz_32_jiffies() {
+        // Linux's rule: 7 jiffies (28 ms) at HZ 250 whatever delay_min.
         let mut c = LinuxCubic::new(false, 250).with_hold_hz32(true);
         c.delay_min = Some(SimTime::from_ms(9));
         let mut w = Window { cwnd: 100 * MSS, ssthresh: 50 * MSS, mss: MSS };
