@@ -269,6 +269,14 @@ impl<E: Copy> EventQueue<E> {
         Some((SimTime(e.time), e.event))
     }
 
+    /// The event `k` places behind the earliest pending one, if the sorted
+    /// run holds it (nothing is settled or moved: a hint for prefetching; an
+    /// event scheduled later may still come before it).
+    #[inline(always)]
+    pub fn upcoming(&self, k: usize) -> Option<E> {
+        self.current.get(self.head + k).map(|e| e.event)
+    }
+
     /// Removes the event the last call to [`EventQueue::peek`] returned (it
     /// stays first whatever is pushed after the `peek`, as nothing may be
     /// scheduled before it); only valid after a `peek` that found one.
