@@ -1015,10 +1015,6 @@ impl Simulation {
         let tx_start = port.tx_start;
         self.carried.on_link(ch_id.idx(), tx_start.0, now.0, size);
         let more = !port.is_empty();
-        if self.prefetch.on {
-            // The frame's `Arrive` is usually the next event (`sim/prefetch.rs`).
-            self.prefetch_hop(self.channels[ch_id.idx()].to_node, self.pool.get(id));
-        }
         let ch = &mut self.channels[ch_id.idx()];
         let arrival = now + ch.arrival_delay;
         // The first bit left when the transmission started; read at the next

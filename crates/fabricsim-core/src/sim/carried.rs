@@ -73,7 +73,7 @@ impl Carried {
     /// Prefetches channel `ch`'s bin (see `sim/prefetch.rs`).
     #[inline(always)]
     pub(super) fn prefetch_link(&self, ch: usize) {
-        super::prefetch::element(&self.links, ch, 1);
+        super::prefetch::lines(&self.links, ch, 0, 1);
     }
 
     /// Channel `ch` transmitted a frame of `bytes` over `[start, end)` ps.

@@ -2,28 +2,40 @@
 //! the next events will read, so that their misses overlap with work instead
 //! of stalling it one after the other.
 //!
-//! On a large fabric (a k=32 fat-tree's ports, wires and bins take several
-//! MB) a packet-hop's state was last touched long before and misses the
-//! private caches; the hop's misses were serialized, each found only when the
-//! handler reached it (the port's lines, then the wire, then the next node's
-//! egress port through its route). Two hints:
+//! On a large fabric (a k=32 fat-tree's ports, wires and bins take 22 MB) a
+//! packet-hop's state was last touched long before and misses the private
+//! caches, and the misses were serialized: each was found only when the
+//! handler reached it, and the later ones are named by the earlier ones (the
+//! port names its wire, the wire the next node, the route there the next
+//! egress port). After each event is taken out, the event loop reads the
+//! next two events from the event queue's sorted run (no settling, nothing
+//! moved) and hints in two stages:
 //!
-//! - **the next event**: after an event is taken out, the event due next is
-//!   read from the event queue's sorted run (no settling, nothing moved); a
-//!   `TxDone` gets its port's three lines, its wire's first line and its
-//!   carried-traffic bin prefetched, a `Send` its source;
-//! - **the next hop**: at `TxDone`, the wire's far node and the route the
-//!   frame takes there are known, and the `Arrive` that reads them is usually
-//!   the next event: the egress port's three lines there (or, at the frame's
-//!   destination, its flow's statistics) are prefetched.
+//! 1. **two events ahead**: a `TxDone` gets its port's three lines, its
+//!    wire's first line and its carried-traffic bin prefetched; a `Send` its
+//!    source;
+//! 2. **one event ahead** (whose lines stage 1 asked for one event earlier,
+//!    so reading them is cheap now): for a `TxDone`, the frame's next hop,
+//!    which its `Arrive` (usually the event right after) reads: the far
+//!    node's first line and the egress port the route picks there, or at the
+//!    frame's destination its flow's statistics; for a `Send`, the flow's
+//!    creation counters, the host's first line and its egress port. Each
+//!    event gets stage 2 once (it is the next event at two consecutive
+//!    steps when a `TxDone` schedules its `Arrive` in front of it).
 //!
-//! A prefetch is a hint: it never faults, changes no state a program can read,
-//! and so cannot change a result. Everything here is off below a world size
-//! at which the hot state fits the private caches (the cost, a few
-//! instructions per event, would buy nothing there).
+//! A `TxDone` is due a frame's serialization after it was scheduled, so with
+//! few events per serialization time (the open-loop fat-trees) the next two
+//! are nearly always in the run; otherwise the hint is skipped.
+//!
+//! A prefetch is a hint: it never faults, changes no state a program can
+//! read, and so cannot change a result (tests compare every output with the
+//! hints on and off). The hints are on only above a world size at which the
+//! per-hop state outgrows a private cache: below it the lines mostly hit and
+//! the hints' instructions (about 70 per event) would be pure cost.
 
 use super::{Event, Simulation};
-use crate::ids::PortId;
+use crate::ids::{NodeId, PortId, SourceId};
+use crate::packet::Packet;
 
 /// Asks the CPU to bring the cache line holding `p` into its first-level
 /// cache. Never faults, whatever the address.
@@ -39,40 +51,46 @@ fn line(p: *const u8) {
     let _ = p;
 }
 
-/// Prefetches `lines` cache lines of element `i` of `v`, from its start.
+/// Prefetches cache lines `first .. first + lines` of element `i` of `v`.
 /// Without a bounds check: an index past the end names an address that is
 /// harmless to prefetch.
 #[inline(always)]
-pub(super) fn element<T>(v: &[T], i: usize, lines: usize) {
+pub(super) fn lines<T>(v: &[T], i: usize, first: usize, lines: usize) {
     let base = (v.as_ptr() as *const u8).wrapping_add(i.wrapping_mul(std::mem::size_of::<T>()));
-    for l in 0..lines {
+    for l in first..first + lines {
         line(base.wrapping_add(64 * l));
     }
 }
 
 /// Prefetching is on when the state a packet-hop reads (ports, wires,
 /// carried-traffic bins, nodes, flow statistics) takes at least this many
-/// bytes: about a private second-level cache. Below it the lines mostly hit
-/// and the hints' instructions (about 50 per event) would be pure cost.
+/// bytes: about a private second-level cache.
 pub(super) const ON_ABOVE_BYTES: usize = 1 << 20;
 
-/// How many events behind the one just taken out the next-event hint looks:
-/// at 1 the hinted `TxDone` is often the very next event (its `Arrive` comes
-/// first when the current event is a `TxDone`), too close for a miss to
-/// complete; 2 was faster than 1, 3 and 4 on `fattree-k32-cbr`.
-const AHEAD: usize = 2;
-
-/// What prefetching needs besides the simulation's own state: compact copies
-/// of two static indices whose originals sit in lines that would themselves
-/// miss (a port's wire, a node's first port).
+/// What prefetching needs besides the simulation's own state.
 #[derive(Debug, Default)]
 pub(super) struct Prefetch {
     /// Whether the hints are given (see [`ON_ABOVE_BYTES`]).
     pub(super) on: bool,
-    /// Per port: its channel index.
+    /// The last event given stage 2 (see [`key`]).
+    staged: u64,
+    /// Compact copies of two static indices whose originals sit in lines
+    /// that would themselves miss. Per port: its channel index.
     port_channel: Vec<u32>,
     /// Per node: its first port index.
     first_port: Vec<u32>,
+}
+
+/// Identifies a `TxDone` or `Send` for [`Prefetch::staged`] (`u64::MAX`:
+/// neither). A port has one `TxDone` pending at a time and a source one
+/// `Send`, so the same key twice in a row is the same event.
+#[inline(always)]
+fn key(ev: Event) -> u64 {
+    match ev {
+        Event::TxDone(p) => p.0 as u64,
+        Event::Send(s) => 1 << 32 | s.0 as u64,
+        _ => u64::MAX,
+    }
 }
 
 impl Simulation {
@@ -86,7 +104,7 @@ impl Simulation {
             + size_of_val(&self.flows[..])
     }
 
-    /// Turns prefetching on for a world whose per-hop state exceeds a
+    /// Turns prefetching on for a world whose per-hop state outgrows a
     /// private cache; called once the world is built.
     pub(super) fn setup_prefetch(&mut self) {
         self.set_prefetch(self.hop_state_bytes() >= ON_ABOVE_BYTES);
@@ -97,56 +115,87 @@ impl Simulation {
         self.prefetch.on
     }
 
-    /// Turns the prefetch hints on or off, whatever the world's size (for
-    /// tests and benchmarks: results are the same either way; by default they
-    /// are on for worlds of at least [`ON_ABOVE_BYTES`] of per-hop state).
+    /// Turns the prefetch hints on or off whatever the world's size, for
+    /// tests and benchmarks: results are the same either way. By default
+    /// they are on for worlds with at least [`ON_ABOVE_BYTES`] of per-hop
+    /// state.
     pub fn set_prefetch(&mut self, on: bool) {
-        self.prefetch.on = on;
+        self.prefetch = Prefetch { on, staged: u64::MAX, ..Default::default() };
         if on {
             self.prefetch.port_channel = self.ports.iter().map(|p| p.channel.0).collect();
             self.prefetch.first_port = self.nodes.iter().map(|n| n.first_port).collect();
-        } else {
-            self.prefetch.port_channel = Vec::new();
-            self.prefetch.first_port = Vec::new();
         }
     }
 
-    /// Prefetches what the event [`AHEAD`] places behind the one just taken out
-    /// will read first, if the queue's sorted run holds it.
+    /// Hints for the two events after the one just taken out, if the event
+    /// queue's sorted run holds them (see the module documentation).
     #[inline(always)]
-    pub(super) fn prefetch_next(&self) {
-        let Some(ev) = self.queue.upcoming(AHEAD - 1) else { return };
+    pub(super) fn prefetch_next(&mut self) {
+        match self.queue.upcoming(1) {
+            Some(Event::TxDone(p)) => self.prefetch_port(p),
+            Some(Event::Send(s)) => lines(&self.sources, s.idx(), 0, 2),
+            _ => {}
+        }
+        let Some(ev) = self.queue.upcoming(0) else { return };
+        let k = key(ev);
+        if k == self.prefetch.staged {
+            return;
+        }
+        self.prefetch.staged = k;
         match ev {
-            Event::TxDone(p) => self.prefetch_port(p),
-            Event::Send(s) => element(&self.sources, s.idx(), 2),
+            Event::TxDone(p) => {
+                let (Some(id), Some(&c)) = (self.ports[p.idx()].in_tx(), self.prefetch.port_channel.get(p.idx()))
+                else {
+                    return;
+                };
+                self.prefetch_hop(self.channels[c as usize].to_node, self.pool.get(id));
+            }
+            Event::Send(s) => self.prefetch_send(s),
             _ => {}
         }
     }
 
-    /// A port's lines a `TxDone` reads (its three lines, then its wire's
-    /// first line and carried-traffic bin).
+    /// Stage 1 of a `TxDone`: its port's three lines, its wire's first line
+    /// and its carried-traffic bin.
     #[inline(always)]
     fn prefetch_port(&self, p: PortId) {
-        element(&self.ports, p.idx(), 3);
+        lines(&self.ports, p.idx(), 0, 3);
         if let Some(&c) = self.prefetch.port_channel.get(p.idx()) {
-            element(&self.channels, c as usize, 1);
+            lines(&self.channels, c as usize, 0, 1);
             self.carried.prefetch_link(c as usize);
         }
     }
 
-    /// At `TxDone`: what the frame's `Arrive` at `node` will read, its
-    /// egress port there or, at its destination, its flow's statistics.
+    /// Stage 2 of a `TxDone`: what the frame's `Arrive` at `node` reads, the
+    /// node's first line and the egress port its route picks there or, at
+    /// its destination, its flow's statistics (two lines).
     #[inline(always)]
-    pub(super) fn prefetch_hop(&self, node: crate::ids::NodeId, pkt: &crate::packet::Packet) {
+    fn prefetch_hop(&self, node: NodeId, pkt: &Packet) {
         if pkt.dst == node {
-            element(&self.flows, pkt.flow.idx(), 2);
+            lines(&self.flows, pkt.flow.idx(), 0, 2);
             return;
         }
-        if let Some(out) = self.routing.route(node.idx(), pkt.dst.idx(), pkt.hash) {
+        self.prefetch_egress(node, pkt.dst, pkt.hash);
+    }
+
+    /// Stage 2 of a `Send`: the flow's creation counters (its line 2), then
+    /// the host's first line and its egress port.
+    #[inline(always)]
+    fn prefetch_send(&self, s: SourceId) {
+        let src = &self.sources[s.idx()];
+        lines(&self.flows, src.flow.idx(), 2, 1);
+        self.prefetch_egress(src.src, src.dst, src.hash);
+    }
+
+    /// A node's first line and the three lines of the egress port its route
+    /// towards `dst` picks for `hash`.
+    #[inline(always)]
+    fn prefetch_egress(&self, node: NodeId, dst: NodeId, hash: u64) {
+        lines(&self.nodes, node.idx(), 0, 1);
+        if let Some(out) = self.routing.route(node.idx(), dst.idx(), hash) {
             if let Some(&first) = self.prefetch.first_port.get(node.idx()) {
-                element(&self.ports, first as usize + out as usize, 3);
+                lines(&self.ports, first as usize + out as usize, 0, 3);
             }
         }
-        element(&self.nodes, node.idx(), 1);
     }
 }
