@@ -274,7 +274,28 @@ impl<E: Copy> EventQueue<E> {
     /// event scheduled later may still come before it).
     #[inline(always)]
     pub fn upcoming(&self, k: usize) -> Option<E> {
-        self.current.get(self.head + k).map(|e| e.event)
+        match self.current.get(self.head + k) {
+            Some(e) => Some(e.event),
+            None if self.head + k == self.current.len() => self.first_in_buckets(),
+            None => None,
+        }
+    }
+
+    /// The earliest event in the buckets, when the lowest non-empty bucket
+    /// is small enough to be sorted into the run whole (so its earliest event,
+    /// the first at its minimum time, will come right after the run).
+    #[inline(never)]
+    fn first_in_buckets(&self) -> Option<E> {
+        if self.nonempty == 0 {
+            return None;
+        }
+        let b = self.nonempty.trailing_zeros() as usize;
+        let bucket = &self.buckets[b];
+        if bucket.len() > SORT_AT_MOST {
+            return None;
+        }
+        let min = self.mins[b];
+        bucket.iter().find(|e| e.time == min).map(|e| e.event)
     }
 
     /// Removes the event the last call to [`EventQueue::peek`] returned (it
