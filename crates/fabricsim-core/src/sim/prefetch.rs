@@ -74,9 +74,10 @@ pub(super) struct Prefetch {
     pub(super) on: bool,
     /// The last event given stage 2 (see [`key`]).
     staged: u64,
-    /// Compact copies of two static indices whose originals sit in lines
-    /// that would themselves miss. Per port: its channel index.
-    port_channel: Vec<u32>,
+    /// Compact copies of static indices whose originals sit in lines that
+    /// would themselves miss. Per port: its channel and the node at the
+    /// channel's far end.
+    port_wire: Vec<(u32, u32)>,
     /// Per node: its first port index.
     first_port: Vec<u32>,
 }
@@ -122,7 +123,8 @@ impl Simulation {
     pub fn set_prefetch(&mut self, on: bool) {
         self.prefetch = Prefetch { on, staged: u64::MAX, ..Default::default() };
         if on {
-            self.prefetch.port_channel = self.ports.iter().map(|p| p.channel.0).collect();
+            let far = |p: &crate::network::Port| self.channels[p.channel.idx()].to_node.0;
+            self.prefetch.port_wire = self.ports.iter().map(|p| (p.channel.0, far(p))).collect();
             self.prefetch.first_port = self.nodes.iter().map(|n| n.first_port).collect();
         }
     }
@@ -144,11 +146,11 @@ impl Simulation {
         self.prefetch.staged = k;
         match ev {
             Event::TxDone(p) => {
-                let (Some(id), Some(&c)) = (self.ports[p.idx()].in_tx(), self.prefetch.port_channel.get(p.idx()))
+                let (Some(id), Some(&(_, far))) = (self.ports[p.idx()].in_tx(), self.prefetch.port_wire.get(p.idx()))
                 else {
                     return;
                 };
-                self.prefetch_hop(self.channels[c as usize].to_node, self.pool.get(id));
+                self.prefetch_hop(NodeId(far), self.pool.get(id));
             }
             Event::Send(s) => self.prefetch_send(s),
             _ => {}
@@ -160,18 +162,19 @@ impl Simulation {
     #[inline(always)]
     fn prefetch_port(&self, p: PortId) {
         lines(&self.ports, p.idx(), 0, 3);
-        if let Some(&c) = self.prefetch.port_channel.get(p.idx()) {
+        if let Some(&(c, _)) = self.prefetch.port_wire.get(p.idx()) {
             lines(&self.channels, c as usize, 0, 1);
             self.carried.prefetch_link(c as usize);
         }
     }
 
-    /// Stage 2 of a `TxDone`: what the frame's `Arrive` at `node` reads, the
+    /// Stage 2 of a `TxDone`: what the frame's `Arrive` at `node` reads: the
     /// node's first line and the egress port its route picks there or, at
     /// its destination, its flow's statistics (two lines).
     #[inline(always)]
     fn prefetch_hop(&self, node: NodeId, pkt: &Packet) {
         if pkt.dst == node {
+            lines(&self.nodes, node.idx(), 0, 1);
             lines(&self.flows, pkt.flow.idx(), 0, 2);
             return;
         }
