@@ -72,8 +72,8 @@ pub(super) const ON_ABOVE_BYTES: usize = 1 << 20;
 pub(super) struct Prefetch {
     /// Whether the hints are given (see [`ON_ABOVE_BYTES`]).
     pub(super) on: bool,
-    /// The last event given stage 2 (see [`key`]).
-    staged: u64,
+    /// The last events given stages 1 and 2 (see [`key`]).
+    staged: [u64; 2],
     /// Compact copies of static indices whose originals sit in lines that
     /// would themselves miss. Per port: its channel and the node at the
     /// channel's far end.
@@ -121,7 +121,7 @@ impl Simulation {
     /// they are on for worlds with at least [`ON_ABOVE_BYTES`] of per-hop
     /// state.
     pub fn set_prefetch(&mut self, on: bool) {
-        self.prefetch = Prefetch { on, staged: u64::MAX, ..Default::default() };
+        self.prefetch = Prefetch { on, staged: [u64::MAX; 2], ..Default::default() };
         if on {
             let far = |p: &crate::network::Port| self.channels[p.channel.idx()].to_node.0;
             self.prefetch.port_wire = self.ports.iter().map(|p| (p.channel.0, far(p))).collect();
@@ -133,17 +133,23 @@ impl Simulation {
     /// queue's sorted run holds them (see the module documentation).
     #[inline(always)]
     pub(super) fn prefetch_next(&mut self) {
-        match self.queue.upcoming(1) {
-            Some(Event::TxDone(p)) => self.prefetch_port(p),
-            Some(Event::Send(s)) => lines(&self.sources, s.idx(), 0, 2),
-            _ => {}
+        if let Some(ev) = self.queue.upcoming(1) {
+            let k = key(ev);
+            if k != self.prefetch.staged[0] {
+                self.prefetch.staged[0] = k;
+                match ev {
+                    Event::TxDone(p) => self.prefetch_port(p),
+                    Event::Send(s) => lines(&self.sources, s.idx(), 0, 2),
+                    _ => {}
+                }
+            }
         }
         let Some(ev) = self.queue.upcoming(0) else { return };
         let k = key(ev);
-        if k == self.prefetch.staged {
+        if k == self.prefetch.staged[1] {
             return;
         }
-        self.prefetch.staged = k;
+        self.prefetch.staged[1] = k;
         match ev {
             Event::TxDone(p) => {
                 let (Some(id), Some(&(_, far))) = (self.ports[p.idx()].in_tx(), self.prefetch.port_wire.get(p.idx()))
