@@ -8,8 +8,9 @@
 //! handler reached it, and the later ones are named by the earlier ones (the
 //! port names its wire, the wire the next node, the route there the next
 //! egress port). After each event is taken out, the event loop reads the
-//! next two events from the event queue's sorted run (no settling, nothing
-//! moved) and hints in two stages:
+//! next two events from the event queue (`EventQueue::upcoming`: the sorted
+//! run, or past its end the earliest event of a lowest bucket small enough
+//! to be sorted whole; nothing is settled or moved) and hints in two stages:
 //!
 //! 1. **two events ahead**: a `TxDone` gets its port's three lines, its
 //!    wire's first line and its carried-traffic bin prefetched; a `Send` its
@@ -19,19 +20,20 @@
 //!    which its `Arrive` (usually the event right after) reads: the far
 //!    node's first line and the egress port the route picks there, or at the
 //!    frame's destination its flow's statistics; for a `Send`, the flow's
-//!    creation counters, the host's first line and its egress port. Each
-//!    event gets stage 2 once (it is the next event at two consecutive
-//!    steps when a `TxDone` schedules its `Arrive` in front of it).
+//!    creation counters, the host's first line and its egress port.
 //!
-//! A `TxDone` is due a frame's serialization after it was scheduled, so with
-//! few events per serialization time (the open-loop fat-trees) the next two
-//! are nearly always in the run; otherwise the hint is skipped.
+//! Each event gets each stage once (a `TxDone` schedules its `Arrive` in
+//! front of the events it looked at, so they are looked at again). Static
+//! indices that would cost a miss of their own to read (a port's wire and
+//! far node, a node's first port) are copied into compact arrays. On
+//! `fattree-k32-cbr` the next event is known at 96% of the steps and the
+//! one after at 75%; an unknown one gets no hint.
 //!
 //! A prefetch is a hint: it never faults, changes no state a program can
 //! read, and so cannot change a result (tests compare every output with the
 //! hints on and off). The hints are on only above a world size at which the
 //! per-hop state outgrows a private cache: below it the lines mostly hit and
-//! the hints' instructions (about 70 per event) would be pure cost.
+//! the hints' instructions (about 90 per event) would be pure cost.
 
 use super::{Event, Simulation};
 use crate::ids::{NodeId, PortId, SourceId};
@@ -64,7 +66,9 @@ pub(super) fn lines<T>(v: &[T], i: usize, first: usize, lines: usize) {
 
 /// Prefetching is on when the state a packet-hop reads (ports, wires,
 /// carried-traffic bins, nodes, flow statistics) takes at least this many
-/// bytes: about a private second-level cache.
+/// bytes: about a private second-level cache. A k=8 fat-tree has about
+/// 0.4 MB (off: the hints cost 20% more instructions there and gain
+/// nothing), a k=16 one about 3 MB (on: 7-10% less loop time).
 pub(super) const ON_ABOVE_BYTES: usize = 1 << 20;
 
 /// What prefetching needs besides the simulation's own state.
