@@ -290,7 +290,7 @@ class Tcp(Model):
     sack_compression: Optional[int] = Field(default=None, ge=0, le=U32_MAX)
     sack_compression_delay: Time = 1_000_000_000
     cubic_hz: int = Field(default=0, ge=0, le=100_000)
-    cubic_hold_hz32: bool = False
+    cubic_hold_hz32: bool = True
 
     @model_validator(mode="after")
     def _mss(self) -> "Tcp":
@@ -354,8 +354,8 @@ class Tcp(Model):
         out["sack_compression_delay_ps"] = self.sack_compression_delay
         if self.cubic_hz:
             out["cubic_hz"] = self.cubic_hz
-        if self.cubic_hold_hz32:
-            out["cubic_hold_hz32"] = True
+        if not self.cubic_hold_hz32:
+            out["cubic_hold_hz32"] = False
         return out
 
     def _resolved(self) -> dict[str, Any]:

@@ -106,6 +106,13 @@ _CC_TO_FABRICSIM = {"reno": "newreno", "cubic": "cubic"}
 #: The lab kernel's ``CONFIG_HZ`` (its /proc/config.gz; recorded as ``config_hz`` in
 #: the environment of newer records): the twin's CUBIC counts time in these jiffies.
 LAB_CONFIG_HZ = 250
+#: The lab kernel's CUBIC holds its increase for ``HZ / 32`` jiffies while cwnd is
+#: unchanged (``tcp.cubic_hold_hz32``), not ``min(HZ / 32, delay_min)``: its compiled
+#: ``cubictcp_cong_avoid`` compares ``jiffies - last_time`` with the constant 7 (HZ / 32
+#: at 250 Hz) and calls ``__usecs_to_jiffies`` once, for the curve's time only (read
+#: from the running 6.18.44 kernel; docs/validation/linux.md, "The lab kernel's CUBIC
+#: holds for HZ / 32"). The senders' ``ss`` trajectories show the same steps.
+LAB_CUBIC_HOLD_HZ32 = True
 
 
 @dataclass(frozen=True)
@@ -390,7 +397,7 @@ def scenario(
         "tcp": {
             "cc": _CC_TO_FABRICSIM[setup.cc],
             # Linux CUBIC counts time in the kernel's jiffies.
-            **({"cubic_hz": LAB_CONFIG_HZ} if setup.cc == "cubic" else {}),
+            **({"cubic_hz": LAB_CONFIG_HZ, "cubic_hold_hz32": LAB_CUBIC_HOLD_HZ32} if setup.cc == "cubic" else {}),
             "mtu": f"{setup.mtu}B",
             "l2_header": f"{ETH_HEADER}B",
             "min_frame": "0B",
@@ -625,6 +632,12 @@ def reader_markdown(experiments: Sequence[dict[str, Any]], seeds: Sequence[int] 
         ]
         if setup.cc == "cubic":
             variants.append(("twin, measured reader, CUBIC in exact time (`cubic_hz: 0`)", {"receiver_app": app, "cubic_hz": 0}))
+            variants.append(
+                (
+                    "twin, measured reader, CUBIC holding min(HZ / 32, delay_min) (`cubic_hold_hz32: false`)",
+                    {"receiver_app": app, "cubic_hold_hz32": False},
+                )
+            )
         if traced_wakeups_ns(record):
             traced = measured_receiver_app(record, traced=True)
             looped = measured_receiver_app(record, traced=True, loop=True)

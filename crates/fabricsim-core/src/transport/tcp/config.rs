@@ -214,8 +214,9 @@ pub struct TcpConfig {
     /// jiffy; 0 (the default): exact time.
     pub cubic_hz: u32,
     /// With `cubic_hz`: hold `cnt` for `HZ / 32` jiffies while cwnd is
-    /// unchanged, as Linux before 6.11 did (false: `min(HZ / 32, delay_min)`,
-    /// Linux 6.11 and later).
+    /// unchanged, as Linux's `bictcp_update` does (the lab's 6.18.44 kernel
+    /// included; default); false: `min(HZ / 32, delay_min)`, the rule of a
+    /// change proposed for Linux in 2024 that this kernel does not run.
     pub cubic_hold_hz32: bool,
 }
 
@@ -283,7 +284,7 @@ impl TcpConfig {
             sack_compression_segments: if linux { 44 } else { 0 },
             sack_compression_delay_ps: MS,
             cubic_hz: 0,
-            cubic_hold_hz32: false,
+            cubic_hold_hz32: true,
         }
     }
 

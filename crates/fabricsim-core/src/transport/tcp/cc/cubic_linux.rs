@@ -22,10 +22,15 @@
 //! - **Jiffies** (`hz` > 0, Linux's `CONFIG_HZ`): Linux keeps CUBIC's time in
 //!   jiffies (`tcp_jiffies32`). `bictcp_update` recomputes `cnt` at most once
 //!   per jiffy (later ACKs in the same jiffy only run the TCP-friendly step),
-//!   and not at all while cwnd is unchanged and no more than
-//!   `min(HZ / 32, delay_min in jiffies)` have passed since the last time
-//!   (the rule since Linux 6.11, which keeps one update per RTT on short
-//!   paths; `hold_hz32`: `HZ / 32` whatever the RTT, as before 6.11); `t`
+//!   and not at all while cwnd is unchanged and no more than `HZ / 32`
+//!   jiffies have passed since the last time (`hold_hz32`, Linux's rule:
+//!   the lab's 6.18.44 kernel compares `jiffies - last_time` with the
+//!   constant 7 at `HZ` 250 in its compiled `cubictcp_cong_avoid`); without
+//!   `hold_hz32`, no more than `min(HZ / 32, delay_min in jiffies)` (a change
+//!   proposed for Linux in 2024 to keep one update per RTT on short paths,
+//!   which that kernel does not run). After a hold the TCP-friendly estimate
+//!   is several segments ahead, `cnt` falls to its floor of 2, and for the
+//!   rest of that jiffy the window grows 1.5x per RTT: steps, not a slope; `t`
 //!   is whole jiffies since the epoch plus `delay_min` rounded up to whole
 //!   jiffies (`usecs_to_jiffies`), and the 1 s guard on delay
 //!   samples after an epoch start is in jiffies too. On a path whose RTT is
@@ -64,7 +69,8 @@ pub struct LinuxCubic {
     pub hystart: Option<ClassicHystart>,
     /// Jiffies per second (`CONFIG_HZ`); 0: exact time.
     hz: u32,
-    /// Hold `cnt` for `HZ / 32` jiffies while cwnd is unchanged (Linux before 6.11).
+    /// Hold `cnt` for `HZ / 32` jiffies while cwnd is unchanged (Linux); false:
+    /// `min(HZ / 32, delay_min)`.
     hold_hz32: bool,
     /// `last_cwnd`, `last_time` (in jiffies) of the last recomputation.
     last_cwnd: u64,
@@ -76,8 +82,8 @@ impl LinuxCubic {
         LinuxCubic { hystart: hystart.then(ClassicHystart::default), hz, ..Default::default() }
     }
 
-    /// Linux before 6.11: while cwnd is unchanged, no recomputation for
-    /// `HZ / 32` jiffies whatever the RTT.
+    /// While cwnd is unchanged, no recomputation for `HZ / 32` jiffies
+    /// whatever the RTT (Linux's rule; false: `min(HZ / 32, delay_min)`).
     pub fn with_hold_hz32(mut self, hold: bool) -> Self {
         self.hold_hz32 = hold;
         self
@@ -171,7 +177,7 @@ impl LinuxCubic {
     /// `bictcp_update`: sets `cnt`.
     fn update(&mut self, cwnd: u64, acked: u64, now: SimTime) {
         self.ack_cnt += acked;
-        // `usecs_to_jiffies(delay_min)`: the curve's look-ahead, and (Linux 6.11) the hold.
+        // `usecs_to_jiffies(delay_min)`: the curve's look-ahead (and the hold without `hold_hz32`).
         let delay_min_jiffies = if self.hz > 0 { self.delay_min.map_or(0, |d| self.to_jiffies_up(d)) } else { 0 };
         if self.hz > 0 {
             let jiffies = self.jiffies(now);
@@ -337,8 +343,8 @@ mod tests {
     }
 
     #[test]
-    fn before_linux_6_11_an_unchanged_window_waits_hz_32_jiffies() {
-        // Same as above with the older rule: 7 jiffies (28 ms) at HZ 250.
+    fn as_linux_an_unchanged_window_waits_hz_32_jiffies() {
+        // Linux's rule: 7 jiffies (28 ms) at HZ 250 whatever delay_min.
         let mut c = LinuxCubic::new(false, 250).with_hold_hz32(true);
         c.delay_min = Some(SimTime::from_ms(9));
         let mut w = Window { cwnd: 100 * MSS, ssthresh: 50 * MSS, mss: MSS };
@@ -350,6 +356,79 @@ mod tests {
             c.increase(&mut w, &info(t0 + SimTime::from_ms(ms), MSS));
             assert_eq!(c.last_time, expect, "{ms} ms after");
         }
+    }
+
+    /// cwnd after every RTT of a steady ACK clock (one ACK per two segments,
+    /// a 1.6 ms round trip, as on the lab's jumbo-frame dumbbell) for 50 ms
+    /// after a loss at 14 segments.
+    fn steps_after_loss(hold_hz32: bool) -> Vec<(SimTime, u64)> {
+        let mut c = LinuxCubic::new(false, 250).with_hold_hz32(hold_hz32);
+        c.delay_min = Some(SimTime::from_us(1600));
+        let mut w = Window { cwnd: 14 * MSS, ssthresh: 0, mss: MSS };
+        w.ssthresh = c.ssthresh_after_loss(&w);
+        w.cwnd = w.ssthresh;
+        let rtt = SimTime::from_us(1600);
+        let mut now = SimTime::from_ms(1000);
+        let mut out = vec![(now, w.cwnd / MSS)];
+        while now < SimTime::from_ms(1050) {
+            let acks = (w.cwnd / MSS).div_ceil(2);
+            for i in 0..acks {
+                let at = now + SimTime(rtt.0 * i / acks);
+                c.increase(&mut w, &info(at, 2 * MSS));
+            }
+            now += rtt;
+            out.push((now, w.cwnd / MSS));
+        }
+        out
+    }
+
+    /// Longest time cwnd stayed unchanged, and the largest rise within 10 ms.
+    fn flat_and_jump(steps: &[(SimTime, u64)]) -> (SimTime, u64) {
+        let mut flat = SimTime::ZERO;
+        let mut since = steps[0].0;
+        let mut jump = 0;
+        for (i, &(t, cw)) in steps.iter().enumerate().skip(1) {
+            if cw != steps[i - 1].1 {
+                since = t;
+            }
+            flat = flat.max(t - since);
+            let earlier = steps[..i].iter().rev().find(|(u, _)| t - *u >= SimTime::from_ms(10));
+            if let Some(&(_, before)) = earlier {
+                jump = jump.max(cw.saturating_sub(before));
+            }
+        }
+        (flat, jump)
+    }
+
+    #[test]
+    fn holding_hz_32_jiffies_turns_the_reno_friendly_growth_into_jumps() {
+        // Loss at 14 segments: ssthresh 9, W_max 14, K = cbrt(5 / 0.4004) =
+        // 2.32 s, so within 50 ms the curve adds one segment and then stays
+        // below cwnd (cnt = 100 cwnd), while the TCP-friendly estimate gains
+        // one segment per 11 * 15 / 8 = 20 ACKed (about 0.55 per RTT).
+        // With the HZ / 32 hold (the lab's kernel) cnt is recomputed only 8
+        // jiffies (32 ms, 20 RTTs) after the window stopped changing; the
+        // estimate is then ~10 segments ahead, cnt drops to its floor of 2,
+        // and for the rest of that jiffy (later ACKs in the same jiffy only
+        // run the TCP-friendly step, which does not raise cnt again) cwnd
+        // grows by half of every ACKed segment: 1.5x per RTT for up to 2.5
+        // RTTs, past the estimate. So: flat for 30+ ms, then the window
+        // doubles or more within 10 ms, the shape of the kernel's `ss`
+        // trajectories (flat runs of 40 ms median, rises of up to 18
+        // segments per 10 ms at 10-16 segments). With min(HZ / 32, delay_min)
+        // = 1 jiffy the update runs again after 2 jiffies: the same catch-up,
+        // but after 8-16 ms instead of 32, so the rises are a third as large
+        // (at most 8 segments per 10 ms here) and come three times as often.
+        let steps = steps_after_loss(true);
+        let (flat, jump) = flat_and_jump(&steps);
+        assert!(flat >= SimTime::from_ms(28), "flat for {:?}", flat);
+        assert!(jump >= 20, "rise within 10 ms: {jump} (from 11)");
+        assert_eq!(steps.last().unwrap().1, 35, "11 x 1.5^2.5 + the catch-up rounding");
+        let steps = steps_after_loss(false);
+        let (flat, jump) = flat_and_jump(&steps);
+        assert!(flat <= SimTime::from_ms(16), "flat for {:?}", flat);
+        assert!(jump <= 8, "rise within 10 ms: {jump}");
+        assert_eq!(steps.last().unwrap().1, 28);
     }
 
     #[test]
