@@ -544,6 +544,42 @@ mod tests {
     }
 
     #[test]
+    fn upcoming_names_the_events_that_come_next_when_it_names_any() {
+        for seed in 0..4 {
+            for spread in [0, 1, 3, 1000, 1 << 20, 1 << 40] {
+                let mut r = RandomStream::new(seed, "upcoming", spread);
+                let mut q = EventQueue::new();
+                let mut reference = std::collections::BTreeSet::new();
+                let (mut seq, mut known) = (0u32, [0u32; 2]);
+                for _ in 0..40 {
+                    let t = r.below(spread + 1);
+                    q.push(SimTime(t), seq);
+                    reference.insert((t, seq));
+                    seq += 1;
+                }
+                while let Some(want) = reference.pop_first() {
+                    assert_eq!(q.pop().map(|(t, e)| (t.0, e)), Some(want));
+                    let mut next = reference.iter().map(|&(_, e)| e);
+                    for (k, n) in known.iter_mut().enumerate() {
+                        let want = next.next();
+                        if let Some(e) = q.upcoming(k) {
+                            assert_eq!(Some(e), want, "event {k} after the one taken out");
+                            *n += 1;
+                        }
+                    }
+                    if r.below(2) == 0 {
+                        let t = want.0 + r.below(spread + 1);
+                        q.push(SimTime(t), seq);
+                        reference.insert((t, seq));
+                        seq += 1;
+                    }
+                }
+                assert!(known[0] > 0, "seed {seed}, spread {spread}: never known");
+            }
+        }
+    }
+
+    #[test]
     fn peek_does_not_change_what_pop_returns() {
         let mut q = EventQueue::new();
         q.push(SimTime(1 << 40), 7u32);
