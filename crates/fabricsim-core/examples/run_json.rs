@@ -7,6 +7,10 @@
 //! perf record -g target/release/examples/run_json /tmp/k16.json
 //! valgrind --tool=callgrind target/release/examples/run_json /tmp/k16.json
 //! ```
+//!
+//! `--prefetch on|off` (after the file) forces the event loop's prefetch
+//! hints on or off (by default they follow the world's size); results are the
+//! same either way.
 
 use fabricsim_core::stats::{Column, Value};
 use fabricsim_core::{Scenario, Simulation};
@@ -31,6 +35,14 @@ fn main() {
     let sc = Scenario::from_json(&json).expect("valid scenario JSON");
     let t0 = Instant::now();
     let mut sim = Simulation::new(&sc).expect("valid scenario");
+    let args: Vec<String> = std::env::args().skip(2).collect();
+    if let Some(i) = args.iter().position(|a| a == "--prefetch") {
+        match args.get(i + 1).map(String::as_str) {
+            Some("on") => sim.set_prefetch(true),
+            Some("off") => sim.set_prefetch(false),
+            _ => panic!("--prefetch takes on or off"),
+        }
+    }
     let build = t0.elapsed().as_secs_f64();
     let (c1, t1) = (cpu_seconds(), Instant::now());
     sim.run();

@@ -269,6 +269,35 @@ impl<E: Copy> EventQueue<E> {
         Some((SimTime(e.time), e.event))
     }
 
+    /// The event `k` places behind the earliest pending one, if the sorted
+    /// run holds it (nothing is settled or moved: a hint for prefetching; an
+    /// event scheduled later may still come before it).
+    #[inline(always)]
+    pub fn upcoming(&self, k: usize) -> Option<E> {
+        match self.current.get(self.head + k) {
+            Some(e) => Some(e.event),
+            None if self.head + k == self.current.len() => self.first_in_buckets(),
+            None => None,
+        }
+    }
+
+    /// The earliest event in the buckets, when the lowest non-empty bucket
+    /// is small enough to be sorted into the run whole (so its earliest event,
+    /// the first at its minimum time, will come right after the run).
+    #[inline(never)]
+    fn first_in_buckets(&self) -> Option<E> {
+        if self.nonempty == 0 {
+            return None;
+        }
+        let b = self.nonempty.trailing_zeros() as usize;
+        let bucket = &self.buckets[b];
+        if bucket.len() > SORT_AT_MOST {
+            return None;
+        }
+        let min = self.mins[b];
+        bucket.iter().find(|e| e.time == min).map(|e| e.event)
+    }
+
     /// Removes the event the last call to [`EventQueue::peek`] returned (it
     /// stays first whatever is pushed after the `peek`, as nothing may be
     /// scheduled before it); only valid after a `peek` that found one.
@@ -512,6 +541,42 @@ mod tests {
         q.push(SimTime(100), 0u32);
         q.pop();
         q.push(SimTime(99), 1);
+    }
+
+    #[test]
+    fn upcoming_names_the_events_that_come_next_when_it_names_any() {
+        for seed in 0..4 {
+            for spread in [0, 1, 3, 1000, 1 << 20, 1 << 40] {
+                let mut r = RandomStream::new(seed, "upcoming", spread);
+                let mut q = EventQueue::new();
+                let mut reference = std::collections::BTreeSet::new();
+                let (mut seq, mut known) = (0u32, [0u32; 2]);
+                for _ in 0..40 {
+                    let t = r.below(spread + 1);
+                    q.push(SimTime(t), seq);
+                    reference.insert((t, seq));
+                    seq += 1;
+                }
+                while let Some(want) = reference.pop_first() {
+                    assert_eq!(q.pop().map(|(t, e)| (t.0, e)), Some(want));
+                    let mut next = reference.iter().map(|&(_, e)| e);
+                    for (k, n) in known.iter_mut().enumerate() {
+                        let want = next.next();
+                        if let Some(e) = q.upcoming(k) {
+                            assert_eq!(Some(e), want, "event {k} after the one taken out");
+                            *n += 1;
+                        }
+                    }
+                    if r.below(2) == 0 {
+                        let t = want.0 + r.below(spread + 1);
+                        q.push(SimTime(t), seq);
+                        reference.insert((t, seq));
+                        seq += 1;
+                    }
+                }
+                assert!(known[0] > 0, "seed {seed}, spread {spread}: never known");
+            }
+        }
     }
 
     #[test]

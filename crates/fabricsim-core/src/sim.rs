@@ -55,6 +55,7 @@ mod pipeline;
 mod port_shaper;
 pub use port_shaper::PortShaperConfig;
 mod power;
+mod prefetch;
 mod roce;
 mod transport;
 
@@ -189,6 +190,8 @@ pub struct Simulation {
     capture: pcap::CaptureState,
     /// Per-packet latency breakdown; see `sim/packet_latency.rs`.
     pkt_lat: packet_latency::PacketLatency,
+    /// Software prefetch of the next events' state; see `sim/prefetch.rs`.
+    prefetch: prefetch::Prefetch,
 }
 
 impl Simulation {
@@ -372,6 +375,7 @@ impl Simulation {
             apps: apps::AppState::default(),
             capture: pcap::CaptureState::default(),
             pkt_lat: packet_latency::PacketLatency::default(),
+            prefetch: prefetch::Prefetch::default(),
         };
         sim.setup_fabric(sc)?;
         sim.setup_pfc(sc)?;
@@ -395,6 +399,7 @@ impl Simulation {
         }
         sim.setup_flow_delays(sc)?;
         sim.setup_packet_latency(sc)?;
+        sim.setup_prefetch();
         if sim.sample_interval.0 > 0 {
             sim.queue.push(SimTime::ZERO, Event::Sample);
         }
@@ -696,6 +701,10 @@ impl Simulation {
                 return Err(e);
             }
             self.queue.take_peeked();
+            if self.prefetch.on {
+                // Hints for the events due next (`sim/prefetch.rs`).
+                self.prefetch_next();
+            }
             if t >= self.power.next_boundary {
                 // A power bin ended before this event (see `sim/power.rs`).
                 self.close_power_bins(t);

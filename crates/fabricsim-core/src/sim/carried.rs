@@ -65,6 +65,17 @@ impl Carried {
         &mut l.cur
     }
 
+    /// Bytes of the per-channel bins.
+    pub(super) fn link_bytes(&self) -> usize {
+        std::mem::size_of_val(&self.links[..])
+    }
+
+    /// Prefetches channel `ch`'s bin (see `sim/prefetch.rs`).
+    #[inline(always)]
+    pub(super) fn prefetch_link(&self, ch: usize) {
+        super::prefetch::lines(&self.links, ch, 0, 1);
+    }
+
     /// Channel `ch` transmitted a frame of `bytes` over `[start, end)` ps.
     #[inline]
     pub(super) fn on_link(&mut self, ch: usize, start: u64, end: u64, bytes: u64) {

@@ -29,3 +29,66 @@ fn another_seed_changes_poisson_draws_and_ecmp_paths() {
     assert_ne!(i64_col(&a, "links", "packets"), i64_col(&c, "links", "packets"));
     assert!(int(&a, "events") > 0);
 }
+
+/// A k=16 fat-tree (1,024 hosts): half the hosts send Poisson UDP to hosts
+/// in the other half, sixteen to each, so queues build and drop.
+fn fat_tree_k16() -> fabricsim_core::Scenario {
+    let traffic: Vec<String> = (0..32)
+        .map(|d| {
+            let src: Vec<String> = (0..16).map(|i| format!("\"h{}\"", 32 * i + d % 32)).collect();
+            format!(
+                r#"{{"kind": "udp_poisson", "src": [{}], "dst": "h{}", "load": 0.2, "frame_bytes": 1500}}"#,
+                src.join(", "),
+                512 + 16 * d
+            )
+        })
+        .collect();
+    let json = format!(
+        r#"{{"duration_ps": 50000000, "seed": 3,
+        "network": {{"switch": {{"buffer": {{"model": "static", "port_bytes": 30000}}}}}},
+        "topology": {{"kind": "fat_tree", "k": 16, "link": {{"rate_bps": 10000000000, "delay_ps": 1000000}}}},
+        "traffic": [{}]}}"#,
+        traffic.join(", ")
+    );
+    fabricsim_core::Scenario::from_json(&json).expect("valid scenario JSON")
+}
+
+#[test]
+fn prefetch_hints_are_on_for_a_large_world_and_change_no_output() {
+    use fabricsim_core::Simulation;
+    let sc = fat_tree_k16();
+    let mut on = Simulation::new(&sc).expect("valid scenario");
+    assert!(on.prefetching(), "a k=16 fat-tree's per-hop state exceeds a private cache");
+    let mut off = Simulation::new(&sc).expect("valid scenario");
+    off.set_prefetch(false);
+    let (a, b) = (on.finish(), off.finish());
+    assert!(int(&a, "packets_dropped") > 0 && int(&a, "packets_delivered") > 1000);
+    assert_eq!(a.summary, b.summary);
+    assert_eq!(a.tables.keys().collect::<Vec<_>>(), b.tables.keys().collect::<Vec<_>>());
+    for (name, t) in &a.tables {
+        assert_eq!(format!("{t:?}"), format!("{:?}", b.tables[name]), "table {name}");
+    }
+}
+
+#[test]
+fn prefetch_hints_are_off_for_a_small_world_and_forcing_them_changes_no_output() {
+    let sc = |seed| {
+        fabricsim_core::Scenario::from_json(&format!(
+            r#"{{"duration_ps": 100000000, "seed": {seed},
+            "topology": {{"kind": "leaf_spine", "leaves": 2, "spines": 4, "hosts_per_leaf": 4,
+                         "host_link": {{"rate_bps": 25000000000, "delay_ps": 500000}},
+                         "fabric_link": {{"rate_bps": 100000000000, "delay_ps": 500000}}}},
+            "traffic": [{{"kind": "udp_poisson", "src": ["h0", "h1", "h2", "h3"], "dst": "h5", "load": 0.3}}]}}"#
+        ))
+        .expect("valid scenario JSON")
+    };
+    let mut off = fabricsim_core::Simulation::new(&sc(9)).expect("valid scenario");
+    assert!(!off.prefetching());
+    let mut on = fabricsim_core::Simulation::new(&sc(9)).expect("valid scenario");
+    on.set_prefetch(true);
+    let (a, b) = (off.finish(), on.finish());
+    assert_eq!(a.summary, b.summary);
+    for (name, t) in &a.tables {
+        assert_eq!(format!("{t:?}"), format!("{:?}", b.tables[name]), "table {name}");
+    }
+}
