@@ -261,8 +261,20 @@ def test_fabricsim_dumbbell_with_jumbo_frames_against_the_kernel(core: object) -
         assert sim["total_goodput_bps"] == pytest.approx(record["summary"]["total_goodput_bps"]["mean"], rel=0.05), name
         assert sim["drops"] == pytest.approx(record["summary"]["drops"]["mean"], rel=0.30), name
         if setup.cc == "cubic":
-            recoveries = sum(r["nstat_senders"]["TcpExtTCPSackRecovery"] for r in record["runs"]) / len(record["runs"])
+            recoveries = _kernel_recoveries(record)
             assert sim["recoveries"] == pytest.approx(recoveries, rel=0.10), name
+
+
+def _kernel_recoveries(record: dict) -> float:
+    """The kernel's SACK recoveries (loss episodes) per run of a recorded experiment."""
+    return sum(r["nstat_senders"]["TcpExtTCPSackRecovery"] for r in record["runs"]) / len(record["runs"])
+
+
+def _measured_reader_twin(record: dict, **tcp: object) -> dict:
+    """The twin of a recorded experiment with the servers' measured reader (seed 1), plus `tcp` fields."""
+    setup = linux_dumbbell.DumbbellSetup(**record["setup"])
+    app = linux_dumbbell.measured_receiver_app(record)
+    return linux_dumbbell.simulate(setup, record["summary"]["one_way_latency_us"]["mean"], tcp={"receiver_app": app, **tcp})
 
 
 def test_cubic_twin_with_the_kernels_hold_against_the_traced_jumbo_frame_runs(core: object) -> None:
@@ -277,11 +289,9 @@ def test_cubic_twin_with_the_kernels_hold_against_the_traced_jumbo_frame_runs(co
     experiments = {e["name"]: e for e in linux_dumbbell.recorded(path)}
     for name in ("cubic-2x1-1Gbps-250KB-20s-mtu9000", "cubic-4x1-1Gbps-250KB-20s-mtu9000"):
         record = experiments[name]
-        setup = linux_dumbbell.DumbbellSetup(**record["setup"])
-        app = linux_dumbbell.measured_receiver_app(record)
-        sim = linux_dumbbell.simulate(setup, record["summary"]["one_way_latency_us"]["mean"], tcp={"receiver_app": app})
+        sim = _measured_reader_twin(record)
         linux_drops = linux_dumbbell.summary_drops(record)
-        recoveries = sum(r["nstat_senders"]["TcpExtTCPSackRecovery"] for r in record["runs"]) / len(record["runs"])
+        recoveries = _kernel_recoveries(record)
         assert sim["drops"] == pytest.approx(linux_drops, rel=0.30), name
         assert sim["recoveries"] == pytest.approx(recoveries, rel=0.10), name
         assert sim["total_goodput_bps"] == pytest.approx(record["summary"]["total_goodput_bps"]["mean"], rel=0.05), name
@@ -301,23 +311,16 @@ def test_cubic_twin_paced_as_the_lab_senders_were_moves_mtu_1500_towards_the_ker
     experiments = {e["name"]: e for e in linux_dumbbell.recorded(path)}
     for name in ("cubic-2x1-1Gbps-250KB-20s", "cubic-4x1-1Gbps-250KB-20s"):
         record = experiments[name]
-        setup = linux_dumbbell.DumbbellSetup(**record["setup"])
-        app = linux_dumbbell.measured_receiver_app(record)
-        latency = record["summary"]["one_way_latency_us"]["mean"]
-        unpaced = linux_dumbbell.simulate(setup, latency, tcp={"receiver_app": app})
-        paced = linux_dumbbell.simulate(setup, latency, tcp={"receiver_app": app, "pacing": "internal"})
+        unpaced = _measured_reader_twin(record)
+        paced = _measured_reader_twin(record, pacing="internal")
         linux_drops = linux_dumbbell.summary_drops(record)
         assert linux_drops < paced["drops"] < 0.9 * unpaced["drops"], name
         assert paced["recoveries"] < unpaced["recoveries"], name
         assert paced["total_goodput_bps"] == pytest.approx(record["summary"]["total_goodput_bps"]["mean"], rel=0.05), name
     for name in ("cubic-2x1-1Gbps-250KB-20s-mtu9000", "cubic-4x1-1Gbps-250KB-20s-mtu9000"):
         record = experiments[name]
-        setup = linux_dumbbell.DumbbellSetup(**record["setup"])
-        app = linux_dumbbell.measured_receiver_app(record)
-        paced = linux_dumbbell.simulate(
-            setup, record["summary"]["one_way_latency_us"]["mean"], tcp={"receiver_app": app, "pacing": "internal"}
-        )
-        recoveries = sum(r["nstat_senders"]["TcpExtTCPSackRecovery"] for r in record["runs"]) / len(record["runs"])
+        paced = _measured_reader_twin(record, pacing="internal")
+        recoveries = _kernel_recoveries(record)
         assert paced["drops"] == pytest.approx(linux_dumbbell.summary_drops(record), rel=0.30), name
         assert paced["recoveries"] == pytest.approx(recoveries, rel=0.10), name
 
