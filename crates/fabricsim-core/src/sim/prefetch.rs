@@ -205,6 +205,10 @@ impl Simulation {
     #[inline(always)]
     fn prefetch_egress(&self, node: NodeId, dst: NodeId, hash: u64) {
         lines(&self.nodes, node.idx(), 0, 1);
+        if dst.0 & crate::network::multicast::MCAST_TAG != 0 {
+            // A native multicast frame names its tree, not a routable host.
+            return;
+        }
         if let Some(out) = self.routing.route(node.idx(), dst.idx(), hash) {
             if let Some(&first) = self.prefetch.first_port.get(node.idx()) {
                 lines(&self.ports, first as usize + out as usize, 0, 3);

@@ -133,3 +133,16 @@ fn multicast_configuration_errors_name_the_field() {
     let e = err(&base.replace(r#"["h0", "h1", "h2", "h3", "h4", "h5"]"#, r#"["h0"]"#));
     assert!(e.contains("no member other than the source"), "{e}");
 }
+
+#[test]
+fn prefetch_hints_forced_on_skip_native_multicast_frames_and_change_no_output() {
+    let sc = Scenario::from_json(&leaf_spine_group("native", 1_000_000)).unwrap();
+    let mut on = Simulation::new(&sc).unwrap();
+    on.set_prefetch(true);
+    let mut off = Simulation::new(&sc).unwrap();
+    let (a, b) = (on.finish(), off.finish());
+    assert_eq!(a.summary, b.summary);
+    for (name, t) in &a.tables {
+        assert_eq!(format!("{t:?}"), format!("{:?}", b.tables[name]), "table {name}");
+    }
+}
