@@ -35,6 +35,7 @@ LINUX_OPTIONS = (
     "linux_shaped_router",
     "linux_jitter",
     "linux_measured_reader",
+    "linux_ideal_hosts",
 )
 
 
@@ -94,6 +95,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             "trace where it ran)"
         ),
     )
+    group.add_argument(
+        "--ideal-hosts",
+        dest="linux_ideal_hosts",
+        action="store_true",
+        help=(
+            "twin: ideal hosts and reader instead of the lab as it ran (by default the measured reader "
+            "on the lab machine, the host datapath model on one 2-core machine, where recorded)"
+        ),
+    )
 
 
 def used_linux_options(args: argparse.Namespace) -> list[str]:
@@ -146,6 +156,7 @@ def command(args: argparse.Namespace) -> int:
             shaped_router=args.linux_shaped_router,
             host={"egress": {"jitter": True}} if args.linux_jitter else None,
             tcp=tcp,
+            machine=False if args.linux_ideal_hosts else None,
         )
         reports.append({"name": record["name"], "environment": record["environment"], "rows": rows})
     if args.linux_json:
