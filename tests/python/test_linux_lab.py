@@ -238,16 +238,16 @@ def test_fabricsim_dumbbell_goodput_is_within_10_percent_of_linux(core: object) 
 def test_fabricsim_dumbbell_with_jumbo_frames_against_the_kernel(core: object) -> None:
     """At MTU 9000 the lab is not CPU-bound (about 2 data segments per ACK):
     over the recorded 20 s runs (the lab twin as the lab ran: senders paced
-    as the recorded ones were, the servers' measured reader, the lab machine's
-    per-packet costs on 2 shared cores; seed 1) the twin's total goodput is
-    within 5 % of the kernel's and its drops within 30 % on all four (0.79,
-    0.87, 1.13 and 1.01 of the kernel's), and the CUBIC twins' SACK
-    recoveries within 15 % (1,530 against 1,629 and 2,954 against 3,405).
-    CUBIC runs as the lab's kernel does: time in 250 Hz jiffies and the
-    increase held for HZ / 32 jiffies while cwnd is unchanged. Paced on ideal
-    hosts with the ideal reader cubic-2x1 loses 1.42 of the kernel's drops
-    (unpaced 1.16); with the hold of min(HZ / 32, delay_min) unpaced
-    cubic-2x1 lost 0.47, in exact time 0.33 (docs/validation/linux.md).
+    as the recorded ones were, the servers' measured reader; seed 1) the
+    twin's total goodput is within 5 % of the kernel's and its drops within
+    30 % on all four (0.99, 1.02, 1.10 and 1.08 of the kernel's), and the
+    CUBIC twins enter recovery as often as the kernel's senders (1,623
+    against 1,629 and 3,233 against 3,405 SACK recoveries). CUBIC runs as the
+    lab's kernel does: time in 250 Hz jiffies and the increase held for HZ /
+    32 jiffies while cwnd is unchanged. Paced with the ideal reader cubic-2x1
+    loses 1.42 of the kernel's drops (unpaced 1.16); with the hold of min(HZ
+    / 32, delay_min) unpaced cubic-2x1 lost 0.47, in exact time 0.33
+    (docs/validation/linux.md).
     Before the receiver RTT was measured as Linux measures it (whole-ms
     timestamp samples and the time to receive a window), the flows kept their
     initial receive windows and the twin lost nothing on any of the four."""
@@ -263,7 +263,7 @@ def test_fabricsim_dumbbell_with_jumbo_frames_against_the_kernel(core: object) -
         assert sim["drops"] == pytest.approx(record["summary"]["drops"]["mean"], rel=0.30), name
         if setup.cc == "cubic":
             recoveries = _kernel_recoveries(record)
-            assert sim["recoveries"] == pytest.approx(recoveries, rel=0.15), name
+            assert sim["recoveries"] == pytest.approx(recoveries, rel=0.10), name
 
 
 def _kernel_recoveries(record: dict) -> float:
@@ -272,22 +272,21 @@ def _kernel_recoveries(record: dict) -> float:
 
 
 def _measured_reader_twin(record: dict, **tcp: object) -> dict:
-    """The twin of a recorded experiment (paced as its senders were) on ideal
-    hosts with the servers' measured reader (seed 1), plus `tcp` fields."""
+    """The twin of a recorded experiment (paced as its senders were) with the
+    servers' measured reader (seed 1), plus `tcp` fields."""
     app = linux_dumbbell.measured_receiver_app(record)
-    return linux_dumbbell.simulate_recorded(record, tcp={"receiver_app": app, **tcp}, machine=False)
+    return linux_dumbbell.simulate_recorded(record, tcp={"receiver_app": app, **tcp})
 
 
 def test_cubic_twin_with_the_kernels_hold_against_the_traced_jumbo_frame_runs(core: object) -> None:
     """The second recording (05:43 UTC, scheduler-traced), each CUBIC
     dumbbell at MTU 9000 against the lab twin (paced as the recorded senders
-    were, the servers' measured reader on the lab machine; seed 1): drops
-    within 30 % of the kernel's (1.10 and 0.97; on ideal hosts 1.04 and 1.02,
-    unpaced 1.10 and 1.10, unpaced with the hold of min(HZ / 32, delay_min)
-    0.50 and 1.11) and SACK recoveries within 20 % (1,559 against 1,650 and
-    2,939 against 3,438; on ideal hosts 1,629 and 3,381, unpaced with the
-    other hold 1,998 and 5,110), because the twin's CUBIC holds its increase
-    for HZ / 32 jiffies as the lab kernel's code does (docs/validation/linux.md)."""
+    were, the servers' measured reader; seed 1): drops within 30 % of the
+    kernel's (1.04 and 1.02; unpaced 1.10 and 1.10, unpaced with the hold of
+    min(HZ / 32, delay_min) 0.50 and 1.11) and SACK recoveries within 10 %
+    (1,629 against 1,650 and 3,381 against 3,438; unpaced with the other hold
+    1,998 and 5,110), because the twin's CUBIC holds its increase for HZ / 32
+    jiffies as the lab kernel's code does (docs/validation/linux.md)."""
     path = linux_dumbbell.RESULTS.parent / "dumbbell-traced.json"
     experiments = {e["name"]: e for e in linux_dumbbell.recorded(path)}
     for name in ("cubic-2x1-1Gbps-250KB-20s-mtu9000", "cubic-4x1-1Gbps-250KB-20s-mtu9000"):
@@ -296,7 +295,7 @@ def test_cubic_twin_with_the_kernels_hold_against_the_traced_jumbo_frame_runs(co
         linux_drops = linux_dumbbell.summary_drops(record)
         recoveries = _kernel_recoveries(record)
         assert sim["drops"] == pytest.approx(linux_drops, rel=0.30), name
-        assert sim["recoveries"] == pytest.approx(recoveries, rel=0.20), name
+        assert sim["recoveries"] == pytest.approx(recoveries, rel=0.10), name
         assert sim["total_goodput_bps"] == pytest.approx(record["summary"]["total_goodput_bps"]["mean"], rel=0.05), name
 
 
@@ -306,7 +305,7 @@ def test_cubic_twin_paced_as_the_lab_senders_were_moves_mtu_1500_towards_the_ker
     switches to CUBIC only after connect (read from the sockets with bpftrace,
     docs/validation/linux.md). The twin of a recording paces the same way
     (`pacing: internal`, from the recorded default); traced recording,
-    measured reader on ideal hosts, seed 1: at MTU 1500 CUBIC loses less than unpaced
+    measured reader, seed 1: at MTU 1500 CUBIC loses less than unpaced
     (`pacing: off`; cubic-2x1 1.52 against 2.19 of the kernel's drops,
     cubic-4x1 3.38 against 4.10) with fewer recoveries, and at MTU 9000 it
     stays within 30 % of the kernel's drops and 10 % of its recoveries (1.04
@@ -346,39 +345,37 @@ def test_the_twin_of_a_recording_paces_its_senders_when_the_lab_default_was_bbr(
             assert linux_dumbbell.recorded_tcp(record)["pacing"] == "internal", record["name"]
 
 
-def test_lab_twin_on_the_lab_machine_brings_mtu_1500_cubic_drops_near_the_kernels(core: object) -> None:
-    """The lab twin as the lab ran (paced, the measured reader, and the lab
-    machine: the host datapath model with the lab's per-packet veth and stack
-    costs, all namespaces on one 2-core machine) against the traced
-    recording's CUBIC dumbbells at MTU 1500, seed 1: 0.65 and 1.04 of the
-    kernel's drops, where the same twin on ideal hosts loses 1.52 and 3.38
-    (docs/validation/linux.md, "The lab twin as the lab ran"); goodput within
-    5 %."""
-    experiments = {e["name"]: e for e in linux_dumbbell.recorded(linux_dumbbell.TRACED_RESULTS)}
-    for name in ("cubic-2x1-1Gbps-250KB-20s", "cubic-4x1-1Gbps-250KB-20s"):
-        record = experiments[name]
-        tcp, host = linux_dumbbell.lab_twin(record)
-        assert tcp["pacing"] == "internal" and tcp["receiver_app"] and host["model"]["preset"] == "linux-veth"
-        assert host["model"]["machines"] == [[f"s{i}" for i in range(record["setup"]["senders"])] + ["rx"]]
-        sim = linux_dumbbell.simulate_recorded(record)
-        ideal = _measured_reader_twin(record)
-        ratio = sim["drops"] / linux_dumbbell.summary_drops(record)
-        assert sim["conservation_ok"]
-        assert sim["drops"] < 0.7 * ideal["drops"], name
-        assert 0.5 < ratio < 1.5, (name, ratio)
-        assert sim["total_goodput_bps"] == pytest.approx(record["summary"]["total_goodput_bps"]["mean"], rel=0.05), name
-    # Records without the readers' counters keep ideal hosts: the machine is validated with the measured reader only.
+def test_the_lab_machine_moves_mtu_1500_cubic_through_its_gso_setting_not_its_cpu_costs(core: object) -> None:
+    """The hosts on the lab machine (host datapath model `linux-veth`, all
+    namespaces on one 2-core machine) bring the traced cubic-4x1 at MTU 1500
+    from 3.38 to 1.04 of the kernel's drops (seed 1), but through the
+    preset's `gso: 0` (TCP sends no GSO bursts): with TCP's 64 KiB GSO
+    buffers, which the lab's senders built, it loses 3.5x again (and without
+    any CPU cost 1.0x), so the lab twin's default keeps ideal hosts
+    (docs/validation/linux.md, "The lab twin as the lab ran")."""
+    record = {e["name"]: e for e in linux_dumbbell.recorded(linux_dumbbell.TRACED_RESULTS)}["cubic-4x1-1Gbps-250KB-20s"]
+    tcp, host = linux_dumbbell.lab_twin(record)
+    assert tcp["pacing"] == "internal" and tcp["receiver_app"] and host is None
+    assert "receiver_app" not in linux_dumbbell.lab_twin(record, reader=False)[0]
+    tcp, host = linux_dumbbell.lab_twin(record, machine=True)
+    assert host["model"]["preset"] == "linux-veth" and host["model"]["machines"] == [["s0", "s1", "s2", "s3", "rx"]]
+    kernel = linux_dumbbell.summary_drops(record)
+    default = linux_dumbbell.simulate_recorded(record)["drops"] / kernel
+    machine = linux_dumbbell.simulate_recorded(record, machine=True)["drops"] / kernel
+    gso = linux_dumbbell.simulate_recorded(record, host={"model": {**host["model"], "gso": "64KiB"}})["drops"] / kernel
+    assert default > 2.5 and machine < 0.5 * default and gso > 0.8 * default, (default, machine, gso)
+    # Records without the readers' counters are only paced.
     hystart = {e["name"]: e for e in linux_dumbbell.recorded()}["cubic-1x1-1Gbps-8MB-10s"]
     assert linux_dumbbell.lab_twin(hystart) == ({"pacing": "internal"}, None)
-    assert linux_dumbbell.lab_twin(experiments["cubic-2x1-1Gbps-250KB-20s"], machine=False) == ({"pacing": "internal"}, None)
 
 
 @pytest.mark.slow
 def test_lab_twin_against_every_recorded_dumbbell_over_three_seeds(core: object) -> None:
-    """Both recordings, the eight 20 s dumbbells each, seeds 1-3 (the lab
-    twin's grid point of docs/validation/linux.md): at MTU 9000 drops within
-    30 % of the kernel's (0.79-1.16), at MTU 1500 CUBIC within a factor of
-    two (0.66-1.69), goodput within 5 % everywhere."""
+    """Both recordings, the eight 20 s dumbbells each, seeds 1-3, the lab
+    twin's default (paced as recorded, the measured reader): at MTU 9000
+    drops within 30 % of the kernel's (0.99-1.10), goodput within 5 %
+    everywhere; MTU 1500 CUBIC still loses more than the kernel (1.5-3.4x;
+    docs/validation/linux.md)."""
     for path in (linux_dumbbell.RESULTS, linux_dumbbell.TRACED_RESULTS):
         for record in linux_dumbbell.recorded(path):
             setup = linux_dumbbell.DumbbellSetup(**record["setup"])
@@ -393,7 +390,7 @@ def test_lab_twin_against_every_recorded_dumbbell_over_three_seeds(core: object)
             if setup.mtu == 9000:
                 assert drops == pytest.approx(1.0, abs=0.30), label
             elif setup.cc == "cubic":
-                assert 0.5 < drops < 2.0, label
+                assert 1.3 < drops < 4.0, label
 
 
 def test_dumbbell_setup_names_say_a_non_default_mtu() -> None:

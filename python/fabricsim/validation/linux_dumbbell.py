@@ -453,27 +453,28 @@ def scenario(
     }
 
 
-def lab_twin(record: dict[str, Any], machine: Optional[bool] = None) -> tuple[dict[str, Any], Optional[dict[str, Any]]]:
+def lab_twin(
+    record: dict[str, Any], reader: Optional[bool] = None, machine: bool = False
+) -> tuple[dict[str, Any], Optional[dict[str, Any]]]:
     """The ``tcp`` overrides and ``network.host`` of the lab twin as the lab
     ran a recorded experiment (the default of :func:`simulate_recorded` and
-    :func:`compare`):
+    :func:`compare`): the senders paced as they ran (:func:`recorded_tcp`)
+    and, where the record has the iperf3 servers' reader counters, the
+    measured reader (:func:`measured_receiver_app`; ``reader`` False: the
+    ideal reader). With both, at MTU 9000 all eight recorded dumbbells are
+    within 10 % of the kernel's drops (0.99-1.10, seeds 1-3), where the
+    paced twin with the ideal reader loses 1.42x on one; MTU 1500 CUBIC stays
+    at 1.5-3.4x (docs/validation/linux.md, "The lab twin as the lab ran
+    (2026-11-23)").
 
-    - the senders paced as they ran (:func:`recorded_tcp`);
-    - where the record has the iperf3 servers' reader counters, the measured
-      reader (:func:`measured_receiver_app`) and the lab machine
-      (:func:`lab_host_model`: the lab's per-packet veth and stack costs on
-      one 2-core machine). The two go together: the host model with the
-      ideal reader loses 2.5-4.8x the kernel's drops on CUBIC at MTU 1500,
-      with the measured reader 0.66-1.69x; at MTU 9000 all eight recorded
-      dumbbells stay within 30 % (0.79-1.16, seeds 1-3; docs/validation/linux.md,
-      "The lab twin as the lab ran (2026-11-23)"). ``machine`` False keeps
-      the hosts ideal (and the reader ideal), True asks for the machine
-      whatever was recorded (the reader only where it was measured).
-    """
-    app = measured_receiver_app(record)
-    use_machine = app is not None if machine is None else machine
-    tcp = recorded_tcp(record, {"receiver_app": app} if use_machine and app is not None else None)
-    return tcp, (lab_host_model(DumbbellSetup(**record["setup"])) if use_machine else None)
+    ``machine`` puts the hosts on the lab machine (:func:`lab_host_model`).
+    It is not the default: it brings MTU 1500 CUBIC to 0.66-1.69x through
+    the preset's ``gso: 0`` (TCP sends no GSO bursts), not through the CPU
+    costs (zero-cost stages give the same, 64 KiB GSO undoes it), while the
+    lab's senders built 64 KB GSO buffers (read with bpftrace)."""
+    app = measured_receiver_app(record) if reader is not False else None
+    tcp = recorded_tcp(record, {"receiver_app": app} if app is not None else None)
+    return tcp, (lab_host_model(DumbbellSetup(**record["setup"])) if machine else None)
 
 
 def simulate_recorded(
@@ -483,15 +484,16 @@ def simulate_recorded(
     host: Optional[dict[str, Any]] = None,
     shaped_router: bool = False,
     router: Optional[dict[str, Any]] = None,
-    machine: Optional[bool] = None,
+    reader: Optional[bool] = None,
+    machine: bool = False,
 ) -> dict[str, Any]:
     """:func:`simulate` the twin of a recorded experiment: its setup, its
     measured one-way latency, and the lab as it ran (:func:`lab_twin`:
-    pacing, reader and machine; ``machine``: see there); ``tcp`` fields
+    pacing and reader; ``reader``, ``machine``: see there); ``tcp`` fields
     override the twin's, ``host`` keys its ``network.host``'s."""
     setup = DumbbellSetup(**record["setup"])
     latency = record["summary"]["one_way_latency_us"]["mean"]
-    twin_tcp, twin_host = lab_twin(record, machine)
+    twin_tcp, twin_host = lab_twin(record, reader, machine)
     tcp = {**twin_tcp, **(tcp or {})}
     host = {**(twin_host or {}), **host} if host is not None else twin_host
     return simulate(setup, latency, seed, tcp=tcp, host=host, shaped_router=shaped_router, router=router)
@@ -802,7 +804,7 @@ LAB_ROUTER_FORWARDING: dict[str, Any] = {
 }
 
 
-def lab_host_model(setup: DumbbellSetup, forwarding: bool = False) -> dict[str, Any]:
+def lab_host_model(setup: DumbbellSetup, forwarding: bool = False, **overrides: Any) -> dict[str, Any]:
     """``network.host`` giving the twin's hosts the lab machine: the host
     datapath model with the lab's measured per-packet veth and stack costs
     (preset ``linux-veth``, docs/models/host.md) and every namespace on one
@@ -816,15 +818,15 @@ def lab_host_model(setup: DumbbellSetup, forwarding: bool = False) -> dict[str, 
     forwarding: the router's work then competes for the shared cores. The
     lab's forwarding ran later, from that CPU's input backlog in batches
     (segments waited 447-685 us there); here it runs before the packet
-    leaves its host."""
+    leaves its host. ``overrides`` are further model keys (e.g. ``gso``)."""
     from fabricsim.hosts import linux_veth
 
     hosts = [f"s{i}" for i in range(setup.senders)] + ["rx"]
-    model: dict[str, Any] = {"preset": "linux-veth", "machines": [hosts]}
+    model: dict[str, Any] = {"preset": "linux-veth", "machines": [hosts], **overrides}
     if forwarding:
         cost = f"{LAB_ROUTER_FORWARDING_NS}ns"
         model["stages"] = [
-            *linux_veth.MODEL["stages"],
+            *overrides.get("stages", linux_veth.MODEL["stages"]),
             {"kind": "driver", "name": "router_forwarding", "tx": {"per_packet": cost, "per_ack": cost}},
         ]
     return {"model": model}
@@ -832,7 +834,14 @@ def lab_host_model(setup: DumbbellSetup, forwarding: bool = False) -> dict[str, 
 #: The dimensions of :func:`twin_grid`: name -> {value name: what it sets}.
 GRID_DIMENSIONS: dict[str, dict[str, Any]] = {
     "pacing": {"off": "off", "internal": "internal"},
-    "host": {"ideal": False, "lab-machine": True},
+    # The lab machine as measured, with TCP's 64 KiB GSO bursts (the lab's senders
+    # built them), and without any CPU cost (what the machine's structure does alone).
+    "host": {
+        "ideal": None,
+        "lab-machine": {},
+        "lab-machine-gso64k": {"gso": "64KiB"},
+        "lab-machine-no-cost": {"stages": []},
+    },
     "router": {"switch": None, "forwarding": LAB_ROUTER_FORWARDING, "on-machine": "on-machine"},
     "reader": {"ideal": False, "measured": True},
 }
@@ -846,11 +855,12 @@ def _grid_run(job: tuple[dict[str, Any], dict[str, str], int]) -> dict[str, Any]
         tcp["receiver_app"] = measured_receiver_app(record)
     router = GRID_DIMENSIONS["router"][point["router"]]
     on_machine = router == "on-machine"
-    if on_machine and not GRID_DIMENSIONS["host"][point["host"]]:
-        raise LabError("router on-machine: needs the host model (host lab-machine)")
     machine = GRID_DIMENSIONS["host"][point["host"]]
-    host = lab_host_model(setup, forwarding=on_machine) if machine else None
-    sim = simulate_recorded(record, seed, tcp=tcp, host=host, router=None if on_machine else router, machine=machine)
+    if on_machine and machine is None:
+        raise LabError("router on-machine: needs the host model (host lab-machine)")
+    host = lab_host_model(setup, forwarding=on_machine, **machine) if machine is not None else None
+    reader = bool(GRID_DIMENSIONS["reader"][point["reader"]])
+    sim = simulate_recorded(record, seed, tcp=tcp, host=host, router=None if on_machine else router, reader=reader)
     keys = ("drops", "recoveries", "total_goodput_bps", "retransmits", "timeouts", "conservation_ok")
     return {"experiment": record["name"], **point, "seed": seed, **{k: sim[k] for k in keys}}
 
@@ -871,7 +881,7 @@ def twin_grid(
     values = [list((only or {}).get(n) or GRID_DIMENSIONS[n]) for n in names]
     points = [dict(zip(names, combo)) for combo in itertools.product(*values)]
     # The router's forwarding on the machine's cores needs the machine.
-    points = [p for p in points if p["router"] != "on-machine" or GRID_DIMENSIONS["host"][p["host"]]]
+    points = [p for p in points if p["router"] != "on-machine" or GRID_DIMENSIONS["host"][p["host"]] is not None]
     jobs = [(record, point, seed) for record in experiments for point in points for seed in seeds]
     if workers <= 1:
         return [_grid_run(job) for job in jobs]
@@ -915,14 +925,15 @@ def compare(
     shaped_router: bool = False,
     host: Optional[dict[str, Any]] = None,
     tcp: Optional[dict[str, Any]] = None,
-    machine: Optional[bool] = None,
+    reader: Optional[bool] = None,
+    machine: bool = False,
 ) -> list[tuple[str, str, str, str]]:
     """Rows (metric, Linux mean ± sd, fabricsim, fabricsim / Linux) for one recorded experiment
     (``shaped_router``, ``host``, ``tcp``: see :func:`scenario`); the twin is the lab as it ran
-    (:func:`lab_twin`: pacing, and the measured reader on the lab machine where recorded;
-    ``machine`` False: ideal hosts and reader), ``tcp`` and ``host`` override it."""
+    (:func:`lab_twin`: pacing, and the measured reader where recorded; ``reader``, ``machine``:
+    see there), ``tcp`` and ``host`` override it."""
     summary = record["summary"]
-    sim = simulate_recorded(record, seed, tcp=tcp, host=host, shaped_router=shaped_router, machine=machine)
+    sim = simulate_recorded(record, seed, tcp=tcp, host=host, shaped_router=shaped_router, reader=reader, machine=machine)
     rows: list[tuple[str, str, str, str]] = []
 
     def add(metric: str, linux: dict[str, float], value: Optional[float], scale: float, unit: str) -> None:
@@ -1028,7 +1039,8 @@ def markdown(experiments: Sequence[dict[str, Any]], with_simulation: bool = True
     if with_simulation:
         lines += [
             "",
-            "fabricsim (the lab twin as the lab ran, `lab_twin()`, seed 1) against the Linux means:",
+            "fabricsim (the lab twin as the lab ran, `lab_twin()`: paced as recorded, the measured reader "
+            "where recorded; seed 1) against the Linux means:",
             "",
             "| experiment | goodput total (Mbps) | per flow (Mbps) | Jain | drops | retransmits | RTOs "
             "| recoveries | drops / recovery | JCT (s) |",
