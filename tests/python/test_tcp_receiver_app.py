@@ -141,12 +141,16 @@ def test_validate_linux_with_the_measured_reader_reports_segments_per_ack(capsys
     from fabricsim.cli import main as cli
 
     args = ["validate", "linux", "--recorded", "reno-2x1-1Gbps-250KB-20s", "--json"]
-    assert cli.main(args) == 0
+    assert cli.main(args + ["--ideal-reader"]) == 0
     ideal = {row[0]: row for row in json.loads(capsys.readouterr().out)[0]["rows"]}
     assert cli.main(args + ["--measured-reader"]) == 0
     measured = {row[0]: row for row in json.loads(capsys.readouterr().out)[0]["rows"]}
     assert float(ideal["data segments per ACK"][2]) < 2.5
     assert float(measured["data segments per ACK"][2]) > 5, "the measured reader's reads pace the ACKs"
+    # The lab twin (the default) has the measured reader where it was recorded.
+    assert cli.main(args) == 0
+    assert {row[0]: row for row in json.loads(capsys.readouterr().out)[0]["rows"]} == measured
+    assert cli.main(args + ["--ideal-reader", "--measured-reader"]) == 2
     # Experiments recorded before the readers' counters existed are refused with their name.
     assert cli.main(["validate", "linux", "--recorded", "reno-4x1-1Gbps-250KB-100MB", "--measured-reader"]) == 2
     assert "reno-4x1-1Gbps-250KB-100MB" in capsys.readouterr().err

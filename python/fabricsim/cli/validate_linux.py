@@ -35,6 +35,8 @@ LINUX_OPTIONS = (
     "linux_shaped_router",
     "linux_jitter",
     "linux_measured_reader",
+    "linux_ideal_reader",
+    "linux_lab_machine",
 )
 
 
@@ -94,6 +96,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             "trace where it ran)"
         ),
     )
+    group.add_argument(
+        "--ideal-reader",
+        dest="linux_ideal_reader",
+        action="store_true",
+        help="twin: the ideal reader (by default a recorded experiment's twin has the measured one where recorded)",
+    )
+    group.add_argument(
+        "--lab-machine",
+        dest="linux_lab_machine",
+        action="store_true",
+        help="twin: the hosts on the lab machine (host datapath model linux-veth, one 2-core machine)",
+    )
 
 
 def used_linux_options(args: argparse.Namespace) -> list[str]:
@@ -134,6 +148,8 @@ def command(args: argparse.Namespace) -> int:
         print(f"running {setup.name} in Linux namespaces ...", file=sys.stderr, flush=True)
         experiments = [linux_dumbbell.measure(setup, repeats=args.linux_repeats or 1)]
     reports = []
+    if args.linux_measured_reader and args.linux_ideal_reader:
+        raise FabricsimError("validate linux: --measured-reader and --ideal-reader exclude each other")
     for record in experiments:
         tcp = None
         if args.linux_measured_reader:
@@ -146,6 +162,8 @@ def command(args: argparse.Namespace) -> int:
             shaped_router=args.linux_shaped_router,
             host={"egress": {"jitter": True}} if args.linux_jitter else None,
             tcp=tcp,
+            reader=False if args.linux_ideal_reader else None,
+            machine=args.linux_lab_machine,
         )
         reports.append({"name": record["name"], "environment": record["environment"], "rows": rows})
     if args.linux_json:

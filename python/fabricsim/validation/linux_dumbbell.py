@@ -24,7 +24,11 @@ of ``buffer`` bytes per port and no pipeline latency, the bottleneck link at
 latency (sockperf UDP ping-pong, half a round trip, split over the two links
 of the path). Frames are counted as the veth queue counts them: IP packet +
 14 B Ethernet header, no preamble, gap or minimum frame size. TCP is left at
-the scenario defaults (the ``cc`` is set).
+the scenario defaults (the ``cc`` is set; CUBIC counts 250 Hz jiffies and
+holds for HZ / 32). A recorded experiment's twin (:func:`simulate_recorded`,
+:func:`compare`) also paces its senders as the recorded ones ran
+(:func:`recorded_pacing`: Linux's internal pacing when the namespaces'
+default congestion control was BBR, which every recording so far had).
 
 :func:`measure` runs the Linux side (root) and returns a JSON-ready record;
 :func:`compare` runs the fabricsim side and lines both up.
@@ -58,7 +62,12 @@ __all__ = [
     "measure",
     "recorded",
     "scenario",
+    "lab_host_model",
+    "lab_twin",
+    "recorded_pacing",
+    "recorded_tcp",
     "simulate",
+    "simulate_recorded",
     "topology",
 ]
 
@@ -113,6 +122,38 @@ LAB_CONFIG_HZ = 250
 #: from the running 6.18.44 kernel; docs/validation/linux.md, "The lab kernel's CUBIC
 #: holds for HZ / 32"). The senders' ``ss`` trajectories show the same steps.
 LAB_CUBIC_HOLD_HZ32 = True
+#: Default congestion controls whose ``init`` leaves a socket paced for good:
+#: BBR sets ``SK_PACING_NEEDED``, which a later ``TCP_CONGESTION`` switch does not undo.
+PACING_DEFAULT_CCS = frozenset({"bbr"})
+
+
+def recorded_pacing(environment: dict[str, Any]) -> Optional[str]:
+    """The ``tcp.pacing`` the recorded senders ran with, from where they ran.
+
+    iperf3 connects its data sockets first and sets ``TCP_CONGESTION``
+    (``-C cubic`` / ``reno``) afterwards, so every socket is first
+    initialised by the namespace's default congestion control
+    (``net.ipv4.tcp_congestion_control``, recorded per namespace in the
+    record's ``environment``). When that default is BBR, BBR's ``init`` sets
+    ``SK_PACING_NEEDED`` and the socket keeps Linux's internal pacing
+    (``tcp_internal_pacing``, at 200 % / 120 % of cwnd / SRTT) after the
+    switch: the lab's sockets were read with bpftrace and every sender was
+    paced so (docs/validation/linux.md, "What keeps the MTU 1500 senders
+    below their window: BBR's pacing, inherited (2026-11-23)"). The twin
+    then paces as Linux does (``"internal"``, docs/models/tcp-host.md);
+    with any other default, or none recorded, it leaves its senders
+    unpaced (``None``: the scenario's default)."""
+    sysctls = environment.get("sysctls") or {}
+    default = str(sysctls.get("net.ipv4.tcp_congestion_control") or "").strip()
+    return "internal" if default in PACING_DEFAULT_CCS else None
+
+
+def recorded_tcp(record: dict[str, Any], tcp: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+    """The twin's ``tcp`` overrides for a recorded experiment: the senders
+    paced as they ran (:func:`recorded_pacing`), then ``tcp`` (which may set
+    ``pacing`` itself)."""
+    pacing = recorded_pacing(record.get("environment") or {})
+    return {**({"pacing": pacing} if pacing else {}), **(tcp or {})}
 
 
 @dataclass(frozen=True)
@@ -346,10 +387,12 @@ def scenario(
     tcp: Optional[dict[str, Any]] = None,
     host: Optional[dict[str, Any]] = None,
     shaped_router: bool = False,
+    router: Optional[dict[str, Any]] = None,
 ) -> dict[str, Any]:
     """The fabricsim scenario of ``setup`` (see the module docs for the mapping);
     ``tcp`` adds or overrides fields of its ``tcp`` section, ``host`` is its
-    ``network.host`` (e.g. ``{"egress": {"jitter": True}}``). With
+    ``network.host`` (e.g. ``{"egress": {"jitter": True}}``), ``router`` the
+    router's ``pipeline`` (e.g. :data:`LAB_ROUTER_FORWARDING`). With
     ``shaped_router`` the bottleneck is built as the lab builds it: the link
     r -> rx runs at ``access_rate`` (a veth) and the router's port towards rx
     is shaped like the lab's htb class (rate = ceil = ``rate``, burst =
@@ -374,6 +417,8 @@ def scenario(
         else:  # tbf: one bucket, sent at the link's (veth's) speed
             shaper = {"rate": setup.rate, "ceil": setup.access_rate, "burst": f"{burst}B", "cburst": f"{burst}B"}
         switch["shaper"] = {**shaper, "towards": ["rx"]}
+    if router:
+        switch["pipeline"] = router
     traffic: dict[str, Any] = {"kind": "tcp_bulk", "name": "iperf3", "src": senders, "dst": "rx"}
     traffic["streams"] = setup.flows_per_sender
     if setup.size:
@@ -408,6 +453,52 @@ def scenario(
     }
 
 
+def lab_twin(
+    record: dict[str, Any], reader: Optional[bool] = None, machine: bool = False
+) -> tuple[dict[str, Any], Optional[dict[str, Any]]]:
+    """The ``tcp`` overrides and ``network.host`` of the lab twin as the lab
+    ran a recorded experiment (the default of :func:`simulate_recorded` and
+    :func:`compare`): the senders paced as they ran (:func:`recorded_tcp`)
+    and, where the record has the iperf3 servers' reader counters, the
+    measured reader (:func:`measured_receiver_app`; ``reader`` False: the
+    ideal reader). With both, at MTU 9000 all eight recorded dumbbells are
+    within 10 % of the kernel's drops (0.99-1.10, seeds 1-3), where the
+    paced twin with the ideal reader loses 1.42x on one; MTU 1500 CUBIC stays
+    at 1.5-3.4x (docs/validation/linux.md, "The lab twin as the lab ran
+    (2026-11-23)").
+
+    ``machine`` puts the hosts on the lab machine (:func:`lab_host_model`).
+    It is not the default: it brings MTU 1500 CUBIC to 0.66-1.69x through
+    the preset's ``gso: 0`` (TCP sends no GSO bursts), not through the CPU
+    costs (zero-cost stages give the same, 64 KiB GSO undoes it), while the
+    lab's senders built 64 KB GSO buffers (read with bpftrace)."""
+    app = measured_receiver_app(record) if reader is not False else None
+    tcp = recorded_tcp(record, {"receiver_app": app} if app is not None else None)
+    return tcp, (lab_host_model(DumbbellSetup(**record["setup"])) if machine else None)
+
+
+def simulate_recorded(
+    record: dict[str, Any],
+    seed: int = 1,
+    tcp: Optional[dict[str, Any]] = None,
+    host: Optional[dict[str, Any]] = None,
+    shaped_router: bool = False,
+    router: Optional[dict[str, Any]] = None,
+    reader: Optional[bool] = None,
+    machine: bool = False,
+) -> dict[str, Any]:
+    """:func:`simulate` the twin of a recorded experiment: its setup, its
+    measured one-way latency, and the lab as it ran (:func:`lab_twin`:
+    pacing and reader; ``reader``, ``machine``: see there); ``tcp`` fields
+    override the twin's, ``host`` keys its ``network.host``'s."""
+    setup = DumbbellSetup(**record["setup"])
+    latency = record["summary"]["one_way_latency_us"]["mean"]
+    twin_tcp, twin_host = lab_twin(record, reader, machine)
+    tcp = {**twin_tcp, **(tcp or {})}
+    host = {**(twin_host or {}), **host} if host is not None else twin_host
+    return simulate(setup, latency, seed, tcp=tcp, host=host, shaped_router=shaped_router, router=router)
+
+
 def simulate(
     setup: DumbbellSetup,
     one_way_latency_us: float,
@@ -415,12 +506,13 @@ def simulate(
     tcp: Optional[dict[str, Any]] = None,
     host: Optional[dict[str, Any]] = None,
     shaped_router: bool = False,
+    router: Optional[dict[str, Any]] = None,
 ) -> dict[str, Any]:
     """Run the fabricsim twin; per-flow goodput, drops, retransmits, job completion time."""
     from fabricsim.runner import run
     from fabricsim.schema import from_dict
 
-    result = run(from_dict(scenario(setup, one_way_latency_us, seed, tcp, host, shaped_router)), seed=seed)
+    result = run(from_dict(scenario(setup, one_way_latency_us, seed, tcp, host, shaped_router, router)), seed=seed)
     flows = result.flows.sort("flow_id")
     duration_s = setup.duration_s
     rows = []
@@ -638,13 +730,15 @@ def reader_markdown(experiments: Sequence[dict[str, Any]], seeds: Sequence[int] 
                     {"receiver_app": app, "cubic_hold_hz32": False},
                 )
             )
+        if recorded_pacing(record.get("environment") or {}):
+            variants.append(("twin, measured reader, unpaced (`pacing: off`)", {"receiver_app": app, "pacing": "off"}))
         if traced_wakeups_ns(record):
             traced = measured_receiver_app(record, traced=True)
             looped = measured_receiver_app(record, traced=True, loop=True)
             variants.append(("twin, traced wake-ups and preemptions", {"receiver_app": traced}))
             variants.append(("twin, traced, with the loop's tail", {"receiver_app": looped}))
         for label, tcp in variants:
-            sims = [simulate(setup, latency, seed=seed, tcp=tcp) for seed in seeds]
+            sims = [simulate(setup, latency, seed=seed, tcp=recorded_tcp(record, tcp)) for seed in seeds]
             mean = lambda key: statistics.fmean(x[key] for x in sims)  # noqa: E731
             drops, rec = mean("drops"), mean("recoveries")
             per_wake = mean("bytes_per_wakeup") / 1e3 if tcp else float("nan")
@@ -672,11 +766,12 @@ def reader_runs_markdown(experiments: Sequence[dict[str, Any]], seed: int = 1) -
             app = measured_receiver_app(record, [run])
             if m is None or app is None:
                 continue
-            sim = simulate(setup, latency, seed=seed, tcp={"receiver_app": app})
+            sim = simulate(setup, latency, seed=seed, tcp=recorded_tcp(record, {"receiver_app": app}))
             drops = run["bottleneck"]["drops"]
             traced = "-"
             if traced_wakeups_ns(record, [run]):
-                other = simulate(setup, latency, seed=seed, tcp={"receiver_app": measured_receiver_app(record, [run], traced=True)})
+                traced_app = measured_receiver_app(record, [run], traced=True)
+                other = simulate(setup, latency, seed=seed, tcp=recorded_tcp(record, {"receiver_app": traced_app}))
                 traced = f"{other['drops']} ({other['drops'] / drops:.2f})"
             rec = run["nstat_senders"].get("TcpExtTCPSackRecovery", 0)
             rx = run.get("nstat_receiver", {})
@@ -691,19 +786,154 @@ def reader_runs_markdown(experiments: Sequence[dict[str, Any]], seed: int = 1) -
     return "\n".join(lines)
 
 
+#: The router namespace's cost to forward one packet (data or ACK), ns: the
+#: fixed part of one end's share of the lab's measured TCP/IP-over-veth cost,
+#: (1214 - 18 x 0.342) / 2 = 604 ns (preset ``linux-veth``; an assumption:
+#: forwarding skips TCP and the copies, whose cost is the per-byte part, but
+#: crosses IP input and output and a veth transmit, as one end does).
+LAB_ROUTER_FORWARDING_NS = 604
+
+#: The router's forwarding CPU as a pipeline on the twin's router (a switch):
+#: one pipe for all ports, each packet holds it for
+#: :data:`LAB_ROUTER_FORWARDING_NS`, waiting packets queue per input port up to
+#: ``netdev_max_backlog`` (1000, the kernel's default). Its CPU is its own
+#: (not the hosts' cores) and it serves one packet at a time, not in batches.
+LAB_ROUTER_FORWARDING: dict[str, Any] = {
+    "rate": f"{round(1e9 / LAB_ROUTER_FORWARDING_NS)}pps",
+    "queue_packets": 1000,
+}
+
+
+def lab_host_model(setup: DumbbellSetup, forwarding: bool = False, **overrides: Any) -> dict[str, Any]:
+    """``network.host`` giving the twin's hosts the lab machine: the host
+    datapath model with the lab's measured per-packet veth and stack costs
+    (preset ``linux-veth``, docs/models/host.md) and every namespace on one
+    2-core machine (``machines``), as they shared the lab's 2 CPUs.
+
+    With ``forwarding``, the router's forwarding cost
+    (:data:`LAB_ROUTER_FORWARDING_NS` per packet) is charged to the core
+    that sends the packet (a ``driver`` stage on transmit: data on the
+    senders, ACKs on ``rx``), since a veth's ``netif_rx`` hands the packet
+    to a CPU of the same machine whose softirq runs the router's IP
+    forwarding: the router's work then competes for the shared cores. The
+    lab's forwarding ran later, from that CPU's input backlog in batches
+    (segments waited 447-685 us there); here it runs before the packet
+    leaves its host. ``overrides`` are further model keys (e.g. ``gso``)."""
+    from fabricsim.hosts import linux_veth
+
+    hosts = [f"s{i}" for i in range(setup.senders)] + ["rx"]
+    model: dict[str, Any] = {"preset": "linux-veth", "machines": [hosts], **overrides}
+    if forwarding:
+        cost = f"{LAB_ROUTER_FORWARDING_NS}ns"
+        model["stages"] = [
+            *overrides.get("stages", linux_veth.MODEL["stages"]),
+            {"kind": "driver", "name": "router_forwarding", "tx": {"per_packet": cost, "per_ack": cost}},
+        ]
+    return {"model": model}
+
+#: The dimensions of :func:`twin_grid`: name -> {value name: what it sets}.
+GRID_DIMENSIONS: dict[str, dict[str, Any]] = {
+    "pacing": {"off": "off", "internal": "internal"},
+    # The lab machine as measured, with TCP's 64 KiB GSO bursts (the lab's senders
+    # built them), and without any CPU cost (what the machine's structure does alone).
+    "host": {
+        "ideal": None,
+        "lab-machine": {},
+        "lab-machine-gso64k": {"gso": "64KiB"},
+        "lab-machine-no-cost": {"stages": []},
+    },
+    "router": {"switch": None, "forwarding": LAB_ROUTER_FORWARDING, "on-machine": "on-machine"},
+    "reader": {"ideal": False, "measured": True},
+}
+
+
+def _grid_run(job: tuple[dict[str, Any], dict[str, str], int]) -> dict[str, Any]:
+    record, point, seed = job
+    setup = DumbbellSetup(**record["setup"])
+    tcp: dict[str, Any] = {"pacing": GRID_DIMENSIONS["pacing"][point["pacing"]]}
+    if GRID_DIMENSIONS["reader"][point["reader"]]:
+        tcp["receiver_app"] = measured_receiver_app(record)
+    router = GRID_DIMENSIONS["router"][point["router"]]
+    on_machine = router == "on-machine"
+    machine = GRID_DIMENSIONS["host"][point["host"]]
+    if on_machine and machine is None:
+        raise LabError("router on-machine: needs the host model (host lab-machine)")
+    host = lab_host_model(setup, forwarding=on_machine, **machine) if machine is not None else None
+    reader = bool(GRID_DIMENSIONS["reader"][point["reader"]])
+    sim = simulate_recorded(record, seed, tcp=tcp, host=host, router=None if on_machine else router, reader=reader)
+    keys = ("drops", "recoveries", "total_goodput_bps", "retransmits", "timeouts", "conservation_ok")
+    return {"experiment": record["name"], **point, "seed": seed, **{k: sim[k] for k in keys}}
+
+
+def twin_grid(
+    experiments: Sequence[dict[str, Any]],
+    seeds: Sequence[int] = (1, 2, 3),
+    workers: int = 1,
+    only: Optional[dict[str, Sequence[str]]] = None,
+) -> list[dict[str, Any]]:
+    """The twins of recorded experiments over :data:`GRID_DIMENSIONS` (or the
+    values ``only`` keeps per dimension): one row per experiment, grid point
+    and seed (drops, recoveries, goodput, ...), run on ``workers`` processes."""
+    import itertools
+    from concurrent.futures import ProcessPoolExecutor
+
+    names = list(GRID_DIMENSIONS)
+    values = [list((only or {}).get(n) or GRID_DIMENSIONS[n]) for n in names]
+    points = [dict(zip(names, combo)) for combo in itertools.product(*values)]
+    # The router's forwarding on the machine's cores needs the machine.
+    points = [p for p in points if p["router"] != "on-machine" or GRID_DIMENSIONS["host"][p["host"]] is not None]
+    jobs = [(record, point, seed) for record in experiments for point in points for seed in seeds]
+    if workers <= 1:
+        return [_grid_run(job) for job in jobs]
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(_grid_run, jobs, chunksize=4))
+
+
+def grid_markdown(experiments: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]]) -> str:
+    """The twin grid as ratios to the kernel's means (seed means): drops,
+    SACK recoveries and total goodput, one line per experiment and grid point."""
+    kernel = {
+        e["name"]: (summary_drops(e), _kernel_recoveries(e), e["summary"]["total_goodput_bps"]["mean"]) for e in experiments
+    }
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    names = list(GRID_DIMENSIONS)
+    for row in rows:
+        groups.setdefault((row["experiment"], *(row[n] for n in names)), []).append(row)
+    lines = [
+        "| experiment | " + " | ".join(names) + " | drops (ratio) | recoveries (ratio) | goodput ratio |",
+        "|---|" + "---|" * len(names) + "---:|---:|---:|",
+    ]
+    for key, group in groups.items():
+        drops, rec, goodput = kernel[key[0]]
+        mean = lambda k: statistics.fmean(r[k] for r in group)  # noqa: E731
+        lines.append(
+            f"| {' | '.join(key)} | {mean('drops'):.0f} ({mean('drops') / drops:.2f}) "
+            f"| {mean('recoveries'):.0f} ({mean('recoveries') / rec if rec else float('nan'):.2f}) "
+            f"| {mean('total_goodput_bps') / goodput:.3f} |"
+        )
+    return "\n".join(lines)
+
+
+def _kernel_recoveries(record: dict[str, Any]) -> float:
+    """The kernel's SACK recoveries (loss episodes) per kept run."""
+    return statistics.fmean(r["nstat_senders"].get("TcpExtTCPSackRecovery", 0) for r in record["runs"])
+
+
 def compare(
     record: dict[str, Any],
     seed: int = 1,
     shaped_router: bool = False,
     host: Optional[dict[str, Any]] = None,
     tcp: Optional[dict[str, Any]] = None,
+    reader: Optional[bool] = None,
+    machine: bool = False,
 ) -> list[tuple[str, str, str, str]]:
     """Rows (metric, Linux mean ± sd, fabricsim, fabricsim / Linux) for one recorded experiment
-    (``shaped_router``, ``host``, ``tcp``: see :func:`scenario`)."""
-    setup = DumbbellSetup(**record["setup"])
+    (``shaped_router``, ``host``, ``tcp``: see :func:`scenario`); the twin is the lab as it ran
+    (:func:`lab_twin`: pacing, and the measured reader where recorded; ``reader``, ``machine``:
+    see there), ``tcp`` and ``host`` override it."""
     summary = record["summary"]
-    latency = summary["one_way_latency_us"]["mean"]
-    sim = simulate(setup, latency, seed, tcp=tcp, host=host, shaped_router=shaped_router)
+    sim = simulate_recorded(record, seed, tcp=tcp, host=host, shaped_router=shaped_router, reader=reader, machine=machine)
     rows: list[tuple[str, str, str, str]] = []
 
     def add(metric: str, linux: dict[str, float], value: Optional[float], scale: float, unit: str) -> None:
@@ -809,15 +1039,15 @@ def markdown(experiments: Sequence[dict[str, Any]], with_simulation: bool = True
     if with_simulation:
         lines += [
             "",
-            "fabricsim (scenario defaults, seed 1) against the Linux means:",
+            "fabricsim (the lab twin as the lab ran, `lab_twin()`: paced as recorded, the measured reader "
+            "where recorded; seed 1) against the Linux means:",
             "",
             "| experiment | goodput total (Mbps) | per flow (Mbps) | Jain | drops | retransmits | RTOs "
             "| recoveries | drops / recovery | JCT (s) |",
             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for record in experiments:
-            setup = DumbbellSetup(**record["setup"])
-            sim = simulate(setup, record["summary"]["one_way_latency_us"]["mean"])
+            sim = simulate_recorded(record)
             flows = ", ".join(f"{f['goodput_bps'] / 1e6:.0f}" for f in sim["flows"])
             jct = f"{sim['job_completion_s']:.3f}" if sim["job_completion_s"] else "-"
             per_recovery = f"{sim['drops'] / sim['recoveries']:.1f}" if sim["recoveries"] else "-"
@@ -867,6 +1097,14 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
     rd.add_argument("--path", type=Path, default=RESULTS)
     rd.add_argument("--seeds", type=int, default=3)
     rd.add_argument("--only", action="append", default=[], help="only experiments whose name contains this")
+    gr = sub.add_parser("grid", help="the twin over pacing x host model x router CPU x reader, as ratios to Linux")
+    gr.add_argument("--path", type=Path, action="append", help="recordings (default: both)")
+    gr.add_argument("--seeds", type=int, default=3)
+    gr.add_argument("--workers", type=int, default=1)
+    gr.add_argument("--only", action="append", default=[], help="only experiments whose name contains this")
+    gr.add_argument("--json", type=Path, help="also write every row (per seed) here")
+    for dim, values in GRID_DIMENSIONS.items():
+        gr.add_argument(f"--{dim}", action="append", choices=list(values), help=f"only these {dim} values")
     args = parser.parse_args(argv)
 
     def selected(path: Path) -> list[dict[str, Any]]:
@@ -877,6 +1115,17 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
         print(reader_markdown(experiments, seeds=tuple(range(1, args.seeds + 1))))
         print()
         print(reader_runs_markdown(experiments))
+        return 0
+    if args.command == "grid":
+        only = {dim: getattr(args, dim) for dim in GRID_DIMENSIONS if getattr(args, dim)}
+        all_rows = []
+        for path in args.path or [RESULTS, TRACED_RESULTS]:
+            experiments = [e for e in selected(path) if e["setup"]["size"] is None and e["setup"]["senders"] > 1]
+            rows = twin_grid(experiments, tuple(range(1, args.seeds + 1)), args.workers, only)
+            all_rows += [{"recording": path.name, **row} for row in rows]
+            print(f"{path.name}:\n\n{grid_markdown(experiments, rows)}\n", flush=True)
+        if args.json:
+            args.json.write_text(json.dumps(all_rows, indent=0) + "\n")
         return 0
     if args.command == "markdown":
         print(markdown(selected(args.path), with_simulation=not args.no_simulation))
