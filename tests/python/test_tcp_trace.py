@@ -224,3 +224,14 @@ def test_a_udp_flow_id_is_refused(core):
     doc["traffic"].append({"kind": "udp_cbr", "name": "u", "src": "left0", "dst": "right0", "rate": "1Gbps"})
     with pytest.raises(ScenarioError, match=r"stats.tcp_trace.flows\[0\].*flow id 1 is not a TCP flow; TCP flows are 0"):
         run(from_dict(doc))
+
+
+def test_the_run_report_plots_cwnd_and_srtt_of_traced_flows(core):
+    from fabricsim.outputs.report.run import render_html
+
+    doc = _dumbbell(buffer="200KB", size="2MB")
+    page = render_html(run(from_dict(doc)))
+    assert "TCP sender state" in page
+    assert 'data-plot="tcp_trace_cwnd"' in page and 'data-plot="tcp_trace_srtt"' in page
+    del doc["stats"]["tcp_trace"]
+    assert "TCP sender state" not in render_html(run(from_dict(doc)))
