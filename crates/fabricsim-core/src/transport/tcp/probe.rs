@@ -140,3 +140,72 @@ impl Sender {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{SegKind, Segment, TcpConfig};
+    use super::*;
+
+    const M: u64 = 1448;
+
+    fn ack(a: u64) -> Segment {
+        let mut s = Segment::control(SegKind::Ack, SimTime(0));
+        s.ack = a;
+        s
+    }
+
+    fn established(c: &TcpConfig) -> Sender {
+        let mut s = Sender::new(c, 10_000_000, None);
+        let mut out = Vec::new();
+        s.open(SimTime(0), &mut out);
+        s.on_segment(SimTime::from_us(10), &Segment::control(SegKind::SynAck, SimTime(0)), &mut out);
+        s
+    }
+
+    #[test]
+    fn newreno_states_follow_duplicate_acks_recovery_and_timeout() {
+        let mut s = established(&TcpConfig::rfc());
+        let mut out = Vec::new();
+        let p = s.probe();
+        assert_eq!((p.state, p.cwnd_bytes, p.packets_out, p.in_flight_bytes), (ProbeState::Open, 10 * M, 10, 10 * M));
+        assert_eq!(p.srtt, Some(SimTime::from_us(10)));
+        assert_eq!(p.rttvar, Some(SimTime::from_us(5)));
+        assert!(p.cwnd_limited && p.ssthresh_bytes == u64::MAX && p.pacing_rate_bps == 0);
+        s.on_segment(SimTime::from_us(20), &ack(M), &mut out);
+        s.on_segment(SimTime::from_us(21), &ack(M), &mut out);
+        let p = s.probe();
+        assert_eq!((p.state, p.sacked_out), (ProbeState::Disorder, 1), "a duplicate ACK counts as SACKed");
+        s.on_segment(SimTime::from_us(21), &ack(M), &mut out);
+        s.on_segment(SimTime::from_us(21), &ack(M), &mut out);
+        let p = s.probe();
+        assert_eq!(p.state, ProbeState::Recovery);
+        assert_eq!(p.ssthresh_bytes, s.window.ssthresh);
+        // A full ACK ends recovery; a timeout later puts the sender in Loss until all is acknowledged.
+        let recover = s.snd_max;
+        s.on_segment(SimTime::from_us(40), &ack(recover), &mut out);
+        assert_eq!(s.probe().state, ProbeState::Open);
+        s.on_timer(s.next_deadline().unwrap(), &mut out);
+        let p = s.probe();
+        assert_eq!((p.state, p.cwnd_bytes, p.snd_nxt), (ProbeState::Loss, M, p.snd_una + M));
+    }
+
+    #[test]
+    fn sack_scoreboard_counts_and_delivered_bytes() {
+        let c = TcpConfig::for_profile(super::super::TcpProfile::Linux, Some(super::super::CcKind::Newreno));
+        let c = TcpConfig { tlp: false, ..c };
+        let mut s = established(&c);
+        let mut out = Vec::new();
+        // Segment 0 is lost: ACKs of 0 SACK segments 1..=3.
+        for k in 1..=3u64 {
+            let mut a = ack(0);
+            a.sack = super::super::SackBlocks::from_offsets(0, 1, [M as i32, ((k + 1) * M) as i32, 0, 0, 0, 0]);
+            s.on_segment(SimTime::from_us(20 + k), &a, &mut out);
+        }
+        let p = s.probe();
+        assert_eq!(p.sacked_out, 3);
+        assert_eq!(p.delivered_bytes, 3 * M, "SND.UNA 0 plus three SACKed segments");
+        assert!(matches!(p.state, ProbeState::Disorder | ProbeState::Recovery), "{:?}", p.state);
+        assert_eq!(p.in_flight_bytes, s.sack.as_ref().unwrap().sb.pipe());
+        assert_eq!(p.packets_out, (s.snd_max - s.snd_una).div_ceil(M));
+    }
+}
