@@ -103,9 +103,9 @@ impl Simulation {
                 }
                 FlowRef::Name(name) => {
                     let mut found = false;
-                    for t in 0..n {
+                    for (t, on) in traced.iter_mut().enumerate() {
                         if self.tcp_entry_name(t as u32) == name {
-                            traced[t] = true;
+                            *on = true;
                             found = true;
                         }
                     }
