@@ -476,6 +476,38 @@ pub struct StatsConfig {
     /// Per-packet latency breakdown (`sim/packet_latency.rs`); off by default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub packet_latency: Option<PacketLatencyConfig>,
+    /// Per-flow TCP sender state over time (`sim/tcp_trace.rs`); off by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_trace: Option<TcpTraceConfig>,
+}
+
+/// `stats.tcp_trace`: a row per ACK a traced TCP sender processes (or at
+/// most one per `interval_ps` per flow), plus one at each retransmission
+/// timeout and each entry into and exit from fast recovery.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TcpTraceConfig {
+    /// Traffic entry names or flow ids; every TCP flow when empty.
+    #[serde(default)]
+    pub flows: Vec<FlowRef>,
+    /// At most one ACK row per flow per interval; 0: a row at every ACK.
+    #[serde(default)]
+    pub interval_ps: u64,
+    /// Rows kept at most; later ones are counted in `tcp_trace_missed`.
+    #[serde(default = "default_tcp_trace_rows")]
+    pub max_rows: u64,
+}
+
+/// A flow chosen by its traffic entry's name or by its flow id.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum FlowRef {
+    Id(u32),
+    Name(String),
+}
+
+fn default_tcp_trace_rows() -> u64 {
+    1_000_000
 }
 
 /// `stats.packet_latency`: the first `max_packets` packets delivered of the
@@ -547,6 +579,7 @@ impl Default for StatsConfig {
             cpu_interval_ps: default_cpu_interval(),
             pcap: Vec::new(),
             packet_latency: None,
+            tcp_trace: None,
         }
     }
 }

@@ -53,6 +53,7 @@ mod pcap;
 mod pfc;
 mod pipeline;
 mod port_shaper;
+mod tcp_trace;
 pub use port_shaper::PortShaperConfig;
 mod power;
 mod prefetch;
@@ -190,6 +191,8 @@ pub struct Simulation {
     capture: pcap::CaptureState,
     /// Per-packet latency breakdown; see `sim/packet_latency.rs`.
     pkt_lat: packet_latency::PacketLatency,
+    /// Per-flow TCP sender state over time; see `sim/tcp_trace.rs`.
+    tcp_trace: tcp_trace::TcpTrace,
     /// Software prefetch of the next events' state; see `sim/prefetch.rs`.
     prefetch: prefetch::Prefetch,
 }
@@ -375,6 +378,7 @@ impl Simulation {
             apps: apps::AppState::default(),
             capture: pcap::CaptureState::default(),
             pkt_lat: packet_latency::PacketLatency::default(),
+            tcp_trace: tcp_trace::TcpTrace::default(),
             prefetch: prefetch::Prefetch::default(),
         };
         sim.setup_fabric(sc)?;
@@ -399,6 +403,7 @@ impl Simulation {
         }
         sim.setup_flow_delays(sc)?;
         sim.setup_packet_latency(sc)?;
+        sim.setup_tcp_trace(sc)?;
         sim.setup_prefetch();
         if sim.sample_interval.0 > 0 {
             sim.queue.push(SimTime::ZERO, Event::Sample);
@@ -1277,6 +1282,7 @@ impl Simulation {
         self.tcp_receiver_outputs(&mut tables);
         self.capture_outputs(&mut tables);
         self.packet_latency_outputs(&mut tables, &mut s);
+        self.tcp_trace_outputs(&mut tables, &mut s);
         let throughput = std::mem::take(&mut self.throughput);
         tables.insert("throughput".to_string(), throughput.into_table(&self.flows));
         let ends: Vec<(u32, u32, u32)> = self

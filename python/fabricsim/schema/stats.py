@@ -4,19 +4,21 @@ throughput, packet capture taps, passed to the core) and ``fct``
 :mod:`fabricsim.outputs.fct`)."""
 
 import re
-from typing import Annotated, Any, Literal, Optional
+from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import Field, model_validator
 
 from fabricsim import units
-from fabricsim.schema._base import _SIZE_TEXT, Model, Size, Time, _size_schema, issues_error, quantity
+from fabricsim.schema._base import _SIZE_TEXT, Duration, Model, Size, Time, _size_schema, issues_error, quantity
 
-__all__ = ["FctSettings", "PacketLatency", "PcapTap", "Stats"]
+__all__ = ["FctSettings", "PacketLatency", "PcapTap", "Stats", "TcpTrace"]
 
 #: The largest ``max_packets`` of a tap (the core holds each captured frame until the run ends).
 MAX_CAPTURED = 10_000_000
 #: The largest ``stats.packet_latency.max_packets`` (the core preallocates a row for each).
 MAX_TRACED = 1_000_000
+#: The largest ``stats.tcp_trace.max_rows`` (a row takes ~150 B in the core until the run ends).
+MAX_TCP_TRACE_ROWS = 20_000_000
 #: The largest snap length (Wireshark's own limit, 256 KiB).
 MAX_SNAPLEN = 262_144
 
@@ -86,6 +88,39 @@ class PacketLatency(Model):
         return {"max_packets": self.max_packets, **({"flows": list(self.flows)} if self.flows else {})}
 
 
+class TcpTrace(Model):
+    """Per-flow TCP sender state over time (the ``tcp_trace`` table), as Linux's ``tcp:tcp_probe``
+    tracepoint or ``ss -tin`` show it: a row per ACK each traced sender processes (``every_ack``,
+    the default) or at most one per flow per ``interval``, plus a row at each retransmission
+    timeout and at each entry into and exit from fast recovery. Off by default."""
+
+    #: Traffic entry names (``traffic[].name``) or flow ids; every TCP flow when absent.
+    flows: Optional[list[Union[Annotated[int, Field(ge=0, lt=2**32)], Annotated[str, Field(min_length=1)]]]] = (
+        Field(default=None, min_length=1)
+    )
+    #: A row at every ACK; ``false`` thins the ACK rows to one per ``interval``.
+    every_ack: Optional[bool] = None
+    #: At most one ACK row per flow per interval (the first ACK at or after it); implies ``every_ack: false``.
+    interval: Optional[Duration] = None
+    #: Rows kept at most; later ones are counted in the summary's ``tcp_trace_missed``.
+    max_rows: int = Field(default=1_000_000, ge=1, le=MAX_TCP_TRACE_ROWS)
+
+    @model_validator(mode="after")
+    def _thinning(self) -> "TcpTrace":
+        if self.interval is not None and self.every_ack:
+            raise issues_error(("interval", "give either every_ack: true or an interval, not both"))
+        if self.interval is None and self.every_ack is False:
+            raise issues_error(("interval", "required when every_ack is false (the thinning interval, like '10us')"))
+        return self
+
+    def to_resolved(self) -> dict[str, Any]:
+        return {
+            **({"flows": list(self.flows)} if self.flows else {}),
+            **({"interval_ps": self.interval} if self.interval is not None else {}),
+            "max_rows": self.max_rows,
+        }
+
+
 class FctSettings(Model):
     """Flow-completion-time statistics (:mod:`fabricsim.outputs.fct`): only flows started in
     ``[warmup, duration - cooldown]`` count; ``buckets`` are the size-bucket edges."""
@@ -114,6 +149,8 @@ class Stats(Model):
     pcap: list[PcapTap] = Field(default_factory=list)
     #: Per-packet latency breakdown (off by default).
     packet_latency: Optional[PacketLatency] = None
+    #: Per-flow TCP sender state over time (off by default).
+    tcp_trace: Optional[TcpTrace] = None
 
     @model_validator(mode="after")
     def _distinct_files(self) -> "Stats":
@@ -136,4 +173,5 @@ class Stats(Model):
             "cpu_interval_ps": self.cpu_interval,
             **({"pcap": [tap.to_resolved() for tap in self.pcap]} if self.pcap else {}),
             **({"packet_latency": self.packet_latency.to_resolved()} if self.packet_latency else {}),
+            **({"tcp_trace": self.tcp_trace.to_resolved()} if self.tcp_trace else {}),
         }

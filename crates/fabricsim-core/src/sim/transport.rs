@@ -485,6 +485,16 @@ impl Simulation {
         self.tcp[t as usize].flow
     }
 
+    /// The sending side of TCP connection `t`.
+    pub(super) fn tcp_sender(&self, t: u32) -> &crate::transport::tcp::Sender {
+        &self.tcp[t as usize].conn.sender
+    }
+
+    /// The name of the traffic entry that opened TCP connection `t`.
+    pub(super) fn tcp_entry_name(&self, t: u32) -> &str {
+        &self.flow_names[self.flows[self.tcp[t as usize].flow.idx()].name as usize]
+    }
+
     // ------------------------------------------------------------- events
 
     pub(super) fn on_tcp_open(&mut self, t: u32) {
@@ -508,6 +518,9 @@ impl Simulation {
         f.timer_at = None;
         f.conn.on_timer(now, &mut self.outbox);
         let (flow, reads) = (f.flow, f.conn.receiver.app.is_some());
+        if self.tcp_trace.on {
+            self.tcp_trace_record(t, false);
+        }
         // A receiving application's reads deliver data on its timers.
         let (delivered, more) = if reads { self.tcp_note_delivered(t) } else { (0, false) };
         self.tcp_flush(t);
@@ -558,6 +571,9 @@ impl Simulation {
             let was_open = f.conn.sender.state == SenderState::Established;
             f.conn.sender.on_segment(now, &seg, &mut self.outbox);
             let opened = !was_open && f.conn.sender.state == SenderState::Established;
+            if self.tcp_trace.on {
+                self.tcp_trace_record(t, true);
+            }
             self.tcp_flush(t);
             if opened {
                 self.app_tcp_established(flow);
@@ -606,6 +622,9 @@ impl Simulation {
         seg.ts_echo = pkt.ts_echo;
         seg.wnd = (pkt.wnd as u64) << f.wscale;
         f.conn.sender.on_segment(now, &seg, &mut self.outbox);
+        if self.tcp_trace.on {
+            self.tcp_trace_record(t, true);
+        }
         self.tcp_flush(t);
     }
 

@@ -1089,6 +1089,54 @@ def _flows(result: RunTables) -> str:
     return section("Flows", human_table(largest, cols, limit=50, note=note))
 
 
+def _trace_series(trace: pl.DataFrame, flows: list[int], column: str, factor: float, points: int = 4000):
+    """Per traced flow: ``(label, times, values)`` of ``column`` x ``factor``, thinned to about ``points``."""
+    for flow in flows:
+        rows = trace.filter((pl.col("flow_id") == flow) & pl.col(column).is_not_null())
+        if rows.height > points:
+            rows = rows.gather_every(rows.height // points + 1)
+        yield f"flow {flow}", rows["time_ps"].to_numpy(), rows[column].to_numpy() * factor
+
+
+def _tcp_trace(result: RunTables, top: int = 8) -> str:
+    """cwnd and SRTT over time of the first traced flows (``stats.tcp_trace``), and their event rows."""
+    trace = _table(result, "tcp_trace")
+    if trace.height == 0:
+        return ""
+    flows = sorted(set(trace["flow_id"].to_list()))
+    shown = flows[:top]
+    scale, unit = time_unit(float(trace["time_ps"].max()))
+    which = f"{len(shown)} of {len(flows)} traced flows" if len(flows) > len(shown) else f"{len(shown)} traced flows"
+    cwnd = step_plot(
+        "tcp_trace_cwnd", _trace_series(trace, shown, "cwnd_segments", 1.0), scale, unit, "cwnd (segments)",
+        f"Congestion window, {which}",
+    )
+    srtt = step_plot(
+        "tcp_trace_srtt", _trace_series(trace, shown, "srtt_ps", 1e-6), scale, unit, "SRTT (us)",
+        f"Smoothed RTT, {which}",
+    )
+    events = (
+        trace.group_by("flow_id")
+        .agg(
+            pl.len().alias("rows"),
+            (pl.col("event") == "recovery_start").sum().alias("recoveries"),
+            (pl.col("event") == "rto").sum().alias("timeouts"),
+            pl.col("cwnd_segments").max().alias("max_cwnd"),
+            pl.col("min_rtt_ps").min().alias("min_rtt"),
+            pl.col("srtt_ps").max().alias("max_srtt"),
+        )
+        .sort("flow_id")
+    )
+    cols = [
+        Col("flow", "flow_id", str), Col("rows", "rows", fmt_count), Col("recoveries", "recoveries", fmt_count),
+        Col("timeouts", "timeouts", fmt_count), Col("max cwnd (segments)", "max_cwnd", fmt_count),
+        Col("min RTT", "min_rtt", fmt_time), Col("max SRTT", "max_srtt", fmt_time),
+    ]
+    missed = result.summary.get("tcp_trace_missed", 0)
+    note = f'<p class="muted">{fmt_count(missed)} rows past max_rows not kept</p>' if missed else ""
+    return section("TCP sender state", cwnd + srtt + human_table(events, cols, note=" in tcp_trace.parquet") + note)
+
+
 def _summary(result: RunTables) -> str:
     s = {k: v for k, v in result.summary.items() if k not in ("warnings", "load")}
     rows = pl.DataFrame({"counter": list(s.keys()), "value": [fmt(v) for v in s.values()]})
@@ -1112,6 +1160,7 @@ SECTIONS: tuple[Section, ...] = (
     _buffers,
     _pauses,
     _flows,
+    _tcp_trace,
     _summary,
 )
 """The sections below the heading, top to bottom."""

@@ -150,6 +150,16 @@ impl SendLimits {
         }
     }
 
+    /// `sk_pacing_rate` in bits per second when the sender paces by it; 0
+    /// when it does not pace or has no RTT sample yet (no rate).
+    pub fn pacing_rate_bps(&self) -> u64 {
+        if self.paced() && self.rate != u64::MAX {
+            self.rate.saturating_mul(8)
+        } else {
+            0
+        }
+    }
+
     /// The largest data outstanding the send buffer allows (`u64::MAX`: no limit).
     pub fn send_buffer(&self) -> u64 {
         self.sndbuf_fixed.unwrap_or(self.sndbuf)

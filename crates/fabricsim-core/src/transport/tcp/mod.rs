@@ -10,6 +10,7 @@
 //! - `reader.rs`: the receiving application (read size, wake-up delay, copy
 //!   time, the socket backlog), whose reads pace the receiver's ACKs;
 //! - `rtt.rs`: RTT estimation with timestamps (RFC 7323 style echo);
+//! - `probe.rs`: a snapshot of the sender's state (the `tcp_trace` table's rows);
 //! - `cc/`: NewReno, CUBIC and DCTCP behind one enum.
 //!
 //! Sequence numbers count payload bytes from 0; SYN and SYN-ACK are separate
@@ -18,6 +19,7 @@
 pub mod cc;
 pub mod config;
 pub mod limits;
+pub mod probe;
 pub mod prr;
 pub mod rack;
 pub mod rcvbuf;

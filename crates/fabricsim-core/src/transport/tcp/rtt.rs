@@ -85,6 +85,11 @@ impl RttEstimator {
     pub fn min_rtt(&self) -> Option<SimTime> {
         self.min_rtt
     }
+
+    /// RTTVAR (RFC 6298), `None` before the first sample.
+    pub fn rttvar(&self) -> Option<SimTime> {
+        self.srtt.map(|_| SimTime(self.rttvar as u64))
+    }
 }
 
 #[cfg(test)]

@@ -154,6 +154,11 @@ impl Scoreboard {
         self.lost_bytes
     }
 
+    /// Bytes of retransmissions in flight (not yet SACKed or acknowledged).
+    pub fn retrans_bytes(&self) -> u64 {
+        self.retrans_bytes
+    }
+
     pub fn has_lost_waiting(&self) -> bool {
         self.lost_waiting > 0
     }

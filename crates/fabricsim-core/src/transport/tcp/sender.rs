@@ -49,7 +49,7 @@ pub enum SenderState {
 /// slow start the window may grow to twice the largest flight of the round.
 #[derive(Clone, Debug, Default)]
 pub(super) struct CwndUse {
-    is_limited: bool,
+    pub(super) is_limited: bool,
     max_flight: u64,
     usage_seq: u64,
 }
@@ -82,14 +82,14 @@ pub struct Sender {
     pub snd_max: u64,
     pub window: Window,
     pub(super) rwnd: u64,
-    dupacks: u32,
+    pub(super) dupacks: u32,
     pub(super) dupack_threshold: u32,
-    in_recovery: bool,
+    pub(super) in_recovery: bool,
     /// The last send stopped in TSO deferral for want of cwnd.
     tso_deferred: bool,
     /// When the last data segment left (Linux's `tcp_wstamp_ns` without pacing).
     last_data_sent: SimTime,
-    recover: Option<u64>,
+    pub(super) recover: Option<u64>,
     pub(super) rtt: RttEstimator,
     pub(super) backoff: u32,
     pub(super) rto_deadline: Option<SimTime>,
