@@ -262,20 +262,8 @@ def test_fabricsim_dumbbell_with_jumbo_frames_against_the_kernel(core: object) -
         assert sim["total_goodput_bps"] == pytest.approx(record["summary"]["total_goodput_bps"]["mean"], rel=0.05), name
         assert sim["drops"] == pytest.approx(record["summary"]["drops"]["mean"], rel=0.30), name
         if setup.cc == "cubic":
-            recoveries = _kernel_recoveries(record)
+            recoveries = linux_dumbbell.kernel_recoveries(record)
             assert sim["recoveries"] == pytest.approx(recoveries, rel=0.10), name
-
-
-def _kernel_recoveries(record: dict) -> float:
-    """The kernel's SACK recoveries (loss episodes) per run of a recorded experiment."""
-    return sum(r["nstat_senders"]["TcpExtTCPSackRecovery"] for r in record["runs"]) / len(record["runs"])
-
-
-def _measured_reader_twin(record: dict, **tcp: object) -> dict:
-    """The twin of a recorded experiment (paced as its senders were) with the
-    servers' measured reader (seed 1), plus `tcp` fields."""
-    app = linux_dumbbell.measured_receiver_app(record)
-    return linux_dumbbell.simulate_recorded(record, tcp={"receiver_app": app, **tcp})
 
 
 def test_cubic_twin_with_the_kernels_hold_against_the_traced_jumbo_frame_runs(core: object) -> None:
@@ -293,7 +281,7 @@ def test_cubic_twin_with_the_kernels_hold_against_the_traced_jumbo_frame_runs(co
         record = experiments[name]
         sim = linux_dumbbell.simulate_recorded(record)
         linux_drops = linux_dumbbell.summary_drops(record)
-        recoveries = _kernel_recoveries(record)
+        recoveries = linux_dumbbell.kernel_recoveries(record)
         assert sim["drops"] == pytest.approx(linux_drops, rel=0.30), name
         assert sim["recoveries"] == pytest.approx(recoveries, rel=0.10), name
         assert sim["total_goodput_bps"] == pytest.approx(record["summary"]["total_goodput_bps"]["mean"], rel=0.05), name
@@ -314,16 +302,16 @@ def test_cubic_twin_paced_as_the_lab_senders_were_moves_mtu_1500_towards_the_ker
     experiments = {e["name"]: e for e in linux_dumbbell.recorded(path)}
     for name in ("cubic-2x1-1Gbps-250KB-20s", "cubic-4x1-1Gbps-250KB-20s"):
         record = experiments[name]
-        unpaced = _measured_reader_twin(record, pacing="off")
-        paced = _measured_reader_twin(record)
+        unpaced = linux_dumbbell.simulate_recorded(record, tcp={"pacing": "off"})
+        paced = linux_dumbbell.simulate_recorded(record)
         linux_drops = linux_dumbbell.summary_drops(record)
         assert linux_drops < paced["drops"] < 0.9 * unpaced["drops"], name
         assert paced["recoveries"] < unpaced["recoveries"], name
         assert paced["total_goodput_bps"] == pytest.approx(record["summary"]["total_goodput_bps"]["mean"], rel=0.05), name
     for name in ("cubic-2x1-1Gbps-250KB-20s-mtu9000", "cubic-4x1-1Gbps-250KB-20s-mtu9000"):
         record = experiments[name]
-        paced = _measured_reader_twin(record)
-        recoveries = _kernel_recoveries(record)
+        paced = linux_dumbbell.simulate_recorded(record)
+        recoveries = linux_dumbbell.kernel_recoveries(record)
         assert paced["drops"] == pytest.approx(linux_dumbbell.summary_drops(record), rel=0.30), name
         assert paced["recoveries"] == pytest.approx(recoveries, rel=0.10), name
 

@@ -62,6 +62,7 @@ __all__ = [
     "measure",
     "recorded",
     "scenario",
+    "kernel_recoveries",
     "lab_host_model",
     "lab_twin",
     "recorded_pacing",
@@ -690,7 +691,7 @@ def reader_markdown(experiments: Sequence[dict[str, Any]], seeds: Sequence[int] 
         setup = DumbbellSetup(**record["setup"])
         latency = record["summary"]["one_way_latency_us"]["mean"]
         runs = record["runs"]
-        linux_rec = statistics.fmean(r["nstat_senders"].get("TcpExtTCPSackRecovery", 0) for r in runs)
+        linux_rec = kernel_recoveries(record)
         linux_drops = summary_drops(record)
         linux_goodput = record["summary"]["total_goodput_bps"]["mean"]
         rx = [r.get("nstat_receiver", {}) for r in runs]
@@ -831,6 +832,7 @@ def lab_host_model(setup: DumbbellSetup, forwarding: bool = False, **overrides: 
         ]
     return {"model": model}
 
+
 #: The dimensions of :func:`twin_grid`: name -> {value name: what it sets}.
 GRID_DIMENSIONS: dict[str, dict[str, Any]] = {
     "pacing": {"off": "off", "internal": "internal"},
@@ -850,16 +852,12 @@ GRID_DIMENSIONS: dict[str, dict[str, Any]] = {
 def _grid_run(job: tuple[dict[str, Any], dict[str, str], int]) -> dict[str, Any]:
     record, point, seed = job
     setup = DumbbellSetup(**record["setup"])
-    tcp: dict[str, Any] = {"pacing": GRID_DIMENSIONS["pacing"][point["pacing"]]}
-    if GRID_DIMENSIONS["reader"][point["reader"]]:
-        tcp["receiver_app"] = measured_receiver_app(record)
+    tcp = {"pacing": GRID_DIMENSIONS["pacing"][point["pacing"]]}
     router = GRID_DIMENSIONS["router"][point["router"]]
     on_machine = router == "on-machine"
     machine = GRID_DIMENSIONS["host"][point["host"]]
-    if on_machine and machine is None:
-        raise LabError("router on-machine: needs the host model (host lab-machine)")
     host = lab_host_model(setup, forwarding=on_machine, **machine) if machine is not None else None
-    reader = bool(GRID_DIMENSIONS["reader"][point["reader"]])
+    reader = GRID_DIMENSIONS["reader"][point["reader"]]
     sim = simulate_recorded(record, seed, tcp=tcp, host=host, router=None if on_machine else router, reader=reader)
     keys = ("drops", "recoveries", "total_goodput_bps", "retransmits", "timeouts", "conservation_ok")
     return {"experiment": record["name"], **point, "seed": seed, **{k: sim[k] for k in keys}}
@@ -893,7 +891,7 @@ def grid_markdown(experiments: Sequence[dict[str, Any]], rows: Sequence[dict[str
     """The twin grid as ratios to the kernel's means (seed means): drops,
     SACK recoveries and total goodput, one line per experiment and grid point."""
     kernel = {
-        e["name"]: (summary_drops(e), _kernel_recoveries(e), e["summary"]["total_goodput_bps"]["mean"]) for e in experiments
+        e["name"]: (summary_drops(e), kernel_recoveries(e), e["summary"]["total_goodput_bps"]["mean"]) for e in experiments
     }
     groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     names = list(GRID_DIMENSIONS)
@@ -914,8 +912,8 @@ def grid_markdown(experiments: Sequence[dict[str, Any]], rows: Sequence[dict[str
     return "\n".join(lines)
 
 
-def _kernel_recoveries(record: dict[str, Any]) -> float:
-    """The kernel's SACK recoveries (loss episodes) per kept run."""
+def kernel_recoveries(record: dict[str, Any]) -> float:
+    """The kernel's SACK recoveries (loss episodes) per kept run of a recorded experiment."""
     return statistics.fmean(r["nstat_senders"].get("TcpExtTCPSackRecovery", 0) for r in record["runs"])
 
 
