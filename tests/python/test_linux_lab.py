@@ -24,6 +24,7 @@ from fabricsim.validation.linux import (
     LabError,
     Topology,
     Transfer,
+    congestion_control_allowed,
     link_addresses,
     parse_iperf3,
     parse_ip_link,
@@ -202,6 +203,48 @@ def test_linux_topology_of_the_dumbbell_has_one_shaped_queue() -> None:
     assert (link.a, link.b, node) == ("r", "rx", "r")
     assert egress == Egress(rate_bps=10**9, shaper="htb", queue="bfifo", limit=250_000)
     assert topo.hosts == ("s0", "s1", "s2", "s3", "rx")
+
+
+def test_unpaced_dumbbell_makes_its_cc_every_namespace_default() -> None:
+    """Sockets start with the namespace's default congestion control (iperf3
+    sets `-C` only after connect): an unpaced dumbbell makes that its own CC
+    in every namespace, so no BBR init leaves them paced."""
+    unpaced = linux_dumbbell.DumbbellSetup(senders=2, cc="cubic", rate="700Mbps", buffer="175KB", unpaced=True)
+    assert unpaced.name == "cubic-2x1-700Mbps-175KB-20s-unpaced"
+    assert linux_dumbbell.topology(unpaced).sysctls["net.ipv4.tcp_congestion_control"] == "cubic"
+    reno = linux_dumbbell.DumbbellSetup(cc="reno", unpaced=True)
+    assert linux_dumbbell.topology(reno).sysctls["net.ipv4.tcp_congestion_control"] == "reno"
+    assert "net.ipv4.tcp_congestion_control" not in linux_dumbbell.topology(linux_dumbbell.DumbbellSetup()).sysctls
+    # The recorded default then leaves the twin unpaced.
+    record = {"environment": {"sysctls": {"net.ipv4.tcp_congestion_control": "cubic"}}}
+    assert linux_dumbbell.recorded_tcp(record) == {}
+    # The four dumbbells at a rate, with the bfifo holding 2 ms as 250 KB at 1 Gbps does.
+    setups = linux_dumbbell.dumbbells("500Mbps", unpaced=True)
+    assert [s.name for s in setups] == [
+        f"{cc}-{n}x1-500Mbps-125KB-20s-unpaced" for cc in ("reno", "cubic") for n in (2, 4)
+    ]
+    assert linux_dumbbell.dumbbells("1Gbps")[0].buffer == "250KB"
+
+
+def test_congestion_control_allowed_adds_the_name_for_the_block_and_restores_the_list(tmp_path: Path) -> None:
+    allowed = tmp_path / "tcp_allowed_congestion_control"
+    allowed.write_text("reno bbr\n")
+    with congestion_control_allowed("cubic", allowed) as before:
+        assert before == ["reno", "bbr"]
+        assert allowed.read_text().split() == ["reno", "bbr", "cubic"]
+    assert allowed.read_text() == "reno bbr\n"
+    with pytest.raises(RuntimeError):
+        with congestion_control_allowed("cubic", allowed):
+            raise RuntimeError("a namespace refused it")
+    assert allowed.read_text() == "reno bbr\n"
+    # Already allowed, or no default asked for: the list is not written at all.
+    os.utime(allowed, ns=(10**9, 10**9))
+    with congestion_control_allowed("reno", allowed):
+        pass
+    with congestion_control_allowed(None, allowed):
+        pass
+    assert allowed.stat().st_mtime_ns == 10**9
+    assert allowed.read_text() == "reno bbr\n"
 
 
 def test_dumbbell_setup_refuses_unknown_congestion_control() -> None:
@@ -487,6 +530,27 @@ def test_tiny_topology_runs_iperf3_and_leaves_no_namespace() -> None:
         assert transfer.bytes_received == 2_000_000
         assert 0.16 < transfer.completion_s == sized.job_completion_s < 5
     assert lab_namespaces(prefix) == []
+
+
+@pytest.mark.linux
+@needs_lab("ip", "sysctl")
+def test_namespaces_take_a_default_congestion_control_the_machine_restricts() -> None:
+    """A namespace may make only an allowed congestion control its default;
+    the lab allows the topology's one while it sets it up and restores the
+    machine's list (read before and after); the namespaces keep the default."""
+    allowed = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
+    before = allowed.read_text()
+    available = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
+    candidates = [cc for cc in ("cubic", "reno") if cc in available]
+    cc = next((c for c in candidates if c not in before.split()), candidates[0])
+    topo = Topology.from_dict(
+        {"hosts": ["a", "b"], "links": [{"a": "a", "b": "b"}], "sysctls": {"net.ipv4.tcp_congestion_control": cc}}
+    )
+    with Lab(topo) as lab:
+        for node in ("a", "b"):
+            assert lab.run(node, ["sysctl", "-n", "net.ipv4.tcp_congestion_control"]).stdout.strip() == cc
+        assert allowed.read_text() == before
+    assert allowed.read_text() == before
 
 
 @pytest.mark.linux

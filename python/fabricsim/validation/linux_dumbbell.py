@@ -46,6 +46,7 @@ from typing import Any, Optional, Sequence
 
 from fabricsim.units import parse_rate, parse_size
 from fabricsim.validation.linux import (
+    CC_SYSCTL,
     ETH_HEADER,
     Iperf3Job,
     Lab,
@@ -76,6 +77,9 @@ __all__ = [
 RESULTS = Path(__file__).resolve().parent / "data" / "dumbbell.json"
 #: The 20 s 2x1 and 4x1 setups (MTU 1500 and 9000) recorded again with the scheduler trace.
 TRACED_RESULTS = RESULTS.with_name("dumbbell-traced.json")
+#: The 20 s 2x1 and 4x1 dumbbells at MTU 1500 with unpaced senders (:attr:`DumbbellSetup.unpaced`)
+#: at a bottleneck rate the lab's CPUs keep up with (``record --unpaced --rate ...``).
+UNPACED_RESULTS = RESULTS.with_name("dumbbell-unpaced.json")
 #: The kernel's built-in TCP buffer defaults, set in every namespace of the experiment.
 TCP_SYSCTLS = {"net.ipv4.tcp_rmem": "4096 131072 6291456", "net.ipv4.tcp_wmem": "4096 16384 4194304"}
 #: nstat counters kept in the records (sender side).
@@ -171,6 +175,12 @@ class DumbbellSetup:
     duration_s: float = 20.0
     size: Optional[str] = None
     access_rate: str = "10Gbps"
+    #: Every namespace's default congestion control (``net.ipv4.tcp_congestion_control``)
+    #: set to ``cc``, so each socket starts with it rather than with the machine's default
+    #: (BBR here, whose ``init`` leaves the socket paced after iperf3 switches it:
+    #: :func:`recorded_pacing`): Reno and CUBIC sockets run unpaced, as on servers whose
+    #: default is CUBIC. False: the namespaces inherit the machine's default.
+    unpaced: bool = False
 
     def __post_init__(self) -> None:
         if not 1 <= self.senders <= 16:
@@ -192,7 +202,8 @@ class DumbbellSetup:
     def name(self) -> str:
         length = f"{self.size}" if self.size else f"{self.duration_s:g}s"
         mtu = f"-mtu{self.mtu}" if self.mtu != 1500 else ""
-        return f"{self.cc}-{self.senders}x{self.flows_per_sender}-{self.rate}-{self.buffer}-{length}{mtu}"
+        unpaced = "-unpaced" if self.unpaced else ""
+        return f"{self.cc}-{self.senders}x{self.flows_per_sender}-{self.rate}-{self.buffer}-{length}{mtu}{unpaced}"
 
     @property
     def flows(self) -> int:
@@ -211,7 +222,8 @@ def topology(setup: DumbbellSetup) -> Topology:
             "egress": {"r": {"rate": setup.rate, "shaper": setup.shaper, "queue": "bfifo", "limit": setup.buffer}},
         }
     )
-    return Topology.from_dict({"hosts": senders + ["rx"], "routers": ["r"], "links": links, "sysctls": TCP_SYSCTLS})
+    sysctls = {**TCP_SYSCTLS, **({CC_SYSCTL: setup.cc} if setup.unpaced else {})}
+    return Topology.from_dict({"hosts": senders + ["rx"], "routers": ["r"], "links": links, "sysctls": sysctls})
 
 
 def _jobs(setup: DumbbellSetup) -> list[Iperf3Job]:
@@ -1076,6 +1088,20 @@ REFERENCE_SETUPS = tuple(
 )
 
 
+def dumbbells(
+    rate: str, buffer: Optional[str] = None, duration_s: float = 20.0, unpaced: bool = False, mtu: int = 1500
+) -> tuple[DumbbellSetup, ...]:
+    """The 2x1 and 4x1 Reno and CUBIC dumbbells at ``rate``; ``buffer`` by
+    default holds the same queueing time as 250 KB at 1 Gbps (2 ms)."""
+    if buffer is None:
+        buffer = f"{round(parse_rate(rate) * 0.002 / 8 / 1000):d}KB"
+    return tuple(
+        DumbbellSetup(senders=n, cc=cc, rate=rate, buffer=buffer, duration_s=duration_s, unpaced=unpaced, mtu=mtu)
+        for cc in ("reno", "cubic")
+        for n in (2, 4)
+    )
+
+
 def _main(argv: Optional[Sequence[str]] = None) -> int:
     import argparse
 
@@ -1087,6 +1113,15 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
     rec.add_argument("--max-attempts", type=int, help="runs in all, CPU-starved ones included (3 x repeats)")
     rec.add_argument("--nice", type=int, default=0, help="niceness of the traffic processes (negative: priority)")
     rec.add_argument("--only", action="append", default=[], help="only setups whose name contains this")
+    rec.add_argument(
+        "--unpaced",
+        action="store_true",
+        help="every namespace's default congestion control is the experiment's (no BBR pacing inherited)",
+    )
+    rec.add_argument("--rate", help="record the 2x1 and 4x1 Reno and CUBIC dumbbells at this bottleneck rate")
+    rec.add_argument("--buffer", help="their bfifo (default: 2 ms at --rate, as 250KB at 1Gbps)")
+    rec.add_argument("--duration", type=float, default=20.0, help="their seconds (default 20)")
+    rec.add_argument("--pause", type=float, default=20.0, help="seconds between a starved run and the next")
     md = sub.add_parser("markdown", help="print the tables of the recorded results (and their fabricsim twins)")
     md.add_argument("--path", type=Path, default=RESULTS)
     md.add_argument("--no-simulation", action="store_true")
@@ -1130,7 +1165,10 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
         return 0
     experiments = []
     existing = {e["name"]: e for e in recorded(args.out)} if args.out.exists() else {}
-    for setup in REFERENCE_SETUPS:
+    setups = REFERENCE_SETUPS
+    if args.rate or args.unpaced:
+        setups = dumbbells(args.rate or "1Gbps", args.buffer, args.duration, args.unpaced)
+    for setup in setups:
         if args.only and not any(part in setup.name for part in args.only):
             if setup.name in existing:
                 experiments.append(existing[setup.name])
@@ -1138,7 +1176,7 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"measuring {setup.name} ({args.repeats} repeats)", flush=True)
         try:
             experiments.append(
-                measure(setup, repeats=args.repeats, max_attempts=args.max_attempts, nice=args.nice)
+                measure(setup, repeats=args.repeats, max_attempts=args.max_attempts, nice=args.nice, pause_s=args.pause)
             )
         except LabError as exc:
             print(f"  {exc}", flush=True)
