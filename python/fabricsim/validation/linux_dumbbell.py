@@ -1163,11 +1163,13 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
     if args.command == "markdown":
         print(markdown(selected(args.path), with_simulation=not args.no_simulation))
         return 0
-    experiments = []
     existing = {e["name"]: e for e in recorded(args.out)} if args.out.exists() else {}
     setups = REFERENCE_SETUPS
     if args.rate or args.unpaced:
         setups = dumbbells(args.rate or "1Gbps", args.buffer, args.duration, args.unpaced)
+    # Experiments of the file that are not among these setups stay, first.
+    names = {setup.name for setup in setups}
+    experiments = [e for name, e in existing.items() if name not in names]
     for setup in setups:
         if args.only and not any(part in setup.name for part in args.only):
             if setup.name in existing:
