@@ -924,6 +924,53 @@ def grid_markdown(experiments: Sequence[dict[str, Any]], rows: Sequence[dict[str
     return "\n".join(lines)
 
 
+def twin_markdown(experiments: Sequence[dict[str, Any]], seeds: Sequence[int] = (1, 2, 3)) -> str:
+    """Linux against the lab twin (:func:`simulate_recorded`, its defaults) over
+    ``seeds``: the lab's CPU headroom (system CPUs busy, CPU-backlog drops),
+    then goodput, drops, SACK recoveries and retransmits, the twin's seed mean
+    with its ratio to the kernel's mean."""
+    lines = [
+        "| experiment | twin | runs kept / set aside | CPUs busy (of 2) | softnet drops | goodput (Mbps) "
+        "| drops | recoveries | retransmits |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for record in experiments:
+        runs = record["runs"]
+        summary = record["summary"]
+        tcp, _ = lab_twin(record)
+        twin = ", ".join(
+            ["paced" if tcp.get("pacing") else "unpaced"] + (["measured reader"] if "receiver_app" in tcp else [])
+        )
+        sims = [simulate_recorded(record, seed=seed) for seed in seeds]
+        mean = lambda key: statistics.fmean(float(x[key]) for x in sims)  # noqa: E731
+        linux = {
+            "total_goodput_bps": summary["total_goodput_bps"]["mean"],
+            "drops": summary_drops(record),
+            "recoveries": kernel_recoveries(record),
+            "retransmits": summary["retransmits"]["mean"],
+        }
+        busy = statistics.fmean(r["cpu_busy_s"] / r["wall_s"] for r in runs)
+        cells = [
+            f"| {record['name']} | Linux | {len(runs)} / {len(record.get('starved_runs', []))} | {busy:.2f} "
+            f"| {sum(r['softnet_drops'] for r in runs)} | {linux['total_goodput_bps'] / 1e6:.1f} "
+            f"| {summary['drops']['mean']:.0f} ± {summary['drops']['sd']:.0f} | {linux['recoveries']:.0f} "
+            f"| {summary['retransmits']['mean']:.0f} ± {summary['retransmits']['sd']:.0f} |",
+            f"| | {twin}, seeds {seeds[0]}-{seeds[-1]} | | | "
+            + " | ".join(
+                f"{mean(key) / scale:.{digits}f} ({mean(key) / linux[key] if linux[key] else float('nan'):.{ratio}f})"
+                for key, scale, digits, ratio in (
+                    ("total_goodput_bps", 1e6, 1, 3),
+                    ("drops", 1.0, 0, 2),
+                    ("recoveries", 1.0, 0, 2),
+                    ("retransmits", 1.0, 0, 2),
+                )
+            )
+            + " |",
+        ]
+        lines += cells
+    return "\n".join(lines)
+
+
 def kernel_recoveries(record: dict[str, Any]) -> float:
     """The kernel's SACK recoveries (loss episodes) per kept run of a recorded experiment."""
     return statistics.fmean(r["nstat_senders"].get("TcpExtTCPSackRecovery", 0) for r in record["runs"])
@@ -1130,6 +1177,10 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
     rd.add_argument("--path", type=Path, default=RESULTS)
     rd.add_argument("--seeds", type=int, default=3)
     rd.add_argument("--only", action="append", default=[], help="only experiments whose name contains this")
+    tw = sub.add_parser("twin", help="Linux against the lab twin over seeds, with the lab's CPU headroom")
+    tw.add_argument("--path", type=Path, default=RESULTS)
+    tw.add_argument("--seeds", type=int, default=3)
+    tw.add_argument("--only", action="append", default=[], help="only experiments whose name contains this")
     gr = sub.add_parser("grid", help="the twin over pacing x host model x router CPU x reader, as ratios to Linux")
     gr.add_argument("--path", type=Path, action="append", help="recordings (default: both)")
     gr.add_argument("--seeds", type=int, default=3)
@@ -1159,6 +1210,9 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
             print(f"{path.name}:\n\n{grid_markdown(experiments, rows)}\n", flush=True)
         if args.json:
             args.json.write_text(json.dumps(all_rows, indent=0) + "\n")
+        return 0
+    if args.command == "twin":
+        print(twin_markdown(selected(args.path), seeds=tuple(range(1, args.seeds + 1))))
         return 0
     if args.command == "markdown":
         print(markdown(selected(args.path), with_simulation=not args.no_simulation))
