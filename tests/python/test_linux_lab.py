@@ -363,7 +363,7 @@ def test_lab_twin_against_every_recorded_dumbbell_over_three_seeds(core: object)
     """Both recordings, the eight 20 s dumbbells each, seeds 1-3, the lab
     twin's default (paced as recorded, the measured reader): at MTU 9000
     drops within 30 % of the kernel's (0.99-1.10), goodput within 5 %
-    everywhere; MTU 1500 CUBIC still loses more than the kernel (1.5-3.4x;
+    everywhere; MTU 1500 CUBIC still loses more than the kernel (1.5-3.5x;
     docs/validation/linux.md)."""
     for path in (linux_dumbbell.RESULTS, linux_dumbbell.TRACED_RESULTS):
         for record in linux_dumbbell.recorded(path):
