@@ -12,7 +12,10 @@
 //!   held carries up to three blocks: first the block holding the segment that
 //!   triggered the ACK, then the most recently reported other blocks (Linux
 //!   keeps the four most recent). With `dsack`, a duplicate segment is reported
-//!   once in a D-SACK block placed first (RFC 2883 4).
+//!   once in a D-SACK block placed first (RFC 2883 4). With SACK
+//!   compression, ACKs withheld are sent before a block that was never
+//!   reported first or second would move further down the list (Linux's
+//!   `tcp_sack_new_ofo_skb`), so no block is lost to the sender.
 //! - ECN: classic mode sets ECE on every ACK from a CE mark until a segment with
 //!   CWR arrives (RFC 3168 6.1.3). DCTCP mode echoes each packet's CE state, and
 //!   sends an immediate ACK when that state changes so the sender can tell
@@ -46,6 +49,10 @@ use super::rcvbuf::RcvBuf;
 use super::reader::{Reader, ReaderState};
 use super::{Outbox, SackBlocks, SegKind, Segment, TcpConfig};
 use crate::units::SimTime;
+
+/// SACK blocks an ACK is assumed to deliver: of the four Linux keeps, three
+/// fit beside the timestamps, and one ACK may be lost (`TCP_SACK_BLOCKS_EXPECTED`).
+const SACK_BLOCKS_EXPECTED: usize = 2;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReceiverState {
@@ -302,6 +309,22 @@ impl Receiver {
             }
             let block = self.insert_ooo(start, end);
             if self.sack {
+                // With ACKs withheld by SACK compression, a block that would
+                // move to the third place or further (or out of the list)
+                // without ever having been reported could be lost to the
+                // sender, which would then retransmit data that arrived.
+                // Linux (`tcp_sack_new_ofo_skb`, since 5.8) sends the
+                // withheld ACK first, before it rotates a block found third or
+                // later to the front or adds a new block to two or more
+                // (`TCP_SACK_BLOCKS_EXPECTED` = 2): every block has then been
+                // reported first or second at least once.
+                if self.compressed_ack > 0 {
+                    let place = self.recent.iter().position(|&(s, e)| s <= end && start <= e);
+                    if place.unwrap_or(self.recent.len()) >= SACK_BLOCKS_EXPECTED {
+                        self.acks_out_of_order += 1;
+                        self.ack_now(now, out);
+                    }
+                }
                 // RFC 2018 4: the block holding this segment goes first; the
                 // blocks it absorbed are no longer reported separately.
                 self.recent.retain(|&(s, e)| e < block.0 || s > block.1);
@@ -1011,6 +1034,42 @@ mod tests {
             plain.on_segment(SimTime(t0 + k * 1_000_000), &data(k * m, c.mss(), t0), false, &mut out);
         }
         assert_eq!(out.len(), 10);
+    }
+
+    #[test]
+    fn sack_compression_sends_the_withheld_ack_before_a_block_could_go_unreported() {
+        // Every other segment lost from segment 1 on: each arrival opens a new
+        // block. The first three duplicates go at once; afterwards each new
+        // block would push an unreported one down the list, so the withheld
+        // ACK goes first (Linux's tcp_sack_new_ofo_skb), and every block is
+        // reported first in some ACK. Without that, a timer-driven ACK every
+        // 5% of the RTT reports only the three newest blocks.
+        let c = TcpConfig { sack_compression_segments: 44, ..sack_cfg() };
+        let m = c.mss() as u64;
+        let mut r = established(&c, 1 << 40);
+        let mut out = Vec::new();
+        let t0 = 10_000_000_000u64;
+        let mut first = data(0, c.mss(), t0);
+        first.ts_echo = SimTime(t0 - 1_000_000_000);
+        r.on_segment(SimTime(t0), &first, false, &mut out);
+        out.clear();
+        let evens = [2u64, 4, 6, 8, 10, 12, 14];
+        for (i, k) in evens.iter().enumerate() {
+            r.on_segment(SimTime(t0 + i as u64 * 1_000_000), &data(k * m, c.mss(), t0), false, &mut out);
+        }
+        // 2, 4, 6 at once; 8 withheld; 10, 12, 14 each send the withheld ACK first.
+        assert_eq!(out.len(), 6);
+        assert_eq!(blocks(&out)[3], vec![(8 * m, 9 * m), (6 * m, 7 * m), (4 * m, 5 * m)]);
+        let due = r.next_deadline().unwrap();
+        r.on_timer(due, &mut out);
+        assert_eq!(out.len(), 7);
+        for k in evens {
+            assert!(
+                blocks(&out).iter().any(|b| b[0] == (k * m, (k + 1) * m)),
+                "segment {k}'s block is reported first in some ACK"
+            );
+        }
+        assert_eq!(r.acks_compressed, 4, "one ACK withheld before each of the four sent early or by the timer");
     }
 
     #[test]
