@@ -28,7 +28,9 @@ the scenario defaults (the ``cc`` is set; CUBIC counts 250 Hz jiffies and
 holds for HZ / 32). A recorded experiment's twin (:func:`simulate_recorded`,
 :func:`compare`) also paces its senders as the recorded ones ran
 (:func:`recorded_pacing`: Linux's internal pacing when the namespaces'
-default congestion control was BBR, which every recording so far had).
+default congestion control was BBR, which every recording had before
+:data:`UNPACED_RESULTS`, whose setups make the experiment's own CC every
+namespace's default: :attr:`DumbbellSetup.unpaced`).
 
 :func:`measure` runs the Linux side (root) and returns a JSON-ready record;
 :func:`compare` runs the fabricsim side and lines both up.
