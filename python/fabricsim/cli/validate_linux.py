@@ -2,7 +2,8 @@
 
 Live (root): builds the dumbbell in network namespaces, runs iperf3, deletes
 the namespaces, then simulates the twin scenario. ``--recorded`` compares the
-stored Linux measurements (``python/fabricsim/validation/data/dumbbell.json``) with fresh
+stored Linux measurements (``python/fabricsim/validation/data/dumbbell.json`` and
+``dumbbell-unpaced.json``) with fresh
 simulations, without root.
 """
 
@@ -37,6 +38,7 @@ LINUX_OPTIONS = (
     "linux_measured_reader",
     "linux_ideal_reader",
     "linux_lab_machine",
+    "linux_unpaced",
 )
 
 
@@ -63,6 +65,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--size", dest="linux_size", metavar="SIZE", help="bytes per flow instead of a duration")
     group.add_argument(
         "--access-rate", dest="linux_access_rate", metavar="RATE", help="fabricsim NIC rate of the senders (10Gbps)"
+    )
+    group.add_argument(
+        "--unpaced",
+        dest="linux_unpaced",
+        action="store_true",
+        help=(
+            "make --cc every namespace's default congestion control, so the senders are not left paced "
+            "by the machine's default (BBR)"
+        ),
     )
     group.add_argument("--repeats", dest="linux_repeats", type=int, metavar="K", help="Linux runs to average (1)")
     group.add_argument(
@@ -132,13 +143,15 @@ def command(args: argparse.Namespace) -> int:
     if args.overrides:
         raise FabricsimError("validate linux: --set applies to scenario files; use the linux-mode options")
     if args.linux_recorded is not None:
-        stored = linux_dumbbell.recorded()
+        stored = linux_dumbbell.recorded() + (
+            linux_dumbbell.recorded(linux_dumbbell.UNPACED_RESULTS) if linux_dumbbell.UNPACED_RESULTS.exists() else []
+        )
         # An exact name selects that experiment alone; otherwise every name containing the text.
         experiments = [record for record in stored if record["name"] == args.linux_recorded] or [
             record for record in stored if args.linux_recorded in record["name"]
         ]
         if not experiments:
-            names = ", ".join(record["name"] for record in linux_dumbbell.recorded())
+            names = ", ".join(record["name"] for record in stored)
             raise FabricsimError(f"--recorded: no stored experiment matches {args.linux_recorded!r}; stored: {names}")
     else:
         reason = unavailable_reason(("ip", "tc", "ethtool", "iperf3", "sysctl", "ss", "nstat", "sockperf"))
@@ -187,6 +200,7 @@ def _setup(args: argparse.Namespace) -> Any:
         "duration_s": args.linux_duration,
         "size": args.linux_size,
         "access_rate": args.linux_access_rate,
+        "unpaced": args.linux_unpaced or None,
     }
     return DumbbellSetup(**{key: value for key, value in given.items() if value is not None})
 

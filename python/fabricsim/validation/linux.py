@@ -80,6 +80,7 @@ __all__ = [
     "Topology",
     "Tunnel",
     "TOOLS",
+    "congestion_control_allowed",
     "cpu_snapshot",
     "environment",
     "load_average",
@@ -286,7 +287,11 @@ class Topology:
 
     ``conntrack`` lists namespaces that get a stateful nftables firewall
     (:data:`CONNTRACK_RULES`); ``sysctls`` are set in every namespace
-    (``net.ipv4.tcp_...`` are per namespace in Linux).
+    (``net.ipv4.tcp_...`` are per namespace in Linux). A namespace's default
+    congestion control (``net.ipv4.tcp_congestion_control``) may only be one
+    the init namespace allows (``tcp_allowed_congestion_control``); the lab
+    allows it there while it sets the namespaces' sysctls and restores the
+    list right after (:func:`congestion_control_allowed`).
 
     ``steering`` says on which CPU a device's received packets are processed.
     ``flow`` (default) spreads flows over all CPUs by their hash (RPS,
@@ -988,6 +993,7 @@ def environment(lab: Optional["Lab"] = None, node: Optional[str] = None) -> dict
         "net.ipv4.tcp_rmem",
         "net.ipv4.tcp_wmem",
         "net.ipv4.tcp_congestion_control",
+        "net.ipv4.tcp_allowed_congestion_control",
         "net.ipv4.tcp_sack",
         "net.ipv4.tcp_recovery",
         "net.ipv4.tcp_early_retrans",
@@ -1000,7 +1006,8 @@ def environment(lab: Optional["Lab"] = None, node: Optional[str] = None) -> dict
     sysctls = {}
     for key in keys:
         argv = ["sysctl", "-n", key]
-        if lab is not None and node is not None:
+        # The allowed list is one for the machine: only the init namespace shows it.
+        if lab is not None and node is not None and key != "net.ipv4.tcp_allowed_congestion_control":
             argv = ["ip", "netns", "exec", lab.ns(node), *argv]
         sysctls[key] = " ".join(first_line(argv).split())
     cubic = {}
@@ -1022,6 +1029,41 @@ def environment(lab: Optional["Lab"] = None, node: Optional[str] = None) -> dict
         "tcp_cubic": cubic,
         "config_hz": kernel_config_hz(),
     }
+
+
+#: A network namespace's default congestion control, which new sockets start with.
+CC_SYSCTL = "net.ipv4.tcp_congestion_control"
+#: The congestion controls a namespace other than the init namespace may make its
+#: default (and an unprivileged process may select); one list for the whole machine.
+ALLOWED_CC_PATH = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
+
+
+@contextlib.contextmanager
+def congestion_control_allowed(name: Optional[str], path: Path = ALLOWED_CC_PATH) -> Iterator[list[str]]:
+    """Let namespaces make ``name`` their default congestion control while the block runs.
+
+    Linux refuses ``net.ipv4.tcp_congestion_control`` in a namespace other
+    than the init namespace for a congestion control missing from
+    ``net.ipv4.tcp_allowed_congestion_control`` (``EPERM``:
+    ``tcp_set_default_congestion_control`` accepts only those flagged
+    ``TCP_CONG_NON_RESTRICTED`` there), and the list is one for the whole
+    machine, set from the init namespace. The block runs with ``name`` added
+    to the list (yields the list as it was); the list is written back as it
+    was when the block ends, errors included. A namespace's default stays
+    what it was set to after that: new sockets take it without the check.
+    ``None``, or a name already allowed, changes nothing."""
+    before = path.read_text().split() if name else []
+    if not name or name in before:
+        yield before
+        return
+    try:
+        path.write_text(" ".join(before + [name]) + "\n")
+    except OSError as exc:
+        raise LabError(f"cannot allow congestion control {name!r} in {path}: {exc}") from None
+    try:
+        yield before
+    finally:
+        path.write_text(" ".join(before) + "\n")
 
 
 def kernel_config_hz() -> Optional[int]:
@@ -1341,8 +1383,9 @@ class Lab:
             self.sysctl(node, "net.ipv6.conf.default.disable_ipv6", "1")
             self.sysctl(node, "net.ipv4.ip_forward", "1" if node in topo.routers else "0")
             self.sysctl(node, "net.ipv4.tcp_no_metrics_save", "1")
-            for key, value in topo.sysctls.items():
-                self.sysctl(node, key, value)
+            with congestion_control_allowed(topo.sysctls.get(CC_SYSCTL)):
+                for key, value in topo.sysctls.items():
+                    self.sysctl(node, key, value)
             self.run(node, ["ip", "link", "set", "lo", "up"])
         counters: dict[str, int] = {}
         for index, link in enumerate(topo.links):

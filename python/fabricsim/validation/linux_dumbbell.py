@@ -28,7 +28,9 @@ the scenario defaults (the ``cc`` is set; CUBIC counts 250 Hz jiffies and
 holds for HZ / 32). A recorded experiment's twin (:func:`simulate_recorded`,
 :func:`compare`) also paces its senders as the recorded ones ran
 (:func:`recorded_pacing`: Linux's internal pacing when the namespaces'
-default congestion control was BBR, which every recording so far had).
+default congestion control was BBR, which every recording had before
+:data:`UNPACED_RESULTS`, whose setups make the experiment's own CC every
+namespace's default: :attr:`DumbbellSetup.unpaced`).
 
 :func:`measure` runs the Linux side (root) and returns a JSON-ready record;
 :func:`compare` runs the fabricsim side and lines both up.
@@ -46,6 +48,7 @@ from typing import Any, Optional, Sequence
 
 from fabricsim.units import parse_rate, parse_size
 from fabricsim.validation.linux import (
+    CC_SYSCTL,
     ETH_HEADER,
     Iperf3Job,
     Lab,
@@ -76,6 +79,9 @@ __all__ = [
 RESULTS = Path(__file__).resolve().parent / "data" / "dumbbell.json"
 #: The 20 s 2x1 and 4x1 setups (MTU 1500 and 9000) recorded again with the scheduler trace.
 TRACED_RESULTS = RESULTS.with_name("dumbbell-traced.json")
+#: The 20 s 2x1 and 4x1 dumbbells at MTU 1500 with unpaced senders (:attr:`DumbbellSetup.unpaced`)
+#: at a bottleneck rate the lab's CPUs keep up with (``record --unpaced --rate ...``).
+UNPACED_RESULTS = RESULTS.with_name("dumbbell-unpaced.json")
 #: The kernel's built-in TCP buffer defaults, set in every namespace of the experiment.
 TCP_SYSCTLS = {"net.ipv4.tcp_rmem": "4096 131072 6291456", "net.ipv4.tcp_wmem": "4096 16384 4194304"}
 #: nstat counters kept in the records (sender side).
@@ -171,6 +177,12 @@ class DumbbellSetup:
     duration_s: float = 20.0
     size: Optional[str] = None
     access_rate: str = "10Gbps"
+    #: Every namespace's default congestion control (``net.ipv4.tcp_congestion_control``)
+    #: set to ``cc``, so each socket starts with it rather than with the machine's default
+    #: (BBR here, whose ``init`` leaves the socket paced after iperf3 switches it:
+    #: :func:`recorded_pacing`): Reno and CUBIC sockets run unpaced, as on servers whose
+    #: default is CUBIC. False: the namespaces inherit the machine's default.
+    unpaced: bool = False
 
     def __post_init__(self) -> None:
         if not 1 <= self.senders <= 16:
@@ -192,7 +204,8 @@ class DumbbellSetup:
     def name(self) -> str:
         length = f"{self.size}" if self.size else f"{self.duration_s:g}s"
         mtu = f"-mtu{self.mtu}" if self.mtu != 1500 else ""
-        return f"{self.cc}-{self.senders}x{self.flows_per_sender}-{self.rate}-{self.buffer}-{length}{mtu}"
+        unpaced = "-unpaced" if self.unpaced else ""
+        return f"{self.cc}-{self.senders}x{self.flows_per_sender}-{self.rate}-{self.buffer}-{length}{mtu}{unpaced}"
 
     @property
     def flows(self) -> int:
@@ -211,7 +224,8 @@ def topology(setup: DumbbellSetup) -> Topology:
             "egress": {"r": {"rate": setup.rate, "shaper": setup.shaper, "queue": "bfifo", "limit": setup.buffer}},
         }
     )
-    return Topology.from_dict({"hosts": senders + ["rx"], "routers": ["r"], "links": links, "sysctls": TCP_SYSCTLS})
+    sysctls = {**TCP_SYSCTLS, **({CC_SYSCTL: setup.cc} if setup.unpaced else {})}
+    return Topology.from_dict({"hosts": senders + ["rx"], "routers": ["r"], "links": links, "sysctls": sysctls})
 
 
 def _jobs(setup: DumbbellSetup) -> list[Iperf3Job]:
@@ -912,6 +926,53 @@ def grid_markdown(experiments: Sequence[dict[str, Any]], rows: Sequence[dict[str
     return "\n".join(lines)
 
 
+def twin_markdown(experiments: Sequence[dict[str, Any]], seeds: Sequence[int] = (1, 2, 3)) -> str:
+    """Linux against the lab twin (:func:`simulate_recorded`, its defaults) over
+    ``seeds``: the lab's CPU headroom (system CPUs busy, CPU-backlog drops),
+    then goodput, drops, SACK recoveries and retransmits, the twin's seed mean
+    with its ratio to the kernel's mean."""
+    lines = [
+        "| experiment | twin | runs kept / set aside | CPUs busy (of 2) | softnet drops | goodput (Mbps) "
+        "| drops | recoveries | retransmits |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for record in experiments:
+        runs = record["runs"]
+        summary = record["summary"]
+        tcp, _ = lab_twin(record)
+        twin = ", ".join(
+            ["paced" if tcp.get("pacing") else "unpaced"] + (["measured reader"] if "receiver_app" in tcp else [])
+        )
+        sims = [simulate_recorded(record, seed=seed) for seed in seeds]
+        mean = lambda key: statistics.fmean(float(x[key]) for x in sims)  # noqa: E731
+        linux = {
+            "total_goodput_bps": summary["total_goodput_bps"]["mean"],
+            "drops": summary_drops(record),
+            "recoveries": kernel_recoveries(record),
+            "retransmits": summary["retransmits"]["mean"],
+        }
+        busy = statistics.fmean(r["cpu_busy_s"] / r["wall_s"] for r in runs)
+        cells = [
+            f"| {record['name']} | Linux | {len(runs)} / {len(record.get('starved_runs', []))} | {busy:.2f} "
+            f"| {sum(r['softnet_drops'] for r in runs)} | {linux['total_goodput_bps'] / 1e6:.1f} "
+            f"| {summary['drops']['mean']:.0f} ± {summary['drops']['sd']:.0f} | {linux['recoveries']:.0f} "
+            f"| {summary['retransmits']['mean']:.0f} ± {summary['retransmits']['sd']:.0f} |",
+            f"| | {twin}, seeds {seeds[0]}-{seeds[-1]} | | | "
+            + " | ".join(
+                f"{mean(key) / scale:.{digits}f} ({mean(key) / linux[key] if linux[key] else float('nan'):.{ratio}f})"
+                for key, scale, digits, ratio in (
+                    ("total_goodput_bps", 1e6, 1, 3),
+                    ("drops", 1.0, 0, 2),
+                    ("recoveries", 1.0, 0, 2),
+                    ("retransmits", 1.0, 0, 2),
+                )
+            )
+            + " |",
+        ]
+        lines += cells
+    return "\n".join(lines)
+
+
 def kernel_recoveries(record: dict[str, Any]) -> float:
     """The kernel's SACK recoveries (loss episodes) per kept run of a recorded experiment."""
     return statistics.fmean(r["nstat_senders"].get("TcpExtTCPSackRecovery", 0) for r in record["runs"])
@@ -1076,6 +1137,20 @@ REFERENCE_SETUPS = tuple(
 )
 
 
+def dumbbells(
+    rate: str, buffer: Optional[str] = None, duration_s: float = 20.0, unpaced: bool = False, mtu: int = 1500
+) -> tuple[DumbbellSetup, ...]:
+    """The 2x1 and 4x1 Reno and CUBIC dumbbells at ``rate``; ``buffer`` by
+    default holds the same queueing time as 250 KB at 1 Gbps (2 ms)."""
+    if buffer is None:
+        buffer = f"{round(parse_rate(rate) * 0.002 / 8 / 1000):d}KB"
+    return tuple(
+        DumbbellSetup(senders=n, cc=cc, rate=rate, buffer=buffer, duration_s=duration_s, unpaced=unpaced, mtu=mtu)
+        for cc in ("reno", "cubic")
+        for n in (2, 4)
+    )
+
+
 def _main(argv: Optional[Sequence[str]] = None) -> int:
     import argparse
 
@@ -1087,6 +1162,15 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
     rec.add_argument("--max-attempts", type=int, help="runs in all, CPU-starved ones included (3 x repeats)")
     rec.add_argument("--nice", type=int, default=0, help="niceness of the traffic processes (negative: priority)")
     rec.add_argument("--only", action="append", default=[], help="only setups whose name contains this")
+    rec.add_argument(
+        "--unpaced",
+        action="store_true",
+        help="every namespace's default congestion control is the experiment's (no BBR pacing inherited)",
+    )
+    rec.add_argument("--rate", help="record the 2x1 and 4x1 Reno and CUBIC dumbbells at this bottleneck rate")
+    rec.add_argument("--buffer", help="their bfifo (default: 2 ms at --rate, as 250KB at 1Gbps)")
+    rec.add_argument("--duration", type=float, default=20.0, help="their seconds (default 20)")
+    rec.add_argument("--pause", type=float, default=20.0, help="seconds between a starved run and the next")
     md = sub.add_parser("markdown", help="print the tables of the recorded results (and their fabricsim twins)")
     md.add_argument("--path", type=Path, default=RESULTS)
     md.add_argument("--no-simulation", action="store_true")
@@ -1095,6 +1179,10 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
     rd.add_argument("--path", type=Path, default=RESULTS)
     rd.add_argument("--seeds", type=int, default=3)
     rd.add_argument("--only", action="append", default=[], help="only experiments whose name contains this")
+    tw = sub.add_parser("twin", help="Linux against the lab twin over seeds, with the lab's CPU headroom")
+    tw.add_argument("--path", type=Path, default=RESULTS)
+    tw.add_argument("--seeds", type=int, default=3)
+    tw.add_argument("--only", action="append", default=[], help="only experiments whose name contains this")
     gr = sub.add_parser("grid", help="the twin over pacing x host model x router CPU x reader, as ratios to Linux")
     gr.add_argument("--path", type=Path, action="append", help="recordings (default: both)")
     gr.add_argument("--seeds", type=int, default=3)
@@ -1125,12 +1213,20 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
         if args.json:
             args.json.write_text(json.dumps(all_rows, indent=0) + "\n")
         return 0
+    if args.command == "twin":
+        print(twin_markdown(selected(args.path), seeds=tuple(range(1, args.seeds + 1))))
+        return 0
     if args.command == "markdown":
         print(markdown(selected(args.path), with_simulation=not args.no_simulation))
         return 0
-    experiments = []
     existing = {e["name"]: e for e in recorded(args.out)} if args.out.exists() else {}
-    for setup in REFERENCE_SETUPS:
+    setups = REFERENCE_SETUPS
+    if args.rate or args.unpaced:
+        setups = dumbbells(args.rate or "1Gbps", args.buffer, args.duration, args.unpaced)
+    # Experiments of the file that are not among these setups stay, first.
+    names = {setup.name for setup in setups}
+    experiments = [e for name, e in existing.items() if name not in names]
+    for setup in setups:
         if args.only and not any(part in setup.name for part in args.only):
             if setup.name in existing:
                 experiments.append(existing[setup.name])
@@ -1138,7 +1234,7 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"measuring {setup.name} ({args.repeats} repeats)", flush=True)
         try:
             experiments.append(
-                measure(setup, repeats=args.repeats, max_attempts=args.max_attempts, nice=args.nice)
+                measure(setup, repeats=args.repeats, max_attempts=args.max_attempts, nice=args.nice, pause_s=args.pause)
             )
         except LabError as exc:
             print(f"  {exc}", flush=True)
