@@ -1169,7 +1169,7 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
     )
     rec.add_argument("--rate", help="record the 2x1 and 4x1 Reno and CUBIC dumbbells at this bottleneck rate")
     rec.add_argument("--buffer", help="their bfifo (default: 2 ms at --rate, as 250KB at 1Gbps)")
-    rec.add_argument("--duration", type=float, default=20.0, help="their seconds (default 20)")
+    rec.add_argument("--duration", type=float, default=DumbbellSetup.duration_s, help="their seconds (default 20)")
     rec.add_argument("--pause", type=float, default=20.0, help="seconds between a starved run and the next")
     md = sub.add_parser("markdown", help="print the tables of the recorded results (and their fabricsim twins)")
     md.add_argument("--path", type=Path, default=RESULTS)
@@ -1223,6 +1223,8 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
     setups = REFERENCE_SETUPS
     if args.rate or args.unpaced:
         setups = dumbbells(args.rate or "1Gbps", args.buffer, args.duration, args.unpaced)
+    elif args.buffer or args.duration != DumbbellSetup.duration_s:
+        parser.error("record: --buffer and --duration apply to the dumbbells of --rate or --unpaced")
     # Experiments of the file that are not among these setups stay, first.
     names = {setup.name for setup in setups}
     experiments = [e for name, e in existing.items() if name not in names]

@@ -1003,18 +1003,24 @@ mod tests {
         assert_eq!(acks.last().unwrap().1, 2_000 * mss);
     }
 
-    #[test]
-    fn sack_compression_sends_three_duplicates_then_one_ack_per_twentieth_of_the_rtt() {
+    /// A receiver that compresses SACKs (44 segments at most), established,
+    /// which has taken segment 0 at `t0` echoing a timestamp 1 ms old (its
+    /// RTT is 1 ms); the segment and `t0` returned for reuse.
+    fn compressing_receiver_with_a_1ms_rtt() -> (TcpConfig, Receiver, Segment, u64) {
         let c = TcpConfig { sack_compression_segments: 44, ..sack_cfg() };
-        let m = c.mss() as u64;
         let mut r = established(&c, 1 << 40);
-        let mut out = Vec::new();
-        // Segment 0 echoes a timestamp 1 ms old: the receiver's RTT is 1 ms.
         let t0 = 10_000_000_000u64;
         let mut first = data(0, c.mss(), t0);
         first.ts_echo = SimTime(t0 - 1_000_000_000);
-        r.on_segment(SimTime(t0), &first, false, &mut out);
-        out.clear();
+        r.on_segment(SimTime(t0), &first, false, &mut Vec::new());
+        (c, r, first, t0)
+    }
+
+    #[test]
+    fn sack_compression_sends_three_duplicates_then_one_ack_per_twentieth_of_the_rtt() {
+        let (c, mut r, first, t0) = compressing_receiver_with_a_1ms_rtt();
+        let m = c.mss() as u64;
+        let mut out = Vec::new();
         // Segments 2..=11 arrive 1 us apart behind the hole at segment 1.
         for k in 2..=11u64 {
             r.on_segment(SimTime(t0 + k * 1_000_000), &data(k * m, c.mss(), t0), false, &mut out);
@@ -1044,15 +1050,9 @@ mod tests {
         // ACK goes first (Linux's tcp_sack_new_ofo_skb), and every block is
         // reported first in some ACK. Without that, a timer-driven ACK every
         // 5% of the RTT reports only the three newest blocks.
-        let c = TcpConfig { sack_compression_segments: 44, ..sack_cfg() };
+        let (c, mut r, _, t0) = compressing_receiver_with_a_1ms_rtt();
         let m = c.mss() as u64;
-        let mut r = established(&c, 1 << 40);
         let mut out = Vec::new();
-        let t0 = 10_000_000_000u64;
-        let mut first = data(0, c.mss(), t0);
-        first.ts_echo = SimTime(t0 - 1_000_000_000);
-        r.on_segment(SimTime(t0), &first, false, &mut out);
-        out.clear();
         let evens = [2u64, 4, 6, 8, 10, 12, 14];
         for (i, k) in evens.iter().enumerate() {
             r.on_segment(SimTime(t0 + i as u64 * 1_000_000), &data(k * m, c.mss(), t0), false, &mut out);
