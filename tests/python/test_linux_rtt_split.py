@@ -81,6 +81,12 @@ def test_the_capture_reader_splits_a_pcap_as_the_captures_table(tmp_path: Path) 
     assert parts == pytest.approx(from_table["total_us"], rel=1e-9)
     assert from_table["router_us"] > 2 * from_table["receiver_us"] > 0
     assert from_table["segments"] > 50_000
+    # The twin's senders put their segments on the 10 Gbps access links back
+    # to back: 1514 B frames 1.21 us apart, in trains of tens of segments.
+    t_files, t_table = rtt_split.trains(files), rtt_split.trains(ports)
+    assert t_files == pytest.approx(t_table, abs=0.002)  # the files keep nanoseconds, the table picoseconds
+    assert t_table["gap_p50_us"] == pytest.approx(1514 * 8 / 10e3, rel=0.01)
+    assert t_table["train_segments"] > 20
 
 
 def test_read_pcap_refuses_what_it_cannot_read(tmp_path: Path) -> None:

@@ -30,7 +30,8 @@ are its frames' arrival and departure times at ``r``.
 
 :func:`capture_run` runs one Linux dumbbell with a short capture (root, the
 lab); :func:`lab_split` and :func:`twin_split` compute the split from the
-files or from a twin run.
+files or from a twin run, with :func:`trains`: how each sender's data
+arrives at the router (gaps between a flow's segments, train lengths).
 """
 
 from __future__ import annotations
@@ -158,10 +159,35 @@ def split(sender_ports: Sequence[np.ndarray], rx_port: np.ndarray, skip_s: float
     }
 
 
+def trains(sender_ports: Sequence[np.ndarray], gap_s: float = 20e-6) -> dict[str, float]:
+    """How each sender's data reaches the router: quantiles of the gaps
+    between a flow's consecutive data segments, and the mean length of its
+    trains (segments less than ``gap_s`` apart), weighted by segment (the
+    train the average segment arrives in)."""
+    gaps, sizes = [], []
+    for port in sender_ports:
+        t = np.sort(port[port[:, LEN] > 0, T])
+        if len(t) < 2:
+            continue
+        g = np.diff(t)
+        gaps.append(g)
+        starts = np.r_[0, np.nonzero(g > gap_s)[0] + 1]
+        sizes.append(np.diff(np.r_[starts, len(t)]))
+    g, n = np.concatenate(gaps), np.concatenate(sizes)
+    p25, p50, p75, p90 = np.percentile(g, [25, 50, 75, 90]) * 1e6
+    return {
+        "gap_p25_us": float(p25),
+        "gap_p50_us": float(p50),
+        "gap_p75_us": float(p75),
+        "gap_p90_us": float(p90),
+        "train_segments": float((n**2).sum() / n.sum()),
+    }
+
+
 def lab_split(directory: Path, tag: str, senders: int) -> dict[str, float]:
     """:func:`split` of the files :func:`capture_run` wrote."""
     ports = [read_pcap(Path(directory) / f"{tag}-s{i}.pcap") for i in range(senders)]
-    return split(ports, read_pcap(Path(directory) / f"{tag}-rx.pcap"))
+    return {**split(ports, read_pcap(Path(directory) / f"{tag}-rx.pcap")), **trains(ports)}
 
 
 def twin_arrays(captures: Any, senders: int) -> tuple[list[np.ndarray], np.ndarray]:
@@ -201,7 +227,8 @@ def twin_split(
     sc["stats"]["pcap"] = [{"node": "r", "direction": "both", "snaplen": "80B", "format": "pcap", "max_packets": 5_000_000}]
     result = run(from_dict(sc), seed=seed)
     ports, rx = twin_arrays(result.tables()["captures"], setup.senders)
-    return split(ports, rx, skip_s=skip_s)
+    late = [p[p[:, T] > p[0, T] + skip_s] if len(p) else p for p in ports]
+    return {**split(ports, rx, skip_s=skip_s), **trains(late)}
 
 
 def capture_run(
@@ -314,7 +341,8 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
         print(
             f"{record['name']}: router {s['router_us']:.0f} us, receiver {s['receiver_us']:.0f} us "
             f"(p50 {s['receiver_p50_us']:.0f}, p90 {s['receiver_p90_us']:.0f}), ACK path {s['ack_path_us']:.0f} us, "
-            f"sender reaction p50 {s['sender_reaction_p50_us']:.0f} us"
+            f"sender reaction p50 {s['sender_reaction_p50_us']:.0f} us; a flow's gaps p50 {s['gap_p50_us']:.1f} us, "
+            f"p75 {s['gap_p75_us']:.1f} us, trains of {s['train_segments']:.1f} segments"
         )
     return 0
 
