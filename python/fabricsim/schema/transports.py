@@ -187,10 +187,12 @@ class Wakeup(Model):
 
 
 class Preemption(Model):
-    """The reading process loses its CPU between two ``read()`` calls: after a
-    call that leaves data readable, with ``probability`` the next call waits
-    for a CPU for a delay drawn from ``wait`` (same kinds as ``wakeup``; a
-    random stream of its own per connection)."""
+    """The reading process loses its CPU between two ``read()`` calls: after
+    every call that copied data (whether or not it emptied the socket), with
+    ``probability`` the process waits for a CPU for a delay drawn from
+    ``wait`` (same kinds as ``wakeup``; a random stream of its own per
+    connection); data arriving meanwhile does not wake it and is read when it
+    runs again."""
 
     probability: float = Field(ge=0.0, le=1.0)
     wait: Wakeup

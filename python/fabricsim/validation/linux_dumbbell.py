@@ -978,6 +978,104 @@ def kernel_recoveries(record: dict[str, Any]) -> float:
     return statistics.fmean(r["nstat_senders"].get("TcpExtTCPSackRecovery", 0) for r in record["runs"])
 
 
+def _bfifo_mean_bytes(run: dict[str, Any]) -> float:
+    """Mean of a run's bfifo backlog samples, without the zeros sampled after the traffic ended."""
+    samples = list(run["bottleneck"]["backlog_samples_bytes"])
+    while samples and samples[-1] == 0:
+        samples.pop()
+    return statistics.fmean(samples) if samples else 0.0
+
+
+def kernel_cadence(record: dict[str, Any]) -> dict[str, float]:
+    """How the kernel's receiver acknowledged and read, per kept run (means):
+    data segments per ACK (``TcpInSegs / TcpOutSegs`` of the receiver's
+    namespace), ACKs, segments coalesced in the socket backlog
+    (``TcpExtTCPBacklogCoalesce``), compressed SACKs
+    (``TcpExtTCPAckCompressed``), the servers' ``read()`` calls that returned
+    data (scheduler trace; ``syscalls`` where untraced) and bytes per such
+    read, drops per SACK recovery, the bfifo's mean backlog (``tc`` samples
+    every 0.25 s), the senders' mean smoothed RTT (iperf3's ``mean_rtt``)
+    and the part of it not spent in the bfifo (RTT less backlog / rate)."""
+    runs = record["runs"]
+    rate = parse_rate(DumbbellSetup(**record["setup"]).rate) / 8
+
+    def mean(f: Any) -> float:
+        return statistics.fmean(f(r) for r in runs)
+
+    def reads(run: dict[str, Any]) -> float:
+        return float(sum((r.get("sched") or {}).get("data_reads") or r["syscalls"] for r in run.get("readers", [])))
+
+    rtt = mean(lambda r: statistics.fmean(f["mean_rtt_us"] for f in r["flows"]) / 1e6)
+    bfifo = mean(_bfifo_mean_bytes)
+    return {
+        "segments_per_ack": mean(lambda r: r["nstat_receiver"]["TcpInSegs"] / max(1, r["nstat_receiver"]["TcpOutSegs"])),
+        "acks": mean(lambda r: r["nstat_receiver"]["TcpOutSegs"]),
+        "backlog_coalesced": mean(lambda r: r["nstat_receiver"].get("TcpExtTCPBacklogCoalesce", 0)),
+        "acks_compressed": mean(lambda r: r["nstat_receiver"].get("TcpExtTCPAckCompressed", 0)),
+        "reads": mean(reads),
+        "bytes_per_read": mean(lambda r: sum(x["bytes"] for x in r.get("readers", [])) / max(1.0, reads(r))),
+        "drops_per_recovery": summary_drops(record) / max(1.0, kernel_recoveries(record)),
+        "bfifo_bytes": bfifo,
+        "rtt_s": rtt,
+        "outside_bfifo_s": rtt - bfifo / rate,
+    }
+
+
+def twin_cadence(record: dict[str, Any], seed: int = 1, tcp: Optional[dict[str, Any]] = None) -> dict[str, float]:
+    """:func:`kernel_cadence`'s numbers for the lab twin of ``record``
+    (:func:`lab_twin`, ``tcp`` overriding its fields): from its
+    ``tcp_receivers`` table (ACKs, backlog coalescing, compressed SACKs,
+    reads), its flows (drops per recovery), the bottleneck's mean queue and
+    the senders' SRTT (``tcp_trace`` every 1 ms after the first 2 s)."""
+    from fabricsim.runner import run
+    from fabricsim.schema import from_dict
+
+    setup = DumbbellSetup(**record["setup"])
+    twin_tcp, host = lab_twin(record)
+    sc = scenario(setup, record["summary"]["one_way_latency_us"]["mean"], seed, tcp={**twin_tcp, **(tcp or {})}, host=host)
+    sc["stats"]["tcp_trace"] = {"interval": "1ms"}
+    result = run(from_dict(sc), seed=seed)
+    rx = result.tables()["tcp_receivers"]
+    total = lambda col: float(rx[col].sum())  # noqa: E731
+    trace = result.tables()["tcp_trace"]
+    acks_seen = trace.filter((trace["event"] == "ack") & (trace["time_ps"] > 2 * 10**12))
+    rtt = float(acks_seen["srtt_ps"].mean()) / 1e12
+    link = result.links.filter((result.links["src"] == "r") & (result.links["dst"] == "rx"))
+    queue_s = float(link["queue_delay_mean_ps"][0]) / 1e12
+    drops = float(result.drops["packets"].sum()) if result.drops.height else 0.0
+    recoveries = float(result.flows["fast_retransmits"].sum())
+    return {
+        "segments_per_ack": total("data_segments") / max(1.0, total("acks_sent")),
+        "acks": total("acks_sent"),
+        "backlog_coalesced": total("backlog_coalesced"),
+        "acks_compressed": total("acks_compressed"),
+        "reads": total("reads"),
+        "bytes_per_read": total("bytes_read") / max(1.0, total("reads")),
+        "drops_per_recovery": drops / max(1.0, recoveries),
+        "bfifo_bytes": queue_s * parse_rate(setup.rate) / 8,
+        "rtt_s": rtt,
+        "outside_bfifo_s": rtt - queue_s,
+    }
+
+
+def cadence_markdown(experiments: Sequence[dict[str, Any]], seed: int = 1) -> str:
+    """The kernel's receiver against the twin's (:func:`kernel_cadence`, :func:`twin_cadence`)."""
+    lines = [
+        "| experiment | | data segments / ACK | ACKs | backlog coalesced | ACKs compressed | reads "
+        "| KB / read | drops / recovery | bfifo mean (KB) | RTT (ms) | RTT outside the bfifo (ms) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for record in experiments:
+        for label, c in (("Linux", kernel_cadence(record)), (f"twin, seed {seed}", twin_cadence(record, seed))):
+            lines.append(
+                f"| {record['name'] if label == 'Linux' else ''} | {label} | {c['segments_per_ack']:.1f} | {c['acks']:,.0f} "
+                f"| {c['backlog_coalesced']:,.0f} | {c['acks_compressed']:,.0f} | {c['reads']:,.0f} "
+                f"| {c['bytes_per_read'] / 1e3:.1f} | {c['drops_per_recovery']:.1f} | {c['bfifo_bytes'] / 1e3:.0f} "
+                f"| {c['rtt_s'] * 1e3:.2f} | {c['outside_bfifo_s'] * 1e3:.2f} |"
+            )
+    return "\n".join(lines)
+
+
 def compare(
     record: dict[str, Any],
     seed: int = 1,
@@ -1183,6 +1281,10 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
     tw.add_argument("--path", type=Path, default=RESULTS)
     tw.add_argument("--seeds", type=int, default=3)
     tw.add_argument("--only", action="append", default=[], help="only experiments whose name contains this")
+    cd = sub.add_parser("cadence", help="the kernel's receiver (ACKs, backlog, reads, RTT outside the bfifo) against the twin's")
+    cd.add_argument("--path", type=Path, default=UNPACED_RESULTS)
+    cd.add_argument("--seed", type=int, default=1)
+    cd.add_argument("--only", action="append", default=[], help="only experiments whose name contains this")
     gr = sub.add_parser("grid", help="the twin over pacing x host model x router CPU x reader, as ratios to Linux")
     gr.add_argument("--path", type=Path, action="append", help="recordings (default: both)")
     gr.add_argument("--seeds", type=int, default=3)
@@ -1212,6 +1314,9 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
             print(f"{path.name}:\n\n{grid_markdown(experiments, rows)}\n", flush=True)
         if args.json:
             args.json.write_text(json.dumps(all_rows, indent=0) + "\n")
+        return 0
+    if args.command == "cadence":
+        print(cadence_markdown(selected(args.path), seed=args.seed))
         return 0
     if args.command == "twin":
         print(twin_markdown(selected(args.path), seeds=tuple(range(1, args.seeds + 1))))

@@ -26,8 +26,10 @@
 //!   (`PREEMPT_NONE`) switches a process out only where it returns to user
 //!   space, so never while `read()` holds the socket lock; but between two
 //!   calls the process may lose its CPU and wait for it while data sits
-//!   unread (and unacknowledged). After a call that leaves data readable,
-//!   the next call starts after such a wait with the configured probability.
+//!   unread (and unacknowledged). After every call that copied data, the
+//!   process waits so with the configured probability, whether or not the
+//!   call emptied the socket; data arriving meanwhile does not wake it (it
+//!   is runnable, not asleep) and is read when it runs again.
 //!
 //! The ACK rules that make the read cadence matter live in `receiver.rs`
 //! (`__tcp_ack_snd_check`, `tcp_cleanup_rbuf`) and the window the unread
@@ -77,7 +79,7 @@ pub struct ReceiverApp {
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Preemption {
-    /// Chance that a call which leaves data readable is followed by a wait (0 to 1).
+    /// Chance that a call which copied data is followed by a wait (0 to 1).
     pub probability: f64,
     /// How long the process then waits for a CPU.
     pub wait: Wakeup,
@@ -230,8 +232,26 @@ impl Reader {
         }
     }
 
-    /// A call ended at `now` with data still readable: when the next one
-    /// starts (at once, or after a preemption's wait).
+    /// A call that copied data ended at `now`; `readable`: data is left to
+    /// read. The process is running, not asleep, and may lose its CPU
+    /// before it next looks at the socket (`preemption`), whether or not
+    /// the call emptied it: Linux switches a process out where it returns
+    /// to user space, after any call. Data that arrives during the wait
+    /// does not wake it (it is not sleeping) and is read when it runs
+    /// again; with nothing to read then, it sleeps.
+    pub fn after_call(&mut self, now: SimTime, readable: bool) -> ReaderState {
+        let at = self.next_read_at(now);
+        if readable {
+            ReaderState::Waking(at)
+        } else if at > now {
+            ReaderState::Waking(at + SimTime(self.cfg.loop_ps))
+        } else {
+            self.after_last_read(now)
+        }
+    }
+
+    /// A call ended at `now`: when the process next looks at the socket
+    /// (at once, or after a preemption's wait).
     pub fn next_read_at(&mut self, now: SimTime) -> SimTime {
         let Some(p) = &self.cfg.preemption else { return now };
         if p.probability <= 0.0 || self.preempt_rng.next_open01() >= p.probability {

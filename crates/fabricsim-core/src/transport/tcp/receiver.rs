@@ -465,7 +465,7 @@ impl Receiver {
         // The application loops: it reads again at once if data is readable.
         let unread = self.unread();
         let app = self.app.as_mut().unwrap();
-        app.state = if unread > 0 { ReaderState::Waking(app.next_read_at(now)) } else { app.after_last_read(now) };
+        app.state = app.after_call(now, unread > 0);
     }
 
     /// `tcp_cleanup_rbuf` after a read that copied `copied` bytes.
@@ -857,7 +857,7 @@ mod tests {
         assert_eq!(blocks(&out)[2], vec![(5 * m, 6 * m), (3 * m, 4 * m)]);
     }
 
-    use super::super::reader::{ReceiverApp, Wakeup};
+    use super::super::reader::{Preemption, ReceiverApp, Wakeup};
 
     /// A receiver on a locked 256 KB buffer whose application wakes
     /// `wakeup_us` after data arrives and copies at `copy_bps`.
@@ -960,6 +960,33 @@ mod tests {
         // The first read at 500 us, then one per 100 us until the last segment (50.97 ms).
         let span_us = ((n - 1) * gap + 1_000) / 1_000_000 - 500;
         assert!((st.reads as i64 - (span_us / 100 + 1) as i64).abs() <= 2, "{st:?} span {span_us} us");
+        assert_eq!(acks.len() as u64, st.reads, "one ACK per read");
+        assert_eq!(r.delivered(), n * c.mss() as u64);
+    }
+
+    #[test]
+    fn a_reader_preempted_after_emptying_the_socket_reads_what_came_meanwhile_without_a_wakeup() {
+        // Segments every 23.168 us, a reader waking 500 us after data, and a
+        // preemption after every call (probability 1, 1 ms): the process is
+        // switched out where it returns to user space, also after a call that
+        // emptied the socket, so it is not asleep when the next segments
+        // arrive. It reads them when it runs again, 1 ms after each call,
+        // woken once, as Linux's preempted process (runnable, not sleeping)
+        // is not woken by `sk_data_ready`.
+        let (c, _) = reading(500, 0, 1 << 40);
+        let preemption = Some(Preemption { probability: 1.0, wait: Wakeup::Constant { delay_ps: 1_000_000_000 } });
+        let app = ReceiverApp { preemption, ..c.receiver_app.clone().unwrap() };
+        let c = TcpConfig { receiver_app: Some(app), ..c };
+        let mut r = established(&c, 1 << 40);
+        let gap = 23_168_000;
+        let n = 2_200;
+        let acks = feed(&mut r, c.mss(), 1_000, gap, n);
+        let st = r.app.as_ref().unwrap().stats;
+        assert_eq!(st.wakeups, 1, "{st:?}");
+        // The first read at 500 us, then one per 1 ms until the last segment (50.97 ms).
+        let span_us = ((n - 1) * gap + 1_000) / 1_000_000 - 500;
+        assert!((st.reads as i64 - (span_us / 1_000 + 1) as i64).abs() <= 1, "{st:?} span {span_us} us");
+        assert_eq!(st.preemptions, st.reads, "a wait after every call");
         assert_eq!(acks.len() as u64, st.reads, "one ACK per read");
         assert_eq!(r.delivered(), n * c.mss() as u64);
     }
