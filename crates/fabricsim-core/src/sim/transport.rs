@@ -42,6 +42,12 @@ pub(super) struct TcpFlow {
     wscale: u32,
     timer_gen: u32,
     timer_at: Option<SimTime>,
+    /// The sender's next deadline (`Sender::next_deadline`) as of the last
+    /// re-arm, or `None` when the sender may have changed since: set to
+    /// `None` wherever the sender is handed `&mut`, so that a re-arm after
+    /// something that leaves the sender as it was (most transmit
+    /// completions, a receiver's segment) skips recomputing it.
+    sender_deadline: Option<Option<SimTime>>,
     incast: Option<u32>,
     /// The connection carrying data the other way between the same two
     /// sockets (`tcp_couple`), or `u32::MAX`: its pending ACK rides on this
@@ -331,6 +337,7 @@ impl Simulation {
             wscale,
             timer_gen: 0,
             timer_at: None,
+            sender_deadline: None,
             incast,
             peer: u32::MAX,
             round,
@@ -501,6 +508,7 @@ impl Simulation {
         let now = self.now;
         let f = &mut self.tcp[t as usize];
         self.flows[f.flow.idx()].start_ps = now.0;
+        f.sender_deadline = None;
         f.conn.sender.open(now, &mut self.outbox);
         self.tcp_flush(t);
     }
@@ -516,6 +524,7 @@ impl Simulation {
             return;
         }
         f.timer_at = None;
+        f.sender_deadline = None;
         f.conn.on_timer(now, &mut self.outbox);
         let (flow, reads) = (f.flow, f.conn.receiver.app.is_some());
         if self.tcp_trace.on {
@@ -569,6 +578,7 @@ impl Simulation {
             self.app_tcp_delivered(flow, delivered, data_frames);
         } else {
             let was_open = f.conn.sender.state == SenderState::Established;
+            f.sender_deadline = None;
             f.conn.sender.on_segment(now, &seg, &mut self.outbox);
             let opened = !was_open && f.conn.sender.state == SenderState::Established;
             if self.tcp_trace.on {
@@ -596,7 +606,9 @@ impl Simulation {
 
     /// Makes connection `t` application-driven: it sends only what `tcp_write` gives it.
     pub(super) fn tcp_app_driven(&mut self, t: u32) {
-        self.tcp[t as usize].conn.sender.make_app_driven();
+        let f = &mut self.tcp[t as usize];
+        f.sender_deadline = None;
+        f.conn.sender.make_app_driven();
     }
 
     /// The application at connection `t`'s source writes `bytes` more.
@@ -607,6 +619,7 @@ impl Simulation {
             self.tcp[peer as usize].conn.receiver.note_reverse_write(now);
         }
         let f = &mut self.tcp[t as usize];
+        f.sender_deadline = None;
         f.conn.sender.write(now, bytes, &mut self.outbox);
         self.tcp_flush(t);
     }
@@ -621,6 +634,7 @@ impl Simulation {
         seg.ece = pkt.flags & FLAG_ECE != 0;
         seg.ts_echo = pkt.ts_echo;
         seg.wnd = (pkt.wnd as u64) << f.wscale;
+        f.sender_deadline = None;
         f.conn.sender.on_segment(now, &seg, &mut self.outbox);
         if self.tcp_trace.on {
             self.tcp_trace_record(t, true);
@@ -702,14 +716,33 @@ impl Simulation {
         let (flow, frame) = (p.flow, p.size as u64);
         let t = self.flow_tcp[flow.idx()];
         let now = self.now;
-        self.tcp[t as usize].conn.sender.on_tx_complete(now, frame);
+        let f = &mut self.tcp[t as usize];
+        if f.conn.sender.on_tx_complete(now, frame) {
+            // A throttled sender wakes: its TSQ deadline moved.
+            f.sender_deadline = None;
+        }
         self.tcp_rearm(t);
     }
 
     fn tcp_rearm(&mut self, t: u32) {
         let now = self.now;
         let f = &mut self.tcp[t as usize];
-        match f.conn.next_deadline() {
+        let sender = match f.sender_deadline {
+            Some(d) => {
+                debug_assert_eq!(d, f.conn.sender.next_deadline(), "sender changed without clearing its deadline");
+                d
+            }
+            None => {
+                let d = f.conn.sender.next_deadline();
+                f.sender_deadline = Some(d);
+                d
+            }
+        };
+        let deadline = match (sender, f.conn.receiver.next_deadline()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        match deadline {
             None => {
                 if f.timer_at.take().is_some() {
                     // Cancel the pending event.

@@ -366,10 +366,12 @@ impl Sender {
 
     /// One of this connection's packets charged to TCP Small Queues finished
     /// transmission at the host's NIC (or left the host's accounting); a
-    /// throttled sender is woken by its timer at `now`.
-    pub fn on_tx_complete(&mut self, now: SimTime, frame: u64) {
-        if let Some(l) = &mut self.limits {
-            l.on_tx_complete(now, frame);
+    /// throttled sender is woken by its timer at `now`. Returns whether it
+    /// was (only then can [`Sender::next_deadline`] have changed).
+    pub fn on_tx_complete(&mut self, now: SimTime, frame: u64) -> bool {
+        match &mut self.limits {
+            Some(l) => l.on_tx_complete(now, frame),
+            None => false,
         }
     }
 
