@@ -212,31 +212,30 @@ impl Sender {
     }
 
     pub fn next_deadline(&self) -> Option<SimTime> {
-        // The pacing timer is needed only while the pacer holds a segment back,
-        // that is when the next send time is after the last attempt to send.
-        let pace = if self.pacing.is_some()
-            && self.state == SenderState::Established
-            && self.can_send_more()
-            && self.next_send > self.pacing_checked
-        {
-            Some(self.next_send)
-        } else {
-            None
-        };
-        let mut d = match (self.rto_deadline, pace) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        if let Some(s) = &self.sack {
-            for t in [s.tlp_deadline, s.reo_deadline].into_iter().flatten() {
-                d = Some(d.map_or(t, |x| x.min(t)));
+        #[inline(always)]
+        fn earliest(d: Option<SimTime>, t: Option<SimTime>) -> Option<SimTime> {
+            match (d, t) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
             }
         }
+        let mut d = self.rto_deadline;
+        if let Some(s) = &self.sack {
+            d = earliest(earliest(d, s.tlp_deadline), s.reo_deadline);
+        }
+        // A pacing deadline counts only while something waits to be sent;
+        // the fixed pacer's only while it holds a segment back, that is when
+        // the next send time is after the last attempt to send.
+        let sending = || self.state == SenderState::Established && self.can_send_more();
+        if self.pacing.is_some() && self.next_send > self.pacing_checked && sending() {
+            d = earliest(d, Some(self.next_send));
+        }
         if let Some(l) = &self.limits {
-            let pace =
-                if self.state == SenderState::Established && self.can_send_more() { l.pacing_deadline() } else { None };
-            for t in [pace, l.wake_at].into_iter().flatten() {
-                d = Some(d.map_or(t, |x| x.min(t)));
+            d = earliest(d, l.wake_at);
+            if let Some(p) = l.pacing_deadline() {
+                if sending() {
+                    d = earliest(d, Some(p));
+                }
             }
         }
         d
