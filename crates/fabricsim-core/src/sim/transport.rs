@@ -28,6 +28,13 @@ pub(super) const TCP_KIND_FLOW: u32 = 5;
 pub(super) const TCP_KIND_IPERF3: u32 = 7;
 pub(super) const TCP_KIND_PING_PONG: u32 = 8;
 
+/// Connection `t`'s current timer generation: its timer events with
+/// another one are stale.
+#[inline]
+pub(super) fn timer_gen(tcp: &[TcpFlow], t: u32) -> u32 {
+    tcp[t as usize].timer_gen
+}
+
 /// A TCP flow's simulation state.
 #[derive(Debug)]
 pub(super) struct TcpFlow {
@@ -514,7 +521,7 @@ impl Simulation {
     }
 
     pub(super) fn tcp_timer_is_stale(&self, t: u32, generation: u32) -> bool {
-        self.tcp[t as usize].timer_gen != generation
+        timer_gen(&self.tcp, t) != generation
     }
 
     pub(super) fn on_tcp_timer(&mut self, t: u32, generation: u32) {
