@@ -312,11 +312,14 @@ impl Sender {
 
     /// Before a segment leaves: whether it may start a new burst (or join
     /// the current one). `false`: the send loop stops here.
-    #[inline]
+    #[inline(always)]
     pub(super) fn burst_gate(&mut self, now: SimTime, burst: &mut Burst, retransmit: bool) -> bool {
-        if burst.left > 0 {
-            return true;
-        }
+        burst.left > 0 || self.start_burst(now, burst, retransmit)
+    }
+
+    /// [`Sender::burst_gate`] when no burst is open.
+    #[inline(never)]
+    fn start_burst(&mut self, now: SimTime, burst: &mut Burst, retransmit: bool) -> bool {
         let (mss, min_rtt, outstanding) = (self.window.mss, self.rtt.min_rtt(), self.flight());
         let frame = self.frame_of(mss);
         let Some(l) = &self.limits else { return true };
