@@ -55,6 +55,11 @@ pub(super) struct TcpFlow {
     /// something that leaves the sender as it was (most transmit
     /// completions, a receiver's segment) skips recomputing it.
     sender_deadline: Option<Option<SimTime>>,
+    /// The connection's next deadline (sender and receiver) as of the last
+    /// re-arm, while neither side has been handed `&mut` since (`None`
+    /// otherwise): a transmit completion that wakes nothing then knows
+    /// whether re-arming would do anything.
+    deadline: Option<Option<SimTime>>,
     incast: Option<u32>,
     /// The connection carrying data the other way between the same two
     /// sockets (`tcp_couple`), or `u32::MAX`: its pending ACK rides on this
@@ -345,6 +350,7 @@ impl Simulation {
             timer_gen: 0,
             timer_at: None,
             sender_deadline: None,
+            deadline: None,
             incast,
             peer: u32::MAX,
             round,
@@ -516,6 +522,7 @@ impl Simulation {
         let f = &mut self.tcp[t as usize];
         self.flows[f.flow.idx()].start_ps = now.0;
         f.sender_deadline = None;
+        f.deadline = None;
         f.conn.sender.open(now, &mut self.outbox);
         self.tcp_flush(t);
     }
@@ -532,6 +539,7 @@ impl Simulation {
         }
         f.timer_at = None;
         f.sender_deadline = None;
+        f.deadline = None;
         f.conn.on_timer(now, &mut self.outbox);
         let (flow, reads) = (f.flow, f.conn.receiver.app.is_some());
         if self.tcp_trace.on {
@@ -578,6 +586,7 @@ impl Simulation {
         let f = &mut self.tcp[t as usize];
         let flow = f.flow;
         if node == f.dst {
+            f.deadline = None;
             f.conn.receiver.on_segment(now, &seg, pkt.ecn == ECN_CE, &mut self.outbox);
             let (delivered, _) = self.tcp_note_delivered(t);
             // What the receiver sends goes before anything the application writes.
@@ -586,6 +595,7 @@ impl Simulation {
         } else {
             let was_open = f.conn.sender.state == SenderState::Established;
             f.sender_deadline = None;
+            f.deadline = None;
             f.conn.sender.on_segment(now, &seg, &mut self.outbox);
             let opened = !was_open && f.conn.sender.state == SenderState::Established;
             if self.tcp_trace.on {
@@ -615,6 +625,7 @@ impl Simulation {
     pub(super) fn tcp_app_driven(&mut self, t: u32) {
         let f = &mut self.tcp[t as usize];
         f.sender_deadline = None;
+        f.deadline = None;
         f.conn.sender.make_app_driven();
     }
 
@@ -623,10 +634,13 @@ impl Simulation {
         let now = self.now;
         let peer = self.tcp[t as usize].peer;
         if peer != u32::MAX {
-            self.tcp[peer as usize].conn.receiver.note_reverse_write(now);
+            let p = &mut self.tcp[peer as usize];
+            p.deadline = None;
+            p.conn.receiver.note_reverse_write(now);
         }
         let f = &mut self.tcp[t as usize];
         f.sender_deadline = None;
+        f.deadline = None;
         f.conn.sender.write(now, bytes, &mut self.outbox);
         self.tcp_flush(t);
     }
@@ -642,6 +656,7 @@ impl Simulation {
         seg.ts_echo = pkt.ts_echo;
         seg.wnd = (pkt.wnd as u64) << f.wscale;
         f.sender_deadline = None;
+        f.deadline = None;
         f.conn.sender.on_segment(now, &seg, &mut self.outbox);
         if self.tcp_trace.on {
             self.tcp_trace_record(t, true);
@@ -694,6 +709,7 @@ impl Simulation {
             if peer != u32::MAX && !from_receiver && seg.kind == SegKind::Data {
                 let p = &mut self.tcp[peer as usize];
                 if let Some(a) = p.conn.receiver.take_piggyback(now) {
+                    p.deadline = None;
                     pkt.flags |= FLAG_PIGGY | if a.ece { FLAG_ECE } else { 0 };
                     pkt.ack = a.ack;
                     pkt.ts_echo = a.ts_echo;
@@ -727,6 +743,20 @@ impl Simulation {
         if f.conn.sender.on_tx_complete(now, frame) {
             // A throttled sender wakes: its TSQ deadline moved.
             f.sender_deadline = None;
+            f.deadline = None;
+        } else if let Some(d) = f.deadline {
+            // Nothing the deadline depends on changed since the last re-arm:
+            // re-arming pushes or cancels only if the timer is not armed at
+            // or before it.
+            debug_assert_eq!(d, f.conn.next_deadline(), "connection changed without clearing its deadline");
+            let armed = match (d, f.timer_at) {
+                (None, None) => true,
+                (Some(d), Some(x)) => x <= d,
+                _ => false,
+            };
+            if armed {
+                return;
+            }
         }
         self.tcp_rearm(t);
     }
@@ -749,6 +779,7 @@ impl Simulation {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
+        f.deadline = Some(deadline);
         match deadline {
             None => {
                 if f.timer_at.take().is_some() {
