@@ -95,7 +95,7 @@ impl ThroughputBins {
         ThroughputBins { interval: interval_ps, current: Vec::new(), rows: Vec::new() }
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn add(&mut self, flow: u32, now_ps: u64, bytes: u64) {
         if self.interval == 0 || bytes == 0 {
             return;

@@ -211,6 +211,7 @@ impl Sender {
         self.rto_deadline = Some(now + self.rtt.rto(self.backoff));
     }
 
+    #[inline(always)]
     pub fn next_deadline(&self) -> Option<SimTime> {
         #[inline(always)]
         fn earliest(d: Option<SimTime>, t: Option<SimTime>) -> Option<SimTime> {
