@@ -32,6 +32,11 @@
 //! single times cut the queue's share of `leafspine-udp` from about 240 to
 //! about 190 instructions per event (BENCHMARKS.md, 2026-11-23).
 //!
+//! A caller may name events that are dead for good (a cancelled timer whose
+//! generation moved on): [`EventQueue::peek_live`] drops them when it empties
+//! the bucket they are in instead of moving them, and a run sorted from a
+//! small bucket then reaches only its latest live event.
+//!
 //! FIFO order among equal times holds without a sequence number: a bucket keeps
 //! its events in scheduling order, redistribution scans it in that order and
 //! appends (or sorts it stably), an insertion into the run goes behind equal

@@ -4,8 +4,11 @@
 //!
 //! A connection keeps at most one valid timer event: when its earliest deadline
 //! moves earlier, a new event is pushed with a new generation number and the old
-//! one is ignored when it fires; when the deadline moves later, the pending
-//! event fires early, finds nothing expired and re-arms.
+//! one is ignored when it fires (the event queue drops it when it next moves
+//! it); when the deadline moves later, the pending event fires early, finds
+//! nothing expired and re-arms. The deadline is recomputed only after the
+//! sender or receiver changed (`TcpFlow::sender_deadline`, `TcpFlow::deadline`):
+//! a transmit completion that wakes nothing leaves both as they were.
 
 use super::{resolve_host, Event, Simulation};
 use crate::error::ConfigError;
