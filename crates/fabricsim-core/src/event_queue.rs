@@ -243,17 +243,22 @@ impl<E: Copy> EventQueue<E> {
                 }
                 v[j] = e;
             }
-            for e in v.iter() {
-                if dead(&e.event) {
-                    self.len -= 1;
-                } else {
-                    self.current.push(*e);
+            if !v.iter().any(|e| dead(&e.event)) {
+                self.run_max = v[v.len() - 1].time;
+                self.current.extend_from_slice(v);
+            } else {
+                for e in v.iter() {
+                    if dead(&e.event) {
+                        self.len -= 1;
+                    } else {
+                        self.current.push(*e);
+                    }
                 }
-            }
-            // The run reaches its latest live event (if none is left the
-            // run stays empty and the next bucket is emptied).
-            if let Some(e) = self.current.last() {
-                self.run_max = e.time;
+                // The run reaches its latest live event (if none is left the
+                // run stays empty and the next bucket is emptied).
+                if let Some(e) = self.current.last() {
+                    self.run_max = e.time;
+                }
             }
         } else {
             let mut nonempty = self.nonempty;

@@ -683,10 +683,13 @@ impl Simulation {
         // A TCP timer re-armed earlier leaves its older event behind, stale
         // for good (generations only move on): the queue drops such events
         // when it next moves them, instead of carrying them to the front.
-        while let Some((t, ev)) = self
-            .queue
-            .peek_live(&|e: &Event| matches!(*e, Event::TcpTimer(c, g) if transport::timer_gen(&self.tcp, c) != g))
-        {
+        let tcp_timers = !self.tcp.is_empty();
+        while let Some((t, ev)) = if tcp_timers {
+            self.queue
+                .peek_live(&|e: &Event| matches!(*e, Event::TcpTimer(c, g) if transport::timer_gen(&self.tcp, c) != g))
+        } else {
+            self.queue.peek()
+        } {
             if self.is_cancelled(ev) {
                 // A cancelled timer: dropped unseen, it neither counts nor
                 // moves the clock, so results do not depend on when it was due.
