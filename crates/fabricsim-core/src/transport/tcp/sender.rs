@@ -259,6 +259,7 @@ impl Sender {
     }
 
     /// Linux's `tcp_update_pacing_rate`, after an ACK has been processed.
+    #[inline(always)]
     pub(super) fn update_pacing_rate(&mut self) {
         let (cwnd, ssthresh, out, srtt) = (self.window.cwnd, self.window.ssthresh, self.flight(), self.rtt.srtt());
         if let Some(l) = &mut self.limits {
