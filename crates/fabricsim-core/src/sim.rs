@@ -1129,6 +1129,7 @@ impl Simulation {
 
     /// Delivers packet `id` at its destination; `pkt` is its content (the
     /// caller's copy, as the slot is freed here).
+    #[inline(always)]
     fn deliver(&mut self, id: PacketId, pkt: &Packet) {
         let now = self.now.0;
         let f = &mut self.flows[pkt.flow.idx()];
