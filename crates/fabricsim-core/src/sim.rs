@@ -680,7 +680,16 @@ impl Simulation {
         self.tx_hooks = self.port_shapers.components() != 0 || !self.roce.wait.is_empty() || self.capture.on;
         let limit = limit.min(self.end_cap);
         let mut budget = max_events;
-        while let Some((t, ev)) = self.queue.peek() {
+        // A TCP timer re-armed earlier leaves its older event behind, stale
+        // for good (generations only move on): the queue drops such events
+        // when it next moves them, instead of carrying them to the front.
+        let tcp_timers = !self.tcp.is_empty();
+        while let Some((t, ev)) = if tcp_timers {
+            self.queue
+                .peek_live(&|e: &Event| matches!(*e, Event::TcpTimer(c, g) if transport::timer_gen(&self.tcp, c) != g))
+        } else {
+            self.queue.peek()
+        } {
             if self.is_cancelled(ev) {
                 // A cancelled timer: dropped unseen, it neither counts nor
                 // moves the clock, so results do not depend on when it was due.
@@ -1120,6 +1129,7 @@ impl Simulation {
 
     /// Delivers packet `id` at its destination; `pkt` is its content (the
     /// caller's copy, as the slot is freed here).
+    #[inline(always)]
     fn deliver(&mut self, id: PacketId, pkt: &Packet) {
         let now = self.now.0;
         let f = &mut self.flows[pkt.flow.idx()];

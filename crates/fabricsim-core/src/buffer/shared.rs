@@ -469,7 +469,7 @@ impl SharedBuffer {
         (bytes as u64 + self.overhead as u64).div_ceil(self.cell as u64)
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn admit(&mut self, r: &AdmitRequest) -> Verdict {
         let c = self.cells(r.bytes);
         let class = r.class as usize;
@@ -516,7 +516,7 @@ impl SharedBuffer {
         Verdict::Admit
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn release(&mut self, r: &AdmitRequest) {
         let c = self.cells(r.bytes);
         let class = r.class as usize;

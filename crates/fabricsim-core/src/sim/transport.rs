@@ -4,8 +4,11 @@
 //!
 //! A connection keeps at most one valid timer event: when its earliest deadline
 //! moves earlier, a new event is pushed with a new generation number and the old
-//! one is ignored when it fires; when the deadline moves later, the pending
-//! event fires early, finds nothing expired and re-arms.
+//! one is ignored when it fires (the event queue drops it when it next moves
+//! it); when the deadline moves later, the pending event fires early, finds
+//! nothing expired and re-arms. The deadline is recomputed only after the
+//! sender or receiver changed (`TcpFlow::sender_deadline`, `TcpFlow::deadline`):
+//! a transmit completion that wakes nothing leaves both as they were.
 
 use super::{resolve_host, Event, Simulation};
 use crate::error::ConfigError;
@@ -28,6 +31,13 @@ pub(super) const TCP_KIND_FLOW: u32 = 5;
 pub(super) const TCP_KIND_IPERF3: u32 = 7;
 pub(super) const TCP_KIND_PING_PONG: u32 = 8;
 
+/// Connection `t`'s current timer generation: its timer events with
+/// another one are stale.
+#[inline]
+pub(super) fn timer_gen(tcp: &[TcpFlow], t: u32) -> u32 {
+    tcp[t as usize].timer_gen
+}
+
 /// A TCP flow's simulation state.
 #[derive(Debug)]
 pub(super) struct TcpFlow {
@@ -42,6 +52,17 @@ pub(super) struct TcpFlow {
     wscale: u32,
     timer_gen: u32,
     timer_at: Option<SimTime>,
+    /// The sender's next deadline (`Sender::next_deadline`) as of the last
+    /// re-arm, or `None` when the sender may have changed since: set to
+    /// `None` wherever the sender is handed `&mut`, so that a re-arm after
+    /// something that leaves the sender as it was (most transmit
+    /// completions, a receiver's segment) skips recomputing it.
+    sender_deadline: Option<Option<SimTime>>,
+    /// The connection's next deadline (sender and receiver) as of the last
+    /// re-arm, while neither side has been handed `&mut` since (`None`
+    /// otherwise): a transmit completion that wakes nothing then knows
+    /// whether re-arming would do anything.
+    deadline: Option<Option<SimTime>>,
     incast: Option<u32>,
     /// The connection carrying data the other way between the same two
     /// sockets (`tcp_couple`), or `u32::MAX`: its pending ACK rides on this
@@ -77,7 +98,7 @@ impl ThroughputBins {
         ThroughputBins { interval: interval_ps, current: Vec::new(), rows: Vec::new() }
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn add(&mut self, flow: u32, now_ps: u64, bytes: u64) {
         if self.interval == 0 || bytes == 0 {
             return;
@@ -331,6 +352,8 @@ impl Simulation {
             wscale,
             timer_gen: 0,
             timer_at: None,
+            sender_deadline: None,
+            deadline: None,
             incast,
             peer: u32::MAX,
             round,
@@ -501,12 +524,14 @@ impl Simulation {
         let now = self.now;
         let f = &mut self.tcp[t as usize];
         self.flows[f.flow.idx()].start_ps = now.0;
+        f.sender_deadline = None;
+        f.deadline = None;
         f.conn.sender.open(now, &mut self.outbox);
         self.tcp_flush(t);
     }
 
     pub(super) fn tcp_timer_is_stale(&self, t: u32, generation: u32) -> bool {
-        self.tcp[t as usize].timer_gen != generation
+        timer_gen(&self.tcp, t) != generation
     }
 
     pub(super) fn on_tcp_timer(&mut self, t: u32, generation: u32) {
@@ -516,6 +541,8 @@ impl Simulation {
             return;
         }
         f.timer_at = None;
+        f.sender_deadline = None;
+        f.deadline = None;
         f.conn.on_timer(now, &mut self.outbox);
         let (flow, reads) = (f.flow, f.conn.receiver.app.is_some());
         if self.tcp_trace.on {
@@ -562,6 +589,7 @@ impl Simulation {
         let f = &mut self.tcp[t as usize];
         let flow = f.flow;
         if node == f.dst {
+            f.deadline = None;
             f.conn.receiver.on_segment(now, &seg, pkt.ecn == ECN_CE, &mut self.outbox);
             let (delivered, _) = self.tcp_note_delivered(t);
             // What the receiver sends goes before anything the application writes.
@@ -569,6 +597,8 @@ impl Simulation {
             self.app_tcp_delivered(flow, delivered, data_frames);
         } else {
             let was_open = f.conn.sender.state == SenderState::Established;
+            f.sender_deadline = None;
+            f.deadline = None;
             f.conn.sender.on_segment(now, &seg, &mut self.outbox);
             let opened = !was_open && f.conn.sender.state == SenderState::Established;
             if self.tcp_trace.on {
@@ -596,7 +626,10 @@ impl Simulation {
 
     /// Makes connection `t` application-driven: it sends only what `tcp_write` gives it.
     pub(super) fn tcp_app_driven(&mut self, t: u32) {
-        self.tcp[t as usize].conn.sender.make_app_driven();
+        let f = &mut self.tcp[t as usize];
+        f.sender_deadline = None;
+        f.deadline = None;
+        f.conn.sender.make_app_driven();
     }
 
     /// The application at connection `t`'s source writes `bytes` more.
@@ -604,9 +637,13 @@ impl Simulation {
         let now = self.now;
         let peer = self.tcp[t as usize].peer;
         if peer != u32::MAX {
-            self.tcp[peer as usize].conn.receiver.note_reverse_write(now);
+            let p = &mut self.tcp[peer as usize];
+            p.deadline = None;
+            p.conn.receiver.note_reverse_write(now);
         }
         let f = &mut self.tcp[t as usize];
+        f.sender_deadline = None;
+        f.deadline = None;
         f.conn.sender.write(now, bytes, &mut self.outbox);
         self.tcp_flush(t);
     }
@@ -621,6 +658,8 @@ impl Simulation {
         seg.ece = pkt.flags & FLAG_ECE != 0;
         seg.ts_echo = pkt.ts_echo;
         seg.wnd = (pkt.wnd as u64) << f.wscale;
+        f.sender_deadline = None;
+        f.deadline = None;
         f.conn.sender.on_segment(now, &seg, &mut self.outbox);
         if self.tcp_trace.on {
             self.tcp_trace_record(t, true);
@@ -673,6 +712,7 @@ impl Simulation {
             if peer != u32::MAX && !from_receiver && seg.kind == SegKind::Data {
                 let p = &mut self.tcp[peer as usize];
                 if let Some(a) = p.conn.receiver.take_piggyback(now) {
+                    p.deadline = None;
                     pkt.flags |= FLAG_PIGGY | if a.ece { FLAG_ECE } else { 0 };
                     pkt.ack = a.ack;
                     pkt.ts_echo = a.ts_echo;
@@ -702,14 +742,48 @@ impl Simulation {
         let (flow, frame) = (p.flow, p.size as u64);
         let t = self.flow_tcp[flow.idx()];
         let now = self.now;
-        self.tcp[t as usize].conn.sender.on_tx_complete(now, frame);
+        let f = &mut self.tcp[t as usize];
+        if f.conn.sender.on_tx_complete(now, frame) {
+            // A throttled sender wakes: its TSQ deadline moved.
+            f.sender_deadline = None;
+            f.deadline = None;
+        } else if let Some(d) = f.deadline {
+            // Nothing the deadline depends on changed since the last re-arm:
+            // re-arming pushes or cancels only if the timer is not armed at
+            // or before it.
+            debug_assert_eq!(d, f.conn.next_deadline(), "connection changed without clearing its deadline");
+            let armed = match (d, f.timer_at) {
+                (None, None) => true,
+                (Some(d), Some(x)) => x <= d,
+                _ => false,
+            };
+            if armed {
+                return;
+            }
+        }
         self.tcp_rearm(t);
     }
 
     fn tcp_rearm(&mut self, t: u32) {
         let now = self.now;
         let f = &mut self.tcp[t as usize];
-        match f.conn.next_deadline() {
+        let sender = match f.sender_deadline {
+            Some(d) => {
+                debug_assert_eq!(d, f.conn.sender.next_deadline(), "sender changed without clearing its deadline");
+                d
+            }
+            None => {
+                let d = f.conn.sender.next_deadline();
+                f.sender_deadline = Some(d);
+                d
+            }
+        };
+        let deadline = match (sender, f.conn.receiver.next_deadline()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        f.deadline = Some(deadline);
+        match deadline {
             None => {
                 if f.timer_at.take().is_some() {
                     // Cancel the pending event.

@@ -139,8 +139,18 @@ impl SendLimits {
     pub fn update_rate(&mut self, cwnd: u64, ssthresh: u64, outstanding: u64, srtt: Option<SimTime>) {
         let Some(srtt) = srtt.filter(|s| s.0 > 0) else { return };
         let ratio = if cwnd < ssthresh / 2 { self.ss_ratio } else { self.ca_ratio };
-        let bytes = cwnd.max(outstanding) as u128 * ratio as u128 * PS_PER_SEC as u128 / (100 * srtt.0 as u128);
-        self.rate = (bytes.min(u64::MAX as u128) as u64).min(self.max_rate).max(1);
+        // ratio% x window / SRTT in bytes per second: window x ratio x 10^12
+        // / (100 x SRTT) = window x ratio x 10^10 / SRTT exactly, in 64 bits
+        // when it fits (always, below about 9 GB of window at 200%).
+        let scaled = cwnd.max(outstanding).checked_mul(ratio).and_then(|w| w.checked_mul(PS_PER_SEC / 100));
+        let bytes = match scaled {
+            Some(n) => n / srtt.0,
+            None => {
+                let b = cwnd.max(outstanding) as u128 * ratio as u128 * PS_PER_SEC as u128 / (100 * srtt.0 as u128);
+                b.min(u64::MAX as u128) as u64
+            }
+        };
+        self.rate = bytes.min(self.max_rate).max(1);
         // tcp_sndbuf_expand on growth of cwnd (tcp_new_space).
         if let (Some([_, _, max]), None) = (self.wmem, self.sndbuf_fixed) {
             let want = 2 * self.per_mss_truesize * (cwnd / self.mss).max(10);
@@ -306,6 +316,27 @@ mod tests {
         let mut l = SendLimits::new(&TcpConfig { pacing_bps: Some(800_000_000), ..linux() }).unwrap();
         l.update_rate(144_800, 144_800, 0, srtt);
         assert_eq!(l.rate, 100_000_000);
+    }
+
+    #[test]
+    fn the_pacing_rate_in_64_bits_equals_the_128_bit_formula() {
+        let mut l = SendLimits::new(&linux()).unwrap();
+        let wide = |w: u64, ratio: u64, srtt: u64| {
+            (w as u128 * ratio as u128 * PS_PER_SEC as u128 / (100 * srtt as u128)).min(u64::MAX as u128) as u64
+        };
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for i in 0..2000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Windows from a segment to far beyond the 64-bit range of the product.
+            let w = 1448 + (x >> (i % 64).max(14));
+            let srtt = 1 + (x.rotate_left(17) >> (i % 61));
+            let ss = i % 2 == 0;
+            l.update_rate(w, if ss { u64::MAX } else { 0 }, 0, Some(SimTime(srtt)));
+            let ratio = if ss { l.ss_ratio } else { l.ca_ratio };
+            assert_eq!(l.rate, wide(w, ratio, srtt).min(l.max_rate).max(1), "window {w}, srtt {srtt} ps");
+        }
     }
 
     #[test]

@@ -158,6 +158,7 @@ impl RcvBuf {
     /// held out of order and `unread` bytes received but not read
     /// (`unread_before`: before this segment was queued).
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     pub fn on_data(
         &mut self,
         now: SimTime,

@@ -224,6 +224,7 @@ impl Receiver {
     }
 
     /// A segment from the sender arrived; `ce` tells whether it was CE-marked.
+    #[inline(always)]
     pub fn on_segment(&mut self, now: SimTime, seg: &Segment, ce: bool, out: &mut Outbox) {
         match (self.state, seg.kind) {
             // RFC 793: a SYN in LISTEN is answered with SYN-ACK; a repeated
@@ -256,6 +257,7 @@ impl Receiver {
         }
     }
 
+    #[inline(always)]
     fn on_data(&mut self, now: SimTime, seg: &Segment, ce: bool, out: &mut Outbox) {
         if self.rcvbuf.is_some() {
             let before = self.rcv_nxt;

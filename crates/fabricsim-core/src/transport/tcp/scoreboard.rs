@@ -336,6 +336,7 @@ impl Scoreboard {
     /// The cumulative ACK moved to `ack`; returns the bytes it delivered that
     /// were not SACKed before and updates `latest`. `prior_fack` is the
     /// highest SACKed byte before this ACK's SACK blocks were processed.
+    #[inline(always)]
     pub fn ack_to(&mut self, ack: u64, prior_fack: u64, latest: &mut Option<Delivered>) -> u64 {
         let mut delivered = 0;
         while self.base < ack {
@@ -420,6 +421,7 @@ impl Scoreboard {
     /// before `(rack_xmit, rack_end)` whose deadline `xmit + rtt + reo_wnd` has
     /// passed. Returns the number marked and, if a segment sent before the
     /// RACK segment is not yet due, how long until the earliest one is.
+    #[inline(always)]
     pub fn rack_detect(
         &mut self,
         now: SimTime,

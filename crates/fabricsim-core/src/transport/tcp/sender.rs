@@ -211,32 +211,32 @@ impl Sender {
         self.rto_deadline = Some(now + self.rtt.rto(self.backoff));
     }
 
+    #[inline(always)]
     pub fn next_deadline(&self) -> Option<SimTime> {
-        // The pacing timer is needed only while the pacer holds a segment back,
-        // that is when the next send time is after the last attempt to send.
-        let pace = if self.pacing.is_some()
-            && self.state == SenderState::Established
-            && self.can_send_more()
-            && self.next_send > self.pacing_checked
-        {
-            Some(self.next_send)
-        } else {
-            None
-        };
-        let mut d = match (self.rto_deadline, pace) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        if let Some(s) = &self.sack {
-            for t in [s.tlp_deadline, s.reo_deadline].into_iter().flatten() {
-                d = Some(d.map_or(t, |x| x.min(t)));
+        #[inline(always)]
+        fn earliest(d: Option<SimTime>, t: Option<SimTime>) -> Option<SimTime> {
+            match (d, t) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
             }
         }
+        let mut d = self.rto_deadline;
+        if let Some(s) = &self.sack {
+            d = earliest(earliest(d, s.tlp_deadline), s.reo_deadline);
+        }
+        // A pacing deadline counts only while something waits to be sent;
+        // the fixed pacer's only while it holds a segment back, that is when
+        // the next send time is after the last attempt to send.
+        let sending = || self.state == SenderState::Established && self.can_send_more();
+        if self.pacing.is_some() && self.next_send > self.pacing_checked && sending() {
+            d = earliest(d, Some(self.next_send));
+        }
         if let Some(l) = &self.limits {
-            let pace =
-                if self.state == SenderState::Established && self.can_send_more() { l.pacing_deadline() } else { None };
-            for t in [pace, l.wake_at].into_iter().flatten() {
-                d = Some(d.map_or(t, |x| x.min(t)));
+            d = earliest(d, l.wake_at);
+            if let Some(p) = l.pacing_deadline() {
+                if sending() {
+                    d = earliest(d, Some(p));
+                }
             }
         }
         d
@@ -259,6 +259,7 @@ impl Sender {
     }
 
     /// Linux's `tcp_update_pacing_rate`, after an ACK has been processed.
+    #[inline(always)]
     pub(super) fn update_pacing_rate(&mut self) {
         let (cwnd, ssthresh, out, srtt) = (self.window.cwnd, self.window.ssthresh, self.flight(), self.rtt.srtt());
         if let Some(l) = &mut self.limits {
@@ -313,11 +314,14 @@ impl Sender {
 
     /// Before a segment leaves: whether it may start a new burst (or join
     /// the current one). `false`: the send loop stops here.
-    #[inline]
+    #[inline(always)]
     pub(super) fn burst_gate(&mut self, now: SimTime, burst: &mut Burst, retransmit: bool) -> bool {
-        if burst.left > 0 {
-            return true;
-        }
+        burst.left > 0 || self.start_burst(now, burst, retransmit)
+    }
+
+    /// [`Sender::burst_gate`] when no burst is open.
+    #[inline(never)]
+    fn start_burst(&mut self, now: SimTime, burst: &mut Burst, retransmit: bool) -> bool {
         let (mss, min_rtt, outstanding) = (self.window.mss, self.rtt.min_rtt(), self.flight());
         let frame = self.frame_of(mss);
         let Some(l) = &self.limits else { return true };
@@ -366,10 +370,12 @@ impl Sender {
 
     /// One of this connection's packets charged to TCP Small Queues finished
     /// transmission at the host's NIC (or left the host's accounting); a
-    /// throttled sender is woken by its timer at `now`.
-    pub fn on_tx_complete(&mut self, now: SimTime, frame: u64) {
-        if let Some(l) = &mut self.limits {
-            l.on_tx_complete(now, frame);
+    /// throttled sender is woken by its timer at `now`. Returns whether it
+    /// was (only then can [`Sender::next_deadline`] have changed).
+    pub fn on_tx_complete(&mut self, now: SimTime, frame: u64) -> bool {
+        match &mut self.limits {
+            Some(l) => l.on_tx_complete(now, frame),
+            None => false,
         }
     }
 
