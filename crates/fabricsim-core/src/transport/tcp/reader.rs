@@ -31,6 +31,15 @@
 //!   call emptied the socket; data arriving meanwhile does not wake it (it
 //!   is runnable, not asleep) and is read when it runs again.
 //!
+//! - **On a core** (a host with a datapath model, `network.host.model`):
+//!   the process runs on its core of the receiving host (`sim/host.rs`
+//!   picks it). A wake-up, or the end of a call with data left, makes it
+//!   *runnable*: it joins the core's queue (after its softirq work, in FIFO
+//!   order with the applications' transmit batches) and each chunk it
+//!   copies occupies the core for `bytes / copy_bps`. The wake-up delay
+//!   then stands for the scheduler's latency on an idle core only; the wait
+//!   for the core comes from the packet processing it shares.
+//!
 //! The ACK rules that make the read cadence matter live in `receiver.rs`
 //! (`__tcp_ack_snd_check`, `tcp_cleanup_rbuf`) and the window the unread
 //! bytes take in `rcvbuf.rs` (`__tcp_select_window`).
@@ -73,6 +82,14 @@ pub struct ReceiverApp {
     /// the end of it without a wake-up. 0: it sleeps at once.
     #[serde(default)]
     pub loop_ps: u64,
+    /// Whether the process runs on a core of its host when the host has a
+    /// datapath model (false: on its own timers, as without a model).
+    #[serde(default = "yes")]
+    pub on_core: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// Preemption of the reading process between two `read()` calls.
@@ -133,6 +150,10 @@ pub enum ReaderState {
     Copying { until: SimTime, chunk: u64, done: u64 },
     /// Running, not holding the lock (between the end of a call and the next).
     Running,
+    /// On a core: wants the core for its next call, not yet in the core's queue.
+    Runnable,
+    /// On a core: in the core's queue since this time.
+    Queued(SimTime),
 }
 
 /// Counters of one reader.
@@ -154,6 +175,10 @@ pub struct ReaderStats {
     /// Waits for a CPU between two calls (`preemption`), and their sum.
     pub preemptions: u64,
     pub preemption_wait_ps: u64,
+    /// On a core: times the process waited in the core's queue, and the sum
+    /// of those waits (from runnable to running).
+    pub core_waits: u64,
+    pub core_wait_ps: u64,
 }
 
 /// The state of one receiving application.
@@ -170,6 +195,10 @@ pub struct Reader {
     /// Segments that arrived while the process held the socket, in order of arrival.
     pub backlog: Vec<(Segment, bool)>,
     pub stats: ReaderStats,
+    /// It runs on a core of its host (set by the simulation when the host
+    /// has a datapath model and `on_core` is on): the core ends its copies,
+    /// not its own timer.
+    pub on_core: bool,
 }
 
 impl Reader {
@@ -182,6 +211,7 @@ impl Reader {
             copied: 0,
             backlog: Vec::new(),
             stats: ReaderStats::default(),
+            on_core: false,
         }
     }
 
@@ -189,6 +219,11 @@ impl Reader {
     pub fn seed(&mut self, rng: RandomStream, preempt_rng: RandomStream) {
         self.rng = rng;
         self.preempt_rng = preempt_rng;
+    }
+
+    /// Whether the configuration lets the process run on a core of a modelled host.
+    pub fn wants_core(&self) -> bool {
+        self.cfg.on_core
     }
 
     pub fn read_bytes(&self) -> u64 {
@@ -203,7 +238,7 @@ impl Reader {
     pub fn deadline(&self) -> Option<SimTime> {
         match self.state {
             ReaderState::Waking(at) => Some(at),
-            ReaderState::Copying { until, .. } => Some(until),
+            ReaderState::Copying { until, .. } if !self.on_core => Some(until),
             _ => None,
         }
     }
@@ -282,7 +317,14 @@ mod tests {
     use super::*;
 
     fn app(wakeup: Wakeup) -> ReceiverApp {
-        ReceiverApp { read_bytes: 131_072, wakeup, copy_bps: 8_000_000_000, preemption: None, loop_ps: 0 }
+        ReceiverApp {
+            read_bytes: 131_072,
+            wakeup,
+            copy_bps: 8_000_000_000,
+            preemption: None,
+            loop_ps: 0,
+            on_core: true,
+        }
     }
 
     #[test]

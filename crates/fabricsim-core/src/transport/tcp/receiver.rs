@@ -402,15 +402,51 @@ impl Receiver {
     }
 
     /// Runs the application's steps due at `now`: wake-ups, ends of copies.
+    /// A process on a core becomes runnable instead of reading: its calls
+    /// start and end where the core runs them (`core_run`, `core_done`).
     fn run_app(&mut self, now: SimTime, out: &mut Outbox) {
         loop {
-            let Some(app) = &self.app else { return };
+            let Some(app) = &mut self.app else { return };
             match app.state {
+                ReaderState::Waking(at) if at <= now && app.on_core => {
+                    app.state = ReaderState::Runnable;
+                    return;
+                }
                 ReaderState::Waking(at) if at <= now => self.begin_read(now),
-                ReaderState::Copying { until, chunk, done } if until <= now => self.end_copy(now, chunk, done, out),
+                ReaderState::Copying { until, chunk, done } if until <= now && !app.on_core => {
+                    self.end_copy(now, chunk, done, out)
+                }
                 _ => return,
             }
         }
+    }
+
+    /// A process on a core: the core runs it at `now` (it was queued, or
+    /// goes on copying within one call). Returns how long it holds the
+    /// core, or `None` when it found nothing to read and sleeps.
+    pub fn core_run(&mut self, now: SimTime) -> Option<SimTime> {
+        let app = self.app.as_mut()?;
+        if let ReaderState::Queued(since) = app.state {
+            app.stats.core_waits += 1;
+            app.stats.core_wait_ps += (now - since).0;
+            app.state = ReaderState::Running;
+            self.begin_read(now);
+        }
+        match self.app.as_ref()?.state {
+            ReaderState::Copying { until, .. } => Some(until - now),
+            _ => None,
+        }
+    }
+
+    /// A process on a core: the chunk it copied is done at `now`. Afterwards
+    /// it may go on copying (the call continues on the core), want the core
+    /// again (`Runnable`), wait on a timer, or sleep.
+    pub fn core_done(&mut self, now: SimTime, out: &mut Outbox) {
+        let Some(app) = &self.app else { return };
+        if let ReaderState::Copying { chunk, done, .. } = app.state {
+            self.end_copy(now, chunk, done, out);
+        }
+        self.run_app(now, out);
     }
 
     /// A `read()` call starts (`tcp_recvmsg`: `lock_sock`).
@@ -868,6 +904,7 @@ mod tests {
             copy_bps,
             preemption: None,
             loop_ps: 0,
+            on_core: true,
         };
         let c = TcpConfig { rwnd_bytes: 256 * 1024, receiver_app: Some(app), ..sack_cfg() };
         let c = TcpConfig { rcv_autotune: false, ..c };
@@ -907,6 +944,7 @@ mod tests {
             copy_bps: 0,
             preemption: None,
             loop_ps: 0,
+            on_core: true,
         };
         let c = TcpConfig { receiver_app: Some(app), ..sack_cfg() };
         let mut r = established(&c, 1 << 40);
