@@ -212,7 +212,10 @@ class ReceiverApp(Model):
     (``on_core``, the default): it waits for the core behind the core's
     softirq work and queued transmit batches, its copies occupy the core,
     and ``wakeup`` is the scheduler's latency on an idle core only.
-    ``on_core: false`` keeps it on its own timers there too. Absent: the
+    ``on_core: false`` keeps it on its own timers there too; ``copy_slice``
+    (absent: off) copies each chunk in turns of that many bytes on the core, with
+    the core's softirq work served between them while the process keeps the
+    socket. Absent: the
     ideal reader, which reads every byte the moment it arrives."""
 
     read_size: Size = 131_072
@@ -221,6 +224,7 @@ class ReceiverApp(Model):
     preemption: Optional[Preemption] = None
     loop_time: Time = 0
     on_core: bool = True
+    copy_slice: Optional[Size] = None
 
     def to_resolved(self) -> dict[str, Any]:
         out: dict[str, Any] = {"read_bytes": self.read_size, "wakeup": self.wakeup.to_resolved(), "copy_bps": self.copy_rate}
@@ -230,6 +234,8 @@ class ReceiverApp(Model):
             out["loop_ps"] = self.loop_time
         if not self.on_core:
             out["on_core"] = False
+        if self.copy_slice:
+            out["copy_slice_bytes"] = self.copy_slice
         return out
 
 

@@ -750,12 +750,13 @@ impl Simulation {
         c.account(since, now, bin);
         let serving = std::mem::take(&mut c.serving);
         match w {
-            Work::Read { tcp } => {
-                if self.tcp_reader_done(tcp) {
-                    // The call goes on copying: it keeps the core.
-                    self.host.cores[core as usize].resume = Some(w);
-                }
-            }
+            Work::Read { tcp } => match self.tcp_reader_done(tcp) {
+                // The call goes on copying: it keeps the core ...
+                Some(false) => self.host.cores[core as usize].resume = Some(w),
+                // ... or, copying in turns, lets the softirq work run first.
+                Some(true) => self.host.cores[core as usize].fifo.push_front(w),
+                None => {}
+            },
             Work::Tx(b) => {
                 let node = self.host.dps[b.dp as usize].node;
                 for &id in &serving {

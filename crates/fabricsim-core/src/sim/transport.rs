@@ -555,10 +555,12 @@ impl Simulation {
         self.tcp[t as usize].conn.receiver.core_run(now)
     }
 
-    /// The copy of connection `t`'s receiving application on its core
-    /// ended: the end of the call's chunk runs (data delivered, ACKs, the
-    /// backlog). Returns whether the call goes on copying (it keeps the core).
-    pub(super) fn tcp_reader_done(&mut self, t: u32) -> bool {
+    /// The turn of connection `t`'s receiving application on its core
+    /// ended: at the end of a chunk, the end of the call runs (data
+    /// delivered, ACKs, the backlog). Returns, when the call goes on
+    /// copying, whether it copies in turns (`copy_slice_bytes`: it lets the
+    /// core's softirq work run first) or keeps the core.
+    pub(super) fn tcp_reader_done(&mut self, t: u32) -> Option<bool> {
         let now = self.now;
         let f = &mut self.tcp[t as usize];
         f.conn.receiver.core_done(now, &mut self.outbox);
@@ -571,11 +573,11 @@ impl Simulation {
         if more {
             self.app_tcp_delivered(flow, delivered, 0);
         }
-        let copying = matches!(
-            self.tcp[t as usize].conn.receiver.app.as_ref().map(|a| a.state),
-            Some(ReaderState::Copying { .. })
-        );
-        if !copying {
+        let copying = match self.tcp[t as usize].conn.receiver.app.as_deref() {
+            Some(a) if matches!(a.state, ReaderState::Copying { .. }) => Some(a.sliced()),
+            _ => None,
+        };
+        if copying.is_none() {
             self.tcp_reader_enqueue(t);
         }
         copying

@@ -36,7 +36,8 @@
 //!   picks it). A wake-up, or the end of a call with data left, makes it
 //!   *runnable*: it joins the core's queue (after its softirq work, in FIFO
 //!   order with the applications' transmit batches) and each chunk it
-//!   copies occupies the core for `bytes / copy_bps`. The wake-up delay
+//!   copies occupies the core for `bytes / copy_bps` (in turns of
+//!   `copy_slice_bytes`, softirq work between them, when set). The wake-up delay
 //!   then stands for the scheduler's latency on an idle core only; the wait
 //!   for the core comes from the packet processing it shares.
 //!
@@ -86,6 +87,12 @@ pub struct ReceiverApp {
     /// datapath model (false: on its own timers, as without a model).
     #[serde(default = "yes")]
     pub on_core: bool,
+    /// On a core: bytes copied per turn on the core; between two turns of
+    /// one chunk the core serves its softirq work first (the process keeps
+    /// the socket: segments TCP takes in meanwhile go to the backlog).
+    /// 0: a chunk is copied in one turn.
+    #[serde(default)]
+    pub copy_slice_bytes: u64,
 }
 
 fn yes() -> bool {
@@ -199,6 +206,10 @@ pub struct Reader {
     /// has a datapath model and `on_core` is on): the core ends its copies,
     /// not its own timer.
     pub on_core: bool,
+    /// On a core: bytes of the chunk being copied not yet copied, and those
+    /// of the turn on the core in progress.
+    slice_left: u64,
+    slice_now: u64,
 }
 
 impl Reader {
@@ -212,6 +223,8 @@ impl Reader {
             backlog: Vec::new(),
             stats: ReaderStats::default(),
             on_core: false,
+            slice_left: 0,
+            slice_now: 0,
         }
     }
 
@@ -309,6 +322,32 @@ impl Reader {
     /// Starts copying `chunk` bytes at `now`, `done` bytes into the call.
     pub fn copy(&mut self, now: SimTime, chunk: u64, done: u64) {
         self.state = ReaderState::Copying { until: now + self.copy_time(chunk), chunk, done };
+        self.slice_left = chunk;
+    }
+
+    /// Whether a chunk is copied in turns on the core (`copy_slice_bytes`).
+    pub fn sliced(&self) -> bool {
+        self.cfg.copy_slice_bytes > 0
+    }
+
+    /// On a core: the next turn of the chunk being copied starts; returns
+    /// how long it holds the core.
+    pub fn start_slice(&mut self) -> SimTime {
+        let s = if self.cfg.copy_slice_bytes > 0 {
+            self.slice_left.min(self.cfg.copy_slice_bytes)
+        } else {
+            self.slice_left
+        };
+        self.slice_now = s;
+        self.copy_time(s)
+    }
+
+    /// On a core: the turn in progress ended; returns whether the chunk is
+    /// copied completely.
+    pub fn end_slice(&mut self) -> bool {
+        self.slice_left -= self.slice_now;
+        self.slice_now = 0;
+        self.slice_left == 0
     }
 }
 
@@ -324,7 +363,28 @@ mod tests {
             preemption: None,
             loop_ps: 0,
             on_core: true,
+            copy_slice_bytes: 0,
         }
+    }
+
+    #[test]
+    fn a_chunk_is_copied_in_turns_of_the_slice_and_in_one_without() {
+        let mut r = Reader::new(&ReceiverApp { copy_slice_bytes: 1448, ..app(Wakeup::Constant { delay_ps: 0 }) });
+        assert!(r.sliced());
+        r.copy(SimTime(0), 4000, 0);
+        let mut turns = Vec::new();
+        loop {
+            turns.push(r.start_slice());
+            if r.end_slice() {
+                break;
+            }
+        }
+        // 1 GB/s: 1 ns per byte.
+        assert_eq!(turns, vec![SimTime::from_ns(1448), SimTime::from_ns(1448), SimTime::from_ns(1104)]);
+        let mut whole = Reader::new(&app(Wakeup::Constant { delay_ps: 0 }));
+        whole.copy(SimTime(0), 4000, 0);
+        assert_eq!(whole.start_slice(), SimTime::from_ns(4000));
+        assert!(whole.end_slice());
     }
 
     #[test]

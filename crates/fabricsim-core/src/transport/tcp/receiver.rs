@@ -423,7 +423,8 @@ impl Receiver {
 
     /// A process on a core: the core runs it at `now` (it was queued, or
     /// goes on copying within one call). Returns how long it holds the
-    /// core, or `None` when it found nothing to read and sleeps.
+    /// core (the copy of its chunk, or of the chunk's next turn with
+    /// `copy_slice_bytes`), or `None` when it found nothing to read and sleeps.
     pub fn core_run(&mut self, now: SimTime) -> Option<SimTime> {
         let app = self.app.as_mut()?;
         if let ReaderState::Queued(since) = app.state {
@@ -432,18 +433,25 @@ impl Receiver {
             app.state = ReaderState::Running;
             self.begin_read(now);
         }
-        match self.app.as_ref()?.state {
-            ReaderState::Copying { until, .. } => Some(until - now),
+        let app = self.app.as_mut()?;
+        match app.state {
+            ReaderState::Copying { .. } => Some(app.start_slice()),
             _ => None,
         }
     }
 
-    /// A process on a core: the chunk it copied is done at `now`. Afterwards
-    /// it may go on copying (the call continues on the core), want the core
-    /// again (`Runnable`), wait on a timer, or sleep.
+    /// A process on a core: its turn on the core ended at `now`. With part
+    /// of the chunk left it goes on copying at its next turn; otherwise the
+    /// chunk is done, and the process may go on copying (the call continues
+    /// on the core), want the core again (`Runnable`), wait on a timer, or
+    /// sleep.
     pub fn core_done(&mut self, now: SimTime, out: &mut Outbox) {
-        let Some(app) = &self.app else { return };
+        let Some(app) = &mut self.app else { return };
         if let ReaderState::Copying { chunk, done, .. } = app.state {
+            if !app.end_slice() {
+                // More of the chunk to copy: the process keeps the socket.
+                return;
+            }
             self.end_copy(now, chunk, done, out);
         }
         self.run_app(now, out);
@@ -905,6 +913,7 @@ mod tests {
             preemption: None,
             loop_ps: 0,
             on_core: true,
+            copy_slice_bytes: 0,
         };
         let c = TcpConfig { rwnd_bytes: 256 * 1024, receiver_app: Some(app), ..sack_cfg() };
         let c = TcpConfig { rcv_autotune: false, ..c };
@@ -945,6 +954,7 @@ mod tests {
             preemption: None,
             loop_ps: 0,
             on_core: true,
+            copy_slice_bytes: 0,
         };
         let c = TcpConfig { receiver_app: Some(app), ..sack_cfg() };
         let mut r = established(&c, 1 << 40);
