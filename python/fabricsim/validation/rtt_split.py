@@ -230,7 +230,8 @@ def twin_split(
     twin_tcp, _ = ld.lab_twin(record)
     machine = ld.GRID_DIMENSIONS["host"][host]
     host_cfg = ld.lab_host_model(setup, **machine) if machine is not None else None
-    sc = ld.scenario(setup, record["summary"]["one_way_latency_us"]["mean"], seed, tcp={**twin_tcp, **(tcp or {})}, host=host_cfg)
+    latency = record["summary"]["one_way_latency_us"]["mean"]
+    sc = ld.scenario(setup, latency, seed, tcp={**twin_tcp, **(tcp or {})}, host=host_cfg)
     sc["stats"]["pcap"] = [{"node": "r", "direction": "both", "snaplen": "80B", "format": "pcap", "max_packets": 5_000_000}]
     result = run(from_dict(sc), seed=seed)
     ports, rx = twin_arrays(result.tables()["captures"], setup.senders)
