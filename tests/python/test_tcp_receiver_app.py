@@ -167,3 +167,36 @@ def test_a_sized_flow_completes_when_the_application_has_read_its_last_byte():
         fct.append(result.flows["fct_ps"][0])
     # The last byte is read at most one wake-up (500 us) after it arrives.
     assert 0 < fct[1] - fct[0] <= 500_000_000 + 50_000_000
+
+
+def test_on_a_modelled_host_the_reader_runs_on_its_core_behind_the_softirq_work():
+    """With a host model (one core per host, 2 us of receive work per data
+    segment) the reading process runs on the receiving host's core: each
+    copy occupies the core for bytes / copy_rate, so the core's busy time is
+    its polls plus the copies, and the reader waits for the polls that are
+    running when it becomes runnable. ``on_core: false`` keeps the reader on
+    its own timers: the core does only the polls and the reader never waits
+    for it."""
+    app = {"wakeup": {"kind": "constant", "delay": "20us"}, "copy_rate": "4Gbps"}
+    model = {"cores": 1, "stages": [{"kind": "tcp", "rx": {"per_packet": "2us"}}]}
+
+    def run(on_core):
+        sc = _scenario(app={**app, "on_core": on_core}, duration="100ms")
+        sc["network"]["host"] = {"model": model}
+        result = fabricsim.run(from_dict(sc))
+        tables = result.tables()
+        core = tables["cores"].filter(tables["cores"]["node"] == "right0").row(0, named=True)
+        return result, tables["tcp_receivers"].row(0, named=True), core
+
+    result, rx, core = run(True)
+    assert result.summary["conservation_ok"]
+    assert rx["reads"] > 100 and rx["core_waits"] >= rx["reads"]
+    copy_ps = rx["bytes_read"] * 8 * 1e12 / 4e9
+    polls_ps = core["rx_skbs"] * 2_000_000
+    # Busy = polls + copies (each copy rounded up to the picosecond).
+    assert core["busy_ps"] - polls_ps == pytest.approx(copy_ps, abs=rx["core_waits"])
+    assert rx["core_wait_ps"] > 0
+    assert rx["core_wait_ps"] / rx["core_waits"] < 2_000_000, "at most one poll's work ahead of it"
+    result, rx, core = run(False)
+    assert rx["core_waits"] == 0 and rx["core_wait_ps"] == 0 and rx["reads"] > 100
+    assert core["busy_ps"] == core["rx_skbs"] * 2_000_000

@@ -207,14 +207,24 @@ class ReceiverApp(Model):
     default for TCP, 128 KiB), a ``wakeup`` delay when data arrives while it
     sleeps, ``copy_rate`` (payload copied per second while it holds the
     socket; segments arriving meanwhile wait in the socket backlog) and an
-    optional ``preemption`` between calls. Absent: the ideal reader, which
-    reads every byte the moment it arrives."""
+    optional ``preemption`` between calls. On a host with a datapath model
+    (``network.host.model``) the process runs on a core of its host
+    (``on_core``, the default): it waits for the core behind the core's
+    softirq work and queued transmit batches, its copies occupy the core,
+    and ``wakeup`` is the scheduler's latency on an idle core only.
+    ``on_core: false`` keeps it on its own timers there too; ``copy_slice``
+    (absent: off) copies each chunk in turns of that many bytes on the core, with
+    the core's softirq work served between them while the process keeps the
+    socket. Absent: the
+    ideal reader, which reads every byte the moment it arrives."""
 
     read_size: Size = 131_072
     wakeup: Wakeup = Field(default_factory=Wakeup)
     copy_rate: Rate = 40_000_000_000
     preemption: Optional[Preemption] = None
     loop_time: Time = 0
+    on_core: bool = True
+    copy_slice: Optional[Size] = None
 
     def to_resolved(self) -> dict[str, Any]:
         out: dict[str, Any] = {"read_bytes": self.read_size, "wakeup": self.wakeup.to_resolved(), "copy_bps": self.copy_rate}
@@ -222,6 +232,10 @@ class ReceiverApp(Model):
             out["preemption"] = self.preemption.to_resolved()
         if self.loop_time:
             out["loop_ps"] = self.loop_time
+        if not self.on_core:
+            out["on_core"] = False
+        if self.copy_slice:
+            out["copy_slice_bytes"] = self.copy_slice
         return out
 
 

@@ -859,7 +859,9 @@ GRID_DIMENSIONS: dict[str, dict[str, Any]] = {
         "lab-machine-no-cost": {"stages": []},
     },
     "router": {"switch": None, "forwarding": LAB_ROUTER_FORWARDING, "on-machine": "on-machine"},
-    "reader": {"ideal": False, "measured": True},
+    # On a modelled host the measured reader runs on its host's core; "measured-timers"
+    # keeps it on its own timers there (tcp.receiver_app.on_core: false).
+    "reader": {"ideal": False, "measured": True, "measured-timers": "timers"},
 }
 
 
@@ -872,6 +874,10 @@ def _grid_run(job: tuple[dict[str, Any], dict[str, str], int]) -> dict[str, Any]
     machine = GRID_DIMENSIONS["host"][point["host"]]
     host = lab_host_model(setup, forwarding=on_machine, **machine) if machine is not None else None
     reader = GRID_DIMENSIONS["reader"][point["reader"]]
+    if reader == "timers":
+        app = measured_receiver_app(record)
+        tcp["receiver_app"] = {**app, "on_core": False} if app is not None else None
+        reader = True
     sim = simulate_recorded(record, seed, tcp=tcp, host=host, router=None if on_machine else router, reader=reader)
     keys = ("drops", "recoveries", "total_goodput_bps", "retransmits", "timeouts", "conservation_ok")
     return {"experiment": record["name"], **point, "seed": seed, **{k: sim[k] for k in keys}}
@@ -894,6 +900,8 @@ def twin_grid(
     points = [dict(zip(names, combo)) for combo in itertools.product(*values)]
     # The router's forwarding on the machine's cores needs the machine.
     points = [p for p in points if p["router"] != "on-machine" or GRID_DIMENSIONS["host"][p["host"]] is not None]
+    # Without a host model the reader is on its timers anyway.
+    points = [p for p in points if p["reader"] != "measured-timers" or GRID_DIMENSIONS["host"][p["host"]] is not None]
     jobs = [(record, point, seed) for record in experiments for point in points for seed in seeds]
     if workers <= 1:
         return [_grid_run(job) for job in jobs]
@@ -1021,18 +1029,23 @@ def kernel_cadence(record: dict[str, Any]) -> dict[str, float]:
     }
 
 
-def twin_cadence(record: dict[str, Any], seed: int = 1, tcp: Optional[dict[str, Any]] = None) -> dict[str, float]:
+def twin_cadence(
+    record: dict[str, Any], seed: int = 1, tcp: Optional[dict[str, Any]] = None, host: str = "ideal"
+) -> dict[str, float]:
     """:func:`kernel_cadence`'s numbers for the lab twin of ``record``
-    (:func:`lab_twin`, ``tcp`` overriding its fields): from its
-    ``tcp_receivers`` table (ACKs, backlog coalescing, compressed SACKs,
-    reads), its flows (drops per recovery), the bottleneck's mean queue and
-    the senders' SRTT (``tcp_trace`` every 1 ms after the first 2 s)."""
+    (:func:`lab_twin`, ``tcp`` overriding its fields; ``host``: a value of
+    :data:`GRID_DIMENSIONS`' host dimension): from its ``tcp_receivers``
+    table (ACKs, backlog coalescing, compressed SACKs, reads), its flows
+    (drops per recovery), the bottleneck's mean queue and the senders' SRTT
+    (``tcp_trace`` every 1 ms after the first 2 s)."""
     from fabricsim.runner import run
     from fabricsim.schema import from_dict
 
     setup = DumbbellSetup(**record["setup"])
-    twin_tcp, host = lab_twin(record)
-    sc = scenario(setup, record["summary"]["one_way_latency_us"]["mean"], seed, tcp={**twin_tcp, **(tcp or {})}, host=host)
+    twin_tcp, _ = lab_twin(record)
+    machine = GRID_DIMENSIONS["host"][host]
+    host_cfg = lab_host_model(setup, **machine) if machine is not None else None
+    sc = scenario(setup, record["summary"]["one_way_latency_us"]["mean"], seed, tcp={**twin_tcp, **(tcp or {})}, host=host_cfg)
     sc["stats"]["tcp_trace"] = {"interval": "1ms"}
     result = run(from_dict(sc), seed=seed)
     rx = result.tables()["tcp_receivers"]
@@ -1058,7 +1071,7 @@ def twin_cadence(record: dict[str, Any], seed: int = 1, tcp: Optional[dict[str, 
     }
 
 
-def cadence_markdown(experiments: Sequence[dict[str, Any]], seed: int = 1) -> str:
+def cadence_markdown(experiments: Sequence[dict[str, Any]], seed: int = 1, host: str = "ideal") -> str:
     """The kernel's receiver against the twin's (:func:`kernel_cadence`, :func:`twin_cadence`)."""
     lines = [
         "| experiment | | data segments / ACK | ACKs | backlog coalesced | ACKs compressed | reads "
@@ -1066,7 +1079,8 @@ def cadence_markdown(experiments: Sequence[dict[str, Any]], seed: int = 1) -> st
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for record in experiments:
-        for label, c in (("Linux", kernel_cadence(record)), (f"twin, seed {seed}", twin_cadence(record, seed))):
+        twin = twin_cadence(record, seed, host=host)
+        for label, c in (("Linux", kernel_cadence(record)), (f"twin, seed {seed}", twin)):
             lines.append(
                 f"| {record['name'] if label == 'Linux' else ''} | {label} | {c['segments_per_ack']:.1f} | {c['acks']:,.0f} "
                 f"| {c['backlog_coalesced']:,.0f} | {c['acks_compressed']:,.0f} | {c['reads']:,.0f} "
@@ -1285,6 +1299,7 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
     cd.add_argument("--path", type=Path, default=UNPACED_RESULTS)
     cd.add_argument("--seed", type=int, default=1)
     cd.add_argument("--only", action="append", default=[], help="only experiments whose name contains this")
+    cd.add_argument("--host", choices=list(GRID_DIMENSIONS["host"]), default="ideal", help="the twin's hosts")
     gr = sub.add_parser("grid", help="the twin over pacing x host model x router CPU x reader, as ratios to Linux")
     gr.add_argument("--path", type=Path, action="append", help="recordings (default: both)")
     gr.add_argument("--seeds", type=int, default=3)
@@ -1316,7 +1331,7 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
             args.json.write_text(json.dumps(all_rows, indent=0) + "\n")
         return 0
     if args.command == "cadence":
-        print(cadence_markdown(selected(args.path), seed=args.seed))
+        print(cadence_markdown(selected(args.path), seed=args.seed, host=args.host))
         return 0
     if args.command == "twin":
         print(twin_markdown(selected(args.path), seeds=tuple(range(1, args.seeds + 1))))

@@ -213,17 +213,25 @@ def twin_split(
     duration_s: float = 4.0,
     skip_s: float = 1.0,
     tcp: Optional[dict[str, Any]] = None,
+    host: str = "ideal",
 ) -> dict[str, float]:
     """:func:`split` of the lab twin of a recorded experiment
     (:func:`linux_dumbbell.lab_twin`, ``tcp`` overriding its fields) run for
-    ``duration_s`` with a tap on the router, skipping the first ``skip_s``."""
+    ``duration_s`` with a tap on the router, skipping the first ``skip_s``;
+    ``host``: a value of the twin grid's host dimension
+    (:data:`linux_dumbbell.GRID_DIMENSIONS`, e.g. ``lab-machine-gso64k``: the
+    hosts on the lab machine, where the receiving application runs on its
+    core)."""
     from fabricsim.runner import run
     from fabricsim.schema import from_dict
     from fabricsim.validation import linux_dumbbell as ld
 
     setup = replace(ld.DumbbellSetup(**record["setup"]), duration_s=duration_s)
-    twin_tcp, host = ld.lab_twin(record)
-    sc = ld.scenario(setup, record["summary"]["one_way_latency_us"]["mean"], seed, tcp={**twin_tcp, **(tcp or {})}, host=host)
+    twin_tcp, _ = ld.lab_twin(record)
+    machine = ld.GRID_DIMENSIONS["host"][host]
+    host_cfg = ld.lab_host_model(setup, **machine) if machine is not None else None
+    latency = record["summary"]["one_way_latency_us"]["mean"]
+    sc = ld.scenario(setup, latency, seed, tcp={**twin_tcp, **(tcp or {})}, host=host_cfg)
     sc["stats"]["pcap"] = [{"node": "r", "direction": "both", "snaplen": "80B", "format": "pcap", "max_packets": 5_000_000}]
     result = run(from_dict(sc), seed=seed)
     ports, rx = twin_arrays(result.tables()["captures"], setup.senders)
@@ -324,6 +332,7 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
     tw.add_argument("--path", type=Path, default=ld.UNPACED_RESULTS)
     tw.add_argument("--only", action="append", default=[])
     tw.add_argument("--seed", type=int, default=1)
+    tw.add_argument("--host", choices=list(ld.GRID_DIMENSIONS["host"]), default="ideal", help="the twin's hosts")
     args = parser.parse_args(argv)
     if args.command == "capture":
         tag = args.tag or f"{args.cc}-{args.senders}x1"
@@ -337,7 +346,7 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
     for record in ld.recorded(args.path):
         if args.only and not any(part in record["name"] for part in args.only):
             continue
-        s = twin_split(record, seed=args.seed)
+        s = twin_split(record, seed=args.seed, host=args.host)
         print(
             f"{record['name']}: router {s['router_us']:.0f} us, receiver {s['receiver_us']:.0f} us "
             f"(p50 {s['receiver_p50_us']:.0f}, p90 {s['receiver_p90_us']:.0f}), ACK path {s['ack_path_us']:.0f} us, "

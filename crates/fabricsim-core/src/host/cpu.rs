@@ -1,9 +1,10 @@
 //! CPU cores and the receive rings they poll.
 //!
 //! ```text
-//!   softirq ──> inline tx batches ──┐ 1st
-//!   NIC ──> ring ──> interrupt ──> polls ──┤ 2nd ──> one item at a time (service = its stages' costs / share)
-//!   app ──> tx batches (FIFO) ──────┘ 3rd   (a poll: up to `budget` frames of the ring, GRO-merged)
+//!   a read() call going on ─────────────┐ 0th
+//!   softirq ──> inline tx batches ──────┤ 1st
+//!   NIC ──> ring ──> interrupt ──> polls ┤ 2nd ──> one item at a time (service = its stages' costs / share)
+//!   app ──> tx batches, reader runs (FIFO)┘ 3rd   (a poll: up to `budget` frames of the ring, GRO-merged)
 //! ```
 //!
 //! A core serves one work item at a time: a transmit batch (a GSO skb, or a
@@ -11,7 +12,11 @@
 //! first, as in Linux, where it runs before the interrupted process resumes:
 //! first the transmit work a poll generated inline (the ACKs and the data a
 //! receive triggers), then the queued polls in turn, then the applications'
-//! transmit batches in FIFO order. A poll takes up to `napi_budget` frames;
+//! transmit batches and the receiving applications' runs (`Work::Read`: a
+//! TCP reader that became runnable, `transport/tcp/reader.rs`) in FIFO order
+//! of when they became runnable. A reader's `read()` call is not
+//! interrupted: when it goes on copying (after processing its socket
+//! backlog) it keeps the core (`resume`). A poll takes up to `napi_budget` frames;
 //! if frames remain, another poll of the ring joins the back of the poll
 //! queue, otherwise the ring's interrupt is enabled again.
 //!
@@ -47,6 +52,11 @@ pub enum Work {
         ring: u32,
         irq: bool,
     },
+    /// A run of the receiving application of TCP connection `tcp`: one
+    /// chunk of a `read()` call, its copy time on this core.
+    Read {
+        tcp: u32,
+    },
 }
 
 /// Counters of one core.
@@ -80,6 +90,8 @@ pub struct Core {
     /// Transmit batches generated inline by a poll, served before `fifo`.
     pub inline: VecDeque<TxBatch>,
     pub inline_pkts: VecDeque<PacketId>,
+    /// A reader's `read()` call that goes on: served before anything else.
+    pub resume: Option<Work>,
     /// What it serves now, if anything.
     pub current: Option<Work>,
     /// Packets of the item in service (a batch's packets, a poll's frames).
@@ -109,7 +121,11 @@ impl Core {
 
     /// Whether it has nothing to do.
     pub fn idle(&self) -> bool {
-        self.current.is_none() && self.fifo.is_empty() && self.inline.is_empty() && self.polls.is_empty()
+        self.current.is_none()
+            && self.resume.is_none()
+            && self.fifo.is_empty()
+            && self.inline.is_empty()
+            && self.polls.is_empty()
     }
 
     /// Adds a transmit packet: it joins the last batch of its queue when that
@@ -155,11 +171,14 @@ impl Core {
         self.stats.tx_queue_high_water = self.stats.tx_queue_high_water.max(q);
     }
 
-    /// Takes the next item to serve (inline work, then polls, then the
-    /// applications' batches) and moves its transmit packets into `serving`.
+    /// Takes the next item to serve (a reader's call going on, inline work,
+    /// then polls, then the applications' batches and reader runs) and moves
+    /// its transmit packets into `serving`.
     pub fn next(&mut self) -> Option<Work> {
         self.serving.clear();
-        let w = if let Some(b) = self.inline.pop_front() {
+        let w = if let Some(w) = self.resume.take() {
+            w
+        } else if let Some(b) = self.inline.pop_front() {
             for _ in 0..b.n {
                 self.serving.push(self.inline_pkts.pop_front().expect("a batch has its packets"));
             }
@@ -229,6 +248,31 @@ mod tests {
         assert_eq!(c.stats.busy_ps, 200);
         c.account(SimTime(250), SimTime(260), 0);
         assert_eq!(c.stats.busy_ps, 210);
+    }
+
+    #[test]
+    fn a_reader_waits_behind_softirq_work_and_earlier_batches_but_a_call_going_on_comes_first() {
+        let mut c = Core::default();
+        let t = SimTime(1);
+        c.push_tx(false, 0, 1, PacketId(0), 1000, true, t, 3000);
+        c.fifo.push_back(Work::Read { tcp: 7 });
+        c.push_tx(false, 0, 2, PacketId(1), 1000, true, t, 3000);
+        c.polls.push_back(Work::Rx { ring: 0, irq: true });
+        c.push_tx(true, 0, 3, PacketId(2), 64, false, t, 3000);
+        let order: Vec<String> = std::iter::from_fn(|| c.next()).map(|w| format!("{w:?}")).collect();
+        assert_eq!(order.len(), 5);
+        assert!(order[0].contains("flow: 3"), "inline softirq work first: {order:?}");
+        assert!(order[1].starts_with("Rx"), "then the polls: {order:?}");
+        assert!(order[2].contains("flow: 1"), "then FIFO by when runnable: {order:?}");
+        assert_eq!(order[3], "Read { tcp: 7 }");
+        assert!(order[4].contains("flow: 2"));
+        // A read() call that goes on keeps the core ahead of softirq work.
+        c.polls.push_back(Work::Rx { ring: 0, irq: false });
+        c.resume = Some(Work::Read { tcp: 7 });
+        assert!(!c.idle());
+        assert!(matches!(c.next(), Some(Work::Read { tcp: 7 })));
+        assert!(matches!(c.next(), Some(Work::Rx { .. })));
+        assert!(c.idle());
     }
 
     #[test]

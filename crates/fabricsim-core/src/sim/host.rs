@@ -465,6 +465,18 @@ impl Simulation {
         }
     }
 
+    /// The receiving application of TCP connection `tcp` (flow `flow`) at
+    /// host `node` became runnable: it joins the queue of its core, the
+    /// core of the flow's application there (pinned or by hash; under
+    /// `rx_steering: app` also the core that polls the flow's ring), behind
+    /// the transmit batches and reader runs already queued.
+    pub(super) fn reader_enqueue(&mut self, node: NodeId, flow: u32, tcp: u32) {
+        let Some(dp) = self.host.at(node) else { return };
+        let core = self.app_core(dp, flow, false);
+        self.host.cores[core as usize].fifo.push_back(Work::Read { tcp });
+        self.core_kick(core);
+    }
+
     /// Makes an idle core look for work now.
     fn core_kick(&mut self, core: u32) {
         let c = &mut self.host.cores[core as usize];
@@ -487,17 +499,30 @@ impl Simulation {
 
     /// Starts the core's next item: runs its stages and schedules its end.
     fn cpu_start(&mut self, core: u32) {
-        let c = &mut self.host.cores[core as usize];
-        if c.pending || c.current.is_some() {
-            return;
-        }
-        let Some(w) = c.next() else { return };
-        let now = self.now;
-        let fs = match w {
-            Work::Tx(b) => self.tx_work(core, b.dp),
-            Work::Rx { ring, irq } => self.rx_work(core, ring, irq),
+        let (w, service) = loop {
+            let c = &mut self.host.cores[core as usize];
+            if c.pending || c.current.is_some() {
+                return;
+            }
+            let Some(w) = c.next() else { return };
+            let service = match w {
+                Work::Tx(b) => {
+                    let fs = self.tx_work(core, b.dp);
+                    self.host.service(fs)
+                }
+                Work::Rx { ring, irq } => {
+                    let fs = self.rx_work(core, ring, irq);
+                    self.host.service(fs)
+                }
+                // A reader that finds nothing to read goes back to sleep at once.
+                Work::Read { tcp } => match self.tcp_reader_run(tcp) {
+                    Some(copy) => self.host.service(copy.0 as u128 * 1000),
+                    None => continue,
+                },
+            };
+            break (w, service);
         };
-        let service = self.host.service(fs);
+        let now = self.now;
         let c = &mut self.host.cores[core as usize];
         c.current = Some(w);
         c.since = now;
@@ -725,6 +750,13 @@ impl Simulation {
         c.account(since, now, bin);
         let serving = std::mem::take(&mut c.serving);
         match w {
+            Work::Read { tcp } => match self.tcp_reader_done(tcp) {
+                // The call goes on copying: it keeps the core ...
+                Some(false) => self.host.cores[core as usize].resume = Some(w),
+                // ... or, copying in turns, lets the softirq work run first.
+                Some(true) => self.host.cores[core as usize].fifo.push_front(w),
+                None => {}
+            },
             Work::Tx(b) => {
                 let node = self.host.dps[b.dp as usize].node;
                 for &id in &serving {

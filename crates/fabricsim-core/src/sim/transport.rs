@@ -19,6 +19,7 @@ use crate::rng::{mix64, RandomStream};
 use crate::stats::{Column, FlowStats, Table};
 use crate::transport::apps::{TcpBulkConfig, TcpFlowsConfig, TcpIncastConfig};
 use crate::transport::tcp::cc::SlowStartExit;
+use crate::transport::tcp::reader::ReaderState;
 use crate::transport::tcp::sender::SenderState;
 use crate::transport::tcp::{Connection, SackBlocks, SegKind, Segment, TcpConfig};
 use crate::units::SimTime;
@@ -325,6 +326,8 @@ impl Simulation {
                 RandomStream::new(self.seed, "tcp-reader", flow.0 as u64),
                 RandomStream::new(self.seed, "tcp-reader-preemption", flow.0 as u64),
             );
+            // On a modelled host it runs on one of the host's cores.
+            app.on_core = app.wants_core() && self.host.at(dst).is_some();
         }
         let hash = mix64(mix64(src.0 as u64) ^ mix64((dst.0 as u64) << 20) ^ mix64(0x6_0000_0000 + flow.0 as u64));
         self.flows.push(FlowStats {
@@ -554,6 +557,57 @@ impl Simulation {
         if more {
             self.app_tcp_delivered(flow, delivered, 0);
         }
+        if reads {
+            self.tcp_reader_enqueue(t);
+        }
+    }
+
+    /// A receiving application on a core that became runnable joins its core's queue.
+    fn tcp_reader_enqueue(&mut self, t: u32) {
+        let now = self.now;
+        let f = &mut self.tcp[t as usize];
+        let Some(app) = &mut f.conn.receiver.app else { return };
+        if app.state != ReaderState::Runnable {
+            return;
+        }
+        app.state = ReaderState::Queued(now);
+        let (node, flow) = (f.dst, f.flow.0);
+        self.reader_enqueue(node, flow, t);
+    }
+
+    /// The core of connection `t`'s receiving application runs it: how long
+    /// it holds the core (its copy), or `None` when it found nothing to read.
+    pub(super) fn tcp_reader_run(&mut self, t: u32) -> Option<SimTime> {
+        let now = self.now;
+        self.tcp[t as usize].conn.receiver.core_run(now)
+    }
+
+    /// The turn of connection `t`'s receiving application on its core
+    /// ended: at the end of a chunk, the end of the call runs (data
+    /// delivered, ACKs, the backlog). Returns, when the call goes on
+    /// copying, whether it copies in turns (`copy_slice_bytes`: it lets the
+    /// core's softirq work run first) or keeps the core.
+    pub(super) fn tcp_reader_done(&mut self, t: u32) -> Option<bool> {
+        let now = self.now;
+        let f = &mut self.tcp[t as usize];
+        f.conn.receiver.core_done(now, &mut self.outbox);
+        let flow = f.flow;
+        if self.tcp_trace.on {
+            self.tcp_trace_record(t, false);
+        }
+        let (delivered, more) = self.tcp_note_delivered(t);
+        self.tcp_flush(t);
+        if more {
+            self.app_tcp_delivered(flow, delivered, 0);
+        }
+        let copying = match self.tcp[t as usize].conn.receiver.app.as_deref() {
+            Some(a) if matches!(a.state, ReaderState::Copying { .. }) => Some(a.sliced()),
+            _ => None,
+        };
+        if copying.is_none() {
+            self.tcp_reader_enqueue(t);
+        }
+        copying
     }
 
     /// Bytes connection `t`'s receiver has delivered to its application,
@@ -894,6 +948,9 @@ impl Simulation {
         t.push("max_unread_bytes", u64col(&|f| app(f).max_unread));
         t.push("preemptions", u64col(&|f| app(f).preemptions));
         t.push("preemption_wait_ps", u64col(&|f| app(f).preemption_wait_ps));
+        // A reader on a core (`on_core`): its waits in the core's queue.
+        t.push("core_waits", u64col(&|f| app(f).core_waits));
+        t.push("core_wait_ps", u64col(&|f| app(f).core_wait_ps));
         // Receive-buffer autotuning (`sk_rcvbuf` at the end and its growths; 0 without autotuning).
         t.push("rcvbuf_bytes", u64col(&|f| f.conn.receiver.rcvbuf.as_ref().map_or(0, |r| r.rcvbuf)));
         t.push("rcvbuf_grows", u64col(&|f| f.conn.receiver.rcvbuf.as_ref().map_or(0, |r| r.grows)));

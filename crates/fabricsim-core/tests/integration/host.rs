@@ -300,3 +300,99 @@ fn packet_latency_settings_are_checked_with_their_field_path() {
     assert!(err(r#"{"max_packets": 0}"#).contains("stats.packet_latency.max_packets"));
     assert!(err(r#"{"max_packets": 1000001}"#).contains("must be 1 to 1000000"));
 }
+
+/// 2 MB of TCP from h0 to h1, read by h1's application (128 KiB reads, a
+/// constant 20 us wake-up, 1 GB/s copy: 1 ns per byte) on one-core hosts
+/// whose TCP work costs nothing; with `udp`, a UDP stream into h1 too, one
+/// frame every 2 us, each costing 1 us of h1's core (one frame per poll);
+/// `slice`: the reader's `copy_slice_bytes`.
+fn reader_on_core(on_core: bool, udp: bool, slice: u64) -> RunOutput {
+    let model = r#"{"cores": 1, "napi_budget": 1, "stages": [{"kind": "udp", "rx": {"per_packet_ps": 1000000}}]}"#;
+    let udp = if udp {
+        r#", {"kind": "udp_cbr", "src": ["h0"], "dst": "h1", "load": 0.04, "frame_bytes": 980, "max_frames": 5000}"#
+    } else {
+        ""
+    };
+    run_json(&format!(
+        r#"{{"duration_ps": 30000000000, "seed": 3,
+        "network": {{"switch": {{"latency_ps": 500000, "buffer": {{"model": "static", "port_bytes": 100000000}}}},
+                     "host": {{"model": {model}}}}},
+        "topology": {{"kind": "star", "hosts": 2, "link": {{"rate_bps": 100000000000, "delay_ps": 1000000}}}},
+        "tcp": {{"rwnd_bytes": 4194304, "receiver_app": {{"read_bytes": 131072, "copy_bps": 8000000000,
+                 "wakeup": {{"kind": "constant", "delay_ps": 20000000}}, "on_core": {on_core},
+                 "copy_slice_bytes": {slice}}}}},
+        "traffic": [{{"kind": "tcp_flows", "flows": [{{"src": "h0", "dst": "h1", "bytes": 2000000}}]}}{udp}]}}"#
+    ))
+}
+
+/// Busy picoseconds of h1's core (the cores table lists h0's core, then h1's).
+fn h1_busy(out: &RunOutput) -> i64 {
+    let nodes = i64_col(out, "cores", "node");
+    assert_eq!(nodes.len(), 2);
+    assert!(nodes[0] < nodes[1]);
+    i64_col(out, "cores", "busy_ps")[1]
+}
+
+#[test]
+fn an_idle_core_runs_the_reader_after_its_wakeup_latency_and_its_copies_occupy_the_core() {
+    let out = reader_on_core(true, false, 0);
+    assert!(flag(&out, "conservation_ok") && flag(&out, "drained"));
+    assert_eq!(int(&out, "flows_completed"), 1);
+    let reads = sum(&out, "tcp_receivers", "reads");
+    let wakeups = sum(&out, "tcp_receivers", "wakeups");
+    assert!(reads > 1 && wakeups > 0, "{reads} reads, {wakeups} wake-ups");
+    assert_eq!(sum(&out, "tcp_receivers", "bytes_read"), 2_000_000);
+    // Every call ran on the core, which had nothing else to do: no wait
+    // beyond the 20 us of the wake-up itself.
+    assert!(sum(&out, "tcp_receivers", "core_waits") >= reads);
+    assert_eq!(sum(&out, "tcp_receivers", "core_wait_ps"), 0);
+    assert_eq!(sum(&out, "tcp_receivers", "wakeup_delay_ps"), wakeups * 20_000_000);
+    // The copies are h1's core's only work: 2 MB at 1 ns per byte.
+    assert_eq!(h1_busy(&out), 2_000_000 * 1000);
+    // A chunk is copied in one turn: the polls of h1's only core wait for
+    // it, so no segment reaches TCP while the process holds the socket.
+    assert_eq!(sum(&out, "tcp_receivers", "backlog_segments"), 0);
+    // In turns of one segment's payload, the polls run between them while
+    // the process keeps the socket: segments go to the socket backlog. The
+    // copies take the same time in all.
+    let sliced = reader_on_core(true, false, 1448);
+    assert_eq!(sum(&sliced, "tcp_receivers", "bytes_read"), 2_000_000);
+    assert!(
+        sum(&sliced, "tcp_receivers", "backlog_segments") > 100,
+        "{}",
+        sum(&sliced, "tcp_receivers", "backlog_segments")
+    );
+    assert_eq!(h1_busy(&sliced), 2_000_000 * 1000);
+    // On its own timers (`on_core: false`) the reader leaves the core idle.
+    let timers = reader_on_core(false, false, 0);
+    assert_eq!(sum(&timers, "tcp_receivers", "core_waits"), 0);
+    assert_eq!(h1_busy(&timers), 0);
+    assert_eq!(sum(&timers, "tcp_receivers", "bytes_read"), 2_000_000);
+}
+
+#[test]
+fn a_core_busy_with_polls_delays_the_reader_and_its_copies_delay_the_polls() {
+    let busy = reader_on_core(true, true, 0);
+    let timers = reader_on_core(false, true, 0);
+    for out in [&busy, &timers] {
+        assert!(flag(out, "conservation_ok") && flag(out, "drained"));
+        assert_eq!(int(out, "flows_completed"), 2);
+        assert_eq!(int(out, "packets_dropped"), 0);
+    }
+    // Softirq first: a runnable reader waits for the polls queued on its
+    // core (each 1 us; after a copy of up to 131 us, about as many frames
+    // wait in the ring as the copy lasted in 2 us steps, and draining them
+    // at 1 us each while more arrive takes about as long as the copy).
+    let waits = sum(&busy, "tcp_receivers", "core_waits");
+    let wait_ps = sum(&busy, "tcp_receivers", "core_wait_ps");
+    eprintln!("reader on a busy core: mean wait {} ps over {waits} runs", wait_ps / waits.max(1));
+    assert!(waits > 0 && wait_ps / waits > 10_000_000, "mean wait {} ps over {waits}", wait_ps / waits.max(1));
+    assert_eq!(sum(&timers, "tcp_receivers", "core_waits"), 0);
+    // ... and the UDP frames wait for the reader's copies: they share the core.
+    let udp_wait = |o: &RunOutput| component(o, 1, "rx_cpu_wait").1;
+    assert!(udp_wait(&busy) > 4.0 * udp_wait(&timers), "{} vs {}", udp_wait(&busy), udp_wait(&timers));
+    // The reader's copies are on the core: 2 MB at 1 ns per byte beside the
+    // 5000 UDP frames at 1 us.
+    assert_eq!(h1_busy(&busy), 2_000_000 * 1000 + 5000 * 1_000_000);
+    assert_eq!(h1_busy(&timers), 5000 * 1_000_000);
+}

@@ -31,6 +31,16 @@
 //!   call emptied the socket; data arriving meanwhile does not wake it (it
 //!   is runnable, not asleep) and is read when it runs again.
 //!
+//! - **On a core** (a host with a datapath model, `network.host.model`):
+//!   the process runs on its core of the receiving host (`sim/host.rs`
+//!   picks it). A wake-up, or the end of a call with data left, makes it
+//!   *runnable*: it joins the core's queue (after its softirq work, in FIFO
+//!   order with the applications' transmit batches) and each chunk it
+//!   copies occupies the core for `bytes / copy_bps` (in turns of
+//!   `copy_slice_bytes`, softirq work between them, when set). The wake-up delay
+//!   then stands for the scheduler's latency on an idle core only; the wait
+//!   for the core comes from the packet processing it shares.
+//!
 //! The ACK rules that make the read cadence matter live in `receiver.rs`
 //! (`__tcp_ack_snd_check`, `tcp_cleanup_rbuf`) and the window the unread
 //! bytes take in `rcvbuf.rs` (`__tcp_select_window`).
@@ -73,6 +83,20 @@ pub struct ReceiverApp {
     /// the end of it without a wake-up. 0: it sleeps at once.
     #[serde(default)]
     pub loop_ps: u64,
+    /// Whether the process runs on a core of its host when the host has a
+    /// datapath model (false: on its own timers, as without a model).
+    #[serde(default = "yes")]
+    pub on_core: bool,
+    /// On a core: bytes copied per turn on the core; between two turns of
+    /// one chunk the core serves its softirq work first (the process keeps
+    /// the socket: segments TCP takes in meanwhile go to the backlog).
+    /// 0: a chunk is copied in one turn.
+    #[serde(default)]
+    pub copy_slice_bytes: u64,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// Preemption of the reading process between two `read()` calls.
@@ -133,6 +157,10 @@ pub enum ReaderState {
     Copying { until: SimTime, chunk: u64, done: u64 },
     /// Running, not holding the lock (between the end of a call and the next).
     Running,
+    /// On a core: wants the core for its next call, not yet in the core's queue.
+    Runnable,
+    /// On a core: in the core's queue since this time.
+    Queued(SimTime),
 }
 
 /// Counters of one reader.
@@ -154,6 +182,10 @@ pub struct ReaderStats {
     /// Waits for a CPU between two calls (`preemption`), and their sum.
     pub preemptions: u64,
     pub preemption_wait_ps: u64,
+    /// On a core: times the process waited in the core's queue, and the sum
+    /// of those waits (from runnable to running).
+    pub core_waits: u64,
+    pub core_wait_ps: u64,
 }
 
 /// The state of one receiving application.
@@ -170,6 +202,14 @@ pub struct Reader {
     /// Segments that arrived while the process held the socket, in order of arrival.
     pub backlog: Vec<(Segment, bool)>,
     pub stats: ReaderStats,
+    /// It runs on a core of its host (set by the simulation when the host
+    /// has a datapath model and `on_core` is on): the core ends its copies,
+    /// not its own timer.
+    pub on_core: bool,
+    /// On a core: bytes of the chunk being copied not yet copied, and those
+    /// of the turn on the core in progress.
+    slice_left: u64,
+    slice_now: u64,
 }
 
 impl Reader {
@@ -182,6 +222,9 @@ impl Reader {
             copied: 0,
             backlog: Vec::new(),
             stats: ReaderStats::default(),
+            on_core: false,
+            slice_left: 0,
+            slice_now: 0,
         }
     }
 
@@ -189,6 +232,11 @@ impl Reader {
     pub fn seed(&mut self, rng: RandomStream, preempt_rng: RandomStream) {
         self.rng = rng;
         self.preempt_rng = preempt_rng;
+    }
+
+    /// Whether the configuration lets the process run on a core of a modelled host.
+    pub fn wants_core(&self) -> bool {
+        self.cfg.on_core
     }
 
     pub fn read_bytes(&self) -> u64 {
@@ -203,7 +251,7 @@ impl Reader {
     pub fn deadline(&self) -> Option<SimTime> {
         match self.state {
             ReaderState::Waking(at) => Some(at),
-            ReaderState::Copying { until, .. } => Some(until),
+            ReaderState::Copying { until, .. } if !self.on_core => Some(until),
             _ => None,
         }
     }
@@ -274,6 +322,32 @@ impl Reader {
     /// Starts copying `chunk` bytes at `now`, `done` bytes into the call.
     pub fn copy(&mut self, now: SimTime, chunk: u64, done: u64) {
         self.state = ReaderState::Copying { until: now + self.copy_time(chunk), chunk, done };
+        self.slice_left = chunk;
+    }
+
+    /// Whether a chunk is copied in turns on the core (`copy_slice_bytes`).
+    pub fn sliced(&self) -> bool {
+        self.cfg.copy_slice_bytes > 0
+    }
+
+    /// On a core: the next turn of the chunk being copied starts; returns
+    /// how long it holds the core.
+    pub fn start_slice(&mut self) -> SimTime {
+        let s = if self.cfg.copy_slice_bytes > 0 {
+            self.slice_left.min(self.cfg.copy_slice_bytes)
+        } else {
+            self.slice_left
+        };
+        self.slice_now = s;
+        self.copy_time(s)
+    }
+
+    /// On a core: the turn in progress ended; returns whether the chunk is
+    /// copied completely.
+    pub fn end_slice(&mut self) -> bool {
+        self.slice_left -= self.slice_now;
+        self.slice_now = 0;
+        self.slice_left == 0
     }
 }
 
@@ -282,7 +356,35 @@ mod tests {
     use super::*;
 
     fn app(wakeup: Wakeup) -> ReceiverApp {
-        ReceiverApp { read_bytes: 131_072, wakeup, copy_bps: 8_000_000_000, preemption: None, loop_ps: 0 }
+        ReceiverApp {
+            read_bytes: 131_072,
+            wakeup,
+            copy_bps: 8_000_000_000,
+            preemption: None,
+            loop_ps: 0,
+            on_core: true,
+            copy_slice_bytes: 0,
+        }
+    }
+
+    #[test]
+    fn a_chunk_is_copied_in_turns_of_the_slice_and_in_one_without() {
+        let mut r = Reader::new(&ReceiverApp { copy_slice_bytes: 1448, ..app(Wakeup::Constant { delay_ps: 0 }) });
+        assert!(r.sliced());
+        r.copy(SimTime(0), 4000, 0);
+        let mut turns = Vec::new();
+        loop {
+            turns.push(r.start_slice());
+            if r.end_slice() {
+                break;
+            }
+        }
+        // 1 GB/s: 1 ns per byte.
+        assert_eq!(turns, vec![SimTime::from_ns(1448), SimTime::from_ns(1448), SimTime::from_ns(1104)]);
+        let mut whole = Reader::new(&app(Wakeup::Constant { delay_ps: 0 }));
+        whole.copy(SimTime(0), 4000, 0);
+        assert_eq!(whole.start_slice(), SimTime::from_ns(4000));
+        assert!(whole.end_slice());
     }
 
     #[test]

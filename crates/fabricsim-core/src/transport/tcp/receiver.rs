@@ -404,15 +404,59 @@ impl Receiver {
     }
 
     /// Runs the application's steps due at `now`: wake-ups, ends of copies.
+    /// A process on a core becomes runnable instead of reading: its calls
+    /// start and end where the core runs them (`core_run`, `core_done`).
     fn run_app(&mut self, now: SimTime, out: &mut Outbox) {
         loop {
-            let Some(app) = &self.app else { return };
+            let Some(app) = &mut self.app else { return };
             match app.state {
+                ReaderState::Waking(at) if at <= now && app.on_core => {
+                    app.state = ReaderState::Runnable;
+                    return;
+                }
                 ReaderState::Waking(at) if at <= now => self.begin_read(now),
-                ReaderState::Copying { until, chunk, done } if until <= now => self.end_copy(now, chunk, done, out),
+                ReaderState::Copying { until, chunk, done } if until <= now && !app.on_core => {
+                    self.end_copy(now, chunk, done, out)
+                }
                 _ => return,
             }
         }
+    }
+
+    /// A process on a core: the core runs it at `now` (it was queued, or
+    /// goes on copying within one call). Returns how long it holds the
+    /// core (the copy of its chunk, or of the chunk's next turn with
+    /// `copy_slice_bytes`), or `None` when it found nothing to read and sleeps.
+    pub fn core_run(&mut self, now: SimTime) -> Option<SimTime> {
+        let app = self.app.as_mut()?;
+        if let ReaderState::Queued(since) = app.state {
+            app.stats.core_waits += 1;
+            app.stats.core_wait_ps += (now - since).0;
+            app.state = ReaderState::Running;
+            self.begin_read(now);
+        }
+        let app = self.app.as_mut()?;
+        match app.state {
+            ReaderState::Copying { .. } => Some(app.start_slice()),
+            _ => None,
+        }
+    }
+
+    /// A process on a core: its turn on the core ended at `now`. With part
+    /// of the chunk left it goes on copying at its next turn; otherwise the
+    /// chunk is done, and the process may go on copying (the call continues
+    /// on the core), want the core again (`Runnable`), wait on a timer, or
+    /// sleep.
+    pub fn core_done(&mut self, now: SimTime, out: &mut Outbox) {
+        let Some(app) = &mut self.app else { return };
+        if let ReaderState::Copying { chunk, done, .. } = app.state {
+            if !app.end_slice() {
+                // More of the chunk to copy: the process keeps the socket.
+                return;
+            }
+            self.end_copy(now, chunk, done, out);
+        }
+        self.run_app(now, out);
     }
 
     /// A `read()` call starts (`tcp_recvmsg`: `lock_sock`).
@@ -870,6 +914,8 @@ mod tests {
             copy_bps,
             preemption: None,
             loop_ps: 0,
+            on_core: true,
+            copy_slice_bytes: 0,
         };
         let c = TcpConfig { rwnd_bytes: 256 * 1024, receiver_app: Some(app), ..sack_cfg() };
         let c = TcpConfig { rcv_autotune: false, ..c };
@@ -909,6 +955,8 @@ mod tests {
             copy_bps: 0,
             preemption: None,
             loop_ps: 0,
+            on_core: true,
+            copy_slice_bytes: 0,
         };
         let c = TcpConfig { receiver_app: Some(app), ..sack_cfg() };
         let mut r = established(&c, 1 << 40);
