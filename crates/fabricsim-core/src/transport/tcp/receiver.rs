@@ -903,7 +903,7 @@ mod tests {
         assert_eq!(blocks(&out)[2], vec![(5 * m, 6 * m), (3 * m, 4 * m)]);
     }
 
-    use super::super::reader::{Preemption, ReceiverApp, Wakeup};
+    use super::super::reader::{Preemption, ReaderStats, ReceiverApp, Wakeup};
 
     /// A receiver on a locked 256 KB buffer whose application wakes
     /// `wakeup_us` after data arrives and copies at `copy_bps`.
@@ -998,20 +998,28 @@ mod tests {
         // more (its loop) before it would sleep, so the next segments are
         // already there: one wake-up, then one read per 100 us, each taking
         // the 4 or 5 segments that arrived during the loop.
+        let (st, acks, span_us) = fed_every_23us(|app| ReceiverApp { loop_ps: 100_000_000, ..app });
+        assert_eq!(st.wakeups, 1, "{st:?}");
+        // The first read at 500 us, then one per 100 us until the last segment.
+        assert!((st.reads as i64 - (span_us / 100 + 1) as i64).abs() <= 2, "{st:?} span {span_us} us");
+        assert_eq!(acks, st.reads, "one ACK per read");
+    }
+
+    /// A receiver whose application wakes 500 us after data (`reading`),
+    /// changed by `with`, fed 2,200 segments every 23.168 us from 1 us on:
+    /// its reader's counters, the ACKs it sent and the span in us from its
+    /// first read (500 us) to the last segment (50.97 ms). Checks that every
+    /// byte was delivered.
+    fn fed_every_23us(with: impl FnOnce(ReceiverApp) -> ReceiverApp) -> (ReaderStats, u64, u64) {
         let (c, _) = reading(500, 0, 1 << 40);
-        let app = ReceiverApp { loop_ps: 100_000_000, ..c.receiver_app.clone().unwrap() };
+        let app = with(c.receiver_app.clone().unwrap());
         let c = TcpConfig { receiver_app: Some(app), ..c };
         let mut r = established(&c, 1 << 40);
-        let gap = 23_168_000;
-        let n = 2_200;
+        let (gap, n) = (23_168_000, 2_200);
         let acks = feed(&mut r, c.mss(), 1_000, gap, n);
-        let st = r.app.as_ref().unwrap().stats;
-        assert_eq!(st.wakeups, 1, "{st:?}");
-        // The first read at 500 us, then one per 100 us until the last segment (50.97 ms).
-        let span_us = ((n - 1) * gap + 1_000) / 1_000_000 - 500;
-        assert!((st.reads as i64 - (span_us / 100 + 1) as i64).abs() <= 2, "{st:?} span {span_us} us");
-        assert_eq!(acks.len() as u64, st.reads, "one ACK per read");
         assert_eq!(r.delivered(), n * c.mss() as u64);
+        let span_us = ((n - 1) * gap + 1_000) / 1_000_000 - 500;
+        (r.app.as_ref().unwrap().stats, acks.len() as u64, span_us)
     }
 
     #[test]
@@ -1023,22 +1031,13 @@ mod tests {
         // arrive. It reads them when it runs again, 1 ms after each call,
         // woken once, as Linux's preempted process (runnable, not sleeping)
         // is not woken by `sk_data_ready`.
-        let (c, _) = reading(500, 0, 1 << 40);
         let preemption = Some(Preemption { probability: 1.0, wait: Wakeup::Constant { delay_ps: 1_000_000_000 } });
-        let app = ReceiverApp { preemption, ..c.receiver_app.clone().unwrap() };
-        let c = TcpConfig { receiver_app: Some(app), ..c };
-        let mut r = established(&c, 1 << 40);
-        let gap = 23_168_000;
-        let n = 2_200;
-        let acks = feed(&mut r, c.mss(), 1_000, gap, n);
-        let st = r.app.as_ref().unwrap().stats;
+        let (st, acks, span_us) = fed_every_23us(|app| ReceiverApp { preemption, ..app });
         assert_eq!(st.wakeups, 1, "{st:?}");
-        // The first read at 500 us, then one per 1 ms until the last segment (50.97 ms).
-        let span_us = ((n - 1) * gap + 1_000) / 1_000_000 - 500;
+        // The first read at 500 us, then one per 1 ms until the last segment.
         assert!((st.reads as i64 - (span_us / 1_000 + 1) as i64).abs() <= 1, "{st:?} span {span_us} us");
         assert_eq!(st.preemptions, st.reads, "a wait after every call");
-        assert_eq!(acks.len() as u64, st.reads, "one ACK per read");
-        assert_eq!(r.delivered(), n * c.mss() as u64);
+        assert_eq!(acks, st.reads, "one ACK per read");
     }
 
     #[test]
