@@ -486,7 +486,13 @@ def lab_twin(
     It is not the default: it brings MTU 1500 CUBIC to 0.66-1.69x through
     the preset's ``gso: 0`` (TCP sends no GSO bursts), not through the CPU
     costs (zero-cost stages give the same, 64 KiB GSO undoes it), while the
-    lab's senders built 64 KB GSO buffers (read with bpftrace)."""
+    lab's senders built 64 KB GSO buffers (read with bpftrace). With 64 KiB
+    GSO and the reader on its core (grid host ``lab-machine-gso64k``, or
+    ``-rss`` with received packets spread by flow hash) it brings the unpaced
+    1 Gbps dumbbells within 30 % but one, and leaves the paced MTU 1500 CUBIC
+    at up to 2.8x and the traced reno-2x1 7 % short of the kernel's goodput
+    (docs/validation/linux.md, "The lab machine as the twin's default, over
+    every recording (2026-11-23)")."""
     app = measured_receiver_app(record) if reader is not False else None
     tcp = recorded_tcp(record, {"receiver_app": app} if app is not None else None)
     return tcp, (lab_host_model(DumbbellSetup(**record["setup"])) if machine else None)
@@ -851,11 +857,14 @@ def lab_host_model(setup: DumbbellSetup, forwarding: bool = False, **overrides: 
 GRID_DIMENSIONS: dict[str, dict[str, Any]] = {
     "pacing": {"off": "off", "internal": "internal"},
     # The lab machine as measured, with TCP's 64 KiB GSO bursts (the lab's senders
-    # built them), and without any CPU cost (what the machine's structure does alone).
+    # built them), those with received packets spread over the cores by flow hash
+    # (as the lab's RPS did) instead of on the application's core, and without any
+    # CPU cost (what the machine's structure does alone).
     "host": {
         "ideal": None,
         "lab-machine": {},
         "lab-machine-gso64k": {"gso": "64KiB"},
+        "lab-machine-gso64k-rss": {"gso": "64KiB", "rx_steering": "rss"},
         "lab-machine-no-cost": {"stages": []},
     },
     "router": {"switch": None, "forwarding": LAB_ROUTER_FORWARDING, "on-machine": "on-machine"},
