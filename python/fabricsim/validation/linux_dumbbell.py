@@ -42,7 +42,7 @@ import json
 import math
 import re
 import statistics
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
@@ -1038,6 +1038,28 @@ def kernel_cadence(record: dict[str, Any]) -> dict[str, float]:
     }
 
 
+def twin_scenario(
+    record: dict[str, Any],
+    seed: int = 1,
+    tcp: Optional[dict[str, Any]] = None,
+    host: str = "ideal",
+    duration_s: Optional[float] = None,
+) -> tuple[DumbbellSetup, dict[str, Any]]:
+    """The setup and scenario of the lab twin of ``record`` (:func:`lab_twin`,
+    ``tcp`` overriding its fields), its hosts per ``host`` (a value of
+    :data:`GRID_DIMENSIONS`' host dimension, e.g. ``lab-machine-gso64k``: on
+    the lab machine, the receiving application on its core), run for
+    ``duration_s`` if given; for analyses that add their own ``stats``."""
+    setup = DumbbellSetup(**record["setup"])
+    if duration_s is not None:
+        setup = replace(setup, duration_s=duration_s)
+    twin_tcp, _ = lab_twin(record)
+    machine = GRID_DIMENSIONS["host"][host]
+    host_cfg = lab_host_model(setup, **machine) if machine is not None else None
+    latency = record["summary"]["one_way_latency_us"]["mean"]
+    return setup, scenario(setup, latency, seed, tcp={**twin_tcp, **(tcp or {})}, host=host_cfg)
+
+
 def twin_cadence(
     record: dict[str, Any], seed: int = 1, tcp: Optional[dict[str, Any]] = None, host: str = "ideal"
 ) -> dict[str, float]:
@@ -1050,11 +1072,7 @@ def twin_cadence(
     from fabricsim.runner import run
     from fabricsim.schema import from_dict
 
-    setup = DumbbellSetup(**record["setup"])
-    twin_tcp, _ = lab_twin(record)
-    machine = GRID_DIMENSIONS["host"][host]
-    host_cfg = lab_host_model(setup, **machine) if machine is not None else None
-    sc = scenario(setup, record["summary"]["one_way_latency_us"]["mean"], seed, tcp={**twin_tcp, **(tcp or {})}, host=host_cfg)
+    setup, sc = twin_scenario(record, seed, tcp, host)
     sc["stats"]["tcp_trace"] = {"interval": "1ms"}
     result = run(from_dict(sc), seed=seed)
     rx = result.tables()["tcp_receivers"]

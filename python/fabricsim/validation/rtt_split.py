@@ -41,7 +41,6 @@ import struct
 import subprocess
 import threading
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
@@ -226,12 +225,7 @@ def twin_split(
     from fabricsim.schema import from_dict
     from fabricsim.validation import linux_dumbbell as ld
 
-    setup = replace(ld.DumbbellSetup(**record["setup"]), duration_s=duration_s)
-    twin_tcp, _ = ld.lab_twin(record)
-    machine = ld.GRID_DIMENSIONS["host"][host]
-    host_cfg = ld.lab_host_model(setup, **machine) if machine is not None else None
-    latency = record["summary"]["one_way_latency_us"]["mean"]
-    sc = ld.scenario(setup, latency, seed, tcp={**twin_tcp, **(tcp or {})}, host=host_cfg)
+    setup, sc = ld.twin_scenario(record, seed, tcp, host, duration_s=duration_s)
     sc["stats"]["pcap"] = [{"node": "r", "direction": "both", "snaplen": "80B", "format": "pcap", "max_packets": 5_000_000}]
     result = run(from_dict(sc), seed=seed)
     ports, rx = twin_arrays(result.tables()["captures"], setup.senders)

@@ -579,7 +579,9 @@ impl Simulation {
     /// it holds the core (its copy), or `None` when it found nothing to read.
     pub(super) fn tcp_reader_run(&mut self, t: u32) -> Option<SimTime> {
         let now = self.now;
-        self.tcp[t as usize].conn.receiver.core_run(now)
+        let f = &mut self.tcp[t as usize];
+        f.deadline = None;
+        f.conn.receiver.core_run(now)
     }
 
     /// The turn of connection `t`'s receiving application on its core
@@ -590,6 +592,7 @@ impl Simulation {
     pub(super) fn tcp_reader_done(&mut self, t: u32) -> Option<bool> {
         let now = self.now;
         let f = &mut self.tcp[t as usize];
+        f.deadline = None;
         f.conn.receiver.core_done(now, &mut self.outbox);
         let flow = f.flow;
         if self.tcp_trace.on {

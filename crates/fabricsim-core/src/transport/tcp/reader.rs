@@ -206,10 +206,9 @@ pub struct Reader {
     /// has a datapath model and `on_core` is on): the core ends its copies,
     /// not its own timer.
     pub on_core: bool,
-    /// On a core: bytes of the chunk being copied not yet copied, and those
-    /// of the turn on the core in progress.
+    /// On a core: bytes of the chunk being copied not yet copied (the turn
+    /// in progress included).
     slice_left: u64,
-    slice_now: u64,
 }
 
 impl Reader {
@@ -224,7 +223,6 @@ impl Reader {
             stats: ReaderStats::default(),
             on_core: false,
             slice_left: 0,
-            slice_now: 0,
         }
     }
 
@@ -332,22 +330,24 @@ impl Reader {
 
     /// On a core: the next turn of the chunk being copied starts; returns
     /// how long it holds the core.
-    pub fn start_slice(&mut self) -> SimTime {
-        let s = if self.cfg.copy_slice_bytes > 0 {
-            self.slice_left.min(self.cfg.copy_slice_bytes)
-        } else {
-            self.slice_left
-        };
-        self.slice_now = s;
-        self.copy_time(s)
+    pub fn start_slice(&self) -> SimTime {
+        self.copy_time(self.turn_bytes())
     }
 
     /// On a core: the turn in progress ended; returns whether the chunk is
     /// copied completely.
     pub fn end_slice(&mut self) -> bool {
-        self.slice_left -= self.slice_now;
-        self.slice_now = 0;
+        self.slice_left -= self.turn_bytes();
         self.slice_left == 0
+    }
+
+    /// Bytes of the chunk's current turn on the core: the rest of the chunk,
+    /// at most `copy_slice_bytes` when set.
+    fn turn_bytes(&self) -> u64 {
+        match self.cfg.copy_slice_bytes {
+            0 => self.slice_left,
+            slice => self.slice_left.min(slice),
+        }
     }
 }
 
