@@ -82,6 +82,9 @@ TRACED_RESULTS = RESULTS.with_name("dumbbell-traced.json")
 #: The 20 s 2x1 and 4x1 dumbbells at MTU 1500 with unpaced senders (:attr:`DumbbellSetup.unpaced`)
 #: at a bottleneck rate the lab's CPUs keep up with (``record --unpaced --rate ...``).
 UNPACED_RESULTS = RESULTS.with_name("dumbbell-unpaced.json")
+#: The eight dumbbells of :data:`UNPACED_RESULTS` recorded again five and six hours later on the
+#: replaced lab machine (same commands and sysctls): the kernel's own drops moved 0.51-1.57x.
+UNPACED_AGAIN_RESULTS = RESULTS.with_name("dumbbell-unpaced-again.json")
 #: The kernel's built-in TCP buffer defaults, set in every namespace of the experiment.
 TCP_SYSCTLS = {"net.ipv4.tcp_rmem": "4096 131072 6291456", "net.ipv4.tcp_wmem": "4096 16384 4194304"}
 #: nstat counters kept in the records (sender side).
