@@ -816,7 +816,7 @@ def test_the_kernel_does_not_repeat_its_own_drops(core: object) -> None:
     1.00, 0.51; SACK recoveries 0.33-0.92), with the readers further behind
     in the second (about twice the bytes per wake-up). The twin, given each
     recording's measured reader, is pinned against the second (seed 1)
-    (docs/validation/linux.md, "The unpaced dumbbells recorded again")."""
+    (docs/validation/linux.md, "Recorded again on the replaced lab machine")."""
     earlier = {e["name"]: e for e in linux_dumbbell.recorded(linux_dumbbell.UNPACED_RESULTS)}
     again = {e["name"]: e for e in linux_dumbbell.recorded(linux_dumbbell.UNPACED_AGAIN_RESULTS)}
     assert set(again) == set(earlier) and len(again) == 8
@@ -865,8 +865,8 @@ def test_the_kernel_repeats_its_mtu_9000_drops(core: object) -> None:
     on the replaced lab machine: the kernel's drops repeat within 1 % (and
     within 3 % of the traced recording), its recoveries within 3 %, and the
     twin stays within 15 % of the new recording (seed 1: 1.06, 1.02, 1.15,
-    1.06) (docs/validation/linux.md, "The unpaced dumbbells recorded
-    again")."""
+    1.06) (docs/validation/linux.md, "Recorded again on the replaced lab
+    machine")."""
     earlier = {e["name"]: e for e in linux_dumbbell.recorded(linux_dumbbell.RESULTS)}
     again = linux_dumbbell.recorded(linux_dumbbell.MTU9000_AGAIN_RESULTS)
     assert len(again) == 4 and all("mtu9000" in e["name"] for e in again)
