@@ -1,0 +1,122 @@
+"""The report's plots: long series reduced to what a plot can show (every extreme,
+the first and last points and the FCT tables' quantiles kept), the SVG cropped
+as ``bbox_inches="tight"`` crops it but drawn once, log axes labelled without
+math text."""
+
+import io
+import re
+
+import numpy as np
+import pytest
+
+from fabricsim.outputs.report import plots
+from fabricsim.outputs.report.plots import PLOT_COLUMNS, CDF_ROWS, cdf_points, log_scale, pyplot, step_points, svg
+
+
+def _series(n: int, seed: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    times = np.cumsum(rng.integers(1, 1000, n)).astype(np.int64)
+    values = np.abs(np.cumsum(rng.normal(0, 1, n)))  # a random walk: extremes anywhere
+    values[n // 3] = values.max() + 50  # an isolated spike, one sample wide
+    values[2 * n // 3] = -7.0  # and a dip
+    return times, values
+
+
+def test_step_points_bounds_a_long_series_and_keeps_every_extreme():
+    times, values = _series(200_000)
+    x, y = step_points(times, values)
+    assert len(x) <= 4 * PLOT_COLUMNS < len(times) // 10
+    assert np.all(np.diff(x) > 0)
+    # Kept points are points of the series, the first and last among them.
+    idx = np.searchsorted(times, x)
+    assert np.array_equal(times[idx], x) and np.array_equal(values[idx], y)
+    assert (x[0], y[0], x[-1], y[-1]) == (times[0], values[0], times[-1], values[-1])
+    assert y.max() == values.max() and y.min() == values.min() == -7.0
+    # In every column of the plot the drawn line reaches the column's least and greatest value.
+    lo, hi = float(times[0]), float(times[-1])
+    col = np.minimum(((times - lo) * (PLOT_COLUMNS / (hi - lo))).astype(np.int64), PLOT_COLUMNS - 1)
+    kept_col = col[idx]
+    for c in np.unique(col)[::97]:
+        assert y[kept_col == c].max() == values[col == c].max()
+        assert y[kept_col == c].min() == values[col == c].min()
+    # The value held at the end of each column is the exact one (the line enters the next column right).
+    last_of_col = np.flatnonzero(np.diff(col))
+    assert np.all(np.isin(times[last_of_col], x))
+
+
+def test_step_points_leaves_short_series_alone():
+    times, values = _series(4 * PLOT_COLUMNS)
+    x, y = step_points(times, values)
+    assert np.array_equal(x, times) and np.array_equal(y, values)
+
+
+def test_cdf_points_bounds_a_long_sample_and_keeps_the_tables_quantiles():
+    rng = np.random.default_rng(3)
+    fct = rng.lognormal(12, 2, 200_000).astype(np.int64) + 1000
+    x, frac = cdf_points(fct)
+    assert len(x) <= 2 * (PLOT_COLUMNS + CDF_ROWS) + 2 < len(fct) // 10
+    exact_x = np.sort(fct.astype(np.float64))
+    n = len(exact_x)
+    exact_frac = np.arange(1, n + 1) / n
+    assert (x[0], x[-1], frac[-1]) == (exact_x[0], exact_x[-1], 1.0)
+    for q in (0.5, 0.99):  # as the FCT tables compute them (outputs/fct.py)
+        value = float(np.quantile(fct, q, method="higher"))
+        k = int(np.ceil(q * (n - 1)))
+        assert value == exact_x[k]
+        hits = np.flatnonzero((x == value) & (frac == exact_frac[k]))
+        assert hits.size == 1
+    # The drawn step curve (where="post") is within one row of the exact one everywhere.
+    drawn = frac[np.searchsorted(x, exact_x, side="right") - 1]
+    exact = exact_frac[np.searchsorted(exact_x, exact_x, side="right") - 1]
+    assert np.max(np.abs(drawn - exact)) <= 1 / CDF_ROWS + 1 / n
+
+
+def test_cdf_points_of_a_short_sample_are_every_point():
+    x, frac = cdf_points([5, 1, 3])
+    assert x.tolist() == [1.0, 3.0, 5.0] and frac.tolist() == [1 / 3, 2 / 3, 1.0]
+
+
+def _figure():
+    fig, ax = pyplot().subplots(figsize=(6, 3))
+    ax.plot([1, 10, 1000], [0.1, 0.5, 1.0], label="a long label for the legend")
+    ax.barh(["a very long bar label that reaches past the figure's left edge"], [3])
+    ax.set_title("a title")
+    ax.legend()
+    return fig
+
+
+def _view_box(text: str) -> list[float]:
+    head = re.search(r"<svg[^>]*>", text).group(0)
+    w = float(re.search(r' width="([\d.]+)pt"', head).group(1))
+    h = float(re.search(r' height="([\d.]+)pt"', head).group(1))
+    box = [float(v) for v in re.search(r'viewBox="([^"]+)"', head).group(1).split()]
+    assert box[2:] == [w, h]
+    return box
+
+
+def test_svg_is_cropped_as_tight_and_reproducible():
+    buf = io.StringIO()
+    fig = _figure()
+    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+    pyplot().close(fig)
+    tight = _view_box(buf.getvalue())
+    once = svg(_figure())
+    box = _view_box(once)
+    assert box[0] < 0  # the label reaches past the figure: the box takes it in
+    assert box[2:] == pytest.approx(tight[2:], abs=0.01)
+    assert '<rect x="%g" y="%g"' % (box[0], box[1]) in once  # white under the whole box
+    assert svg(_figure()) == once
+
+
+def test_log_axis_labels_are_plain_text():
+    fig, ax = pyplot().subplots()
+    ax.plot([1e-3, 1e6], [1, 2e4])
+    log_scale(ax, "x")
+    log_scale(ax, "y")
+    fig.canvas.draw()
+    labels = [t.get_text() for t in ax.get_xticklabels() + ax.get_yticklabels() if t.get_text()]
+    pyplot().close(fig)
+    assert "10⁻⁴" in labels and "10⁰" in labels and "10⁶" in labels
+    assert not any("$" in label for label in labels)
+    assert plots._plain_power(r"$\mathdefault{2\times10^{-3}}$") == "2×10⁻³"
+    assert plots._plain_power("7") == "7"
