@@ -262,3 +262,38 @@ def test_shipped_workload_scenarios_match_their_headers_and_docs():
         assert sc.duration == units.parse_time(window.replace(" ", ""))
         assert f"{window} for {'data mining' if 'datamining' in name else 'enterprise'}" in docs
     assert "datamining_vl2" not in (ROOT / "scenarios" / "leafspine-enterprise.yaml").read_text().split("name:")[0]
+
+
+def test_carried_load_sums_the_bins_of_the_chosen_links_in_row_order():
+    """``carried`` from the ``carried_links`` bins: only whole bins inside the
+    window, only the chosen links (a link listed twice takes its last rate, as
+    a mapping of the links would), each bin's bits summed in row order, so the
+    value has the bits of a plain loop over the rows."""
+    from types import SimpleNamespace
+
+    import polars as pl
+
+    from fabricsim.outputs.load import _carried
+
+    rng = np.random.default_rng(7)
+    n = 5000
+    carried = pl.DataFrame({
+        "time_ps": (rng.integers(0, 100, n) * 1_000).astype("uint64"),
+        "src": rng.choice(["a", "b", "c"], n),
+        "dst": rng.choice(["x", "y"], n),
+        "busy_ps": rng.integers(0, 1_000, n).astype("uint64"),
+    })
+    result = SimpleNamespace(
+        scenario=SimpleNamespace(stats=SimpleNamespace(throughput_interval=1_000)),
+        tables=lambda: {"carried_links": carried},
+    )
+    links = pl.DataFrame({"src": ["a", "b", "a"], "dst": ["x", "y", "x"], "rate_bps": [10**9, 25 * 10**9, 4 * 10**10]})
+    rate = {(s, d): r for s, d, r in links.iter_rows()}
+    bits = 0.0
+    for t, s, d, busy in carried.iter_rows():
+        if 10_000 <= t < 90_000 and (s, d) in rate:
+            bits += busy * 1e-12 * rate[(s, d)]
+    expected = bits / (1e10 * 80_000 * 1e-12)
+    assert _carried(result, links, 9_500, 90_500, 1e10) == expected  # bins 10,000 .. 89,000
+    assert _carried(result, links, 10_000, 10_999, 1e10) is None  # no whole bin
+    assert _carried(result, links.filter(pl.col("src") == "c"), 0, 100_000, 1e10) == 0.0
