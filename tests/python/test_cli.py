@@ -33,6 +33,24 @@ def test_run_writes_outputs(core, tmp_path):
     assert (tmp_path / "out" / "summary.json").is_file()
 
 
+def test_run_without_the_report_then_report_gives_the_same_files(core, tmp_path):
+    """`run --no-report` writes every table and no report; `fabricsim report DIR`
+    then draws the report a plain run writes, byte for byte."""
+    p = write(tmp_path, GOOD)
+    full, bare = tmp_path / "full", tmp_path / "bare"
+    assert fabricsim("run", str(p), "--out", str(full), "--no-progress").returncode == 0
+    r = fabricsim("run", str(p), "--out", str(bare), "--no-progress", "--no-report")
+    assert r.returncode == 0, r.stderr
+    assert not (bare / "report.html").exists() and not (bare / "plots").exists()
+    tables = sorted(f.name for f in full.glob("*.parquet"))
+    assert tables and tables == sorted(f.name for f in bare.glob("*.parquet"))
+    r = fabricsim("report", str(bare))
+    assert r.returncode == 0, r.stderr
+    for f in sorted(full.rglob("*")):
+        if f.is_file() and f.name != "timing.json":
+            assert (bare / f.relative_to(full)).read_bytes() == f.read_bytes(), f.relative_to(full)
+
+
 def test_set_overrides_a_field(core, tmp_path):
     p = write(tmp_path, GOOD)
     r = fabricsim("run", str(p), "--out", str(tmp_path / "o"), "--no-progress", "--set", "traffic.0.rate=2Gbps",

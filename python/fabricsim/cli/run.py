@@ -49,9 +49,9 @@ def _print_outcome(result: Any, written: list[Any], title: str) -> None:
     print_warnings(result.summary.get("warnings") or [])
 
 
-def _write(result: Any, out: str) -> tuple[list[Any], OutputError | None]:
+def _write(result: Any, out: str, report: bool = True) -> tuple[list[Any], OutputError | None]:
     try:
-        return result.write(out), None
+        return result.write(out, report=report), None
     except OutputError as exc:
         return exc.written, exc
 
@@ -68,10 +68,10 @@ def _run(args: argparse.Namespace) -> int:
     except (RunInterrupted, SimulationError) as exc:
         # Keep what was computed: the partial results are written, then the run fails.
         if exc.result is not None:
-            written, _ = _write(exc.result, args.out)
+            written, _ = _write(exc.result, args.out, args.report)
             _print_outcome(exc.result, written, f"{scenario.name}: summary (partial: the run stopped early)")
         raise
-    written, failure = _write(result, args.out)
+    written, failure = _write(result, args.out, args.report)
     _print_outcome(result, written, f"{scenario.name}: summary")
     if failure is not None:
         raise failure
@@ -111,6 +111,12 @@ def add_parser(commands: Any) -> None:
     scenario_arguments(run_command)
     run_command.add_argument("--out", required=True, metavar="DIR", help="output directory")
     run_command.add_argument("--seed", type=int, metavar="N", help="random seed, replacing the scenario's")
+    run_command.add_argument(
+        "--no-report",
+        dest="report",
+        action="store_false",
+        help="write the tables without report.html and its plots (`fabricsim report DIR` draws them later)",
+    )
     progress = run_command.add_mutually_exclusive_group()
     progress.add_argument(
         "--progress", action="store_true", help="show the progress bar even when stderr is not a terminal"
