@@ -1,13 +1,16 @@
 """Importing what the HTML report needs in a background thread while the core runs.
 
 A run that will draw its report pays, in a fresh process, about half a second
-to import matplotlib, pick its backend and load its font list before the
-first plot. The core releases the GIL while it builds the world and runs, so
+of CPU to import polars, numpy and matplotlib, pick matplotlib's backend and
+load its font list before the first plot (0.47-0.67 s on the 100k-flow run,
+BENCHMARKS.md). The core releases the GIL while it builds the world and runs, so
 :func:`fabricsim.runner.run` (with ``prepare_report=True``, as ``fabricsim run``
 without ``--no-report`` does) starts :class:`Preload` just before the core
 starts and waits for it as soon as the core is done, before the main thread
 imports anything itself: the two threads never import at the same time, so
-there is no import-lock ordering between them to deadlock on.
+there is no import-lock ordering between them to deadlock on. The overlap
+pays while a core is free; on busy cores a short core run can lose about
+what the preload saves (the core waits for the GIL between its steps).
 
 The thread only imports modules and looks up the default font, as the report
 would on its first plot; it draws nothing. If anything in it fails, the
