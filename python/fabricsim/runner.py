@@ -50,12 +50,28 @@ def _resolved_json(scenario: Scenario) -> str:
         raise ScenarioError([("", f"cannot resolve the scenario: {exc}")], scenario.source) from None
 
 
-def _build(core: ModuleType, scenario: Scenario) -> Any:
-    """The core's simulation of ``scenario``: the world built, nothing run yet."""
+def _build(core: ModuleType, scenario: Scenario, resolved: str | None = None) -> Any:
+    """The core's simulation of ``scenario`` (whose resolved JSON is
+    ``resolved`` when already made): the world built, nothing run yet."""
     try:
-        return core.Simulation(_resolved_json(scenario))
+        return core.Simulation(_resolved_json(scenario) if resolved is None else resolved)
     except core.ConfigError as exc:
         raise _config_error(exc, scenario) from None
+
+
+def _preload(progress: bool) -> Any:
+    """:class:`~fabricsim.outputs.preload.Preload` of the report's modules,
+    started: the core releases the GIL while it builds and runs, so they are
+    imported beside it. The progress bar's modules are imported first, here,
+    so that this thread imports nothing while the preload runs (rich imports
+    its emoji table on the bar's first drawing)."""
+    if progress:
+        import rich._emoji_codes  # noqa: F401
+        import rich.progress  # noqa: F401
+
+    from fabricsim.outputs.preload import Preload
+
+    return Preload()
 
 
 def check(scenario: Scenario | str | os.PathLike[str]) -> dict[str, Any]:
@@ -150,6 +166,7 @@ def run(
     scenario: Scenario | str | os.PathLike[str],
     seed: int | None = None,
     progress: bool = False,
+    prepare_report: bool = False,
 ) -> Result:
     """Simulate ``scenario`` (a :class:`Scenario` or the path of a YAML file).
 
@@ -157,6 +174,13 @@ def run(
     over simulated time is shown on stderr. The returned summary always has
     ``scenario`` and ``seed``; the machine-dependent figures (``wall_time_s``,
     ``events_per_sec``) are in ``result.timing``.
+
+    ``prepare_report`` is for a caller that will write the HTML report
+    (``fabricsim run`` without ``--no-report``): while the core builds the
+    world and runs, a background thread imports what the report needs
+    (:mod:`fabricsim.outputs.preload`: matplotlib, the report's modules), and
+    the run returns once that thread has finished. The results are the same
+    either way.
 
     Raises :class:`ScenarioError` when the core rejects the scenario (unknown
     node, disconnected topology, ...), :class:`~fabricsim.errors.SimulationError`
@@ -170,16 +194,27 @@ def run(
         scenario = scenario.with_seed(seed)
     core = _core()
     started = time.perf_counter()
-    sim = _build(core, scenario)
+    resolved = _resolved_json(scenario)
+    preload = _preload(progress) if prepare_report else None
+    stopped: dict[str, Any] | None = None
     try:
-        if progress:
-            _run_with_progress(sim, scenario.name)
-        else:
-            _advance(sim, lambda: None)
-        raw = sim.finish()
-    except KeyboardInterrupt:
-        raise RunInterrupted(_partial(sim, scenario, started, {"interrupted": True})) from None
-    except core.SimulationError as exc:
-        message = str(exc)
-        raise SimulationError(message, _partial(sim, scenario, started, {"error": message})) from None
+        sim = _build(core, scenario, resolved)
+        try:
+            if progress:
+                _run_with_progress(sim, scenario.name)
+            else:
+                _advance(sim, lambda: None)
+            raw = sim.finish()
+        except KeyboardInterrupt:
+            stopped = {"interrupted": True}
+        except core.SimulationError as exc:
+            stopped = {"error": str(exc)}
+    finally:
+        if preload is not None:
+            preload.wait()  # before this thread imports anything: the results' modules are among the preloaded
+    if stopped is not None:
+        partial = _partial(sim, scenario, started, stopped)
+        if "error" in stopped:
+            raise SimulationError(stopped["error"], partial)
+        raise RunInterrupted(partial)
     return _result(raw, sim, scenario, started, {})

@@ -194,3 +194,31 @@ def test_sweep_report_shows_p99_and_spread_over_repeats():
     assert "Spread over repeats" in page
     # p99 FCT over the three repeats of 30 %: mean 2 ms, sd 1 ms, range [1, 3] ms.
     assert "2 ± 1 [1, 3]" in page
+
+
+@pytest.mark.parametrize("classes", [1, 2], ids=["one-class", "two-classes"])
+def test_queue_plot_draws_each_ports_sum_over_its_classes(classes, monkeypatch):
+    """Ports with one row per sample time are drawn as they are; where several
+    classes share a port and time, their sum (the same series either way)."""
+    from fabricsim.outputs.tables import RunTables
+
+    rows = []
+    for t in (30, 10, 20):  # out of time order
+        for node, port, base in (("sw0", 1, 100), ("sw0", 2, 5000), ("sw1", 1, 700)):
+            for c in range(classes):
+                rows.append({"time_ps": t, "node": node, "port": port, "class": c, "bytes": base * t + c, "packets": 1})
+    queues = pl.DataFrame(rows, schema_overrides={"time_ps": pl.UInt64, "port": pl.UInt32, "class": pl.UInt8,
+                                                   "bytes": pl.UInt64, "packets": pl.UInt64})
+    drawn = {}
+
+    def capture(name, series, *args):
+        drawn.update({label: (list(times), list(values)) for label, times, values in series})
+        return ""
+
+    monkeypatch.setattr(report_run, "step_plot", capture)
+    report_run._queue_plot(RunTables({}, queues=queues), {}, top=2)
+    expected = {}
+    for node, port, base in (("sw0", 2, 5000), ("sw1", 1, 700)):  # the two highest peaks
+        expected[f"{node} port {port}"] = ([10, 20, 30], [sum(base * t + c for c in range(classes)) / 1e3
+                                                          for t in (10, 20, 30)])
+    assert drawn == expected

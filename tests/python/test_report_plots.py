@@ -120,3 +120,61 @@ def test_log_axis_labels_are_plain_text():
     assert not any("$" in label for label in labels)
     assert plots._plain_power(r"$\mathdefault{2\times10^{-3}}$") == "2×10⁻³"
     assert plots._plain_power("7") == "7"
+
+
+# --------------------------------------------------------------------------
+# Titles placed without measuring the axes again
+
+
+def _long_title_over_an_offset():
+    """A y axis with an offset text ("1e9" above its top left) under a title
+    wide enough to meet it: matplotlib raises the title above the offset."""
+    fig, ax = pyplot().subplots(figsize=(4, 3))
+    ax.plot([0, 1, 2], [1e9 + 1, 1e9 + 3, 1e9 + 2])
+    ax.set_title("a title long enough to reach over the offset text at the left of the axes")
+    return fig
+
+
+def _twins():
+    fig, ax = pyplot().subplots(figsize=(6, 3))
+    ax.plot([0, 1], [0, 1])
+    ax.twiny().plot([0, 5], [1, 0])  # tick labels on top: the title goes above them
+    ax.set_title("twins")
+    return fig
+
+
+def _inset():
+    fig, ax = pyplot().subplots(figsize=(6, 3))
+    ax.plot([0, 1], [0, 1])
+    ax.inset_axes([0.1, 0.8, 0.3, 0.4]).plot([0, 1], [1, 0])  # reaches above the axes
+    ax.set_title("inset")
+    return fig
+
+
+def _grid():
+    fig, axes = pyplot().subplots(2, 2, figsize=(6, 5))
+    for i, ax in enumerate(axes.flat):
+        ax.plot([0, 1], [i, 1e4 * i])
+        ax.set_title(f"panel {i}", fontsize=10)
+    return fig
+
+
+@pytest.mark.parametrize("make", [_figure, _long_title_over_an_offset, _twins, _inset, _grid],
+                         ids=["plain", "offset-text", "twin-axes", "inset", "grid"])
+def test_titles_are_where_matplotlib_places_them(make, monkeypatch):
+    fixed = svg(make())
+    monkeypatch.setattr(plots, "_fix_titles", lambda fig: [])  # matplotlib's own placement
+    assert svg(make()) == fixed
+
+
+def test_titles_are_placed_without_measuring_the_axes_again():
+    """The plain figure's title stays fixed at the top of its axes; a title
+    matplotlib moves falls back to its placement (the figure drawn again)."""
+    fig = _figure()
+    (ax,) = [a for a in fig.axes if a.get_title()]
+    svg(fig)
+    assert ax._autotitlepos is False and ax.title.get_position()[1] == 1.0
+    moved = _long_title_over_an_offset()
+    svg(moved)
+    assert moved.axes[0]._autotitlepos is True
+    assert moved.axes[0].title.get_position()[1] > 1.0

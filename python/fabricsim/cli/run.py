@@ -64,7 +64,7 @@ def _run(args: argparse.Namespace) -> int:
     rundir.prepare(args.out)  # an unusable --out is reported before the simulation, not after
     show_progress = sys.stderr.isatty() if args.progress is None else args.progress
     try:
-        result = run(scenario, seed=args.seed, progress=show_progress)
+        result = run(scenario, seed=args.seed, progress=show_progress, prepare_report=args.report)
     except (RunInterrupted, SimulationError) as exc:
         # Keep what was computed: the partial results are written, then the run fails.
         if exc.result is not None:

@@ -1,0 +1,78 @@
+"""Importing what the HTML report needs in a background thread while the core runs.
+
+A run that will draw its report pays, in a fresh process, about half a second
+of CPU to import polars, numpy and matplotlib, pick matplotlib's backend and
+load its font list before the first plot (0.47-0.67 s on the 100k-flow run,
+BENCHMARKS.md). The core releases the GIL while it builds the world and runs, so
+:func:`fabricsim.runner.run` (with ``prepare_report=True``, as ``fabricsim run``
+without ``--no-report`` does) starts :class:`Preload` just before the core
+starts and waits for it as soon as the core is done, before the main thread
+imports anything itself: the two threads never import at the same time, so
+there is no import-lock ordering between them to deadlock on. The overlap
+pays while a core is free; on busy cores a short core run can lose about
+what the preload saves (the core waits for the GIL between its steps).
+
+The thread only imports modules and looks up the default font, as the report
+would on its first plot; it draws nothing. If anything in it fails, the
+exception is kept on :attr:`Preload.error` and otherwise ignored: the report
+step then imports the same modules itself, as it does without the preload,
+and fails (or not) as it would have.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from typing import Callable, Optional
+
+__all__ = ["REPORT_MODULES", "Preload", "warm_report"]
+
+#: What writing a run's report imports, in import order: the result and its
+#: report modules (polars and numpy with them), then matplotlib through
+#: ``plots.pyplot()`` (:func:`warm_report`) and the two backends a plot uses
+#: (Agg measures text, SVG writes the figure).
+REPORT_MODULES = (
+    "fabricsim.outputs.results",
+    "fabricsim.outputs.report.plots",
+    "matplotlib.backends.backend_agg",
+    "matplotlib.backends.backend_svg",
+)
+
+
+def warm_report() -> None:
+    """Import :data:`REPORT_MODULES` and matplotlib's ``pyplot`` on the
+    report's backend, and look up the report's default font (matplotlib's
+    font list is read on import; the lookup of a font in it is cached for the
+    process). Nothing is drawn."""
+    for name in REPORT_MODULES[:2]:
+        importlib.import_module(name)
+    from fabricsim.outputs.report.plots import pyplot
+
+    pyplot()
+    for name in REPORT_MODULES[2:]:
+        importlib.import_module(name)
+    from matplotlib.font_manager import FontProperties, findfont
+
+    findfont(FontProperties())
+
+
+class Preload:
+    """:func:`warm_report` (or ``target``) running in a daemon thread from
+    construction; :meth:`wait` joins it. An exception in the thread is kept
+    on :attr:`error`, never raised or printed."""
+
+    def __init__(self, target: Callable[[], None] = warm_report) -> None:
+        self.error: Optional[BaseException] = None
+        self._target = target
+        self._thread = threading.Thread(target=self._body, name="fabricsim-report-preload", daemon=True)
+        self._thread.start()
+
+    def _body(self) -> None:
+        try:
+            self._target()
+        except BaseException as exc:  # kept, not raised: the report step imports again and fails as it would
+            self.error = exc
+
+    def wait(self) -> None:
+        """Return once the thread has finished."""
+        self._thread.join()
