@@ -21,8 +21,7 @@ def test_run_steps_the_core_and_completes_the_summary(fake_core):
     result = fabricsim.run(loads(SCENARIO))
     (sim,) = fake_core.simulations
     assert sim.config == loads(SCENARIO).to_resolved()
-    assert len(sim.targets) == 200
-    assert sim.targets == sorted(sim.targets) and sim.targets[-1] == 1_000_000_000
+    assert sim.targets == [2**64 - 1]  # without a progress bar, one call runs it to the end
     summary = result.summary
     assert summary["scenario"] == "small" and summary["seed"] == 5
     assert "wall_time_s" not in summary and "events_per_sec" not in summary
@@ -31,6 +30,13 @@ def test_run_steps_the_core_and_completes_the_summary(fake_core):
     assert timing["events_per_sec"] == pytest.approx(120 / timing["wall_time_s"])
     assert result.flows["src"].to_list() == ["h0", "h1"]
     assert result.scenario.name == "small"
+
+
+def test_a_run_with_a_progress_bar_steps_the_core_through_the_duration(fake_core):
+    fabricsim.run(loads(SCENARIO), progress=True)
+    (sim,) = fake_core.simulations
+    assert len(sim.targets) == 200
+    assert sim.targets == sorted(sim.targets) and sim.targets[-1] == 1_000_000_000
 
 
 def test_seed_argument_replaces_the_scenario_seed(fake_core):

@@ -9,8 +9,11 @@ without ``--no-report`` does) starts :class:`Preload` just before the core
 starts and waits for it as soon as the core is done, before the main thread
 imports anything itself: the two threads never import at the same time, so
 there is no import-lock ordering between them to deadlock on. The overlap
-pays while a core is free; on busy cores a short core run can lose about
-what the preload saves (the core waits for the GIL between its steps).
+pays while a core is free. A run without a progress bar is one call into
+the core, which takes the GIL back only every million events or so to look
+for signals; with a progress bar the core hands back 200 times over the
+scenario's duration and each time may wait up to Python's switch interval
+(5 ms) for the preload to let the GIL go.
 
 The thread only imports modules and looks up the default font, as the report
 would on its first plot; it draws nothing. If anything in it fails, the
