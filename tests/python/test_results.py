@@ -78,6 +78,7 @@ def test_write_produces_every_file(core_output, tmp_path):
     assert names == [
         "summary.json",
         "scenario.yaml",
+        "nodes.parquet",
         "flows.parquet",
         "queues.parquet",
         "drops.parquet",
@@ -99,6 +100,7 @@ def test_write_produces_every_file(core_output, tmp_path):
     assert summary["latency_mean_s"] is None  # NaN is not valid JSON
     assert summary_text == json.dumps(summary, sort_keys=True, indent=2) + "\n"
     assert pl.read_parquet(out / "flows.parquet").equals(result.flows)
+    assert Result.read(out).nodes.equals(result.nodes)  # a report drawn later needs them (latencies)
     assert pl.read_parquet(out / "drops.parquet")["reason"].to_list() == ["port_buffer_full"]
     assert loads((out / "scenario.yaml").read_text()).to_resolved() == scenario.to_resolved()
 
@@ -121,7 +123,7 @@ def test_a_failed_write_does_not_stop_the_others(core_output, tmp_path):
     error = info.value
     assert [path for path, _ in error.failures] == [str(tmp_path / "queues.parquet")]
     assert "cannot write" in str(error) and "queues.parquet" in str(error)
-    written = ["summary.json", "flows.parquet", "drops.parquet", "links.parquet", "throughput.parquet",
+    written = ["summary.json", "nodes.parquet", "flows.parquet", "drops.parquet", "links.parquet", "throughput.parquet",
                "marks.parquet", "pools.parquet", "buffers.parquet", "queue_peaks.parquet", "pauses.parquet",
                "report.html"]
     assert [path.name for path in error.written] == written

@@ -76,8 +76,8 @@ class Result(RunTables):
         return result
 
     def write(self, out_dir: str | os.PathLike[str], report: bool = True) -> list[Path]:
-        """Write ``summary.json``, ``timing.json``, ``scenario.yaml``, one
-        Parquet file per table (:meth:`tables`) and, unless ``report`` is
+        """Write ``summary.json``, ``timing.json``, ``scenario.yaml``,
+        ``nodes.parquet``, one Parquet file per table (:meth:`tables`) and, unless ``report`` is
         false, the HTML report ``report.html`` (last).
 
         ``out_dir`` must be empty, missing or hold a previous run, whose files
@@ -103,6 +103,8 @@ class Result(RunTables):
             steps.append(("timing.json", partial(_write_text, timing)))
         if self.scenario is not None:
             steps.append(("scenario.yaml", partial(_write_text, self.scenario.to_yaml())))
+        if self.nodes.width:
+            steps.append(("nodes.parquet", partial(_write_parquet, self.nodes)))
         for name, frame in self.tables().items():
             steps.append((f"{name}.parquet", partial(_write_parquet, frame)))
         steps += self._capture_steps()
@@ -158,7 +160,8 @@ class Result(RunTables):
     def read(cls, out_dir: str | os.PathLike[str]) -> Result:
         """Load a result written by :meth:`write` (for reports and analysis
         without rerunning): every ``<table>.parquet`` there (missing core tables
-        are empty), and ``scenario.yaml`` when present."""
+        are empty), the nodes from ``nodes.parquet`` and ``scenario.yaml`` when
+        present."""
         directory = Path(out_dir)
         summary_path = directory / "summary.json"
         if not summary_path.is_file():
@@ -167,4 +170,6 @@ class Result(RunTables):
         timing_path = directory / "timing.json"
         timing = json.loads(timing_path.read_text(encoding="utf-8")) if timing_path.is_file() else {}
         scenario = load(directory / "scenario.yaml") if (directory / "scenario.yaml").is_file() else None
-        return cls(summary, nodes=pl.DataFrame(), tables=read_tables(directory), scenario=scenario, timing=timing)
+        tables = read_tables(directory)
+        nodes = tables.pop("nodes", pl.DataFrame())  # a run written before nodes.parquet existed has none
+        return cls(summary, nodes=nodes, tables=tables, scenario=scenario, timing=timing)

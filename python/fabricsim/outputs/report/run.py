@@ -678,7 +678,8 @@ def _matters(result: RunTables) -> str:
     s = result.summary
     labels = port_labels(result)
     items: list[str] = []
-    for name, load in (s.get("load") or {}).items():
+    # by name, as summary.json keeps them: a report drawn from the files later lists them alike
+    for name, load in sorted((s.get("load") or {}).items()):
         carried = fmt_pct(load.get("carried")) if load.get("carried") is not None else "not measured"
         links = [x for x in str(load.get("link") or "").split(", ") if x]
         where = ", ".join(links) if len(links) <= 3 else f"its {len(links)} links ({links[0]}, ..., {links[-1]})"
