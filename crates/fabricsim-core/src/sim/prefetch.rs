@@ -22,6 +22,14 @@
 //!    frame's destination its flow's statistics; for a `Send`, the flow's
 //!    creation counters, the host's first line and its egress port.
 //!
+//! The route stage 2 looks up for a `TxDone`'s frame is kept in a two-entry
+//! memo ([`RouteMemo`], keyed by node, destination and flow hash: everything
+//! the lookup reads), and the forwarding at the frame's `Arrive` takes the
+//! port from it instead of looking the route up a second time (about 13 fewer
+//! instructions per event at k=16 and k=32; hits at 94% and 90% of the
+//! forwards). With the hints off the memo stays empty and the forwarding pays
+//! one test.
+//!
 //! Each event gets each stage once (a `TxDone` schedules its `Arrive` in
 //! front of the events it looked at, so they are looked at again). Static
 //! indices that would cost a miss of their own to read (a port's wire and
