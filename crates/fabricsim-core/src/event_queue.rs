@@ -256,19 +256,39 @@ impl<E: Copy> EventQueue<E> {
                 }
             }
         } else {
+            // The moves run in an inner loop that never grows a vector (with
+            // the call to grow one in it, the loop's state lived on the
+            // stack): a full vector ends it, and the outer loop grows that
+            // one (as a push would) and goes on with the same event. The
+            // minimum and the bit are set again then, which changes nothing.
             let mut nonempty = self.nonempty;
-            for &e in &events {
-                if dead(&e.event) {
-                    continue;
-                }
-                let diff = e.time ^ min;
-                if diff == 0 {
-                    self.current.push(e);
-                } else {
-                    let b = 63 - diff.leading_zeros() as usize;
-                    self.buckets[b].push(e);
-                    self.mins[b] = self.mins[b].min(e.time);
-                    nonempty |= 1 << b;
+            let mut i = 0;
+            loop {
+                let full = loop {
+                    let Some(&e) = events.get(i) else { break None };
+                    if dead(&e.event) {
+                        i += 1;
+                        continue;
+                    }
+                    let diff = e.time ^ min;
+                    let v = if diff == 0 {
+                        &mut self.current
+                    } else {
+                        let b = 63 - diff.leading_zeros() as usize;
+                        self.mins[b] = self.mins[b].min(e.time);
+                        nonempty |= 1 << b;
+                        &mut self.buckets[b]
+                    };
+                    if v.len() == v.capacity() {
+                        break Some(diff);
+                    }
+                    v.push(e);
+                    i += 1;
+                };
+                match full {
+                    None => break,
+                    Some(0) => self.current.reserve(1),
+                    Some(diff) => self.buckets[63 - diff.leading_zeros() as usize].reserve(1),
                 }
             }
             self.nonempty = nonempty;
