@@ -265,7 +265,7 @@ impl<E: Copy> EventQueue<E> {
             let mut i = 0;
             loop {
                 let full = loop {
-                    let Some(&e) = events.get(i) else { break None };
+                    let Some(e) = events.get(i) else { break None };
                     if dead(&e.event) {
                         i += 1;
                         continue;
@@ -282,7 +282,7 @@ impl<E: Copy> EventQueue<E> {
                     if v.len() == v.capacity() {
                         break Some(diff);
                     }
-                    v.push(e);
+                    v.push(*e);
                     i += 1;
                 };
                 match full {
