@@ -117,7 +117,6 @@ pub struct EventQueue<E> {
     mins: [u64; 64],
     /// Bit `b` set when `buckets[b]` is not empty.
     nonempty: u64,
-    len: usize,
     #[cfg(feature = "queue-trace")]
     trace: trace::Trace,
 }
@@ -139,7 +138,6 @@ impl<E: Copy> EventQueue<E> {
             buckets: std::array::from_fn(|_| Vec::new()),
             mins: [u64::MAX; 64],
             nonempty: 0,
-            len: 0,
             #[cfg(feature = "queue-trace")]
             trace: trace::Trace::default(),
         }
@@ -162,7 +160,6 @@ impl<E: Copy> EventQueue<E> {
             self.mins[b] = self.mins[b].min(t);
             self.nonempty |= 1 << b;
         }
-        self.len += 1;
     }
 
     /// Puts `entry` (not later than `run_max`) into the run behind every
@@ -248,9 +245,7 @@ impl<E: Copy> EventQueue<E> {
                 self.current.extend_from_slice(v);
             } else {
                 for e in v.iter() {
-                    if dead(&e.event) {
-                        self.len -= 1;
-                    } else {
+                    if !dead(&e.event) {
                         self.current.push(*e);
                     }
                 }
@@ -261,20 +256,39 @@ impl<E: Copy> EventQueue<E> {
                 }
             }
         } else {
+            // The moves run in an inner loop that never grows a vector (with
+            // the call to grow one in it, the loop's state lived on the
+            // stack): a full vector ends it, and the outer loop grows that
+            // one (as a push would) and goes on with the same event. The
+            // minimum and the bit are set again then, which changes nothing.
             let mut nonempty = self.nonempty;
-            for &e in &events {
-                if dead(&e.event) {
-                    self.len -= 1;
-                    continue;
-                }
-                let diff = e.time ^ min;
-                if diff == 0 {
-                    self.current.push(e);
-                } else {
-                    let b = 63 - diff.leading_zeros() as usize;
-                    self.buckets[b].push(e);
-                    self.mins[b] = self.mins[b].min(e.time);
-                    nonempty |= 1 << b;
+            let mut i = 0;
+            loop {
+                let full = loop {
+                    let Some(e) = events.get(i) else { break None };
+                    if dead(&e.event) {
+                        i += 1;
+                        continue;
+                    }
+                    let diff = e.time ^ min;
+                    let v = if diff == 0 {
+                        &mut self.current
+                    } else {
+                        let b = 63 - diff.leading_zeros() as usize;
+                        self.mins[b] = self.mins[b].min(e.time);
+                        nonempty |= 1 << b;
+                        &mut self.buckets[b]
+                    };
+                    if v.len() == v.capacity() {
+                        break Some(diff);
+                    }
+                    v.push(*e);
+                    i += 1;
+                };
+                match full {
+                    None => break,
+                    Some(0) => self.current.reserve(1),
+                    Some(diff) => self.buckets[63 - diff.leading_zeros() as usize].reserve(1),
                 }
             }
             self.nonempty = nonempty;
@@ -342,7 +356,6 @@ impl<E: Copy> EventQueue<E> {
     pub fn take_peeked(&mut self) {
         debug_assert!(self.head < self.current.len());
         self.head += 1;
-        self.len -= 1;
     }
 
     /// Removes and returns the earliest pending event.
@@ -356,7 +369,6 @@ impl<E: Copy> EventQueue<E> {
         let e = self.current[self.head];
         self.floor = e.time;
         self.head += 1;
-        self.len -= 1;
         Some((SimTime(e.time), e.event))
     }
 
@@ -366,12 +378,14 @@ impl<E: Copy> EventQueue<E> {
         slots * std::mem::size_of::<Entry<E>>()
     }
 
+    /// Pending events (counted, not kept: the event loop never asks, and a
+    /// counter cost two instructions per event).
     pub fn len(&self) -> usize {
-        self.len
+        self.current.len() - self.head + self.buckets.iter().map(Vec::len).sum::<usize>()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.head == self.current.len() && self.nonempty == 0
     }
 
     /// The operations recorded so far (feature `queue-trace`), see [`trace::Trace`].

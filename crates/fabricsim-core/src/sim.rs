@@ -1110,7 +1110,7 @@ impl Simulation {
         if pkt.size > self.nodes[node.idx()].mtu || pkt.dst.0 & MCAST_TAG != 0 {
             return self.switch_forward_special(node, ingress, rate, id);
         }
-        match self.routing.route(node.idx(), pkt.dst.idx(), pkt.hash) {
+        match self.route(node, pkt.dst, pkt.hash) {
             Some(out) => self.enqueue(node, out, id, Some(ingress), Some(rate)),
             None => self.drop_packet(node, ingress as u32, id, DropReason::NoRoute),
         }

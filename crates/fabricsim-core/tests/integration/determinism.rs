@@ -92,3 +92,42 @@ fn prefetch_hints_are_off_for_a_small_world_and_forcing_them_changes_no_output()
         assert_eq!(format!("{t:?}"), format!("{:?}", b.tables[name]), "table {name}");
     }
 }
+
+#[test]
+fn prefetch_route_memo_tells_flows_to_one_destination_apart() {
+    // Eight flows from leaf 0 to one host on leaf 1: the leaf spreads them
+    // over its four uplinks by their hash, so the routes the hints remember
+    // for the same (leaf, destination) differ from frame to frame; a memo
+    // that answered for the node and destination alone would send frames up
+    // the wrong spine. The forwarding must take each frame where the full
+    // lookup does, as with the hints off.
+    let hosts: Vec<String> = (0..8).map(|i| format!("\"h{i}\"")).collect();
+    let sc = fabricsim_core::Scenario::from_json(&format!(
+        r#"{{"duration_ps": 1000000000, "seed": 5,
+        "topology": {{"kind": "leaf_spine", "leaves": 2, "spines": 4, "hosts_per_leaf": 8,
+                     "host_link": {{"rate_bps": 25000000000, "delay_ps": 500000}},
+                     "fabric_link": {{"rate_bps": 100000000000, "delay_ps": 500000}}}},
+        "traffic": [{{"kind": "udp_poisson", "src": [{}], "dst": "h8", "load": 0.1}},
+                    {{"kind": "udp_poisson", "src": ["h9", "h10", "h11"], "dst": "h0", "load": 0.2, "frame_bytes": 700}}]}}"#,
+        hosts.join(", ")
+    ))
+    .expect("valid scenario JSON");
+    let mut on = fabricsim_core::Simulation::new(&sc).expect("valid scenario");
+    on.set_prefetch(true);
+    let mut off = fabricsim_core::Simulation::new(&sc).expect("valid scenario");
+    off.set_prefetch(false);
+    let (a, b) = (on.finish(), off.finish());
+    // The flows to h8 leave leaf 0 on at least three of its four uplinks
+    // (the 100G links out of the switch h0 is attached to).
+    let (src, dst) = (i64_col(&a, "links", "src"), i64_col(&a, "links", "dst"));
+    let (rate, packets) = (i64_col(&a, "links", "rate_bps"), i64_col(&a, "links", "packets"));
+    let h0 = i64_col(&a, "flows", "src")[0];
+    let leaf0 = dst[src.iter().position(|&s| s == h0).expect("h0 has a link")];
+    let used = (0..src.len()).filter(|&i| src[i] == leaf0 && rate[i] == 100_000_000_000 && packets[i] > 0).count();
+    assert!(used >= 3, "ECMP spread over {used} uplinks");
+    assert!(int(&a, "packets_delivered") > 1000);
+    assert_eq!(a.summary, b.summary);
+    for (name, t) in &a.tables {
+        assert_eq!(format!("{t:?}"), format!("{:?}", b.tables[name]), "table {name}");
+    }
+}
