@@ -156,10 +156,15 @@ def _partial(sim: Any, scenario: Scenario, started: float, note: dict[str, Any])
     return _result(raw, sim, scenario, started, note)
 
 
-def _result(raw: Any, sim: Any, scenario: Scenario, started: float, note: dict[str, Any]) -> Result:
+def _result(
+    raw: Any, sim: Any, scenario: Scenario, started: float, note: dict[str, Any], ended: float | None = None
+) -> Result:
+    """The run's :class:`Result`; its timing is the core's: the world's build,
+    the run and ``finish()``, from ``started`` to ``ended`` (now when not
+    given), without the report's preload or the results' imports."""
+    wall_time = (time.perf_counter() if ended is None else ended) - started
     from fabricsim.outputs.results import Result
 
-    wall_time = time.perf_counter() - started
     result = Result.from_core(raw, scenario)
     summary = result.summary
     summary.setdefault("scenario", scenario.name)
@@ -213,6 +218,7 @@ def run(
             else:
                 _advance(sim, None)
             raw = sim.finish()
+            ended = time.perf_counter()
         except KeyboardInterrupt:
             stopped = {"interrupted": True}
         except core.SimulationError as exc:
@@ -225,4 +231,4 @@ def run(
         if "error" in stopped:
             raise SimulationError(stopped["error"], partial)
         raise RunInterrupted(partial)
-    return _result(raw, sim, scenario, started, {})
+    return _result(raw, sim, scenario, started, {}, ended)

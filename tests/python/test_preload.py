@@ -237,3 +237,18 @@ def test_report_is_byte_identical_with_and_without_the_preload(core, tmp_path):
     for name in files:
         if name != Path("timing.json"):
             assert (tmp_path / "on" / name).read_bytes() == (tmp_path / "off" / name).read_bytes(), name
+
+
+def test_the_run_timing_is_the_core_without_the_preload(fake_core, monkeypatch):
+    """timing.json's wall time (and events per second) is the core's: a
+    preload still running when the core is done is waited for after it."""
+
+    class Slow(Preload):
+        def __init__(self) -> None:
+            super().__init__(lambda: time.sleep(1.0))
+
+    monkeypatch.setattr(preload_module, "Preload", Slow)
+    began = time.perf_counter()
+    result = fabricsim.run(loads(SCENARIO), prepare_report=True)
+    assert time.perf_counter() - began >= 1.0  # the run waited for the preload
+    assert result.timing["wall_time_s"] < 1.0  # and did not count it
