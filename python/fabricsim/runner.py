@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # the results (polars, numpy) are imported once the core has 
 __all__ = ["check", "run"]
 
 _STEPS = 200  # progress updates over the scenario duration
+_BUSY_STEPS = 10  # a chunk while the report's preload runs, in progress steps
 _UNTIL_THE_END = 2**64 - 1  # the core's last instant: run_until it runs to completion (drain included)
 _FIELD_PATH = re.compile(r"^[A-Za-z_]\w*(?:\[\d+\]|\.\w+)*$")
 
@@ -89,14 +90,16 @@ def check(scenario: Scenario | str | os.PathLike[str]) -> dict[str, Any]:
     return resolved
 
 
-def _advance(sim: Any, on_step: Callable[[], None] | None) -> None:
+def _advance(sim: Any, on_step: Callable[[], None] | None, busy: Callable[[], bool] = lambda: False) -> None:
     """Run ``sim`` to completion in chunks of simulated time, calling ``on_step`` in between.
 
     Without ``on_step`` the run is one call: nothing in Python needs the GIL
     in between, and a thread that holds it (the report's preload) would make
     every chunk wait for it. The core still hands control back every million
     events or so to look for signals, so Ctrl-C is seen within a fraction of a
-    second either way.
+    second either way. While ``busy()`` (the report's preload is importing,
+    and holds the GIL at times) the chunks are ten times longer: each return
+    may wait up to Python's switch interval for the GIL.
     """
     if on_step is None:
         while not sim.run_until(_UNTIL_THE_END):
@@ -105,13 +108,13 @@ def _advance(sim: Any, on_step: Callable[[], None] | None) -> None:
     step = max(sim.end_ps // _STEPS, 1)
     target = 0
     while True:
-        target = max(target, sim.now_ps) + step
+        target = max(target, sim.now_ps) + (step * _BUSY_STEPS if busy() else step)
         if sim.run_until(target):
             return
         on_step()
 
 
-def _run_with_progress(sim: Any, label: str) -> None:
+def _run_with_progress(sim: Any, label: str, busy: Callable[[], bool] = lambda: False) -> None:
     """:func:`_advance` with a progress bar over simulated time on stderr."""
     from rich.console import Console
     from rich.markup import escape
@@ -141,7 +144,7 @@ def _run_with_progress(sim: Any, label: str) -> None:
                 speed=f"{sim.events / elapsed:,.0f} events/s",
             )
 
-        _advance(sim, update)
+        _advance(sim, update, busy)
         update()
 
 
@@ -214,7 +217,7 @@ def run(
         sim = _build(core, scenario, resolved)
         try:
             if progress:
-                _run_with_progress(sim, scenario.name)
+                _run_with_progress(sim, scenario.name, preload.alive if preload is not None else lambda: False)
             else:
                 _advance(sim, None)
             raw = sim.finish()

@@ -252,3 +252,17 @@ def test_the_run_timing_is_the_core_without_the_preload(fake_core, monkeypatch):
     result = fabricsim.run(loads(SCENARIO), prepare_report=True)
     assert time.perf_counter() - began >= 1.0  # the run waited for the preload
     assert result.timing["wall_time_s"] < 1.0  # and did not count it
+
+
+def test_a_progress_bar_steps_ten_times_less_often_while_the_preload_runs(fake_core, monkeypatch):
+    """Each step takes the GIL back, which the preload holds at times: while
+    it runs, the steps of simulated time are ten times longer."""
+
+    class Slow(Preload):
+        def __init__(self) -> None:
+            super().__init__(lambda: time.sleep(1.0))
+
+    monkeypatch.setattr(preload_module, "Preload", Slow)
+    fabricsim.run(loads(SCENARIO), progress=True, prepare_report=True)
+    (sim,) = fake_core.simulations
+    assert len(sim.targets) == 20 and sim.targets[-1] == 1_000_000_000

@@ -12,8 +12,9 @@ there is no import-lock ordering between them to deadlock on. The overlap
 pays while a core is free. A run without a progress bar is one call into
 the core, which takes the GIL back only every million events or so to look
 for signals; with a progress bar the core hands back 200 times over the
-scenario's duration and each time may wait up to Python's switch interval
-(5 ms) for the preload to let the GIL go.
+scenario's duration, each time possibly waiting up to Python's switch
+interval (5 ms) for the preload to let the GIL go, so while the preload is
+alive it hands back ten times less often.
 
 The thread only imports modules and looks up the default font, as the report
 would on its first plot; it draws nothing. If anything in it fails, the
@@ -75,6 +76,10 @@ class Preload:
             self._target()
         except BaseException as exc:  # kept, not raised: the report step imports again and fails as it would
             self.error = exc
+
+    def alive(self) -> bool:
+        """Whether the thread is still running."""
+        return self._thread.is_alive()
 
     def wait(self) -> None:
         """Return once the thread has finished."""
