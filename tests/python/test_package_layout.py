@@ -170,23 +170,33 @@ print(json.dumps([name for name in {HEAVY!r} if name in sys.modules]))
 
 
 def test_the_core_runs_before_dataframes_or_plots_are_imported():
+    """Nothing heavy is imported before the core runs: without the report not
+    at all; with it, the report's preload imports them in its own thread beside
+    the core (tests/python/test_preload.py), and the main thread has imported
+    none of them when it starts that thread."""
     code = f"""
 import json, sys
 import fabricsim.runner as runner
-seen = []
-def advance(sim, on_step):
-    seen.extend(name for name in {HEAVY!r} if name in sys.modules)
+seen = {{}}
+def advance(sim, on_step, *busy):
+    seen["advance"] = [name for name in {HEAVY!r} if name in sys.modules]
     raise SystemExit(0)
-runner._advance = advance
+preload = runner._preload
+def watched(progress):
+    seen["preload"] = [name for name in {HEAVY!r} if name in sys.modules]
+    return preload(progress)
+runner._advance, runner._preload = advance, watched
 from fabricsim.cli.main import main
 try:
-    main(["run", "{REPO / 'scenarios' / 'quickstart.yaml'}", "--out", sys.argv[1], "--no-progress"])
+    main(["run", "{REPO / 'scenarios' / 'quickstart.yaml'}", "--out", sys.argv[1], "--no-progress", *sys.argv[2:]])
 except SystemExit:
     pass
 print(json.dumps(seen))
 """
     with tempfile.TemporaryDirectory() as out:
-        assert json.loads(_run_python(code, out)) == []
+        assert json.loads(_run_python(code, out, "--no-report")) == {"advance": []}
+    with tempfile.TemporaryDirectory() as out:
+        assert json.loads(_run_python(code, out)).get("preload") == []
 
 
 def test_version_is_looked_up_on_demand():
