@@ -52,11 +52,11 @@ def _resolved_json(scenario: Scenario) -> str:
         raise ScenarioError([("", f"cannot resolve the scenario: {exc}")], scenario.source) from None
 
 
-def _build(core: ModuleType, scenario: Scenario, resolved: str | None = None) -> Any:
-    """The core's simulation of ``scenario`` (whose resolved JSON is
-    ``resolved`` when already made): the world built, nothing run yet."""
+def _build(core: ModuleType, scenario: Scenario, resolved: str) -> Any:
+    """The core's simulation of ``scenario`` (``resolved``: its resolved JSON,
+    :func:`_resolved_json`): the world built, nothing run yet."""
     try:
-        return core.Simulation(_resolved_json(scenario) if resolved is None else resolved)
+        return core.Simulation(resolved)
     except core.ConfigError as exc:
         raise _config_error(exc, scenario) from None
 
@@ -86,7 +86,7 @@ def check(scenario: Scenario | str | os.PathLike[str]) -> dict[str, Any]:
     if not isinstance(scenario, Scenario):
         scenario = load(scenario)
     resolved = scenario.to_resolved()
-    _build(_core(), scenario)
+    _build(_core(), scenario, _resolved_json(scenario))
     return resolved
 
 

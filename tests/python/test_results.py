@@ -168,3 +168,20 @@ def test_known_tables_are_attributes_that_can_be_replaced(core_output):
     assert "fct" not in result.tables()  # derived tables are listed only when they have rows
     result.fct = pl.DataFrame({"bucket": ["all"], "count": [1]})
     assert list(result.tables())[-1] == "fct"
+
+
+def test_memo_keeps_a_derived_table_while_its_inputs_and_settings_stay():
+    run = Result({}, flows=pl.DataFrame({"a": [1]}))
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return len(calls)
+
+    flows = run.flows
+    assert run.memo("k", (flows,), compute, (0, [1])) == 1
+    assert run.memo("k", (flows,), compute, (0, [1])) == 1  # same objects, equal settings
+    assert run.memo("k", (flows,), compute, (5, [1])) == 2  # other settings
+    run.flows = pl.DataFrame({"a": [1]})  # an equal table, but another object
+    assert run.memo("k", (run.flows,), compute, (5, [1])) == 3
+    assert run.memo("other", (run.flows,), compute) == 4 and run.memo("k", (run.flows,), compute, (5, [1])) == 3

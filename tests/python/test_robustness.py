@@ -100,8 +100,8 @@ def test_a_stalled_run_keeps_its_partial_results(core, tmp_path, monkeypatch, ca
 
     build = runner._build
 
-    def small_limit(core_module, scenario, *resolved):
-        sim = build(core_module, scenario, *resolved)
+    def small_limit(core_module, scenario, resolved):
+        sim = build(core_module, scenario, resolved)
         sim.stall_limit = 20
         return sim
 

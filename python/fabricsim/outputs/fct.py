@@ -327,15 +327,13 @@ def flow_table(
     scenario = result.scenario
     warmup, cooldown, edges = _settings(scenario, warmup, cooldown, edges)
     flows = result.flows
-    # The report asks again for the table the statistics were computed from: keep the last one
-    # with what it was computed from (the same objects, the same settings).
-    inputs = (flows, result.links, result.nodes, scenario)
-    cached = result.__dict__.get("_flow_table")
-    if cached is not None and all(a is b for a, b in zip(cached[0], inputs)) and cached[1] == (warmup, cooldown, edges):
-        return cached[2]
-    table = _flow_table(scenario, flows, result, warmup, cooldown, edges)
-    result.__dict__["_flow_table"] = (inputs, (warmup, cooldown, edges), table)
-    return table
+    # The report asks again for the table the statistics were computed from.
+    return result.memo(
+        "_flow_table",
+        (flows, result.links, result.nodes, scenario),
+        lambda: _flow_table(scenario, flows, result, warmup, cooldown, edges),
+        (warmup, cooldown, edges),
+    )
 
 
 def _flow_table(

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
 import polars as pl
@@ -229,6 +229,23 @@ class RunTables:
         if name in tables:
             return tables[name]
         raise AttributeError(f"{type(self).__name__!r} object has no attribute or table {name!r}")
+
+    def memo(self, key: str, inputs: tuple[Any, ...], compute: Callable[[], Any], settings: Any = None) -> Any:
+        """``compute()``, kept on this run under ``key`` (the last one only) for
+        as long as the tables it reads (``inputs``) are the same objects and
+        ``settings`` compare equal: derived tables that several sections of the
+        report, or the report and the summary, ask for."""
+        cached = self.__dict__.get(key)
+        if (
+            cached is not None
+            and len(cached[0]) == len(inputs)
+            and all(a is b for a, b in zip(cached[0], inputs))
+            and cached[1] == settings
+        ):
+            return cached[2]
+        value = compute()
+        self.__dict__[key] = (inputs, settings, value)
+        return value
 
     def tables(self) -> dict[str, pl.DataFrame]:
         """The tables written to files, by name: the core's (``nodes`` aside), then

@@ -63,21 +63,10 @@ def port_labels(result: RunTables) -> dict[tuple[str, int], str]:
     if links.height == 0 or "src_port" not in links.columns:
         return {}
     # Several sections ask, and a fabric has many ports.
-    return _memo(result, "_port_labels", (links,), lambda: {
+    return result.memo("_port_labels", (links,), lambda: {
         (a, int(p)): f"{a} -> {b}"
         for a, p, b in zip(links["src"].to_list(), links["src_port"].to_list(), links["dst"].to_list())
     })
-
-
-def _memo(result: RunTables, key: str, inputs: tuple[Any, ...], compute: Callable[[], Any]) -> Any:
-    """``compute()``, kept on ``result`` under ``key`` for as long as the tables
-    it reads (``inputs``) are the same objects."""
-    cached = result.__dict__.get(key)
-    if cached is not None and len(cached[0]) == len(inputs) and all(a is b for a, b in zip(cached[0], inputs)):
-        return cached[1]
-    value = compute()
-    result.__dict__[key] = (inputs, value)
-    return value
 
 
 def _port(labels: dict[tuple[str, int], str], node: Any, port: Any) -> str:
@@ -116,7 +105,7 @@ def class_latency(result: RunTables) -> pl.DataFrame:
     if hist.height == 0 or "latency_min_ps" not in flows.columns:
         return pl.DataFrame()
     # "What matters" and the latency section both ask.
-    return _memo(result, "_class_latency", (hist, flows), lambda: _class_latency(hist, flows))
+    return result.memo("_class_latency", (hist, flows), lambda: _class_latency(hist, flows))
 
 
 def _class_latency(hist: pl.DataFrame, flows: pl.DataFrame) -> pl.DataFrame:
