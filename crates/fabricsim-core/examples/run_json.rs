@@ -8,9 +8,10 @@
 //! valgrind --tool=callgrind target/release/examples/run_json /tmp/k16.json
 //! ```
 //!
-//! `--prefetch on|off` (after the file) forces the event loop's prefetch
-//! hints on or off (by default they follow the world's size); results are the
-//! same either way.
+//! `--prefetch on|arrivals|off` (after the file) forces the event loop's
+//! prefetch hints on (without arrivals' own hints), on with arrivals' hints
+//! where the traffic asks for them, or off (by default they follow the
+//! world's size); results are the same either way.
 
 use fabricsim_core::stats::{Column, Value};
 use fabricsim_core::{Scenario, Simulation};
@@ -39,11 +40,17 @@ fn main() {
     if let Some(i) = args.iter().position(|a| a == "--prefetch") {
         match args.get(i + 1).map(String::as_str) {
             Some("on") => sim.set_prefetch(true),
+            Some("arrivals") => sim.set_prefetch_arrivals(true),
             Some("off") => sim.set_prefetch(false),
-            _ => panic!("--prefetch takes on or off"),
+            _ => panic!("--prefetch takes on, arrivals or off"),
         }
     }
     let build = t0.elapsed().as_secs_f64();
+    let prefetch = match (sim.prefetching(), sim.prefetching_arrivals()) {
+        (false, _) => "off",
+        (true, false) => "on",
+        (true, true) => "arrivals",
+    };
     let (c1, t1) = (cpu_seconds(), Instant::now());
     sim.run();
     let (loop_wall, c2) = (t1.elapsed().as_secs_f64(), cpu_seconds());
@@ -66,7 +73,7 @@ fn main() {
         "{{\"scenario\": \"{}\", \"events\": {}, \"packets\": {}, \"packet_hops\": {}, \"sim_time_ps\": {}, \
          \"build_s\": {:.4}, \"loop_wall_s\": {:.4}, \"loop_cpu_s\": {:.4}, \"events_per_cpu_s\": {:.0}, \
          \"hops_per_cpu_s\": {:.0}, \"ns_per_event\": {:.2}, \"peak_rss_mb\": {:.1}, \"peak_packets\": {}, \
-         \"bytes_per_packet\": {:.1}, \"event_queue_bytes\": {}, \"routing_bytes\": {}}}",
+         \"bytes_per_packet\": {:.1}, \"event_queue_bytes\": {}, \"routing_bytes\": {}, \"prefetch\": \"{}\"}}",
         sc.name,
         int("events"),
         int("packets_created"),
@@ -83,5 +90,6 @@ fn main() {
         mem.bytes_per_packet(),
         mem.events,
         mem.routing,
+        prefetch,
     );
 }

@@ -150,6 +150,8 @@ pub struct Simulation {
     horizon: SimTime,
     // TCP connections, their configurations and applications.
     tcp: Vec<TcpFlow>,
+    /// Per connection: its timer generation (see `transport::timer_gen`).
+    tcp_timer_gen: Vec<u32>,
     tcp_cfgs: Vec<TcpConfig>,
     tcp_default: TcpConfig,
     incasts: Vec<IncastApp>,
@@ -355,6 +357,7 @@ impl Simulation {
             tx_hooks: true,
             horizon: SimTime::ZERO,
             tcp: Vec::new(),
+            tcp_timer_gen: Vec::new(),
             tcp_cfgs: Vec::new(),
             tcp_default: sc.tcp.clone(),
             incasts: Vec::new(),
@@ -685,8 +688,9 @@ impl Simulation {
         // when it next moves them, instead of carrying them to the front.
         let tcp_timers = !self.tcp.is_empty();
         while let Some((t, ev)) = if tcp_timers {
-            self.queue
-                .peek_live(&|e: &Event| matches!(*e, Event::TcpTimer(c, g) if transport::timer_gen(&self.tcp, c) != g))
+            self.queue.peek_live(
+                &|e: &Event| matches!(*e, Event::TcpTimer(c, g) if transport::timer_gen(&self.tcp_timer_gen, c) != g),
+            )
         } else {
             self.queue.peek()
         } {

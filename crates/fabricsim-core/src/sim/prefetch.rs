@@ -8,34 +8,56 @@
 //! handler reached it, and the later ones are named by the earlier ones (the
 //! port names its wire, the wire the next node, the route there the next
 //! egress port). After each event is taken out, the event loop reads the
-//! next two events from the event queue (`EventQueue::upcoming`: the sorted
-//! run, or past its end the earliest event of a lowest bucket small enough
-//! to be sorted whole; nothing is settled or moved) and hints in two stages:
+//! next events from the event queue (`EventQueue::upcoming`: the sorted run,
+//! or past its end the earliest event of a lowest bucket small enough to be
+//! sorted whole; nothing is settled or moved) and hints in stages, each
+//! reading only lines an earlier stage asked for:
 //!
-//! 1. **two events ahead**: a `TxDone` gets its port's three lines, its
-//!    wire's first line and its carried-traffic bin prefetched; a `Send` its
-//!    source;
-//! 2. **one event ahead** (whose lines stage 1 asked for one event earlier,
-//!    so reading them is cheap now): for a `TxDone`, the frame's next hop,
-//!    which its `Arrive` (usually the event right after) reads: the far
+//! 1. lines the event names itself: a `TxDone` gets its port's three lines,
+//!    its wire's first line and its carried-traffic bin; an `Arrive` its
+//!    wire's first line; a `Send` its source;
+//! 2. the frame the event moves: the packet in transmission (named by the
+//!    port's first line) or the wire's head (named by the wire's line, with
+//!    the far node's first line); for a `Send`, the flow's creation
+//!    counters, the host's first line and its egress port;
+//! 3. where that frame goes next (read from its record): for a `TxDone`, the
+//!    hop its `Arrive` will make; for an `Arrive`, the hop it makes now: the
 //!    node's first line and the egress port the route picks there, or at the
-//!    frame's destination its flow's statistics; for a `Send`, the flow's
-//!    creation counters, the host's first line and its egress port.
+//!    frame's destination its flow's statistics.
 //!
-//! The route stage 2 looks up for a `TxDone`'s frame is kept in a two-entry
-//! memo ([`RouteMemo`], keyed by node, destination and flow hash: everything
-//! the lookup reads), and the forwarding at the frame's `Arrive` takes the
-//! port from it instead of looking the route up a second time (about 13 fewer
-//! instructions per event at k=16 and k=32; hits at 94% and 90% of the
-//! forwards). With the hints off the memo stays empty and the forwarding pays
-//! one test.
+//! **Two depths.** By default a `TxDone` or `Send` gets stage 1 two events
+//! ahead and the rest as the next event, and an `Arrive` nothing: on the
+//! open-loop fat-trees a frame's `Arrive` comes right after its `TxDone`
+//! (nothing else is due in between), whose stage 3 has looked its hop up
+//! one event earlier. On a fabric with many frames in flight (TCP) hundreds
+//! of events run between the two, the lines come back evicted, and the
+//! frame's packet, wire and next port missed again at its arrival. There,
+//! **arrivals' own hints** give every event stage 1 three events ahead,
+//! stage 2 two ahead and stage 3 as the next event (an event named later
+//! gets stage 1 alone two ahead, stage 2 would wait for the line just asked
+//! for, and stages 2 and 3 as the next event; an `Arrive` first named as the
+//! next event was just scheduled by its `TxDone` and gets nothing). They
+//! cost 25-60 instructions per event, so they are used only in worlds whose
+//! per-hop state, flows aside, takes half a shared cache
+//! ([`ARRIVALS_ABOVE_BYTES`]), and there only for the next window of 65,536
+//! events after a window in which at least one event in eight was an
+//! arrival named two events ahead (about 6% of the events on
+//! `fattree-k32-cbr`, 37-46% on the TCP fat-trees; [`Prefetch::choose_depth`]).
 //!
-//! Each event gets each stage once (a `TxDone` schedules its `Arrive` in
-//! front of the events it looked at, so they are looked at again). Static
-//! indices that would cost a miss of their own to read (a port's wire and
-//! far node, a node's first port) are copied into compact arrays. On
-//! `fattree-k32-cbr` the next event is known at 96% of the steps and the
-//! one after at 75%; an unknown one gets no hint.
+//! The route stage 3 looks up is kept in a two-entry memo ([`RouteMemo`],
+//! keyed by node, destination and flow hash: everything the lookup reads),
+//! and the forwarding at the frame's `Arrive` takes the port from it instead
+//! of looking the route up a second time (about 13 fewer instructions per
+//! event at k=16 and k=32; hits at 94% and 90% of the forwards); an
+//! arrival's stage 3 that finds its route there does nothing more. With the
+//! hints off the memo stays empty and the forwarding pays one test.
+//!
+//! Each event gets each stage once: the last event given each stage is
+//! remembered by a key (port, source or wire; one event of each is pending
+//! at a time). Static indices that would cost a miss of their own to read
+//! (a port's wire and far node, a node's first port) are copied into
+//! compact arrays. On `fattree-k32-cbr` the next event is known at 96% of
+//! the steps and the one after at 75%; an unknown one gets no hint.
 //!
 //! A prefetch is a hint: it never faults, changes no state a program can
 //! read, and so cannot change a result (tests compare every output with the
@@ -79,13 +101,36 @@ pub(super) fn lines<T>(v: &[T], i: usize, first: usize, lines: usize) {
 /// nothing), a k=16 one about 3 MB (on: 7-10% less loop time).
 pub(super) const ON_ABOVE_BYTES: usize = 1 << 20;
 
+/// Arrivals get hints of their own (three stages, from three events ahead)
+/// when the state every hop reads (ports, wires, carried-traffic bins,
+/// nodes) takes at least this many bytes: half a shared last-level cache,
+/// beyond which a line evicted between a frame's `TxDone` and its `Arrive`
+/// comes back from memory. A k=32 fat-tree has about 22 MB (on: a TCP
+/// permutation's loop runs 20-30% faster), a k=16 one about 3 MB (off: its
+/// lines come back from the shared cache, and neither its TCP permutation
+/// nor a 97,065-flow TCP run on it gained measurably from the 25-60 more
+/// instructions per event).
+pub(super) const ARRIVALS_ABOVE_BYTES: usize = 16 << 20;
+
 /// What prefetching needs besides the simulation's own state.
 #[derive(Debug, Default)]
 pub(super) struct Prefetch {
     /// Whether the hints are given (see [`ON_ABOVE_BYTES`]).
     pub(super) on: bool,
-    /// The last events given stages 1 and 2 (see [`key`]).
-    staged: [u64; 2],
+    /// Whether arrivals get hints of their own, three events ahead (see
+    /// [`ARRIVALS_ABOVE_BYTES`]).
+    arrivals: bool,
+    /// Whether the world is large enough for `arrivals` (see
+    /// [`Prefetch::choose_depth`]).
+    arrivals_allowed: bool,
+    /// Events left in the current window of [`WINDOW`] events, and the
+    /// arrivals named two events ahead in it.
+    window_left: u32,
+    early_arrivals: u32,
+    /// Keys (see [`key`]) of the last events given hints when named three,
+    /// two and one events ahead; with arrivals' own hints, an event given
+    /// stage 1 two events ahead has [`ONLY_STAGE1`] set in the second.
+    staged: [u64; 3],
     /// Compact copies of static indices whose originals sit in lines that
     /// would themselves miss. Per port: its channel and the node at the
     /// channel's far end.
@@ -150,33 +195,64 @@ impl RouteMemo {
     }
 }
 
-/// Identifies a `TxDone` or `Send` for [`Prefetch::staged`] (`u64::MAX`:
-/// neither). A port has one `TxDone` pending at a time and a source one
-/// `Send`, so the same key twice in a row is the same event.
+/// Identifies a `TxDone`, `Send` or `Arrive` for [`Prefetch::staged`]
+/// (`u64::MAX`: none of them). A port has one `TxDone` pending at a time, a
+/// source one `Send` and a wire one `Arrive`, so while an event is queued
+/// its key names it alone.
 #[inline(always)]
 fn key(ev: Event) -> u64 {
     match ev {
         Event::TxDone(p) => p.0 as u64,
         Event::Send(s) => 1 << 32 | s.0 as u64,
+        Event::Arrive(c) => 2 << 32 | c.0 as u64,
         _ => u64::MAX,
     }
 }
 
+/// Events over which [`Prefetch::choose_depth`] counts arrivals named ahead.
+const WINDOW: u32 = 1 << 16;
+
+impl Prefetch {
+    /// At the end of each window of [`WINDOW`] events, in a world large
+    /// enough for them, arrivals get hints of their own for the next window
+    /// when at least one event in eight was an arrival named two events
+    /// ahead. Where a frame's `Arrive` comes right after its `TxDone` (an
+    /// open-loop fabric with little in flight), it is named only as the next
+    /// event, and the `TxDone`'s hints have served it; where many frames are
+    /// in flight (a TCP fabric) other events run in between, and it is named
+    /// ahead.
+    #[cold]
+    #[inline(never)]
+    fn choose_depth(&mut self) {
+        self.arrivals = self.arrivals_allowed && self.early_arrivals >= WINDOW / 8;
+        self.early_arrivals = 0;
+        self.window_left = WINDOW;
+    }
+}
+
+/// Marks the key in [`Prefetch::staged`]`[1]` of an event given stage 1
+/// two events ahead instead of stage 2 (it still needs stage 2).
+const ONLY_STAGE1: u64 = 1 << 63;
+
 impl Simulation {
-    /// Bytes of the state a packet-hop reads, for [`ON_ABOVE_BYTES`].
-    fn hop_state_bytes(&self) -> usize {
+    /// Bytes of the state a packet-hop reads, for [`ON_ABOVE_BYTES`], and
+    /// of the part of it every hop reads (all but the flows' statistics,
+    /// read at the ends of a path), for [`ARRIVALS_ABOVE_BYTES`].
+    fn hop_state_bytes(&self) -> (usize, usize) {
         use std::mem::size_of_val;
-        size_of_val(&self.ports[..])
+        let fabric = size_of_val(&self.ports[..])
             + size_of_val(&self.channels[..])
             + self.carried.link_bytes()
-            + size_of_val(&self.nodes[..])
-            + size_of_val(&self.flows[..])
+            + size_of_val(&self.nodes[..]);
+        (fabric + size_of_val(&self.flows[..]), fabric)
     }
 
     /// Turns prefetching on for a world whose per-hop state outgrows a
     /// private cache; called once the world is built.
     pub(super) fn setup_prefetch(&mut self) {
-        self.set_prefetch(self.hop_state_bytes() >= ON_ABOVE_BYTES);
+        let (hop, fabric) = self.hop_state_bytes();
+        self.set_prefetch(hop >= ON_ABOVE_BYTES);
+        self.prefetch.arrivals_allowed = fabric >= ARRIVALS_ABOVE_BYTES && self.prefetch.on;
     }
 
     /// Whether the event loop gives prefetch hints.
@@ -184,12 +260,28 @@ impl Simulation {
         self.prefetch.on
     }
 
-    /// Turns the prefetch hints on or off whatever the world's size, for
-    /// tests and benchmarks: results are the same either way. By default
-    /// they are on for worlds with at least [`ON_ABOVE_BYTES`] of per-hop
-    /// state.
+    /// Whether arrivals get prefetch hints of their own (see
+    /// [`ARRIVALS_ABOVE_BYTES`]).
+    pub fn prefetching_arrivals(&self) -> bool {
+        self.prefetch.arrivals
+    }
+
+    /// Turns the hints on, with arrivals' own hints or without them,
+    /// whatever the world's size (tests and benchmarks; results are the same
+    /// either way).
+    pub fn set_prefetch_arrivals(&mut self, arrivals: bool) {
+        self.set_prefetch(true);
+        self.prefetch.arrivals_allowed = arrivals;
+        self.prefetch.arrivals = arrivals;
+    }
+
+    /// Turns the prefetch hints on (without arrivals' own hints) or off
+    /// whatever the world's size, for tests and benchmarks: results are the
+    /// same either way. By default they are on for worlds with at least
+    /// [`ON_ABOVE_BYTES`] of per-hop state, with arrivals' own hints from
+    /// [`ARRIVALS_ABOVE_BYTES`].
     pub fn set_prefetch(&mut self, on: bool) {
-        self.prefetch = Prefetch { on, staged: [u64::MAX; 2], ..Default::default() };
+        self.prefetch = Prefetch { on, staged: [u64::MAX; 3], window_left: WINDOW, ..Default::default() };
         if on {
             let far = |p: &crate::network::Port| self.channels[p.channel.idx()].to_node.0;
             self.prefetch.port_wire = self.ports.iter().map(|p| (p.channel.0, far(p))).collect();
@@ -197,41 +289,156 @@ impl Simulation {
         }
     }
 
-    /// Hints for the two events after the one just taken out, if the event
-    /// queue's sorted run holds them (see the module documentation).
+    /// Hints for the events after the one just taken out, if the event
+    /// queue names them (see the module documentation).
     #[inline(always)]
     pub(super) fn prefetch_next(&mut self) {
+        self.prefetch.window_left -= 1;
+        if self.prefetch.window_left == 0 {
+            self.prefetch.choose_depth();
+        }
+        if self.prefetch.arrivals {
+            return self.prefetch_next_with_arrivals();
+        }
+        // A `TxDone` or `Send`: stage 1 one event before stage 2 and 3.
         if let Some(ev) = self.queue.upcoming(1) {
             let k = key(ev);
-            if k != self.prefetch.staged[0] {
-                self.prefetch.staged[0] = k;
+            if k != u64::MAX && k != self.prefetch.staged[1] {
+                self.prefetch.staged[1] = k;
+                if let Event::Arrive(_) = ev {
+                    self.prefetch.early_arrivals += 1;
+                } else {
+                    self.prefetch_stage1(ev);
+                }
+            }
+        }
+        if let Some(ev) = self.queue.upcoming(0) {
+            let k = key(ev);
+            if k != u64::MAX && k != self.prefetch.staged[2] {
+                self.prefetch.staged[2] = k;
                 match ev {
-                    Event::TxDone(p) => self.prefetch_port(p),
-                    Event::Send(s) => lines(&self.sources, s.idx(), 0, 2),
+                    Event::TxDone(_) => self.prefetch_stage3(ev),
+                    Event::Send(_) => self.prefetch_stage2(ev),
                     _ => {}
                 }
             }
         }
-        let Some(ev) = self.queue.upcoming(0) else { return };
-        let k = key(ev);
-        if k == self.prefetch.staged[1] {
-            return;
+    }
+
+    /// [`Simulation::prefetch_next`] in a world large enough for arrivals'
+    /// own hints: every event is meant to get stage 1 three events ahead,
+    /// stage 2 two ahead and stage 3 as the next event. One named later (the
+    /// queue named fewer events, or it was scheduled in front) gets stage 1
+    /// alone when it is two ahead (stage 2 would wait for the line stage 1
+    /// just asked for) and stages 2 and 3 when it is next; but an `Arrive`
+    /// first named as the next event was scheduled by the `TxDone` just
+    /// taken out, whose stage 3 asked for its hop already, and gets nothing.
+    #[inline(always)]
+    fn prefetch_next_with_arrivals(&mut self) {
+        let (s1, s2) = (self.prefetch.staged[0], self.prefetch.staged[1]);
+        if let Some(ev) = self.queue.upcoming(0) {
+            let k = key(ev);
+            if k != u64::MAX && k != self.prefetch.staged[2] {
+                self.prefetch.staged[2] = k;
+                if k == s2 {
+                    self.prefetch_stage3(ev);
+                } else if k | ONLY_STAGE1 == s2 || !matches!(ev, Event::Arrive(_)) {
+                    self.prefetch_stage2(ev);
+                    self.prefetch_stage3(ev);
+                }
+            }
         }
-        self.prefetch.staged[1] = k;
+        if let Some(ev) = self.queue.upcoming(1) {
+            let k = key(ev);
+            if k != u64::MAX && k != s2 && k | ONLY_STAGE1 != s2 {
+                self.prefetch.early_arrivals += matches!(ev, Event::Arrive(_)) as u32;
+                if k == s1 {
+                    self.prefetch.staged[1] = k;
+                    self.prefetch_stage2(ev);
+                } else {
+                    self.prefetch.staged[1] = k | ONLY_STAGE1;
+                    self.prefetch_stage1(ev);
+                }
+            }
+        }
+        if let Some(ev) = self.queue.upcoming(2) {
+            let k = key(ev);
+            if k != u64::MAX && k != self.prefetch.staged[0] {
+                self.prefetch.staged[0] = k;
+                self.prefetch_stage1(ev);
+            }
+        }
+    }
+
+    /// Stage 1, three events ahead: lines named by the event itself.
+    #[inline(always)]
+    fn prefetch_stage1(&self, ev: Event) {
+        match ev {
+            Event::TxDone(p) => self.prefetch_port(p),
+            Event::Arrive(c) => lines(&self.channels, c.idx(), 0, 1),
+            Event::Send(s) => lines(&self.sources, s.idx(), 0, 2),
+            _ => {}
+        }
+    }
+
+    /// Stage 2, two events ahead: the frame the event moves (named by the
+    /// port's or wire's line stage 1 asked for), and a `Send`'s flow, host
+    /// and egress port.
+    #[inline(always)]
+    fn prefetch_stage2(&self, ev: Event) {
+        match ev {
+            Event::TxDone(p) => {
+                if let Some(id) = self.ports[p.idx()].in_tx() {
+                    self.pool.prefetch(id);
+                }
+            }
+            Event::Arrive(c) => {
+                let ch = &self.channels[c.idx()];
+                if let Some(&(_, id)) = ch.in_flight.front() {
+                    self.pool.prefetch(id);
+                    lines(&self.nodes, ch.to_node.idx(), 0, 1);
+                }
+            }
+            Event::Send(s) => self.prefetch_send(s),
+            _ => {}
+        }
+    }
+
+    /// Stage 3, the next event: where its frame goes next (read from the
+    /// frame stage 2 asked for): for a `TxDone` the next hop its `Arrive`
+    /// will read, for an `Arrive` the egress port (or, at the destination,
+    /// the flow's statistics); the route is kept in the memo.
+    #[inline(always)]
+    fn prefetch_stage3(&mut self, ev: Event) {
         match ev {
             Event::TxDone(p) => {
                 let (Some(id), Some(&(_, far))) = (self.ports[p.idx()].in_tx(), self.prefetch.port_wire.get(p.idx()))
                 else {
                     return;
                 };
-                let pkt = self.pool.get(id);
-                let (node, dst, hash) = (NodeId(far), pkt.dst, pkt.hash);
-                if let Some(out) = self.prefetch_hop(node, pkt) {
-                    self.prefetch.routes.put(node, dst, hash, out);
+                self.prefetch_next_hop(NodeId(far), id);
+            }
+            Event::Arrive(c) => {
+                let ch = &self.channels[c.idx()];
+                let Some(&(_, id)) = ch.in_flight.front() else { return };
+                let (node, pkt) = (ch.to_node, self.pool.get(id));
+                if self.prefetch.routes.get(node, pkt.dst, pkt.hash).is_none() {
+                    // Not looked up (and its lines asked for) at its `TxDone`.
+                    self.prefetch_next_hop(node, id);
                 }
             }
-            Event::Send(s) => self.prefetch_send(s),
             _ => {}
+        }
+    }
+
+    /// What frame `id`'s arrival at `node` will read (see
+    /// [`Simulation::prefetch_hop`]); the route it looks up goes to the memo.
+    #[inline(always)]
+    fn prefetch_next_hop(&mut self, node: NodeId, id: crate::ids::PacketId) {
+        let pkt = self.pool.get(id);
+        let (dst, hash) = (pkt.dst, pkt.hash);
+        if let Some(out) = self.prefetch_hop(node, pkt) {
+            self.prefetch.routes.put(node, dst, hash, out);
         }
     }
 
@@ -303,6 +510,24 @@ impl Simulation {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn arrivals_get_their_own_hints_after_a_window_with_many_named_ahead() {
+        let mut p = Prefetch { arrivals_allowed: true, window_left: WINDOW, ..Default::default() };
+        p.early_arrivals = WINDOW / 8 - 1;
+        p.choose_depth();
+        assert!(!p.arrivals, "fewer than one event in eight");
+        assert_eq!((p.early_arrivals, p.window_left), (0, WINDOW), "a new window");
+        p.early_arrivals = WINDOW / 8;
+        p.choose_depth();
+        assert!(p.arrivals);
+        p.choose_depth();
+        assert!(!p.arrivals, "decided again for each window");
+        p.arrivals_allowed = false;
+        p.early_arrivals = WINDOW;
+        p.choose_depth();
+        assert!(!p.arrivals, "never in a world below the size");
+    }
 
     #[test]
     fn route_memo_answers_only_for_the_same_node_destination_and_hash() {

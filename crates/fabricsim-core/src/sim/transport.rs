@@ -32,11 +32,14 @@ pub(super) const TCP_KIND_FLOW: u32 = 5;
 pub(super) const TCP_KIND_IPERF3: u32 = 7;
 pub(super) const TCP_KIND_PING_PONG: u32 = 8;
 
-/// Connection `t`'s current timer generation: its timer events with
-/// another one are stale.
+/// Connection `t`'s current timer generation (`gens` is
+/// `Simulation::tcp_timer_gen`): its timer events with another one are
+/// stale. Kept apart from the connections so that the event queue's check of
+/// every timer event it moves reads 4 bytes per connection, not a
+/// connection's cold lines.
 #[inline]
-pub(super) fn timer_gen(tcp: &[TcpFlow], t: u32) -> u32 {
-    tcp[t as usize].timer_gen
+pub(super) fn timer_gen(gens: &[u32], t: u32) -> u32 {
+    gens[t as usize]
 }
 
 /// A TCP flow's simulation state.
@@ -51,7 +54,6 @@ pub(super) struct TcpFlow {
     hash: u64,
     /// The receiver's window scale: ACKs carry `wnd >> wscale`.
     wscale: u32,
-    timer_gen: u32,
     timer_at: Option<SimTime>,
     /// The sender's next deadline (`Sender::next_deadline`) as of the last
     /// re-arm, or `None` when the sender may have changed since: set to
@@ -344,6 +346,7 @@ impl Simulation {
         let t = self.tcp.len() as u32;
         self.flow_tcp.resize(self.flows.len(), u32::MAX);
         self.flow_tcp[flow.idx()] = t;
+        self.tcp_timer_gen.push(0);
         self.tcp.push(TcpFlow {
             conn,
             cfg,
@@ -353,7 +356,6 @@ impl Simulation {
             class,
             hash,
             wscale,
-            timer_gen: 0,
             timer_at: None,
             sender_deadline: None,
             deadline: None,
@@ -534,15 +536,15 @@ impl Simulation {
     }
 
     pub(super) fn tcp_timer_is_stale(&self, t: u32, generation: u32) -> bool {
-        timer_gen(&self.tcp, t) != generation
+        timer_gen(&self.tcp_timer_gen, t) != generation
     }
 
     pub(super) fn on_tcp_timer(&mut self, t: u32, generation: u32) {
         let now = self.now;
-        let f = &mut self.tcp[t as usize];
-        if f.timer_gen != generation {
+        if self.tcp_timer_gen[t as usize] != generation {
             return;
         }
+        let f = &mut self.tcp[t as usize];
         f.timer_at = None;
         f.sender_deadline = None;
         f.deadline = None;
@@ -844,15 +846,17 @@ impl Simulation {
             None => {
                 if f.timer_at.take().is_some() {
                     // Cancel the pending event.
-                    f.timer_gen = f.timer_gen.wrapping_add(1);
+                    let g = &mut self.tcp_timer_gen[t as usize];
+                    *g = g.wrapping_add(1);
                 }
             }
             Some(d) => {
                 if f.timer_at.map_or(true, |cur| d < cur) {
-                    f.timer_gen = f.timer_gen.wrapping_add(1);
+                    let g = &mut self.tcp_timer_gen[t as usize];
+                    *g = g.wrapping_add(1);
                     let at = d.max(now);
                     f.timer_at = Some(at);
-                    self.queue.push(at, Event::TcpTimer(t, f.timer_gen));
+                    self.queue.push(at, Event::TcpTimer(t, *g));
                 }
             }
         }

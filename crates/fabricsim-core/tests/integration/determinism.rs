@@ -131,3 +131,40 @@ fn prefetch_route_memo_tells_flows_to_one_destination_apart() {
         assert_eq!(format!("{t:?}"), format!("{:?}", b.tables[name]), "table {name}");
     }
 }
+
+#[test]
+fn prefetch_hints_change_no_output_of_a_tcp_fat_tree_with_full_queues() {
+    // CUBIC flows on a permutation of a k=8 fat-tree with short queues: many
+    // frames queue behind others, so wires hold several frames and ports
+    // spill their queues, and between a frame's `TxDone` and its `Arrive`
+    // other events run; the hints for arrivals then look the route up again
+    // and fill the memo themselves. With and without arrivals' own hints.
+    let hosts = 128;
+    let flows: Vec<String> = (0..hosts)
+        .map(|i| format!(r#"{{"src": "h{i}", "dst": "h{}", "bytes": 60000}}"#, (i * 37 + 11) % hosts))
+        .collect();
+    let sc = fabricsim_core::Scenario::from_json(&format!(
+        r#"{{"duration_ps": 1000000000, "seed": 2, "drain": true,
+        "network": {{"switch": {{"latency_ps": 500000, "buffer": {{"model": "static", "port_bytes": 100000000, "queue_packets": 8}}}}}},
+        "topology": {{"kind": "fat_tree", "k": 8, "link": {{"rate_bps": 10000000000, "delay_ps": 1000000}}}},
+        "tcp": {{"cc": "cubic"}},
+        "traffic": [{{"kind": "tcp_flows", "name": "perm", "flows": [{}]}}]}}"#,
+        flows.join(", ")
+    ))
+    .expect("valid scenario JSON");
+    let mut off = fabricsim_core::Simulation::new(&sc).expect("valid scenario");
+    off.set_prefetch(false);
+    let a = off.finish();
+    assert!(int(&a, "packets_dropped") > 0, "the queues overflow");
+    assert!(int(&a, "packets_delivered") > 5000);
+    for arrivals in [false, true] {
+        let mut on = fabricsim_core::Simulation::new(&sc).expect("valid scenario");
+        on.set_prefetch_arrivals(arrivals);
+        assert!(on.prefetching() && on.prefetching_arrivals() == arrivals);
+        let b = on.finish();
+        assert_eq!(a.summary, b.summary, "arrivals' hints {arrivals}");
+        for (name, t) in &a.tables {
+            assert_eq!(format!("{t:?}"), format!("{:?}", b.tables[name]), "table {name}, arrivals' hints {arrivals}");
+        }
+    }
+}
