@@ -260,10 +260,11 @@ impl Simulation {
         self.prefetch.on
     }
 
-    /// Whether arrivals get prefetch hints of their own (see
-    /// [`ARRIVALS_ABOVE_BYTES`]).
+    /// Whether arrivals may get prefetch hints of their own (the world is
+    /// large enough, see [`ARRIVALS_ABOVE_BYTES`]); they are used in the
+    /// windows of events whose traffic asks for them.
     pub fn prefetching_arrivals(&self) -> bool {
-        self.prefetch.arrivals
+        self.prefetch.arrivals_allowed
     }
 
     /// Turns the hints on, with arrivals' own hints or without them,

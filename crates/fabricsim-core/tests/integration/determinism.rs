@@ -168,3 +168,21 @@ fn prefetch_hints_change_no_output_of_a_tcp_fat_tree_with_full_queues() {
         }
     }
 }
+
+#[test]
+fn arrivals_prefetch_hints_are_allowed_in_a_k32_fat_tree_and_not_in_a_k16_one() {
+    // The per-hop state without the flows: about 22 MB at k=32, 3 MB at k=16
+    // (the threshold is 16 MiB).
+    let world = |k: u32| {
+        let sc = fabricsim_core::Scenario::from_json(&format!(
+            r#"{{"duration_ps": 1000000, "seed": 1,
+            "topology": {{"kind": "fat_tree", "k": {k}, "link": {{"rate_bps": 10000000000, "delay_ps": 1000000}}}},
+            "traffic": [{{"kind": "udp_cbr", "src": ["h0"], "dst": "h1", "load": 0.01}}]}}"#
+        ))
+        .expect("valid scenario JSON");
+        fabricsim_core::Simulation::new(&sc).expect("valid scenario")
+    };
+    let (k16, k32) = (world(16), world(32));
+    assert!(k16.prefetching() && !k16.prefetching_arrivals());
+    assert!(k32.prefetching() && k32.prefetching_arrivals());
+}
