@@ -137,18 +137,18 @@ pub(super) struct Prefetch {
     port_wire: Vec<(u32, u32)>,
     /// Per node: its first port index.
     first_port: Vec<u32>,
-    /// The routes stage 2 looked up for the frames' next hops, for the
+    /// The routes stage 3 looked up for the frames' next hops, for the
     /// forwarding at their `Arrive` (see [`RouteMemo`]).
     pub(super) routes: RouteMemo,
 }
 
-/// Entries of [`RouteMemo`]: between a `TxDone`'s stage 2 and its frame's
-/// `Arrive`, stage 2 usually runs once more (for the event after the
+/// Entries of [`RouteMemo`]: between a `TxDone`'s stage 3 and its frame's
+/// `Arrive`, stage 3 usually runs once more (for the event after the
 /// `TxDone`, looked at when the `TxDone` is taken out and before it
 /// schedules its `Arrive` in front).
 const MEMO: usize = 2;
 
-/// The last routes stage 2 looked up, keyed by everything the lookup reads:
+/// The last routes stage 3 looked up, keyed by everything the lookup reads:
 /// `RoutingTable::route(node, dst, hash)` depends only on them and on the
 /// routing tables, which do not change during a run. An entry is therefore
 /// the full lookup's answer whenever its key matches, whatever happened to
@@ -371,7 +371,7 @@ impl Simulation {
         }
     }
 
-    /// Stage 1, three events ahead: lines named by the event itself.
+    /// Stage 1 (two or three events ahead): lines named by the event itself.
     #[inline(always)]
     fn prefetch_stage1(&self, ev: Event) {
         match ev {
@@ -382,9 +382,9 @@ impl Simulation {
         }
     }
 
-    /// Stage 2, two events ahead: the frame the event moves (named by the
-    /// port's or wire's line stage 1 asked for), and a `Send`'s flow, host
-    /// and egress port.
+    /// Stage 2 (two events ahead, or as the next event): the frame the event
+    /// moves (named by the port's or wire's line stage 1 asked for), and a
+    /// `Send`'s flow, host and egress port.
     #[inline(always)]
     fn prefetch_stage2(&self, ev: Event) {
         match ev {
@@ -405,7 +405,7 @@ impl Simulation {
         }
     }
 
-    /// Stage 3, the next event: where its frame goes next (read from the
+    /// Stage 3 (the next event): where its frame goes next (read from the
     /// frame stage 2 asked for): for a `TxDone` the next hop its `Arrive`
     /// will read, for an `Arrive` the egress port (or, at the destination,
     /// the flow's statistics); the route is kept in the memo.
@@ -478,7 +478,7 @@ impl Simulation {
     }
 
     /// The route from `node` towards `dst` for `hash`: what
-    /// `RoutingTable::route` returns, taken from the memo stage 2 filled
+    /// `RoutingTable::route` returns, taken from the memo stage 3 filled
     /// when the hints are on and it holds the same key.
     #[inline(always)]
     pub(super) fn route(&self, node: NodeId, dst: NodeId, hash: u64) -> Option<u16> {
