@@ -659,7 +659,7 @@ mod tests {
                 let mut r = RandomStream::new(seed, "upcoming", spread);
                 let mut q = EventQueue::new();
                 let mut reference = std::collections::BTreeSet::new();
-                let (mut seq, mut known) = (0u32, [0u32; 2]);
+                let (mut seq, mut known) = (0u32, [0u32; 3]);
                 for _ in 0..40 {
                     let t = r.below(spread + 1);
                     q.push(SimTime(t), seq);
