@@ -44,10 +44,11 @@ def _config_error(exc: Exception, scenario: Scenario) -> ScenarioError:
     return ScenarioError([("", message)], scenario.source)
 
 
-def _resolved_json(scenario: Scenario) -> str:
-    """The resolved scenario as JSON text (finite numbers only)."""
+def _resolved_json(scenario: Scenario, resolved: dict[str, Any] | None = None) -> str:
+    """The resolved scenario (``resolved``, when the caller has it already) as
+    JSON text (finite numbers only)."""
     try:
-        return json.dumps(scenario.to_resolved(), allow_nan=False)
+        return json.dumps(scenario.to_resolved() if resolved is None else resolved, allow_nan=False)
     except ValueError as exc:  # a NaN or infinity slipped past the schema
         raise ScenarioError([("", f"cannot resolve the scenario: {exc}")], scenario.source) from None
 
@@ -85,8 +86,8 @@ def check(scenario: Scenario | str | os.PathLike[str]) -> dict[str, Any]:
     """
     if not isinstance(scenario, Scenario):
         scenario = load(scenario)
-    resolved = scenario.to_resolved()
-    _build(_core(), scenario, _resolved_json(scenario))
+    resolved = scenario.to_resolved()  # once: a workload's expansion is most of it
+    _build(_core(), scenario, _resolved_json(scenario, resolved))
     return resolved
 
 

@@ -16,16 +16,11 @@ from fabricsim import loads
 from fabricsim.cli.main import main
 from fabricsim.outputs import preload as preload_module
 from fabricsim.outputs.preload import Preload
+from snippets import SMALL_STAR
 
 ROOT = Path(__file__).resolve().parents[2]
 
-SCENARIO = """
-name: small
-seed: 5
-duration: 1ms
-topology: {kind: star, hosts: 2, link: {rate: 10Gbps, delay: 1us}}
-traffic: [{kind: udp_cbr, src: h0, dst: h1, rate: 1Gbps}]
-"""
+SCENARIO = SMALL_STAR
 
 
 def python(script: str, *args: str) -> subprocess.CompletedProcess:

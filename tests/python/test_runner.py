@@ -7,14 +7,9 @@ import pytest
 
 import fabricsim
 from fabricsim import FabricsimError, ScenarioError, loads
+from snippets import SMALL_STAR
 
-SCENARIO = """
-name: small
-seed: 5
-duration: 1ms
-topology: {kind: star, hosts: 2, link: {rate: 10Gbps, delay: 1us}}
-traffic: [{kind: udp_cbr, src: h0, dst: h1, rate: 1Gbps}]
-"""
+SCENARIO = SMALL_STAR
 
 
 def test_run_steps_the_core_and_completes_the_summary(fake_core):
@@ -30,6 +25,19 @@ def test_run_steps_the_core_and_completes_the_summary(fake_core):
     assert timing["events_per_sec"] == pytest.approx(120 / timing["wall_time_s"])
     assert result.flows["src"].to_list() == ["h0", "h1"]
     assert result.scenario.name == "small"
+
+
+def test_check_resolves_the_scenario_once(fake_core, monkeypatch):
+    # A workload's expansion is most of resolving: the core's JSON is made from
+    # the same resolved scenario that check returns.
+    scenario = loads(SCENARIO)
+    calls = []
+    original = type(scenario).to_resolved
+    monkeypatch.setattr(type(scenario), "to_resolved", lambda self: calls.append(1) or original(self))
+    resolved = fabricsim.check(scenario)
+    (sim,) = fake_core.simulations
+    assert len(calls) == 1
+    assert sim.config == resolved
 
 
 def test_a_run_with_a_progress_bar_steps_the_core_through_the_duration(fake_core):

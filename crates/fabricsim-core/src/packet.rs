@@ -211,26 +211,6 @@ impl PacketPool {
         &mut self.slots[id.idx()]
     }
 
-    /// Asks the CPU for the cache lines of packet `id` (a hint: never
-    /// faults, changes nothing a program can read).
-    #[inline(always)]
-    pub fn prefetch(&self, id: PacketId) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            let first = self.slots.as_ptr().wrapping_add(id.idx()) as *const i8;
-            let last = first.wrapping_add(std::mem::size_of::<Packet>() - 1);
-            // SAFETY: PREFETCHT0 is a hint; it does not fault on any address
-            // and changes no architectural state.
-            unsafe {
-                use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-                _mm_prefetch::<_MM_HINT_T0>(first);
-                _mm_prefetch::<_MM_HINT_T0>(last);
-            }
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = id;
-    }
-
     /// Bytes allocated for packet slots and the free list.
     pub fn memory_bytes(&self) -> usize {
         self.slots.capacity() * std::mem::size_of::<Packet>() + self.free.capacity() * 4

@@ -150,7 +150,10 @@ pub struct Simulation {
     horizon: SimTime,
     // TCP connections, their configurations and applications.
     tcp: Vec<TcpFlow>,
-    /// Per connection: its timer generation (see `transport::timer_gen`).
+    /// Per connection: its timer's generation; its timer events with another
+    /// one are stale. Kept apart from the connections so that the event
+    /// queue's check of every timer event it moves reads 4 bytes per
+    /// connection, not a connection's cold lines.
     tcp_timer_gen: Vec<u32>,
     tcp_cfgs: Vec<TcpConfig>,
     tcp_default: TcpConfig,
@@ -688,9 +691,8 @@ impl Simulation {
         // when it next moves them, instead of carrying them to the front.
         let tcp_timers = !self.tcp.is_empty();
         while let Some((t, ev)) = if tcp_timers {
-            self.queue.peek_live(
-                &|e: &Event| matches!(*e, Event::TcpTimer(c, g) if transport::timer_gen(&self.tcp_timer_gen, c) != g),
-            )
+            self.queue
+                .peek_live(&|e: &Event| matches!(*e, Event::TcpTimer(c, g) if self.tcp_timer_gen[c as usize] != g))
         } else {
             self.queue.peek()
         } {

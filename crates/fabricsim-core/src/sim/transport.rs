@@ -32,16 +32,6 @@ pub(super) const TCP_KIND_FLOW: u32 = 5;
 pub(super) const TCP_KIND_IPERF3: u32 = 7;
 pub(super) const TCP_KIND_PING_PONG: u32 = 8;
 
-/// Connection `t`'s current timer generation (`gens` is
-/// `Simulation::tcp_timer_gen`): its timer events with another one are
-/// stale. Kept apart from the connections so that the event queue's check of
-/// every timer event it moves reads 4 bytes per connection, not a
-/// connection's cold lines.
-#[inline]
-pub(super) fn timer_gen(gens: &[u32], t: u32) -> u32 {
-    gens[t as usize]
-}
-
 /// A TCP flow's simulation state.
 #[derive(Debug)]
 pub(super) struct TcpFlow {
@@ -536,7 +526,7 @@ impl Simulation {
     }
 
     pub(super) fn tcp_timer_is_stale(&self, t: u32, generation: u32) -> bool {
-        timer_gen(&self.tcp_timer_gen, t) != generation
+        self.tcp_timer_gen[t as usize] != generation
     }
 
     pub(super) fn on_tcp_timer(&mut self, t: u32, generation: u32) {
