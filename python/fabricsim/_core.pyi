@@ -9,6 +9,10 @@ class SimulationError(RuntimeError):
     """The run cannot go on: simulated time stopped advancing (the message names
     the component), or an internal failure of the core (a Rust panic is mapped here)."""
 
+BUILD: str
+"""How the core was compiled: "optimized", "optimized, profile-guided" (scripts/build-pgo.sh),
+"instrumented for profiling (slow)" or "debug"."""
+
 def fill_defaults(scenario_json: str) -> str:
     """The resolved scenario with the core's defaults filled in for every field it leaves out."""
 

@@ -1,5 +1,6 @@
 """The command line: a clean run, and clear errors (no traceback, no panic) on bad input."""
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -110,3 +111,9 @@ def test_bench_quick_json(core):
     r = fabricsim("bench", "--quick", "--json", "--scenario", "single-port-md1")
     assert r.returncode == 0, r.stderr
     assert '"events_per_sec"' in r.stdout
+    # Timings are labelled with how the core was compiled.
+    from fabricsim import _core
+
+    build = json.loads(r.stdout)["machine"]["build"]
+    assert build == _core.BUILD
+    assert build in ("optimized", "optimized, profile-guided", "instrumented for profiling (slow)", "debug")

@@ -30,32 +30,16 @@ import polars as pl
 import pytest
 
 import fabricsim
+from fabricsim.bench.training import SHORT_RUNS
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden"
 REFRESH = "python -m pytest tests/python/test_golden.py --update-golden"
 
 #: Per shipped scenario: the overrides that make its run short (well under a
-#: second each). Every scenario in scenarios/ must have an entry.
-CASES: Dict[str, List[str]] = {
-    "burst-absorption": [],
-    "burst-incast": [],
-    "dumbbell-udp": [],
-    "esg-acl": [],
-    "esg-fairness": [],
-    "dumbbell": ["duration=20ms", "traffic.0.size=2MB", "traffic.1.size=2MB", "traffic.2.size=2MB",
-                 "traffic.3.size=2MB"],
-    "fat-tree": ["duration=1ms"],
-    "incast": ["traffic.0.size=200KB"],
-    "leafspine-datamining": ["duration=100ms", "load=80%"],
-    "leafspine-enterprise": ["duration=10ms"],
-    "pt-sdn": [],
-    "quickstart": ["duration=2ms"],
-    "shared-buffer-dt": [],
-    "single-port-md1": ["duration=5ms"],
-    "tcp-rocev2-mixed": ["duration=2ms", "traffic.0.size=200KB", "traffic.1.messages=4"],
-    "tolly-latency": [],
-}
+#: second each). Every scenario in scenarios/ must have an entry. The
+#: profile-guided build trains on the same runs.
+CASES: Dict[str, List[str]] = SHORT_RUNS
 SEED = 1
 
 #: Summary entries that measure the machine or the event loop's bookkeeping,

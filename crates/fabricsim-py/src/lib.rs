@@ -167,6 +167,19 @@ fn _panic_in_core(message: &str) -> PyResult<()> {
     guarded(|| panic!("{message}"))
 }
 
+/// How this core was compiled, as `fabricsim bench` reports it: "debug" or
+/// "optimized", with profile-guided optimization named when
+/// `scripts/build-pgo.sh` built it (it sets `FABRICSIM_PGO` to `generate` for
+/// the instrumented build it trains and to `use` for the final one).
+fn build_flavor() -> &'static str {
+    match (cfg!(debug_assertions), option_env!("FABRICSIM_PGO")) {
+        (true, _) => "debug",
+        (false, Some("use")) => "optimized, profile-guided",
+        (false, Some("generate")) => "instrumented for profiling (slow)",
+        (false, _) => "optimized",
+    }
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Simulation>()?;
@@ -175,5 +188,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ConfigError", m.py().get_type::<ConfigError>())?;
     m.add("SimulationError", m.py().get_type::<SimulationError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("BUILD", build_flavor())?;
     Ok(())
 }

@@ -124,7 +124,8 @@ def main(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"fabricsim bench ({_machine()['cpu']})")
+    machine = _machine()
+    table = Table(title=f"fabricsim bench ({machine['cpu']}; core {machine['build']})")
     for col in ("scenario", "sim time", "events", "packets", "ev/pkt", "wall s", "loop CPU s", "Mevents/CPU s",
                 "Mhops/CPU s", "peak MB", "B/pkt", "conserved"):
         table.add_column(col, justify="left" if col == "scenario" else "right")
@@ -189,4 +190,6 @@ def _machine() -> Dict[str, str]:
                     break
     except OSError:
         pass
-    return {"cpu": cpu, "python": platform.python_version(), "platform": platform.platform()}
+    from fabricsim import _core
+
+    return {"cpu": cpu, "python": platform.python_version(), "platform": platform.platform(), "build": _core.BUILD}
