@@ -18,7 +18,8 @@
 # Needs llvm-profdata of the LLVM version rustc was built with: rustup's
 # llvm-tools component (`rustup component add llvm-tools`), or a distribution's
 # `llvm-profdata-N` (Debian: `apt-get install llvm-N`) with N that version's
-# major number. Takes two builds of the package plus about a minute of training.
+# major number. Installs maturin into the current environment if missing. Takes
+# two builds of the package plus about half a minute of training.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,7 +29,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --wheel-only) wheel_only=1 ;;
     --work) shift; work=${1:?--work needs a directory} ;;
-    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "build-pgo.sh: unknown argument '$1' (allowed: --wheel-only, --work DIR)" >&2; exit 2 ;;
   esac
   shift
@@ -63,7 +64,7 @@ if [ -z "$profdata" ]; then
 fi
 echo "build-pgo.sh: rustc's LLVM $llvm_major, $profdata" >&2
 
-python -m pip install -q maturin
+command -v maturin >/dev/null || python -m pip install -q maturin
 # Builds of their own, so that the flags do not force a rebuild of target/.
 export CARGO_TARGET_DIR="$work/target"
 rm -rf "$work/profiles" "$work/instrumented" "$work/wheel"
