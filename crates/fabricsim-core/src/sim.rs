@@ -809,6 +809,7 @@ impl Simulation {
 
     /// Allocates a packet made at its source node now and counts it as created
     /// (and as sent by its flow, unless it is a control frame).
+    #[inline(always)]
     fn create_packet(&mut self, pkt: Packet) -> PacketId {
         self.created_packets += 1;
         self.created_bytes += pkt.size as u64;

@@ -608,6 +608,7 @@ impl Simulation {
     /// Bytes connection `t`'s receiver has delivered to its application,
     /// and whether that grew since last noted (then the growth is counted in
     /// the throughput bins).
+    #[inline(always)]
     fn tcp_note_delivered(&mut self, t: u32) -> (u64, bool) {
         let f = &mut self.tcp[t as usize];
         let delivered = f.conn.receiver.delivered();
@@ -813,6 +814,7 @@ impl Simulation {
         self.tcp_rearm(t);
     }
 
+    #[inline(always)]
     fn tcp_rearm(&mut self, t: u32) {
         let now = self.now;
         let f = &mut self.tcp[t as usize];
