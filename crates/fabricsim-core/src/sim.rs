@@ -1087,6 +1087,7 @@ impl Simulation {
     }
 
     /// A packet received by host `node` on local port `ingress`: delivered if it is its destination.
+    #[inline(always)]
     fn host_receive(&mut self, node: NodeId, ingress: u16, id: PacketId) {
         let pkt = *self.pool.get(id);
         if pkt.dst == node {

@@ -621,13 +621,22 @@ impl Simulation {
     }
 
     /// A TCP packet reached host `node` (its destination).
+    #[inline(always)]
     pub(super) fn tcp_arrive(&mut self, node: NodeId, pkt: &Packet) {
-        self.tcp_arrive_frames(node, pkt, (tcp_payload(pkt) > 0) as u64);
+        self.tcp_arrive_frames_inline(node, pkt, (tcp_payload(pkt) > 0) as u64);
     }
 
     /// A TCP segment (`data_frames` data frames on the wire, merged by GRO
     /// when more than one) reached host `node`.
+    #[inline(never)]
     pub(super) fn tcp_arrive_frames(&mut self, node: NodeId, pkt: &Packet, data_frames: u64) {
+        self.tcp_arrive_frames_inline(node, pkt, data_frames)
+    }
+
+    /// [`Simulation::tcp_arrive_frames`], inlined into the arrival of a
+    /// single frame (every TCP frame's path when the host has no GRO).
+    #[inline(always)]
+    fn tcp_arrive_frames_inline(&mut self, node: NodeId, pkt: &Packet, data_frames: u64) {
         let t = self.flow_tcp[pkt.flow.idx()];
         let now = self.now;
         let seg = packet_segment(pkt, self.tcp[t as usize].wscale);
