@@ -1056,7 +1056,7 @@ impl Simulation {
         // A host's NIC completed a data segment charged to TCP Small Queues.
         let pkt = self.pool.get(id);
         if pkt.flags & transport::FLAG_TSQ != 0 && pkt.kind == PacketKind::Tcp {
-            self.tcp_tx_complete(id);
+            self.tcp_tx_complete_inline(id);
         }
     }
 

@@ -795,7 +795,15 @@ impl Simulation {
     /// A packet of flow `flow` charged to TCP Small Queues leaves its host's
     /// accounting (transmission completed, dropped, or handed to a delay
     /// line); `frame` is its size. A throttled sender wakes up now.
+    #[inline(never)]
     pub(super) fn tcp_tx_complete(&mut self, id: crate::ids::PacketId) {
+        self.tcp_tx_complete_inline(id)
+    }
+
+    /// [`Simulation::tcp_tx_complete`], inlined where a host's NIC ends a
+    /// transmission (every data segment's path).
+    #[inline(always)]
+    pub(super) fn tcp_tx_complete_inline(&mut self, id: crate::ids::PacketId) {
         let p = self.pool.get_mut(id);
         p.flags &= !FLAG_TSQ;
         let (flow, frame) = (p.flow, p.size as u64);
