@@ -658,7 +658,7 @@ impl Simulation {
             let was_open = f.conn.sender.state == SenderState::Established;
             f.sender_deadline = None;
             f.deadline = None;
-            f.conn.sender.on_segment(now, &seg, &mut self.outbox);
+            f.conn.sender.on_segment_inline(now, &seg, &mut self.outbox);
             let opened = !was_open && f.conn.sender.state == SenderState::Established;
             if self.tcp_trace.on {
                 self.tcp_trace_record(t, true);
