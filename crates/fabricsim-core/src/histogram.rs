@@ -46,7 +46,7 @@ pub struct LogHistogram {
 
 impl LogHistogram {
     /// Records one value.
-    #[inline]
+    #[inline(always)]
     pub fn record(&mut self, v: u64) {
         let b = bucket(v);
         if self.counts.is_empty() {

@@ -809,6 +809,7 @@ impl Simulation {
 
     /// Allocates a packet made at its source node now and counts it as created
     /// (and as sent by its flow, unless it is a control frame).
+    #[inline(always)]
     fn create_packet(&mut self, pkt: Packet) -> PacketId {
         self.created_packets += 1;
         self.created_bytes += pkt.size as u64;
@@ -870,15 +871,11 @@ impl Simulation {
             red = AqmAction::Mark;
         }
         if red == AqmAction::Drop {
-            self.ports[pid.idx()].dropped_packets += 1;
-            self.drop_packet(node, out as u32, id, DropReason::Wred);
-            return;
+            return self.refuse(node, out, pid, id, DropReason::Wred);
         }
         let port = &self.ports[pid.idx()];
         if !port.input_has_room(pkt.class, ingress.unwrap_or(LOCAL_PORT), pkt.size) {
-            self.ports[pid.idx()].dropped_packets += 1;
-            self.drop_packet(node, out as u32, id, DropReason::InputQueueLimit);
-            return;
+            return self.refuse(node, out, pid, id, DropReason::InputQueueLimit);
         }
         let mut class = pkt.class;
         // The static model (the default) reads the port's counters (lines the
@@ -907,9 +904,7 @@ impl Simulation {
         match verdict {
             Verdict::Admit => {}
             Verdict::Drop(reason) => {
-                self.ports[pid.idx()].dropped_packets += 1;
-                self.drop_packet(node, out as u32, id, reason);
-                return;
+                return self.refuse(node, out, pid, id, reason);
             }
             Verdict::Steer { class: c, mark } => {
                 class = c;
@@ -955,6 +950,16 @@ impl Simulation {
             // Idle behind paused classes: this packet's class may be free to go.
             self.start_next(pid, self.now);
         }
+    }
+
+    /// A packet refused by egress port `pid` (local port `out` of `node`):
+    /// counted at the port and dropped. Out of line: the admission path
+    /// keeps its registers for the packets that are queued.
+    #[cold]
+    #[inline(never)]
+    fn refuse(&mut self, node: NodeId, out: u16, pid: PortId, id: PacketId, reason: DropReason) {
+        self.ports[pid.idx()].dropped_packets += 1;
+        self.drop_packet(node, out as u32, id, reason);
     }
 
     /// Starts transmitting the next queued packet of `pid` at time `at`.
@@ -1051,7 +1056,7 @@ impl Simulation {
         // A host's NIC completed a data segment charged to TCP Small Queues.
         let pkt = self.pool.get(id);
         if pkt.flags & transport::FLAG_TSQ != 0 && pkt.kind == PacketKind::Tcp {
-            self.tcp_tx_complete(id);
+            self.tcp_tx_complete_inline(id);
         }
     }
 
@@ -1086,6 +1091,7 @@ impl Simulation {
     }
 
     /// A packet received by host `node` on local port `ingress`: delivered if it is its destination.
+    #[inline(always)]
     fn host_receive(&mut self, node: NodeId, ingress: u16, id: PacketId) {
         let pkt = *self.pool.get(id);
         if pkt.dst == node {

@@ -608,6 +608,7 @@ impl Simulation {
     /// Bytes connection `t`'s receiver has delivered to its application,
     /// and whether that grew since last noted (then the growth is counted in
     /// the throughput bins).
+    #[inline(always)]
     fn tcp_note_delivered(&mut self, t: u32) -> (u64, bool) {
         let f = &mut self.tcp[t as usize];
         let delivered = f.conn.receiver.delivered();
@@ -620,13 +621,22 @@ impl Simulation {
     }
 
     /// A TCP packet reached host `node` (its destination).
+    #[inline(always)]
     pub(super) fn tcp_arrive(&mut self, node: NodeId, pkt: &Packet) {
-        self.tcp_arrive_frames(node, pkt, (tcp_payload(pkt) > 0) as u64);
+        self.tcp_arrive_frames_inline(node, pkt, (tcp_payload(pkt) > 0) as u64);
     }
 
     /// A TCP segment (`data_frames` data frames on the wire, merged by GRO
     /// when more than one) reached host `node`.
+    #[inline(never)]
     pub(super) fn tcp_arrive_frames(&mut self, node: NodeId, pkt: &Packet, data_frames: u64) {
+        self.tcp_arrive_frames_inline(node, pkt, data_frames)
+    }
+
+    /// [`Simulation::tcp_arrive_frames`], inlined into the arrival of a
+    /// single frame (every TCP frame's path when the host has no GRO).
+    #[inline(always)]
+    fn tcp_arrive_frames_inline(&mut self, node: NodeId, pkt: &Packet, data_frames: u64) {
         let t = self.flow_tcp[pkt.flow.idx()];
         let now = self.now;
         let seg = packet_segment(pkt, self.tcp[t as usize].wscale);
@@ -648,7 +658,7 @@ impl Simulation {
             let was_open = f.conn.sender.state == SenderState::Established;
             f.sender_deadline = None;
             f.deadline = None;
-            f.conn.sender.on_segment(now, &seg, &mut self.outbox);
+            f.conn.sender.on_segment_inline(now, &seg, &mut self.outbox);
             let opened = !was_open && f.conn.sender.state == SenderState::Established;
             if self.tcp_trace.on {
                 self.tcp_trace_record(t, true);
@@ -785,7 +795,15 @@ impl Simulation {
     /// A packet of flow `flow` charged to TCP Small Queues leaves its host's
     /// accounting (transmission completed, dropped, or handed to a delay
     /// line); `frame` is its size. A throttled sender wakes up now.
+    #[inline(never)]
     pub(super) fn tcp_tx_complete(&mut self, id: crate::ids::PacketId) {
+        self.tcp_tx_complete_inline(id)
+    }
+
+    /// [`Simulation::tcp_tx_complete`], inlined where a host's NIC ends a
+    /// transmission (every data segment's path).
+    #[inline(always)]
+    pub(super) fn tcp_tx_complete_inline(&mut self, id: crate::ids::PacketId) {
         let p = self.pool.get_mut(id);
         p.flags &= !FLAG_TSQ;
         let (flow, frame) = (p.flow, p.size as u64);
@@ -813,6 +831,7 @@ impl Simulation {
         self.tcp_rearm(t);
     }
 
+    #[inline(always)]
     fn tcp_rearm(&mut self, t: u32) {
         let now = self.now;
         let f = &mut self.tcp[t as usize];

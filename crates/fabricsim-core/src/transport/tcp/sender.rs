@@ -423,7 +423,14 @@ impl Sender {
     }
 
     /// A segment from the receiver arrived.
+    #[inline(never)]
     pub fn on_segment(&mut self, now: SimTime, seg: &Segment, out: &mut Outbox) {
+        self.on_segment_inline(now, seg, out)
+    }
+
+    /// [`Sender::on_segment`], inlined into a TCP frame's arrival at its sender.
+    #[inline(always)]
+    pub fn on_segment_inline(&mut self, now: SimTime, seg: &Segment, out: &mut Outbox) {
         match (self.state, seg.kind) {
             // RFC 793: SYN-SENT + SYN-ACK -> ESTABLISHED.
             (SenderState::SynSent, SegKind::SynAck) => {
