@@ -27,6 +27,13 @@ def test_training_names_a_missing_scenario(tmp_path):
         train(tmp_path)
 
 
+def test_training_without_the_scenarios_says_where_it_looked(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "fabricsim.bench", "--train", "--scenarios", str(tmp_path)],
+                       capture_output=True, text=True)
+    assert r.returncode == 2
+    assert str(tmp_path) in r.stderr and "--scenarios DIR" in r.stderr and "Traceback" not in r.stderr
+
+
 def test_every_shipped_scenario_is_trained():
     assert sorted(p.stem for p in (ROOT / "scenarios").glob("*.yaml")) == sorted(SHORT_RUNS)
 

@@ -71,6 +71,10 @@ def train(scenarios: Path, log=sys.stderr) -> Dict[str, int]:
 
 def main(scenarios: Optional[str]) -> int:
     root = Path(scenarios) if scenarios else Path(__file__).resolve().parents[3] / "scenarios"
-    events = train(root)
+    try:
+        events = train(root)
+    except FileNotFoundError as e:
+        print(f"python -m fabricsim.bench --train: {e}; pass --scenarios DIR", file=sys.stderr)
+        return 2
     print(json.dumps({"runs": len(events), "events": sum(events.values())}))
     return 0
