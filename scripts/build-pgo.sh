@@ -80,13 +80,25 @@ python -m venv "$work/venv"
 here=$(python -c 'import site, sys; print("\n".join(p for p in site.getsitepackages() if p.startswith(sys.prefix)))')
 own=$("$work/venv/bin/python" -c 'import site; print(site.getsitepackages()[0])')
 printf '%s\n' "$here" > "$own/zz_build_pgo_deps.pth"
+# Forced: pip would otherwise take the package it sees behind as this one.
+"$work/venv/bin/python" -m pip install -q --force-reinstall --no-deps "$work"/instrumented/*.whl
 "$work/venv/bin/python" -m pip install -q "$work"/instrumented/*.whl
+trainee=$(cd "$work" && "$work/venv/bin/python" -c 'import fabricsim._core as c; print(c.BUILD)')
+if [ "$trainee" != "instrumented for profiling (slow)" ]; then
+  echo "build-pgo.sh: the training environment imports a core built '$trainee', not the instrumented one" >&2
+  exit 1
+fi
 
 echo "build-pgo.sh: 2/4 training" >&2
 (cd "$work" && "$work/venv/bin/python" -m fabricsim.bench --train --scenarios "$repo/scenarios")
 
 echo "build-pgo.sh: 3/4 merging the profiles" >&2
 "$profdata" merge -o "$work/fabricsim.profdata" "$work/profiles"
+# The build's proc macros write counts too; the core's must be there.
+if ! "$profdata" show --all-functions "$work/fabricsim.profdata" | grep -q 'fabricsim_core.*Simulation.*advance'; then
+  echo "build-pgo.sh: the training recorded no counts for the core's event loop ($work/profiles)" >&2
+  exit 1
+fi
 
 echo "build-pgo.sh: 4/4 building the profile-guided core" >&2
 (cd "$repo" && FABRICSIM_PGO=use RUSTFLAGS="-Cprofile-use=$work/fabricsim.profdata" \
