@@ -95,7 +95,8 @@ echo "build-pgo.sh: 2/4 training" >&2
 echo "build-pgo.sh: 3/4 merging the profiles" >&2
 "$profdata" merge -o "$work/fabricsim.profdata" "$work/profiles"
 # The build's proc macros write counts too; the core's must be there.
-if ! "$profdata" show --all-functions "$work/fabricsim.profdata" | grep -q 'fabricsim_core.*Simulation.*advance'; then
+"$profdata" show --all-functions "$work/fabricsim.profdata" > "$work/functions.txt"
+if ! grep -q 'fabricsim_core.*Simulation.*advance' "$work/functions.txt"; then
   echo "build-pgo.sh: the training recorded no counts for the core's event loop ($work/profiles)" >&2
   exit 1
 fi
