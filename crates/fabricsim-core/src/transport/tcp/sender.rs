@@ -428,9 +428,10 @@ impl Sender {
         self.on_segment_inline(now, seg, out)
     }
 
-    /// [`Sender::on_segment`], inlined into a TCP frame's arrival at its sender.
+    /// [`Sender::on_segment`], inlined into a TCP frame's arrival at its
+    /// sender (the simulator's hot path; not part of the public interface).
     #[inline(always)]
-    pub fn on_segment_inline(&mut self, now: SimTime, seg: &Segment, out: &mut Outbox) {
+    pub(crate) fn on_segment_inline(&mut self, now: SimTime, seg: &Segment, out: &mut Outbox) {
         match (self.state, seg.kind) {
             // RFC 793: SYN-SENT + SYN-ACK -> ESTABLISHED.
             (SenderState::SynSent, SegKind::SynAck) => {
