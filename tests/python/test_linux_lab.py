@@ -654,7 +654,7 @@ def test_tiny_topology_runs_iperf3_and_leaves_no_namespace() -> None:
 
 
 @pytest.mark.linux
-@needs_lab("ip", "sysctl")
+@needs_lab("ip", "sysctl", "ethtool")
 def test_namespaces_take_a_default_congestion_control_the_machine_restricts() -> None:
     """A namespace may make only an allowed congestion control its default;
     the lab allows the topology's one while it sets it up and restores the
@@ -706,7 +706,7 @@ def test_stale_namespaces_of_dead_labs_are_swept() -> None:
 
 
 @pytest.mark.linux
-@needs_lab("ip", "tc")
+@needs_lab("ip", "tc", "ethtool")
 def test_a_queue_kind_missing_from_the_kernel_is_named() -> None:
     if qdisc_available("red"):
         pytest.skip("this kernel has red")
@@ -885,3 +885,19 @@ def test_the_kernel_repeats_its_mtu_9000_drops(core: object) -> None:
         assert sim["drops"] / kernel == pytest.approx(1.0, abs=0.15), record["name"]
         goodput = record["summary"]["total_goodput_bps"]["mean"]
         assert sim["total_goodput_bps"] == pytest.approx(goodput, rel=0.02), record["name"]
+
+
+def test_building_a_lab_needs_only_the_tools_it_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lab without queues or firewalls is built with iproute2, sysctl and ethtool
+    alone: a machine without iperf3 or tc skips (or runs) the tests by what they
+    build, and the reason names only the tool that is missing."""
+    plain = Lab(Topology.from_dict({"hosts": ["a", "b"], "links": [{"a": "a", "b": "b"}]}))
+    assert plain.required_tools() == ("ip", "sysctl", "ethtool")
+    queued = Lab(Topology.from_dict(
+        {"hosts": ["a", "b"], "links": [{"a": "a", "b": "b", "egress": {"a": {"queue": "bfifo", "limit": "100KB"}}}]}))
+    assert queued.required_tools() == ("ip", "sysctl", "ethtool", "tc")
+    import fabricsim.validation.linux as linux
+
+    monkeypatch.setattr(linux.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(linux.shutil, "which", lambda tool: None if tool in ("ethtool", "iperf3") else f"/bin/{tool}")
+    assert unavailable_reason(plain.required_tools()) == "the Linux lab needs these tools: ethtool"

@@ -30,6 +30,32 @@ def _list() -> int:
     return 0
 
 
+def _print_claims(name: str, outcome: Any, as_json: bool, wall: float) -> int:
+    """The claims table of the page, as text or JSON, on stdout."""
+    from fabricsim.reproductions import claims as C
+    from fabricsim.reproductions.page import claim_rows
+    from fabricsim.reproductions.registry import get
+
+    report = get(name)
+    rows = claim_rows(report, outcome.tables, outcome.full, outcome.tests)
+    if as_json:
+        sys.stdout.write(C.to_json(rows) + "\n")
+        return 1 if outcome.failed else 0
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(file=sys.stdout, width=max(100, Console().width), highlight=False)
+    console.print(f"{name}: {C.summary_line(rows)} ({len(outcome.points)} points, {outcome.failed} failed, "
+                  f"{wall:.0f} s); page: {outcome.page}")
+    table = Table("claim", "conditions", "report", "simulated", "sim/report", "verdict", show_lines=False)
+    for r in rows:
+        sim = r.simulated_text() + (f" [{r.simulated.scale}]" if r.simulated and r.simulated.scale else "")
+        table.add_row(r.claim.id, C.conditions_text(r.claim.conditions), r.claim.report_text(),
+                      sim + (r.reason or ""), f"{r.ratio:.3g}" if r.ratio is not None else "", r.verdict)
+    console.print(table)
+    return 1 if outcome.failed else 0
+
+
 def _reproduce(args: argparse.Namespace) -> int:
     from fabricsim.errors import FabricsimError
     from fabricsim.reproductions import job
@@ -50,6 +76,8 @@ def _reproduce(args: argparse.Namespace) -> int:
                                    workers=args.workers, ray_address=args.ray_address,
                                    progress=not args.no_progress and sys.stderr.isatty())
     wall = time.perf_counter() - started
+    if args.claims:
+        return _print_claims(args.name, outcome, args.json, wall)
     sys.stdout.write(f"{args.name}: {len(outcome.points)} points, {outcome.ran} run, {outcome.skipped} already done, "
                      f"{outcome.failed} failed, {wall:.0f} s\n")
     for e in outcome.errors[:10]:
@@ -74,6 +102,10 @@ def add_parser(commands: Any) -> None:
     command.add_argument("--workers", type=int, metavar="N", help="parallel points (default: cores)")
     command.add_argument("--ray-address", metavar="ADDR", help="Ray cluster address (--backend ray)")
     command.add_argument("--no-progress", action="store_true", help="no progress bar")
+    command.add_argument("--claims", action="store_true",
+                         help="after the run (or resume), print every claim of the report beside the simulated value, "
+                              "with its verdict (the page's claims tables)")
+    command.add_argument("--json", action="store_true", help="with --claims: the claims as JSON")
     command.add_argument("--update-golden", action="store_true",
                          help="refresh tests/golden/reproduce/NAME.txt from the golden tests at the default scale")
     command.set_defaults(handler=_reproduce)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Mapping, Optional
 
 import yaml
 
@@ -67,6 +67,9 @@ class Report:
     #: ``golden_select(test, params)``: the default-scale points of the golden tests
     #: that the snapshot holds (all of them when None).
     golden_select: Optional[Callable[[str, dict[str, Any]], bool]] = None
+    #: Every claim id of ``data/<name>/claims.yaml`` -> an extractor of its simulated value
+    #: from the tables, or the reason the simulation cannot produce it (see :mod:`.claims`).
+    claims: Mapping[str, Any] = field(default_factory=dict)
 
     def test(self, name: str) -> Test:
         for t in self.tests:

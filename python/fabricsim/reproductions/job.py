@@ -50,13 +50,16 @@ class Outcome:
     errors: list[str] = field(default_factory=list)
     tables: dict[str, Any] = field(default_factory=dict)
     page: Optional[Path] = None
+    full: bool = False
+    tests: Optional[list[str]] = None
 
 
 def scenario_digest(report: Any, test: Any) -> dict[str, str]:
     """SHA-256 of each scenario file the points of ``test`` read (``Test.scenarios``;
     every YAML file of the report's folder but ``sweep.yaml`` when it names none)."""
     folder = data_dir(report.name)
-    names = list(test.scenarios) or sorted(p.name for p in folder.glob("*.yaml") if p.name != "sweep.yaml")
+    not_scenarios = ("sweep.yaml", "claims.yaml")
+    names = list(test.scenarios) or sorted(p.name for p in folder.glob("*.yaml") if p.name not in not_scenarios)
     digest = {}
     for name in names:
         try:
@@ -164,7 +167,7 @@ def run_reproduction(
         execute = ray_backend(ray_address, workers, execute_point)
     else:
         raise ReproduceError(f"--backend: unknown value {backend!r}; allowed: local, ray")
-    outcome = Outcome(directory, points)
+    outcome = Outcome(directory, points, full=full, tests=list(tests) if tests else None)
     catalog = Catalog(directory / "catalog.duckdb")
     try:
         catalog.ensure_column("test", "VARCHAR")

@@ -13,7 +13,55 @@ import polars as pl
 from fabricsim.outputs.report.html import banner, figure, html_page, html_table, write_plot_files
 from fabricsim.outputs.report.plots import plain, pyplot, svg
 
-__all__ = ["line_figure", "para", "table", "test_section", "write_page", "finding"]
+__all__ = ["claim_rows", "claims_section", "claims_table", "line_figure", "para", "table", "test_section", "write_page", "finding"]
+
+
+def claims_table(rows: Sequence[Any]) -> str:
+    """The claims of one test: claim, conditions, the report's value, the simulated one
+    (and the scale it was simulated at where it differs), their ratio, the verdict."""
+    from fabricsim.reproductions.claims import conditions_text
+
+    if not rows:
+        return ""
+    head = ("<tr><th>claim</th><th>conditions</th><th>report</th><th>simulated</th><th>sim / report</th>"
+            "<th>verdict</th></tr>")
+    body = []
+    for r in rows:
+        c = r.claim
+        sim = html.escape(r.simulated_text())
+        if r.simulated is not None and r.simulated.scale:
+            sim += f'<br><span class="muted">{html.escape(r.simulated.scale)}</span>'
+        if r.reason:
+            sim += f'<span class="muted">{html.escape(r.reason)}</span>'
+        ratio = f"{r.ratio:.3g}" if r.ratio is not None else ""
+        cls = "v-" + r.verdict.replace(" ", "-")
+        body.append(
+            f'<tr><td><b>{html.escape(c.quantity)}</b><br><span class="muted">{html.escape(c.id)} · {c.kind}</span></td>'
+            f"<td>{html.escape(conditions_text(c.conditions))}</td><td>{html.escape(c.report_text())}</td>"
+            f'<td>{sim}</td><td>{ratio}</td><td><span class="verdict {cls}">{html.escape(r.verdict)}</span></td></tr>')
+    return f'<table class="claims">{head}{"".join(body)}</table>'
+
+
+def claims_section(rows: Sequence[Any], tests: Sequence[Any]) -> str:
+    """Every claim of the report, test by test, with the counts per test and for the report."""
+    from fabricsim.reproductions.claims import TOLERANCE, summary_line
+
+    if not rows:
+        return ""
+    titles = {t.name: t.title for t in tests}
+    order = [t.name for t in tests] + sorted({r.claim.test for r in rows if r.claim.test not in titles}, key=str)
+    parts = [f"<p><b>Claims</b>: {html.escape(summary_line(rows))} judged claims of the report, by one rule: "
+             "a stated claim matches when the simulation shows its direction; a measured or derived one when the "
+             f"simulated value lies in the report's own spread, or within {TOLERANCE:.0%} of the report's value "
+             "where it gives none; outside that, right in direction only or a miss. Every verdict below is "
+             "computed from the numbers; claims the simulation cannot produce say why.</p>"]
+    for name in order:
+        mine = [r for r in rows if r.claim.test == name]
+        if not mine:
+            continue
+        title = titles.get(name, "claims about the devices or the test bed as a whole" if name is None else name)
+        parts.append(f"<h3>{html.escape(str(title))}: {html.escape(summary_line(mine))}</h3>{claims_table(mine)}")
+    return '<section id="claims"><h2>The report\'s claims beside the simulation</h2>' + "".join(parts) + "</section>\n"
 
 
 def para(*sentences: str) -> str:
@@ -90,6 +138,16 @@ def test_section(title: str, *parts: str) -> str:
     return f'<section><h2>{html.escape(title)}</h2>{"".join(p for p in parts if p)}</section>\n'
 
 
+def claim_rows(report: Any, tables: dict[str, pl.DataFrame], full: bool,
+               tests: Optional[Sequence[str]] = None) -> list[Any]:
+    """Every claim of ``report`` evaluated against ``tables`` (empty for a report without claims)."""
+    from fabricsim.reproductions.claims import evaluate, load_claims
+
+    if not report.claims:
+        return []
+    return evaluate(load_claims(report.name), report.claims, tables, full, tests)
+
+
 def write_page(report: Any, tables: dict[str, pl.DataFrame], path: Path, *, full: bool = False,
                errors: Iterable[str] = (), tests: Optional[Sequence[str]] = None) -> Path:
     scale = ("the report's own scale (--full)" if full else
@@ -103,6 +161,8 @@ def write_page(report: Any, tables: dict[str, pl.DataFrame], path: Path, *, full
     if not full and report.reductions:
         head.append("<ul>" + "".join(f"<li>{html.escape(r)}</li>" for r in report.reductions) + "</ul>")
     head.append(banner(list(errors)[:20], title="Points that failed", bad=True))
+    rows = claim_rows(report, tables, full, tests)
+    head.append(claims_section(rows, report.tests))
     try:
         body = report.render(tables, full)
     except Exception as exc:  # a page with what could be drawn beats no page

@@ -1333,8 +1333,20 @@ class Lab:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
+    def required_tools(self) -> tuple[str, ...]:
+        """The tools that building this topology runs: iproute2 and sysctl always,
+        ethtool (every veth gets its offloads set), ``tc`` where a link has an
+        egress queue or shaper, ``nft`` where a namespace tracks connections.
+        Traffic tools (iperf3, sockperf, ss, nstat) are checked when they run."""
+        tools = ("ip", "sysctl", "ethtool")
+        if any(link.egress for link in self.topology.links):
+            tools += ("tc",)
+        if self.topology.conntrack:
+            tools += ("nft",)
+        return tools
+
     def build(self) -> "Lab":
-        _require(TOOLS + (("nft",) if self.topology.conntrack else ()))
+        _require(self.required_tools())
         sweep_stale()
         self._trap_sigterm()
         try:

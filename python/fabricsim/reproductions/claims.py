@@ -1,0 +1,291 @@
+"""A report's claims beside the simulation: every number the report publishes
+(``data/<report>/claims.yaml``), the value the simulation gives at the same
+conditions, and a verdict computed by one rule.
+
+Each report module maps every claim id to either an *extractor* (a function of
+the reproduction's tables that returns a :class:`Simulated` value, or ``None``
+when the tables it reads are missing because its test did not run) or a
+*reason* string saying why the simulation cannot produce it.
+
+The verdict rule (:func:`verdict`), the same for every report:
+
+- a ``stated`` claim (a direction in words, no number) *matches* when the
+  simulation shows the stated direction, else it *misses*;
+- a ``measured`` or ``derived`` claim *matches* when the simulated value lies in
+  the report's own spread of that quantity (``spread``) where the report gives
+  one, else within 25 % of the report's value (of either end of a range:
+  ``[low - 25 % |low|, high + 25 % |high|]``); outside that band it is right
+  *in direction only* when the claim states a direction and the simulation
+  shows it, else it *misses*;
+- a claim whose extractor found no table is *not run*; a claim with a reason
+  is *not simulated*.
+
+Counts (:func:`counts`) are "matches N of M", M being the claims judged
+(matches, direction only, misses). A value met only under an assumption that
+is not the public-facts model (an *explanation*) is never a ``Simulated``
+prediction: it would be counted apart.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
+
+import yaml
+
+__all__ = [
+    "TOLERANCE",
+    "VERDICTS",
+    "Claim",
+    "ClaimRow",
+    "Simulated",
+    "band",
+    "counts",
+    "frame",
+    "pick",
+    "evaluate",
+    "load_claims",
+    "verdict",
+]
+
+#: Relative band around a report's value when the report gives no spread.
+TOLERANCE = 0.25
+#: Every verdict, in the order the counts list them.
+VERDICTS = ("matches", "direction only", "misses", "not run", "not simulated")
+JUDGED = ("matches", "direction only", "misses")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One published number (or stated direction) of a report."""
+
+    id: str
+    test: Optional[str]
+    quantity: str
+    conditions: dict[str, Any]
+    value: Union[None, float, tuple[float, float]]
+    unit: Optional[str]
+    kind: str  # measured | derived | stated
+    direction: Optional[str]
+    spread: Optional[tuple[float, float]]
+    note: Optional[str]
+    where: Optional[str]
+
+    def report_text(self) -> str:
+        """The report's value as the page shows it."""
+        if self.value is None:
+            return self.direction or "(stated)"
+        unit = f" {self.unit}" if self.unit and self.unit not in ("ratio", "count") else ""
+        if isinstance(self.value, tuple):
+            return f"{_num(self.value[0])}–{_num(self.value[1])}{unit}"
+        return f"{_num(self.value)}{unit}"
+
+
+@dataclass(frozen=True)
+class Simulated:
+    """What the simulation gives for a claim.
+
+    ``value``: the number, in the claim's unit (None for a stated claim);
+    ``holds``: whether the simulation shows the claim's direction (None when
+    the claim states none); ``text``: the value as shown, when a number alone
+    does not say it; ``scale``: how the simulated conditions differ from the
+    report's (e.g. the default scale's smaller transfers), None when they are the
+    report's own.
+    """
+
+    value: Optional[float] = None
+    holds: Optional[bool] = None
+    text: Optional[str] = None
+    scale: Optional[str] = None
+
+
+Extractor = Callable[[Mapping[str, Any], bool], Optional[Simulated]]
+#: Claim id -> extractor, or the reason the simulation cannot produce it.
+ClaimMap = Mapping[str, Union[Extractor, str]]
+
+
+@dataclass(frozen=True)
+class ClaimRow:
+    """One line of the claims table."""
+
+    claim: Claim
+    simulated: Optional[Simulated]
+    verdict: str
+    reason: Optional[str] = None
+
+    @property
+    def ratio(self) -> Optional[float]:
+        """Simulated / report value (the middle of a range); None without both numbers."""
+        sim = self.simulated.value if self.simulated else None
+        ref = self.claim.value
+        if sim is None or ref is None:
+            return None
+        mid = (ref[0] + ref[1]) / 2 if isinstance(ref, tuple) else ref
+        return sim / mid if mid else None
+
+    def simulated_text(self) -> str:
+        if self.simulated is None:
+            return ""
+        if self.simulated.text is not None:
+            return self.simulated.text
+        if self.simulated.value is None:
+            return ""
+        unit = self.claim.unit if self.claim.unit and self.claim.unit not in ("ratio", "count") else ""
+        return f"{_num(self.simulated.value)} {unit}".strip()
+
+    def as_dict(self) -> dict[str, Any]:
+        c, s = self.claim, self.simulated
+        ref = list(c.value) if isinstance(c.value, tuple) else c.value
+        return {
+            "id": c.id, "test": c.test, "kind": c.kind, "quantity": c.quantity, "conditions": c.conditions,
+            "report_value": ref, "report_spread": list(c.spread) if c.spread else None, "unit": c.unit,
+            "direction": c.direction, "simulated_value": s.value if s else None,
+            "simulated_text": self.simulated_text() or None, "direction_holds": s.holds if s else None,
+            "scale": s.scale if s else None, "ratio": self.ratio, "verdict": self.verdict, "reason": self.reason,
+        }
+
+
+def _num(x: float) -> str:
+    if x == 0:
+        return "0"
+    if abs(x) >= 1000:
+        return f"{x:,.0f}"
+    return f"{x:.4g}"
+
+
+def _pair(value: Any, field: str, claim_id: str) -> Union[None, float, tuple[float, float]]:
+    if value is None:
+        return None
+    if isinstance(value, (list, tuple)):
+        if len(value) != 2:
+            raise ValueError(f"claim {claim_id}: {field} must be a number or [low, high], got {value!r}")
+        low, high = float(value[0]), float(value[1])
+        return (min(low, high), max(low, high))
+    return float(value)
+
+
+def parse_claims(doc: Mapping[str, Any]) -> list[Claim]:
+    """The claims of one claims document (a report's ``claims.yaml`` as a dict)."""
+    out = []
+    for item in doc.get("claims") or []:
+        cid = str(item["id"])
+        kind = item.get("kind")
+        if kind not in ("measured", "derived", "stated"):
+            raise ValueError(f"claim {cid}: kind must be measured, derived or stated, got {kind!r}")
+        spread = _pair(item.get("spread"), "spread", cid)
+        out.append(Claim(
+            id=cid, test=item.get("test"), quantity=str(item.get("quantity") or ""),
+            conditions=dict(item.get("conditions") or {}), value=_pair(item.get("value"), "value", cid),
+            unit=item.get("unit"), kind=kind, direction=item.get("direction"),
+            spread=spread if isinstance(spread, tuple) else None, note=item.get("note"), where=item.get("where"),
+        ))
+    return out
+
+
+def load_claims(report: str) -> list[Claim]:
+    """The claims shipped with reproduction ``report`` (``data/<report>/claims.yaml``)."""
+    from fabricsim.reproductions.base import data_dir
+
+    path = data_dir(report) / "claims.yaml"
+    return parse_claims(yaml.safe_load(path.read_text(encoding="utf-8")))
+
+
+def band(claim: Claim) -> Optional[tuple[float, float]]:
+    """The interval a simulated value must fall in to match ``claim`` (None for a stated claim)."""
+    if claim.value is None:
+        return None
+    if claim.spread is not None:
+        return claim.spread
+    low, high = claim.value if isinstance(claim.value, tuple) else (claim.value, claim.value)
+    return (low - TOLERANCE * abs(low), high + TOLERANCE * abs(high))
+
+
+def verdict(claim: Claim, sim: Optional[Simulated]) -> str:
+    """The verdict of ``sim`` against ``claim`` by the rule in the module docstring."""
+    if sim is None:
+        return "not run"
+    if claim.kind == "stated" or claim.value is None:
+        if sim.holds is None:
+            raise ValueError(f"claim {claim.id}: a stated claim needs the simulation's direction (holds)")
+        return "matches" if sim.holds else "misses"
+    if sim.value is None or (isinstance(sim.value, float) and math.isnan(sim.value)):
+        return "not run"
+    low, high = band(claim)  # type: ignore[misc]
+    if low <= sim.value <= high:
+        return "matches"
+    if claim.direction and sim.holds:
+        return "direction only"
+    return "misses"
+
+
+def evaluate(claims: Sequence[Claim], mapping: ClaimMap, tables: Mapping[str, Any], full: bool,
+             tests: Optional[Sequence[str]] = None) -> list[ClaimRow]:
+    """Every claim's row: its simulated value and verdict (claims of tests not in
+    ``tests`` are "not run" when ``tests`` is given)."""
+    rows = []
+    for claim in claims:
+        entry = mapping.get(claim.id)
+        if entry is None:
+            raise KeyError(f"claim {claim.id} has neither an extractor nor a stated reason")
+        if isinstance(entry, str):
+            rows.append(ClaimRow(claim, None, "not simulated", entry))
+            continue
+        if tests and claim.test is not None and claim.test not in tests:
+            rows.append(ClaimRow(claim, None, "not run"))
+            continue
+        try:
+            sim = entry(tables, full)
+        except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError) as exc:
+            sim = None
+            rows.append(ClaimRow(claim, None, "not run", f"its tables are incomplete ({type(exc).__name__}: {exc})"))
+            continue
+        rows.append(ClaimRow(claim, sim, verdict(claim, sim)))
+    return rows
+
+
+def counts(rows: Sequence[ClaimRow]) -> dict[str, int]:
+    """How many rows got each verdict, plus ``judged`` (matches + direction only + misses)."""
+    out = {v: 0 for v in VERDICTS}
+    for r in rows:
+        out[r.verdict] += 1
+    out["judged"] = sum(out[v] for v in JUDGED)
+    return out
+
+
+def summary_line(rows: Sequence[ClaimRow]) -> str:
+    c = counts(rows)
+    extra = [f"{c[v]} {v}" for v in ("direction only", "misses", "not run", "not simulated") if c[v]]
+    return f"matches {c['matches']} of {c['judged']}" + (f" ({', '.join(extra)})" if extra else "")
+
+
+def to_json(rows: Sequence[ClaimRow]) -> str:
+    return json.dumps([r.as_dict() for r in rows], indent=1, sort_keys=True)
+
+
+def conditions_text(conditions: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={'/'.join(str(x) for x in v) if isinstance(v, list) else v}"
+                     for k, v in conditions.items())
+
+
+def frame(tables: Mapping[str, Any], key: str) -> Any:
+    """Table ``key`` (``<test>/<table>``) of the reproduction; KeyError (so: not run) when missing or empty."""
+    found = tables.get(key)
+    if found is None or found.height == 0:
+        raise KeyError(f"table {key} missing")
+    return found
+
+
+def pick(tables: Mapping[str, Any], key: str, **where: Any) -> dict[str, Any]:
+    """The one row of table ``key`` whose columns equal ``where`` (KeyError when there is none)."""
+    import polars as pl
+
+    found = frame(tables, key)
+    for column, value in where.items():
+        if column not in found.columns:
+            raise KeyError(f"table {key} has no column {column}")
+        found = found.filter(pl.col(column) == value)
+    if found.height == 0:
+        raise KeyError(f"table {key} has no row with {where}")
+    return found.row(0, named=True)
