@@ -178,6 +178,8 @@ def test_ctrl_c_on_the_command_line_writes_the_partial_results(core, tmp_path):
     assert proc.returncode == 130, err
     assert err.strip().endswith("interrupted")
     assert json.loads((out / "summary.json").read_text())["interrupted"] is True
+    # only the tables: drawing the page would keep the command running past a second
+    assert not (out / "report.html").exists() and f"fabricsim report {out}" in err
 
 
 def test_a_panic_in_the_core_reaches_python_as_simulation_error(core):

@@ -289,3 +289,52 @@ def test_shared_point_loop_skips_adopts_runs_and_counts_failures():
     assert ran == [("c",), ("d",), ("e",)]
     assert result.errors == ["e: boom"]
     assert catalog.rows == {"a": "done", "b": "done", "c": "done", "d": "done", "e": "failed"}
+
+
+def test_failures_are_listed_in_the_points_order_whatever_order_they_finish_in():
+    """Workers finish points in any order; the errors (shown on pages) follow the plan."""
+    from dataclasses import dataclass
+
+    from fabricsim.sweeps.loop import PointJob, run_points
+
+    @dataclass(frozen=True)
+    class P:
+        id: str
+
+    class Catalog:
+        def status(self):
+            return {}
+
+        def upsert(self, row):
+            pass
+
+    def execute(tasks):
+        for point, _ in reversed(tasks):  # the last point finishes first
+            yield point, {"status": "failed", "error": "boom"}
+
+    job = PointJob(title="t", adopt=lambda p: None, row=lambda p, r: {"point_id": p.id},
+                   task=lambda p: (p.id,), describe=lambda p: p.id)
+    result = run_points(Catalog(), [P(x) for x in "abc"], job, execute)
+    assert result.errors == ["a: boom", "b: boom", "c: boom"]
+
+
+def test_a_stopped_local_job_runs_no_queued_point_and_ends_its_workers():
+    """Ctrl-C (or a consumer that stops) cancels the queued points and kills the
+    running ones instead of waiting for the whole queue."""
+    from dataclasses import dataclass
+
+    from fabricsim.sweeps.backends import local_backend
+
+    @dataclass(frozen=True)
+    class P:
+        id: str
+        seed: int = 1
+
+    execute = local_backend(2, time.sleep)
+    tasks = [(P("quick"), (0.0,))] + [(P(f"slow{i}"), (60.0,)) for i in range(4)]
+    jobs = execute(tasks)
+    point, _ = next(jobs)
+    assert point.id == "quick"
+    started = time.perf_counter()
+    jobs.close()
+    assert time.perf_counter() - started < 20  # not the 2 x 60 s of the queue

@@ -67,9 +67,14 @@ def _run(args: argparse.Namespace) -> int:
         result = run(scenario, seed=args.seed, progress=show_progress, prepare_report=args.report)
     except (RunInterrupted, SimulationError) as exc:
         # Keep what was computed: the partial results are written, then the run fails.
+        # After Ctrl-C only the tables, so the command ends within a second; the
+        # report can be drawn from them later, byte for byte the same.
         if exc.result is not None:
-            written, _ = _write(exc.result, args.out, args.report)
+            report = args.report and not isinstance(exc, RunInterrupted)
+            written, _ = _write(exc.result, args.out, report)
             _print_outcome(exc.result, written, f"{scenario.name}: summary (partial: the run stopped early)")
+            if args.report and not report:
+                print(f"report not drawn after the interrupt: fabricsim report {args.out} draws it", file=sys.stderr)
         raise
     written, failure = _write(result, args.out, args.report)
     _print_outcome(result, written, f"{scenario.name}: summary")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -82,6 +83,21 @@ def _die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="fabricsim-parent-watch", daemon=True).start()
 
 
+def _stop_pool(pool: Any, futures: Any) -> None:
+    """Cancel every queued point and end the workers now: an interrupted job keeps
+    the points that finished (their rows are in the catalog) and runs no more."""
+    for future in futures:
+        future.cancel()
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    for process in processes:
+        with contextlib.suppress(Exception):
+            process.kill()
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        with contextlib.suppress(Exception):
+            process.join(timeout=1)
+
+
 def local_backend(workers: int, target: Callable[..., dict[str, Any]] = run_point
                   ) -> Callable[[list[tuple[Point, tuple[Any, ...]]]], Any]:
     """Runs ``target(*args)`` for each task in a process pool (``target`` must be importable by name)."""
@@ -91,9 +107,11 @@ def local_backend(workers: int, target: Callable[..., dict[str, Any]] = run_poin
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
         context = multiprocessing.get_context("spawn")  # no fork of polars/rayon threads
-        with ProcessPoolExecutor(
+        pool = ProcessPoolExecutor(
             max_workers=workers, mp_context=context, initializer=_die_with_parent, initargs=(os.getpid(),)
-        ) as pool:
+        )
+        futures = {}
+        try:
             futures = {pool.submit(target, *args): point for point, args in tasks}
             for future in as_completed(futures):
                 point = futures[future]
@@ -103,6 +121,10 @@ def local_backend(workers: int, target: Callable[..., dict[str, Any]] = run_poin
                     record = {"status": "failed", "error": f"worker failed: {type(exc).__name__}: {exc}",
                               "metrics": {}, "files": [], "seed": point.seed}
                 yield point, record
+        except BaseException:  # Ctrl-C, or the consumer stopped: no queued point starts
+            _stop_pool(pool, futures)
+            raise
+        pool.shutdown(wait=True)
 
     return execute
 

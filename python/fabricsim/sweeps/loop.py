@@ -5,7 +5,7 @@ are still there is skipped; a point whose ``point.json`` was written before an
 interruption (or by an earlier job into the same folder) is adopted into the
 catalog; every other point is marked ``running`` and run on the backend. Each
 finished point's row is written to the catalog as it arrives (only this, the
-parent process, writes the catalog), failures are counted with their error,
+parent process, writes the catalog), failures are counted with their error (listed in the points' order),
 and one progress bar covers the whole job.
 
 What differs between jobs (the catalog row, the task a worker runs, how a
@@ -64,12 +64,14 @@ def run_points(
     points finish (:mod:`fabricsim.sweeps.backends`)."""
     result = LoopResult()
     known = catalog.status()
+    order = {id(point): index for index, point in enumerate(points)}
+    failures: list[tuple[int, str]] = []
 
     def finish(point: P, record: Record) -> None:
         catalog.upsert(job.row(point, record))
         if record["status"] != "done":
             result.failed += 1
-            result.errors.append(f"{job.describe(point)}: {record.get('error')}")
+            failures.append((order[id(point)], f"{job.describe(point)}: {record.get('error')}"))
 
     tasks = []
     for point in points:
@@ -92,4 +94,7 @@ def run_points(
                 bar(point, record)
     finally:
         bar(None, None)
+        # in the points' order, not the order they finished in: pages and messages
+        # are the same whatever the number of workers
+        result.errors = [text for _, text in sorted(failures)]
     return result
