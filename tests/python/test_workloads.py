@@ -297,3 +297,19 @@ def test_carried_load_sums_the_bins_of_the_chosen_links_in_row_order():
     assert _carried(result, links, 9_500, 90_500, 1e10) == expected  # bins 10,000 .. 89,000
     assert _carried(result, links, 10_000, 10_999, 1e10) is None  # no whole bin
     assert _carried(result, links.filter(pl.col("src") == "c"), 0, 100_000, 1e10) == 0.0
+
+
+def test_a_workload_that_offers_much_less_than_it_asks_is_a_warning():
+    """Heavy-tailed sizes in a short arrivals window can offer half the asked
+    load; the summary's warnings say so (not only the load section)."""
+    scenario = loads((ROOT / "scenarios" / "leafspine-datamining.yaml").read_text(), ["duration=0.5s"])
+    result = fabricsim.run(scenario)
+    offered = result.summary["load"]["responses"]["offered_wire"]
+    assert offered < 0.9 * 0.6
+    assert any("workload 'responses' offered" in w and "60%" in w for w in result.summary["warnings"])
+
+
+def test_ping_pongs_cut_short_by_the_end_of_the_run_are_a_warning():
+    text = (ROOT / "scenarios" / "pt-sdn.yaml").read_text()
+    result = fabricsim.run(loads(text, ["duration=2.2ms"]))
+    assert any("ping_pong 'sockperf' asked for 200 messages" in w for w in result.summary["warnings"])

@@ -71,7 +71,7 @@ class Result(RunTables):
             load = load_summary(result)
             if load:
                 summary["load"] = load
-            summary["warnings"] = run_warnings(scenario, summary, result.flows)
+            summary["warnings"] = run_warnings(scenario, summary, result.flows, result.tables())
         result.source_shares = source_shares(result)
         return result
 

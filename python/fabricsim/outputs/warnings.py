@@ -10,7 +10,7 @@ report shows them in a banner at the top.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Optional
 
 from fabricsim import units
 
@@ -101,9 +101,54 @@ def _unfinished_transfers(flows: Any, incomplete: int) -> int:
     return flows.filter((pl.col("status") == "incomplete") & pl.col("size_bytes").is_not_null()).height
 
 
-def run_warnings(scenario: "Scenario", summary: Mapping[str, Any], flows: Any = None) -> list[str]:
-    """:func:`scenario_warnings` plus what the run's ``summary`` (and ``flows`` table) shows."""
+#: A workload entry that offers less than this fraction of the load it asks for is named.
+OFFERED_SHORTFALL = 0.9
+
+
+def _load_shortfalls(summary: Mapping[str, Any]) -> list[str]:
+    out = []
+    for name, load in sorted((summary.get("load") or {}).items()):
+        asked = load.get("load")
+        basis = load.get("load_basis") or "wire"
+        offered = load.get("offered_payload" if basis == "payload" else "offered_wire")
+        if asked and offered is not None and offered < OFFERED_SHORTFALL * asked:
+            links = [x for x in (load.get("link") or "").split(", ") if x]
+            where = (", ".join(links) if len(links) <= 3 else f"its {len(links)} target links ({links[0]}, ...)") \
+                if links else "its target link"
+            out.append(
+                f"workload {name!r} offered {offered:.1%} of {where} ({basis} "
+                f"bytes) against the {asked:.0%} it asks for: the flows drawn in its arrivals window are too few "
+                "to reach the target (heavy-tailed sizes need a longer window); every load-dependent result "
+                "is at the offered load, not the asked one. Lengthen the arrivals window (duration).")
+    return out
+
+
+def _truncated_ping_pongs(scenario: "Scenario", tables: Mapping[str, Any]) -> list[str]:
+    table = tables.get("ping_pong")
+    out = []
+    entries = [e for e in scenario.traffic if e.kind == "ping_pong" and getattr(e, "messages", None)]
+    if table is None or not entries or table.height == 0 or "name" not in table.columns:
+        return out
+    done = {name: int(m) + int(lost) for name, m, lost in table.select("name", "messages", "lost").iter_rows()}
+    for entry in entries:
+        ran = done.get(entry.name)
+        if ran is not None and ran < entry.messages:
+            out.append(
+                f"ping_pong {entry.name!r} asked for {entry.messages:,} messages; {ran:,} ran before the run ended "
+                f"(duration {units.format_time(scenario.duration)}): its latency percentiles are from those "
+                "only. Lengthen duration.")
+    return out
+
+
+def run_warnings(scenario: "Scenario", summary: Mapping[str, Any], flows: Any = None,
+                 tables: Optional[Mapping[str, Any]] = None) -> list[str]:
+    """:func:`scenario_warnings` plus what the run's ``summary`` (and its ``flows`` and other
+    ``tables``) shows: the drain limit, unfinished transfers, a workload that offered
+    less than it asks for, ping-pongs cut short by the end of the run, a violated
+    conservation check."""
     out = scenario_warnings(scenario)
+    out += _load_shortfalls(summary)
+    out += _truncated_ping_pongs(scenario, tables or {})
     incomplete = int(summary.get("flows_incomplete") or 0)
     if summary.get("drain_limit_reached"):
         limit = units.format_time(scenario.duration + scenario.drain_limit, 3)
