@@ -188,3 +188,118 @@ def test_deep_mappings_given_as_data_are_refused():
         nested = [nested]
     with pytest.raises(ScenarioError, match="levels deep"):
         fabricsim.from_dict({"duration": "1ms", "x": nested})
+
+
+BOMB = GOOD + "".join(
+    f"{name}: &{name} [{', '.join([f'*{prev}'] * 9 if prev else ['x'] * 9)}]\n"
+    for prev, name in zip([None, *"abcdefgh"], "abcdefghi")
+)
+
+
+def test_a_yaml_alias_bomb_is_refused_quickly(tmp_path):
+    """Nine levels of nine aliases expand to 387 million values: measured with
+    each shared list counted once, in a subprocess with a time and memory limit."""
+    path = tmp_path / "bomb.yaml"
+    path.write_text(BOMB)
+    r = subprocess.run(
+        [sys.executable, "-c", "import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30)); "
+         "from fabricsim.cli.main import main; sys.exit(main(sys.argv[1:]))", "validate", str(path)],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert r.returncode == 2, r.stderr
+    assert "more than 20,000,000 values once its aliases are expanded" in r.stderr
+    with pytest.raises(ScenarioError, match="aliases are expanded"):
+        loads(BOMB)
+    with pytest.raises(ScenarioError, match="levels deep"):  # an alias inside its own anchor
+        fabricsim.from_dict((lambda cycle: (cycle.append(cycle), {"duration": "1ms", "x": cycle})[1])([]))
+    # Aliases that expand to a small document pass the size check (the schema then looks at the keys).
+    with pytest.raises(ScenarioError, match="unknown key 'x'"):
+        loads(GOOD.replace("link: {rate", "link: &link {rate") + "x: [*link, *link]\n")
+
+
+@pytest.mark.parametrize("field, text", [
+    ("topology.link.rate", GOOD.replace("rate: 10Gbps", "rate: 18446744073709551615")),
+    ("topology.link.rate", GOOD.replace("rate: 10Gbps", "rate: 101Tbps")),
+    ("traffic[0].rate", GOOD.replace("rate: 1Gbps", "rate: 18000000Tbps")),
+    ("tcp.pacing_rate", GOOD + "tcp: {pacing_rate: 200Tbps}\n"),
+])
+def test_rates_above_100_tbps_are_refused_at_their_field(capsys, tmp_path, field, text):
+    assert_field_error(validate(capsys, text, tmp_path=tmp_path), field, "must be <= 100Tbps")
+
+
+def test_rates_up_to_100_tbps_are_accepted(core, capsys, tmp_path):
+    status, _, err = validate(capsys, GOOD.replace("rate: 10Gbps", "rate: 100Tbps"), tmp_path=tmp_path)
+    assert status == 0, err
+
+
+@pytest.mark.parametrize("weight", ["1.0e+308", "1.0e+7"])
+def test_huge_drr_weights_are_refused_at_their_field(capsys, tmp_path, weight):
+    text = GOOD + f"network: {{switch: {{scheduler: drr, drr_weights: [1, {weight}]}}}}\n"
+    assert_field_error(validate(capsys, text, tmp_path=tmp_path), "network.switch.drr_weights[1]", "must be <= 1000000")
+
+
+def test_host_model_and_pipeline_numbers_are_refused_at_the_field_set(core, capsys, tmp_path):
+    text = GOOD + "network: {host: {model: {preset: linux-kernel, gso: 1TB}}}\n"
+    assert_field_error(validate(capsys, text, tmp_path=tmp_path), "network.host.model.gso", "4294967295B")
+    esg = str(ROOT / "scenarios" / "esg-fairness.yaml")
+    assert_field_error(validate(capsys, esg, "network.switch.pipeline.rate=1e30Tpps"),
+                       "network.switch.pipeline.rate", "must be <= 1Tpps")
+    text = GOOD.replace("[{kind: udp_cbr, src: h0, dst: h1, rate: 1Gbps}]",
+                        "[{kind: ping_pong, src: h0, dst: h1, message_size: 10GB, messages: 10, protocol: tcp}]")
+    assert_field_error(validate(capsys, text, tmp_path=tmp_path), "traffic[0].message_size", "4294967295B")
+
+
+def command(capsys, *args):
+    """A ``fabricsim`` command in this process: (exit status, stdout, stderr);
+    argparse's own errors exit with status 2."""
+    try:
+        status = main(list(args))
+    except SystemExit as exc:
+        status = exc.code
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err and "internal error" not in captured.err, captured.err
+    return status, captured.out, captured.err
+
+
+@pytest.mark.parametrize("args, needles", [
+    (["burst-absorption", "scenarios/burst-absorption.yaml", "--ports", "0"], ["--ports", "must be >= 1"]),
+    (["burst-absorption", "scenarios/burst-absorption.yaml", "--ports", "-1"], ["--ports", "must be >= 1"]),
+    (["burst-absorption", "scenarios/burst-absorption.yaml", "--ports", "70000"], ["--ports: must be from 1 to 65,533"]),
+    (["burst-absorption", "scenarios/dumbbell.yaml", "--ports", "2"], ["--ports: 2 senders need hosts h0 to h2"]),
+    (["burst-absorption", "scenarios/burst-absorption.yaml", "--frame-size", "10"], ["--frame-size", "64 to 65,535"]),
+    (["fairness", "scenarios/esg-fairness.yaml", "--sources", "0"], ["--sources", "must be >= 2"]),
+    (["fairness", "scenarios/esg-fairness.yaml", "--sources", "-1"], ["--sources", "must be >= 2"]),
+    (["fairness", "scenarios/esg-fairness.yaml", "--sources", "1"], ["--sources", "must be >= 2"]),
+    (["fairness", "scenarios/esg-fairness.yaml", "--sources", "32"], ["--sources: must be from 2 to 31"]),
+    (["fairness", "scenarios/esg-fairness.yaml", "--sources", "1000000"], ["--sources: must be from 2 to 31"]),
+    (["rfc2544", "scenarios/tolly-latency.yaml", "--max-burst", "-1"], ["--max-burst", "must be from 1"]),
+    (["rfc2544", "scenarios/tolly-latency.yaml", "--max-burst", "0"], ["--max-burst", "must be from 1"]),
+    (["rfc2544", "scenarios/tolly-latency.yaml", "--messages", "0"], ["--messages", "must be from 1 to 10,000,000"]),
+    (["rfc2544", "scenarios/tolly-latency.yaml", "--frame-size", "0"], ["--frame-size", "64 to 65,535"]),
+    (["validate", "linux", "--recorded", "--senders", "0"], ["--senders", "must be from 1 to 16"]),
+    (["validate", "linux", "--recorded", "--mtu", "0"], ["--mtu", "must be from 576 to 9,000"]),
+    (["validate", "linux", "--recorded", "--duration", "-1"], ["--duration", "must be > 0"]),
+    (["validate", "linux", "--recorded", "--repeats", "0"], ["--repeats", "must be from 1 to 100"]),
+    (["validate", "linux", "--recorded", "--senders", "4"], ["--senders: describes a live experiment"]),
+])
+def test_bad_flags_of_the_experiments_name_the_flag_and_its_range(core, capsys, monkeypatch, args, needles):
+    monkeypatch.chdir(ROOT)
+    status, out, err = command(capsys, *args)
+    assert status == 2, err
+    for needle in needles:
+        assert needle in err, (needle, err)
+    assert "traffic[0]" not in err and "duration" not in err.replace("--duration", "")
+
+
+def test_the_experiments_refuse_bad_parameters_with_scenario_errors(core):
+    from fabricsim.experiments.burst_absorption import burst_absorption
+    from fabricsim.experiments.features import fairness
+    from fabricsim.experiments.rfc2544 import Settings
+
+    with pytest.raises(ScenarioError, match="ports: must be from 1"):
+        burst_absorption(str(ROOT / "scenarios" / "burst-absorption.yaml"), ports=0)
+    with pytest.raises(ScenarioError, match="sources: must be from 2 to 31"):
+        fairness(str(ROOT / "scenarios" / "esg-fairness.yaml"), sources=[1])
+    for name, value in (("max_burst", 0), ("messages", 0), ("trial_ps", 0), ("resolution", 0.0)):
+        with pytest.raises(ScenarioError, match=f"^{name}: must be"):
+            Settings(**{name: value})

@@ -117,3 +117,13 @@ def test_bench_quick_json(core):
     build = json.loads(r.stdout)["machine"]["build"]
     assert build == _core.BUILD
     assert build in ("optimized", "optimized, profile-guided", "instrumented for profiling (slow)", "debug")
+
+
+def test_devices_json_lists_what_the_text_lists():
+    text = fabricsim("devices")
+    listing = fabricsim("devices", "--json")
+    assert text.returncode == listing.returncode == 0, listing.stderr
+    rows = json.loads(listing.stdout)
+    assert rows and all(set(row) == {"name", "summary"} for row in rows)
+    lines = [line.split(None, 1) for line in text.stdout.splitlines()]
+    assert [[row["name"], row["summary"]] for row in rows] == lines

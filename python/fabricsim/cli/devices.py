@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from typing import Any
 
@@ -12,6 +13,10 @@ __all__ = ["add_parser"]
 
 
 def _devices(args: argparse.Namespace) -> int:
+    if args.json:
+        listing = [{"name": name, "summary": devices.get(name).summary} for name in devices.names()]
+        sys.stdout.write(json.dumps(listing, indent=1) + "\n")
+        return 0
     width = max(len(name) for name in devices.names())
     for name in devices.names():
         sys.stdout.write(f"{name:<{width}}  {devices.get(name).summary}\n")
@@ -20,4 +25,5 @@ def _devices(args: argparse.Namespace) -> int:
 
 def add_parser(commands: Any) -> None:
     command = commands.add_parser("devices", help="list the switch device presets")
+    command.add_argument("--json", action="store_true", help="print a JSON list of {name, summary} instead")
     command.set_defaults(handler=_devices)

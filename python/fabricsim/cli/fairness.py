@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fabricsim.cli.common import scenario_arguments
+from fabricsim.cli.common import FRAME_SIZE, flag_names, integer, scenario_arguments
 
 __all__ = ["add_parser"]
 
@@ -17,14 +17,15 @@ def _fairness(args: argparse.Namespace) -> int:
 
     from fabricsim.experiments.features import FAIRNESS_FRAME_SIZES, FAIRNESS_SOURCES, fairness
 
-    shares, summary = fairness(
-        args.scenario,
-        sources=args.sources or list(FAIRNESS_SOURCES),
-        frame_sizes=args.frame_sizes or list(FAIRNESS_FRAME_SIZES),
-        devices=args.devices or [None],
-        seed=args.seed,
-        overrides=args.overrides,
-    )
+    with flag_names(sources="--sources"):
+        shares, summary = fairness(
+            args.scenario,
+            sources=args.sources or list(FAIRNESS_SOURCES),
+            frame_sizes=args.frame_sizes or list(FAIRNESS_FRAME_SIZES),
+            devices=args.devices or [None],
+            seed=args.seed,
+            overrides=args.overrides,
+        )
     with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=160, fmt_str_lengths=80):
         sys.stdout.write(f"{summary}\n")
     if args.out:
@@ -47,12 +48,13 @@ def add_parser(commands: Any) -> None:
         help="switch device preset (repeatable; default: the scenario's switch)",
     )
     command.add_argument(
-        "--sources", type=int, action="append", metavar="N", help="number of sources (repeatable; default 6, 8, 16)"
+        "--sources", type=integer(2), action="append", metavar="N",
+        help="number of sources, from 2 to the hosts other than the destination (repeatable; default 6, 8, 16)"
     )
     command.add_argument(
-        "--frame-size", dest="frame_sizes", type=int, action="append", metavar="BYTES",
+        "--frame-size", dest="frame_sizes", type=FRAME_SIZE, action="append", metavar="BYTES",
         help="frame size (repeatable; default 64, 97, 1280)",
     )
-    command.add_argument("--seed", type=int, default=1, help="seed of the random choice of sources (default 1)")
+    command.add_argument("--seed", type=integer(0, 2**64 - 1), default=1, help="seed of the random choice of sources (default 1)")
     command.add_argument("--out", metavar="DIR", help="also write fairness_shares.parquet and fairness_summary.parquet")
     command.set_defaults(handler=_fairness)

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fabricsim.cli.common import scenario_arguments
+from fabricsim.cli.common import FRAME_SIZE, scenario_arguments
 
 __all__ = ["add_parser"]
 
@@ -44,7 +44,7 @@ def add_parser(commands: Any) -> None:
         help="switch device preset (repeatable; default: the scenario's switch)",
     )
     command.add_argument(
-        "--frame-size", dest="frame_sizes", type=int, action="append", metavar="BYTES",
+        "--frame-size", dest="frame_sizes", type=FRAME_SIZE, action="append", metavar="BYTES",
         help="frame size of every UDP source (repeatable; default 64, 82, 97)",
     )
     command.add_argument("--out", metavar="DIR", help="also write forwarding.parquet there")

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fabricsim.cli.common import scenario_arguments
+from fabricsim.cli.common import FRAME_SIZE, flag_names, integer, scenario_arguments
 from fabricsim.errors import ScenarioError
 
 __all__ = ["add_parser"]
@@ -47,14 +47,17 @@ def _rfc2544(args: argparse.Namespace) -> int:
     from fabricsim.experiments.rfc2544 import DEVICE_TESTS, FRAME_SIZES, Settings, rfc2544
     from fabricsim.experiments.rfc2544_report import write_rfc2544
 
-    settings = Settings(
-        trial_ps=args.trial,
-        wait_ps=args.wait,
-        resolution=args.resolution,
-        latency_rate=args.rate,
-        max_burst=args.max_burst,
-        messages=args.messages,
-    )
+    flags = flag_names(trial_ps="--trial", wait_ps="--wait", resolution="--resolution", latency_rate="--rate",
+                       max_burst="--max-burst", messages="--messages")
+    with flags:
+        settings = Settings(
+            trial_ps=args.trial,
+            wait_ps=args.wait,
+            resolution=args.resolution,
+            latency_rate=args.rate,
+            max_burst=args.max_burst,
+            messages=args.messages,
+        )
     try:
         tables = rfc2544(
             args.scenario,
@@ -96,10 +99,11 @@ def add_parser(commands: Any) -> None:
              "default), a host preset (kernel-bypass, linux-kernel) on the scenario's NIC, ':tcp' for TCP "
              "(socket only), e.g. linux-kernel:tcp",
     )
-    command.add_argument("--messages", type=int, default=20, metavar="N",
-                         help="ping-pong messages per frame size of host_latency (default 20)")
+    # At most experiments.rfc2544.MAX_MESSAGES (not imported here: it imports polars).
+    command.add_argument("--messages", type=integer(1, 10_000_000), default=20, metavar="N",
+                         help="ping-pong messages per frame size of host_latency (default 20, at most 10,000,000)")
     command.add_argument(
-        "--frame-size", dest="frame_sizes", type=int, action="append", metavar="BYTES",
+        "--frame-size", dest="frame_sizes", type=FRAME_SIZE, action="append", metavar="BYTES",
         help="frame size (repeatable; default 64 128 256 512 1024 1280 1518 2176 9216, those above the path's MTU "
              "are skipped)",
     )
@@ -116,7 +120,7 @@ def add_parser(commands: Any) -> None:
                          help="throughput search resolution (default 0.1%%)")
     command.add_argument("--rate", type=_load, default=None, metavar="LOAD",
                          help="offered load of the latency test (default: the throughput found)")
-    command.add_argument("--max-burst", type=int, default=None, metavar="FRAMES",
+    command.add_argument("--max-burst", type=integer(1, 2**64 - 1), default=None, metavar="FRAMES",
                          help="back-to-back cap (default: one trial's frames at line rate)")
     command.add_argument("--out", metavar="DIR", help="write rfc2544_<test>.parquet and rfc2544.html there")
     command.set_defaults(handler=_rfc2544)

@@ -14,6 +14,7 @@ import json
 import sys
 from typing import Any
 
+from fabricsim.cli.common import integer
 from fabricsim.errors import FabricsimError
 
 __all__ = ["LINUX_OPTIONS", "add_arguments", "command", "is_linux_mode", "used_linux_options"]
@@ -42,6 +43,34 @@ LINUX_OPTIONS = (
 )
 
 
+#: Options that describe the live experiment: a recorded one has its own setup.
+SETUP_OPTIONS = (
+    "linux_senders",
+    "linux_flows",
+    "linux_cc",
+    "linux_rate",
+    "linux_shaper",
+    "linux_buffer",
+    "linux_mtu",
+    "linux_duration",
+    "linux_size",
+    "linux_access_rate",
+    "linux_repeats",
+    "linux_unpaced",
+)
+
+
+def _seconds(text: str) -> float:
+    """``--duration``: seconds, > 0 and at most an hour."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds (a number > 0 and <= 3600), got {text!r}") from None
+    if not 0 < value <= 3600:  # NaN fails too
+        raise argparse.ArgumentTypeError(f"must be > 0 and <= 3600 seconds (got {text})")
+    return value
+
+
 def is_linux_mode(args: argparse.Namespace) -> bool:
     """``fabricsim validate linux``: the scenario argument is the word ``linux``."""
     return getattr(args, "scenario", None) == "linux"
@@ -54,14 +83,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "`fabricsim validate linux [options]` runs a TCP dumbbell in real Linux (root: network namespaces) "
         "and its fabricsim twin, and prints both; --recorded uses stored Linux measurements instead",
     )
-    group.add_argument("--senders", dest="linux_senders", type=int, metavar="N", help="senders (default 2)")
-    group.add_argument("--flows", dest="linux_flows", type=int, metavar="N", help="TCP streams per sender (default 1)")
+    group.add_argument("--senders", dest="linux_senders", type=integer(1, 16), metavar="N",
+                       help="senders, 1 to 16 (default 2)")
+    group.add_argument("--flows", dest="linux_flows", type=integer(1, 128), metavar="N",
+                       help="TCP streams per sender, 1 to 128 (iperf3's most; default 1)")
     group.add_argument("--cc", dest="linux_cc", choices=("reno", "cubic"), help="congestion control (default cubic)")
     group.add_argument("--rate", dest="linux_rate", metavar="RATE", help="bottleneck rate (default 1Gbps)")
     group.add_argument("--shaper", dest="linux_shaper", choices=("htb", "tbf"), help="bottleneck shaper (default htb)")
     group.add_argument("--buffer", dest="linux_buffer", metavar="SIZE", help="bfifo limit (default 250KB)")
-    group.add_argument("--mtu", dest="linux_mtu", type=int, metavar="BYTES", help="MTU of every link (default 1500)")
-    group.add_argument("--duration", dest="linux_duration", type=float, metavar="S", help="seconds (default 20)")
+    group.add_argument("--mtu", dest="linux_mtu", type=integer(576, 9000), metavar="BYTES",
+                       help="MTU of every link, 576 to 9000 (default 1500)")
+    group.add_argument("--duration", dest="linux_duration", type=_seconds, metavar="S",
+                       help="seconds, at most 3600 (default 20)")
     group.add_argument("--size", dest="linux_size", metavar="SIZE", help="bytes per flow instead of a duration")
     group.add_argument(
         "--access-rate", dest="linux_access_rate", metavar="RATE", help="fabricsim NIC rate of the senders (10Gbps)"
@@ -75,7 +108,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             "by the machine's default (BBR)"
         ),
     )
-    group.add_argument("--repeats", dest="linux_repeats", type=int, metavar="K", help="Linux runs to average (1)")
+    group.add_argument("--repeats", dest="linux_repeats", type=integer(1, 100), metavar="K",
+                       help="Linux runs to average, 1 to 100 (1)")
     group.add_argument(
         "--recorded",
         dest="linux_recorded",
@@ -143,6 +177,11 @@ def command(args: argparse.Namespace) -> int:
     if args.overrides:
         raise FabricsimError("validate linux: --set applies to scenario files; use the linux-mode options")
     if args.linux_recorded is not None:
+        setup = [name for name in SETUP_OPTIONS if getattr(args, name, None) not in (None, False)]
+        if setup:
+            flag = "--" + setup[0][len("linux_") :].replace("_", "-")
+            raise FabricsimError(f"{flag}: describes a live experiment; --recorded compares the stored experiments, "
+                                 "each with its own setup (select one with --recorded NAME)")
         stored = linux_dumbbell.recorded() + (
             linux_dumbbell.recorded(linux_dumbbell.UNPACED_RESULTS) if linux_dumbbell.UNPACED_RESULTS.exists() else []
         )

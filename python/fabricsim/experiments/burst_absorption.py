@@ -16,8 +16,10 @@ from typing import Any, Optional, Sequence, Union
 
 import polars as pl
 
+from fabricsim.errors import ScenarioError
 from fabricsim.runner import run
 from fabricsim.schema import Scenario, from_dict, load
+from fabricsim.schema.topology import MAX_PORTS
 
 __all__ = ["FRAME_SIZES", "burst_absorption", "absorbs"]
 
@@ -52,7 +54,16 @@ def _trial(base: dict[str, Any], device: Optional[str], ports: int, frame: int, 
 
 def absorbs(base: dict[str, Any], device: Optional[str], ports: int, frame: int, frames: int) -> bool:
     """Whether bursts of ``frames`` frames per sender pass without loss."""
-    result = run(_trial(base, device, ports, frame, frames))
+    trial = _trial(base, device, ports, frame, frames)
+    try:
+        result = run(trial)
+    except ScenarioError as exc:
+        # The senders are the scenario's hosts h1..h{ports}: one it lacks is the ports' problem.
+        missing = [issue.message for issue in exc.issues if issue.path.startswith(("traffic[0].src", "traffic[0].dst"))]
+        if missing:
+            raise ScenarioError([("ports", f"{ports} senders need hosts h0 to h{ports}: {missing[0]}")],
+                                exc.source) from None
+        raise
     return int(result.summary["packets_dropped"]) == 0
 
 
@@ -69,10 +80,20 @@ def burst_absorption(
     Columns: ``device``, ``ports``, ``frame_bytes``, ``frames_per_port`` (the
     largest lossless burst per sender; ``max_frames`` means no loss was found up
     to the cap), ``burst_bytes`` (all senders), ``capped`` and ``trials``.
+
+    Raises :class:`~fabricsim.errors.ScenarioError` naming ``ports`` (1 to
+    65,533 for a star, which grows to ``ports + 1`` hosts; hosts ``h0`` to
+    ``h{ports}`` in another topology) or ``frame_sizes[i]`` (64 to 65,535 B).
     """
-    if not 1 <= ports:
-        raise ValueError("ports must be >= 1")
     sc = scenario if isinstance(scenario, Scenario) else load(scenario, overrides)
+    # A star grows to ports + 1 hosts (h0 receives); other topologies must have h0..h{ports}.
+    most = MAX_PORTS - 1 if sc.topology.kind == "star" else None
+    if isinstance(ports, bool) or not isinstance(ports, int) or ports < 1 or (most is not None and ports > most):
+        allowed = f"from 1 to {most:,} (a star has at most {MAX_PORTS:,} hosts)" if most is not None else ">= 1"
+        raise ScenarioError([("ports", f"must be {allowed} (got {ports!r})")], sc.source)
+    for i, frame in enumerate(frame_sizes):
+        if isinstance(frame, bool) or not isinstance(frame, int) or not 64 <= frame <= 65535:
+            raise ScenarioError([(f"frame_sizes[{i}]", f"must be from 64 to 65,535 bytes (got {frame!r})")], sc.source)
     base = sc.source_data or sc.model_dump(mode="json", by_alias=True)
     hosts = getattr(sc.topology, "hosts", None)
     if hosts is not None and hosts < ports + 1:

@@ -28,6 +28,7 @@ from typing import Any, Optional, Sequence, Union
 
 import polars as pl
 
+from fabricsim.errors import ScenarioError
 from fabricsim.outputs.shares import hierarchical_shares
 from fabricsim.runner import run
 from fabricsim.schema import Scenario, from_dict, load
@@ -90,13 +91,15 @@ def forwarding(
             trial = from_dict(doc)
             interval = int(trial.stats.throughput_interval)
             if interval <= 0:
-                raise ValueError("forwarding needs stats.throughput_interval > 0")
+                raise ScenarioError([("stats.throughput_interval", "forwarding needs throughput bins: must be > 0")],
+                                    sc.source)
             result = run(trial)
             duration = int(trial.duration)
             start = -(-int(duration * warmup) // interval) * interval
             end = duration // interval * interval
             if end <= start:
-                raise ValueError("the run is too short for one throughput bin after the warm-up")
+                raise ScenarioError([("duration", f"too short for one stats.throughput_interval bin after the "
+                                                  f"warm-up ({warmup:.0%} of the duration)")], sc.source)
             window_s = (end - start) * 1e-12
             line = _line_pps(result, frame, int(trial.network.ethernet_overhead))
             flows = result.flows.filter(pl.col("kind").is_in(list(_UDP)))
@@ -141,7 +144,8 @@ def _hosts(sc: Scenario) -> list[str]:
         return [n.name for n in topo.nodes if n.kind == "host"]
     if topo.kind == "star":
         return [f"h{i}" for i in range(topo.hosts)]
-    raise ValueError(f"fairness draws sources from a star or explicit topology (this one is {topo.kind})")
+    raise ScenarioError([("topology.kind", f"fairness draws sources from a star or explicit topology (got {topo.kind!r})")],
+                        sc.source)
 
 
 def fairness(
@@ -161,19 +165,30 @@ def fairness(
     ``share`` and ``expected_share``; ``summary`` has per (device, sources,
     frame size) ``share_min``, ``share_max``, ``jain``, ``expected_jain``,
     ``max_error`` (largest |share - expected|) and the ``source_hosts``.
+
+    Raises :class:`~fabricsim.errors.ScenarioError` naming ``sources`` (each
+    from 2 to the number of hosts other than the destination) or
+    ``frame_sizes[i]`` (64 to 65,535 B).
     """
     sc, base = _base(scenario, overrides)
     template = base.get("traffic") or []
     dsts = {entry.get("dst") for entry in template}
     if len(dsts) != 1:
-        raise ValueError("fairness needs traffic entries that all send to one dst")
+        raise ScenarioError([("traffic", "fairness needs traffic entries that all send to one dst")], sc.source)
     dst = dsts.pop()
     candidates = [h for h in _hosts(sc) if h != dst]
+    # Fan-in needs two sources at least (one has the whole port: no share to compare).
+    for n in sources:
+        if isinstance(n, bool) or not isinstance(n, int) or not 2 <= n <= len(candidates):
+            allowed = (f"from 2 to {len(candidates)} (the hosts other than the destination {dst})"
+                       if len(candidates) >= 2 else f"at least 2, and the topology has {len(candidates)} other hosts")
+            raise ScenarioError([("sources", f"must be {allowed} (got {n!r})")], sc.source)
+    for i, frame in enumerate(frame_sizes):
+        if isinstance(frame, bool) or not isinstance(frame, int) or not 64 <= frame <= 65535:
+            raise ScenarioError([(f"frame_sizes[{i}]", f"must be from 64 to 65,535 bytes (got {frame!r})")], sc.source)
     share_rows: list[dict[str, Any]] = []
     summary_rows: list[dict[str, Any]] = []
     for n in sources:
-        if not 1 <= n <= len(candidates):
-            raise ValueError(f"sources must be between 1 and {len(candidates)} (got {n})")
         draw = random.Random(f"{seed}:{n}")
         chosen = sorted(draw.sample(candidates, n), key=candidates.index)
         for device in devices:

@@ -85,8 +85,10 @@ from fabricsim.experiments.path_latency import (
     tester_terms,
     unloaded_latency,
 )
+from fabricsim.errors import ScenarioError
 from fabricsim.runner import run
 from fabricsim.schema import Scenario, from_dict, load
+from fabricsim.schema._base import U64_MAX
 
 __all__ = [
     "DEVICE_TESTS",
@@ -111,6 +113,8 @@ HOST_TESTS = ("host_latency", "socket")
 TESTS = DEVICE_TESTS + HOST_TESTS
 TCP_SOCKET_TRIAL_PS = 10_000_000_000
 """The shortest trial of a TCP socket-throughput point (10 ms)."""
+MAX_MESSAGES = 10_000_000
+"""Most ping-pong messages per frame size (host_latency): each is a row of the ping_pong table."""
 UDP_OVERHEAD = 46
 """Bytes of an Ethernet frame that are not UDP payload: Ethernet header and FCS (18), IPv4 (20), UDP (8)."""
 
@@ -126,6 +130,26 @@ class Settings:
     latency_rate: Optional[float] = None  # None: the throughput rate
     max_burst: Optional[int] = None  # None: the frames of one trial at line rate
     messages: int = 20  # ping-pong messages per frame size (host_latency)
+
+    def __post_init__(self) -> None:
+        """Refuse a setting out of range with :class:`~fabricsim.errors.ScenarioError` naming it."""
+        whole = {
+            "trial_ps": (self.trial_ps, 1, U64_MAX),
+            "wait_ps": (self.wait_ps, 0, U64_MAX),
+            "max_burst": (self.max_burst, 1, U64_MAX),
+            "messages": (self.messages, 1, MAX_MESSAGES),
+        }
+        for name, (value, least, most) in whole.items():
+            if value is None and name in ("wait_ps", "max_burst"):
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= most:
+                raise ScenarioError([(name, f"must be a whole number from {least:,} to {most:,} (got {value!r})")])
+        for name, fraction in (("resolution", self.resolution), ("loss_step", self.loss_step),
+                               ("latency_rate", self.latency_rate)):
+            if fraction is None and name == "latency_rate":
+                continue
+            if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
+                raise ScenarioError([(name, f"must be a fraction of the line rate > 0 and <= 1 (got {fraction!r})")])
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,7 @@ __all__ = [
     "Size32",
     "U32_MAX",
     "Load",
+    "MAX_RATE",
     "Model",
     "NodeList",
     "Overhead",
@@ -67,6 +68,13 @@ U64_MAX = 2**64 - 1
 U32_MAX = 2**32 - 1
 """Upper bounds of the core's integer fields (docs/contract.md): a count or size
 the core holds in 32 bits is bounded here, so that it is rejected at its field."""
+
+MAX_RATE = 100 * 10**12
+"""Fastest data rate of a scenario (100 Tbit/s; docs/scenarios.md "Limits"):
+62 times the fastest Ethernet port (1.6 Tbit/s), about one switch chip's whole
+capacity, and a rate the 1 ps clock still resolves (a 64-byte frame takes
+5.12 ps). Faster rates round every frame's serialization up to about 1 ps and
+a source sends a frame per picosecond: a run that practically never ends."""
 
 # --------------------------------------------------------------------------
 # Error plumbing
@@ -232,12 +240,12 @@ Duration = Annotated[int, quantity(units.parse_time, as_time, 1), _TIME_TEXT, _T
 """A time > 0, held in picoseconds."""
 Rate = Annotated[
     int,
-    quantity(units.parse_rate, units.format_rate, 1),
+    quantity(units.parse_rate, units.format_rate, 1, MAX_RATE),
     _RATE_TEXT,
     _unit_schema("a data rate like '100Gbps' (bps, Kbps, Mbps, Gbps, Tbps); a bare number is bit/s", RATE_PATTERN,
-                 quantity_limits(1, None)),
+                 quantity_limits(1, MAX_RATE)),
 ]
-"""A data rate > 0, held in bit/s, written like ``100Gbps``."""
+"""A data rate > 0 and at most :data:`MAX_RATE` (100 Tbps), held in bit/s, written like ``100Gbps``."""
 
 
 def _size_schema(minimum: int, maximum: Optional[int] = None) -> WithJsonSchema:

@@ -17,9 +17,10 @@ from pydantic import Field, PlainSerializer, PlainValidator, create_model, model
 from fabricsim import hosts, units
 from fabricsim.errors import unknown_value
 from fabricsim.schema._base import (
-    ByteCount,
+    U32_MAX,
     DeferredModel,
     Load,
+    Overhead32,
     Size,
     Time,
     issues_error,
@@ -118,7 +119,7 @@ class Interrupt(DeferredModel):
     """Receive interrupt coalescing (``ethtool -C rx-usecs/rx-frames``) and the CPU cost of an interrupt."""
 
     usecs: Time = 0
-    frames: int = Field(default=0, ge=0)
+    frames: int = Field(default=0, ge=0, le=U32_MAX)
     cost: Time = 0
 
     def to_resolved(self) -> dict[str, Any]:
@@ -169,13 +170,13 @@ class HostModel(DeferredModel):
     cores: int = Field(default=1, ge=1, le=4096)
     core_share: Load = 1.0
     rx_steering: Annotated[Steering, one_of(Steering)] = "rss"
-    backlog: int = Field(default=1000, ge=1)
-    tx_queue: int = Field(default=1 << 20, ge=1)
+    backlog: int = Field(default=1000, ge=1, le=U32_MAX)
+    tx_queue: int = Field(default=1 << 20, ge=1, le=U32_MAX)
     machines: list[list[str]] = Field(default_factory=list)
-    gso: ByteCount = 0
+    gso: Overhead32 = 0
     tso: bool = False
-    gro: ByteCount = 0
-    napi_budget: int = Field(default=64, ge=1)
+    gro: Overhead32 = 0
+    napi_budget: int = Field(default=64, ge=1, le=U32_MAX)
     interrupt: Interrupt = Field(default_factory=Interrupt)
     nic: Nic = Field(default_factory=Nic)
     message_size: Size = 128 * 1024

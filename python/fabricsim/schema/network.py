@@ -56,6 +56,10 @@ HeaderSize = Annotated[
 ForwardingMode = Literal["store_and_forward", "cut_through"]
 BufferModel = Literal["static", "shared", "voq", "intelligent"]
 
+MAX_DRR_WEIGHT = 1_000_000
+"""Largest DRR weight: a million to one between two classes, beyond which the
+lighter class is served less than once per run of any practical length."""
+
 _ALPHA_LADDER = [2.0**k for k in range(-7, 4)]
 _ALPHA_TEXT = "1/128, 1/64, 1/32, 1/16, 1/8, 1/4, 1/2, 1, 2, 4, 8"
 
@@ -457,7 +461,10 @@ class Switch(Model):
             }
         ),
     ] = Field(default_factory=lambda: [1500])
-    drr_weights: Optional[list[Annotated[float, Field(gt=0)]]] = Field(default=None, min_length=1, max_length=8)
+    #: Relative weights (finite, > 0 and at most MAX_DRR_WEIGHT): quanta in proportion, the first class's quantum the unit.
+    drr_weights: Optional[list[Annotated[float, Field(gt=0, le=MAX_DRR_WEIGHT)]]] = Field(
+        default=None, min_length=1, max_length=8
+    )
     pfc: Optional[Pfc] = None
     pipeline: Optional[deferred(Pipeline)] = None
     arbitration: Arbitration = Field(default_factory=Arbitration)

@@ -20,6 +20,7 @@ from fabricsim.schema._base import (
     Rate,
     Size,
     Time,
+    U64_MAX,
     issues_error,
     kind_of,
     one_of,
@@ -29,6 +30,9 @@ from fabricsim.schema._base import (
 __all__ = ["STAGE_KINDS", "Arbitration", "Pipeline", "Stage"]
 
 VNI_MAX = 2**24 - 1
+MAX_PACKET_RATE = 10**12
+"""Fastest pipe (1 Tpps, a pass per picosecond: the clock's resolution; a
+51.2 Tbit/s switch forwards about 76 Gpps of 64-byte frames)."""
 _PPS_UNITS = {"": 1, "k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
 
 
@@ -52,6 +56,8 @@ def _packet_rate(value: Any) -> int:
     pps = number * factor
     if pps != pps.to_integral_value() or pps < 1:
         raise ValueError(f"must be a whole number of packets per second >= 1 (got {show(value)})")
+    if pps > MAX_PACKET_RATE:
+        raise ValueError(f"must be <= {_packet_rate_text(MAX_PACKET_RATE)} (got {show(value)})")
     return int(pps)
 
 
@@ -424,12 +430,12 @@ class Pipeline(DeferredModel):
     packet costs ``base_cost`` plus its stages' costs. Waiting packets queue per
     port (``queue_packets``, ``queue_size``) and the pipe serves the ports in turn."""
 
-    pipes: int = Field(default=1, ge=1)
-    port_pipe: Optional[list[Annotated[int, Field(ge=0)]]] = None
+    pipes: int = Field(default=1, ge=1, le=65535)
+    port_pipe: Optional[list[Annotated[int, Field(ge=0, le=65535)]]] = None
     rate: PacketRate
     base_cost: Passes = 1.0
     latency: Time = 0
-    queue_packets: Optional[int] = Field(default=1024, ge=1)
+    queue_packets: Optional[int] = Field(default=1024, ge=1, le=U64_MAX)
     queue_size: Optional[Size] = None
     costs: dict[Annotated[StageKind, one_of(StageKind)], Passes] = Field(default_factory=dict)
     stages: list[Stage] = Field(default_factory=list)
@@ -468,7 +474,7 @@ class Arbitration(Model):
 
     kind: Annotated[ArbitrationKind, one_of(ArbitrationKind)] = "fifo"
     input_queue_size: Optional[Size] = None
-    groups: Optional[int] = Field(default=None, ge=1)
+    groups: Optional[int] = Field(default=None, ge=1, le=65535)
     port_group: Optional[list[Annotated[int, Field(ge=0, le=65535)]]] = None
 
     @model_validator(mode="after")

@@ -202,18 +202,54 @@ class Scenario(Model):
 MAX_DEPTH = 64
 """Deepest nesting of mappings and lists a scenario document may have (scenarios use fewer than 10)."""
 
+MAX_VALUES = 20_000_000
+"""Most values (mappings, lists and scalars, each alias counted once per use) a
+scenario document may hold: an explicit list of 4,194,304 flows (the core's
+limit) of four fields each is 21 million, and a document whose aliases expand
+beyond this (a "billion laughs" of nested aliases) is refused before anything
+walks the expanded tree."""
 
-def _depth_error(data: Any) -> Optional[str]:
-    """A message if ``data`` nests deeper than :data:`MAX_DEPTH` (checked without recursion)."""
-    stack = [(data, 1)]
+
+def _shape_error(data: Any) -> Optional[str]:
+    """A message if ``data`` nests deeper than :data:`MAX_DEPTH` or holds more than
+    :data:`MAX_VALUES` values once its aliases are expanded (a mapping or list
+    shared by aliases is one object, measured once: without recursion, in time
+    proportional to the objects, not to the expanded tree)."""
+    measured: dict[int, tuple[int, int]] = {}  # id of a mapping or list -> (expanded values, depth)
+    open_ = set()  # ids being measured: meeting one again is a cycle (an alias inside its own anchor)
+    stack: list[tuple[Any, bool]] = [(data, False)]
     while stack:
-        node, depth = stack.pop()
-        if isinstance(node, (dict, list)):
+        node, children_done = stack.pop()
+        if not isinstance(node, (dict, list)):
+            continue
+        key = id(node)
+        children = node.values() if isinstance(node, dict) else node
+        if children_done:
+            values, depth = 1, 1
+            for child in children:
+                if isinstance(child, (dict, list)):
+                    child_values, child_depth = measured[id(child)]
+                    values += child_values
+                    depth = max(depth, child_depth + 1)
+                else:
+                    values += 1
+            open_.discard(key)
             if depth > MAX_DEPTH:
-                return f"the document nests mappings and lists more than {MAX_DEPTH} levels deep"
-            children = node.values() if isinstance(node, dict) else node
-            stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
-    return None
+                break
+            if values > MAX_VALUES:
+                return (f"the document holds more than {MAX_VALUES:,} values once its aliases are expanded "
+                        "(an alias counts as a copy of its anchor)")
+            measured[key] = (values, depth)
+        elif key in open_:
+            break  # an alias inside its own anchor: nested without end
+        elif key not in measured:
+            open_.add(key)
+            stack.append((node, True))
+            stack.extend((child, False) for child in children
+                         if isinstance(child, (dict, list)) and id(child) not in measured)
+    else:
+        return None
+    return f"the document nests mappings and lists more than {MAX_DEPTH} levels deep"
 
 
 def _parse_yaml(text: str, source: Optional[str]) -> Any:
@@ -289,13 +325,13 @@ def _build(
         raise ScenarioError([("", "the scenario is empty")], source)
     if not isinstance(data, dict):
         raise ScenarioError([("", f"expected a mapping of scenario settings, got {show(data)}")], source)
-    too_deep = _depth_error(data)
+    too_deep = _shape_error(data)
     if too_deep:
         raise ScenarioError([("", too_deep)], source)
     document = copy.deepcopy(data)
     for override in overrides:
         _apply_override(document, override, source)
-    too_deep = _depth_error(document)
+    too_deep = _shape_error(document)
     if too_deep:
         raise ScenarioError([("", too_deep)], source)
     candidate = document if "name" in document or not default_name else {"name": default_name, **document}

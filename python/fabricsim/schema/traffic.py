@@ -14,8 +14,10 @@ from pydantic import Field, PlainSerializer, PlainValidator, WithJsonSchema, mod
 
 from fabricsim import units
 from fabricsim.schema._base import (
+    MAX_RATE,
     PERCENT_PATTERN,
     RATE_PATTERN,
+    U32_MAX,
     U64_MAX,
     Count32,
     Duration,
@@ -24,6 +26,7 @@ from fabricsim.schema._base import (
     Model,
     NodeList,
     Size,
+    Size32,
     Time,
     as_time,
     issues_error,
@@ -85,6 +88,8 @@ def _traffic_rate(value: Any) -> TrafficRate:
         raise
     if bps == 0:
         raise ValueError(f"must be > 0 (got {show(value)})")
+    if bps > MAX_RATE:
+        raise ValueError(f"must be <= {units.format_rate(MAX_RATE)} (got {show(value)})")
     return TrafficRate(bps=bps)
 
 
@@ -159,7 +164,7 @@ class UdpTraffic(_Datagrams):
             {
                 "description": "a data rate like '10Gbps', or a load like '20%' of the source NIC rate",
                 "anyOf": [{"type": "string", "pattern": RATE_PATTERN}, {"type": "string", "pattern": PERCENT_PATTERN},
-                          {"type": "integer", "minimum": 1}],
+                          {"type": "integer", "minimum": 1, "maximum": MAX_RATE}],
             }
         ),
     ]
@@ -391,7 +396,7 @@ class Iperf3(_TcpTraffic):
     kind: Literal["iperf3"]
     src: str = Field(min_length=1)
     dst: str = Field(min_length=1)
-    instances: int = Field(default=1, ge=1)
+    instances: int = Field(default=1, ge=1, le=U32_MAX)
     duration: Duration
     omit: Time = 0
     start: Time = 0
@@ -435,14 +440,14 @@ class PingPong(Model):
     src: str = Field(min_length=1)
     dst: str = Field(min_length=1)
     protocol: Annotated[PingPongProtocol, one_of(PingPongProtocol)] = "udp"
-    message_size: Size
-    messages: Optional[int] = Field(default=None, ge=1)
+    message_size: Size32
+    messages: Optional[int] = Field(default=None, ge=1, le=U64_MAX)
     duration: Optional[Duration] = None
     start: Time = 0
     timeout: Duration = 10**12
     gap: Time = 0
-    core: int = Field(default=0, ge=0)
-    class_: int = Field(default=0, ge=0, alias="class")
+    core: int = Field(default=0, ge=0, le=U32_MAX)
+    class_: int = Field(default=0, ge=0, le=7, alias="class")
 
     @model_validator(mode="after")
     def _count_or_duration(self) -> "PingPong":
