@@ -222,3 +222,12 @@ def test_queue_plot_draws_each_ports_sum_over_its_classes(classes, monkeypatch):
         expected[f"{node} port {port}"] = ([10, 20, 30], [sum(base * t + c for c in range(classes)) / 1e3
                                                           for t in (10, 20, 30)])
     assert drawn == expected
+
+
+def test_table_cells_of_one_column_share_one_number_format():
+    """No exponent beside plain numbers: 961,500 and 14,880,000 are written alike."""
+    from fabricsim.outputs.report.html import fmt
+
+    assert [fmt(x) for x in (14_880_000.0, 961_500.0, 1234.6, 99.99, 0.5)] == [
+        "14,880,000", "961,500", "1,235", "99.99", "0.5"]
+    assert fmt(0.00012) == "1.200e-04"

@@ -178,3 +178,22 @@ def test_titles_are_placed_without_measuring_the_axes_again():
     svg(moved)
     assert moved.axes[0]._autotitlepos is True
     assert moved.axes[0].title.get_position()[1] > 1.0
+
+
+def test_no_axis_shows_only_an_offset_and_noise_on_a_constant_is_drawn_flat():
+    """A throughput of 100 % +- 0.001 % gets whole tick values and a span of a few
+    percent (not "+1e2" and a zig-zag); a log axis within one decade becomes linear."""
+    plt = pyplot()
+    fig, (a, b) = plt.subplots(1, 2)
+    a.plot([64, 82, 97], [99.999, 100.001, 99.9995])
+    b.plot([1, 2, 3], [1.0, 1.001, 1.002])
+    b.set_yscale("log")
+    plots.readable_axes(fig)
+    fig.canvas.draw()
+    for ax in (a, b):
+        assert ax.yaxis.get_major_formatter().get_offset() == ""
+        assert ax.xaxis.get_major_formatter().get_offset() == ""
+    lo, hi = a.get_ylim()
+    assert hi - lo >= 0.02 * 100 * 0.999
+    assert b.get_yscale() == "linear"
+    plt.close(fig)

@@ -32,7 +32,8 @@ __all__ = [
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1100px;color:#222}
 h1{margin-bottom:.2rem} h2{margin-top:2rem;border-bottom:1px solid #ddd;padding-bottom:.2rem}
-table{border-collapse:collapse;font-size:.85rem;margin:.5rem 0}
+table{border-collapse:collapse;font-size:.85rem;margin:.5rem 0;display:block;max-width:100%;overflow-x:auto}
+table.claims{display:table}
 th,td{border:1px solid #ddd;padding:.25rem .5rem;text-align:right} th{background:#f4f4f4}
 td:first-child,th:first-child{text-align:left}
 .ok{color:#127a1f;font-weight:600} .bad{color:#b00020;font-weight:600} .muted{color:#666}
@@ -62,7 +63,13 @@ def fmt(value: Any) -> str:
     if isinstance(value, float):
         if value != value:  # NaN
             return "–"
-        return f"{value:,.4g}" if abs(value) < 1e6 else f"{value:,.0f}"
+        # one format per magnitude, never an exponent beside plain numbers in a column
+        # (9.615e+05 beside 14,880,000): whole numbers from 1,000 up, 4 significant digits below
+        if abs(value) >= 1000:
+            return f"{value:,.0f}"
+        if value != 0 and abs(value) < 1e-3:
+            return f"{value:.3e}"
+        return f"{value:.4g}"
     if isinstance(value, int):
         return f"{value:,}"
     return html.escape(str(value))

@@ -41,7 +41,39 @@ def pyplot() -> Any:
     import matplotlib.pyplot as plt
 
     matplotlib.rcParams["svg.hashsalt"] = "fabricsim"
+    # Tick labels carry their whole value: never "+1e2" or "1e-6+1.866e-2" beside the axis.
+    matplotlib.rcParams["axes.formatter.useoffset"] = False
     return plt
+
+
+#: A linear axis spans at least this fraction of the magnitude of its values, so
+#: noise of a few parts per million on a constant is not drawn as a zig-zag.
+MIN_RELATIVE_SPAN = 0.02
+
+
+def readable_axes(fig: Any) -> None:
+    """Axes a reader can trust at a glance: a log axis over less than a decade
+    becomes linear (no "1.001 x 10^0" ticks), and a linear axis whose values
+    vary by less than :data:`MIN_RELATIVE_SPAN` of their magnitude is widened
+    around them to that span (a flat line is drawn flat)."""
+    for ax in fig.axes:
+        if not ax.has_data():
+            continue
+        for axis, get, put, scale, setscale in (
+            ("x", ax.get_xlim, ax.set_xlim, ax.get_xscale, ax.set_xscale),
+            ("y", ax.get_ylim, ax.set_ylim, ax.get_yscale, ax.set_yscale),
+        ):
+            lo, hi = sorted(get())
+            if scale() == "log" and lo > 0 and hi / lo < 10:
+                setscale("linear")
+                ax.autoscale(axis=axis)
+                lo, hi = sorted(get())
+            if scale() != "linear":
+                continue
+            centre = (lo + hi) / 2
+            half = MIN_RELATIVE_SPAN * abs(centre) / 2
+            if centre != 0 and hi - lo < 2 * half:
+                put(centre - half, centre + half)
 
 
 _SVG_SIZE = re.compile(r'<svg([^>]*?) width="[^"]*" height="[^"]*" viewBox="[^"]*"')
@@ -99,6 +131,7 @@ def svg(fig: Any) -> str:
     import matplotlib
 
     found: list[Any] = []
+    readable_axes(fig)
     fixed = _fix_titles(fig)
     moved: list[Any] = []
 
