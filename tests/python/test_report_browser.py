@@ -44,6 +44,13 @@ def _check_page(driver, page: Path, min_plots: int) -> None:
     errors = [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "ERROR")]
     assert not errors, errors
     assert not driver.find_elements(By.CSS_SELECTOR, ".section-error")
+    # No table wider than the column it sits in (a wide one scrolls inside its own box).
+    too_wide = driver.execute_script(
+        "return [...document.querySelectorAll('table')].filter(t => "
+        "t.getBoundingClientRect().width > t.parentElement.getBoundingClientRect().width + 1).length")
+    assert too_wide == 0, f"{too_wide} table(s) wider than the page"
+    # A verdict never looks like a warning: verdict boxes are not banners.
+    assert not driver.find_elements(By.CSS_SELECTOR, ".banner .verdict, .verdict.banner")
     plots = driver.find_elements(By.CSS_SELECTOR, "figure[data-plot] svg")
     assert len(plots) >= min_plots
     for svg in plots:
@@ -120,8 +127,16 @@ def test_reproduction_page_loads_and_shows_one_plot_per_figure(core, browser, tm
     assert out.failed == 0, out.errors
     _check_page(browser, out.page, min_plots=3)
     headings = [h.text for h in browser.find_elements(By.TAG_NAME, "h2")]
-    assert "Latency per frame size (UDP ping-pong, half round trip)" in headings
+    assert "Latency per frame size (ping-pong, half round trip)" in headings
     assert "Power at idle, 10% and 100% load" in headings and "Multicast: native vs unicast copies" in headings
-    # Every figure is followed by words on what it shows, and the comparison with the report is stated.
+    # Every figure is followed by words on what it shows; the report's claims sit
+    # beside the simulated values with computed verdicts, styled apart from warnings.
     assert browser.find_elements(By.CSS_SELECTOR, "section p")
-    assert "with the report" in browser.find_element(By.TAG_NAME, "body").text
+    claims = browser.find_elements(By.CSS_SELECTOR, "#claims table.claims tr")
+    assert len(claims) > 10
+    assert "matches" in browser.find_element(By.ID, "claims").text
+    verdicts = browser.find_elements(By.CSS_SELECTOR, "#claims .verdict")
+    banner = browser.find_elements(By.CSS_SELECTOR, ".banner")
+    if verdicts and banner:
+        assert verdicts[0].value_of_css_property("background-color") != banner[0].value_of_css_property(
+            "background-color")
