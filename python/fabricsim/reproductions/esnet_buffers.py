@@ -4,12 +4,20 @@ The scenario (``data/esnet-buffers/long-rtt.yaml``): a sender 50 ms RTT from
 its receiver through one device whose 10G egress port also carries UDP
 background; 9000 B MTU; Linux-like TCP (SACK, RACK-TLP, PRR) with H-TCP, the
 controller the report's hosts ran, and CUBIC (Linux's default, with HyStart)
-as a second series. Three tests: goodput and drops per egress buffer size; per pacing rate
-with a 12 MB buffer and 2 or 3 Gbps of background; and a router whose queue
-limit is a packet count (2000 and 4096 packets).
+as a second series; each stream's window and send buffer as iperf3 ``-w`` sets
+them on hosts tuned as ESnet's host-tuning guide gives (64 MB of window, 128 MB
+of send buffer). Three tests: goodput and drops per egress buffer size; per
+pacing rate with a 12 MB buffer and 2 or 3 Gbps of background; and a router
+whose queue limit is a packet count (2000 and 4096 packets).
 
-The packet-count queue is a shared buffer of 9216 B cells used by one port:
-every frame, 64 B or 9018 B, takes one cell, so the limit counts packets.
+Pacing is the report's ``tc`` set-up: one htb class at the paced rate on the
+sender, shared by both streams, with ``tc``'s default burst (the host egress
+shaper). The packet-count queue is a shared buffer of 9216 B cells used by one
+port: every frame, 64 B or 9018 B, takes one cell, so the limit counts packets.
+
+``CLAIMS`` maps every claim of ``data/esnet-buffers/claims.yaml`` to its
+extractor: goodput and drops of the H-TCP series at the claim's buffer size,
+background and paced rate (the mean over runs at ``--full``).
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ import polars as pl
 
 from fabricsim.reproductions import page as P
 from fabricsim.reproductions.base import Report, Test, grid_points, load_yaml
+from fabricsim.reproductions.claims import Simulated, frame
 
 NAME = "esnet-buffers"
 CELL = 9216
@@ -39,8 +48,10 @@ def scenario(params: dict[str, Any]) -> dict[str, Any]:
     streams = int(params.get("streams", 2))
     pacing = float(params.get("pacing_gbps") or 0)
     if pacing > 0:
-        # The sender's total pacing rate, split evenly over its streams (stated assumption).
-        tcp["pacing_rate"] = f"{pacing / streams * 1e9:.0f}bps"
+        # One htb class at the paced rate for all of the sender's traffic to the receiver (the report's
+        # u32 filter on the destination subnet), tc's default burst and ceil.
+        shaper = {"rate": f"{pacing:g}Gbps"}
+        doc["network"].setdefault("host_overrides", {})["src"] = {"egress": {"shaper": shaper}}
     iperf, background = doc["traffic"]
     iperf.update(streams=streams, duration=duration)
     background["rate"] = f"{params['background_gbps'] * 10:g}%"
@@ -82,11 +93,11 @@ def run_point(params: dict[str, Any], full: bool) -> dict[str, list[dict[str, An
     return {"results": [row]}
 
 
-def _mean(frame: pl.DataFrame | None, keys: list[str]) -> pl.DataFrame | None:
-    if frame is None or frame.height == 0:
-        return frame
-    keys = [k for k in keys if k in frame.columns]
-    return frame.group_by(keys, maintain_order=True).agg(
+def _mean(results: pl.DataFrame | None, keys: list[str]) -> pl.DataFrame | None:
+    if results is None or results.height == 0:
+        return results
+    keys = [k for k in keys if k in results.columns]
+    return results.group_by(keys, maintain_order=True).agg(
         pl.col("tcp_gbps").mean(), pl.col("packets_dropped").mean(), pl.col("tcp_retransmits").mean(),
         pl.len().alias("runs")).sort(keys)
 
@@ -94,51 +105,39 @@ def _mean(frame: pl.DataFrame | None, keys: list[str]) -> pl.DataFrame | None:
 def render(tables: dict[str, pl.DataFrame], full: bool) -> str:
     out = []
     t1 = _mean(tables.get("buffer_size/results"), ["cc", "buffer_mb"])
-    text1 = [P.para(
-        "TCP goodput (two streams, first 5 s omitted) and packets dropped at the egress port for each egress buffer "
-        "size, with 2 Gbps of UDP background. The bandwidth-delay product of the 8 Gbps left to TCP at 50 ms is "
-        "50 MB; a buffer well below it makes slow start overshoot, and the loss of a window's worth of segments is "
-        "what costs throughput. One series per sender controller: H-TCP, which the report's hosts ran, and "
-        "CUBIC, Linux's default. The result is driven by the Linux-like TCP model (SACK with RACK-TLP and PRR "
-        "repair such a loss in a few round trips), by the controllers' backoff and regrowth (H-TCP backs off to "
-        "RTT_min/RTT_max, at most 0.8, and regrows by alpha(Delta) scaled to the 50 ms RTT; CUBIC backs off to "
-        "0.7 and regrows along its cubic) and by the drop-tail static buffer.")]
-    if t1 is not None and t1.height:
-        main_cc = t1.filter(pl.col("cc") == "htcp") if "htcp" in t1["cc"].to_list() else t1
-        small = main_cc.filter(pl.col("buffer_mb") == main_cc["buffer_mb"].min())
-        big = main_cc.filter(pl.col("buffer_mb") == main_cc["buffer_mb"].max())
-        if small.height and big.height:
-            lo, hi = float(small["tcp_gbps"][0]), float(big["tcp_gbps"][0])
-            text1.append(P.finding(
-                f"The report finds throughput falls steeply as the buffer shrinks. Here (H-TCP) {hi:.2f} Gbps with "
-                f"{int(big['buffer_mb'][0])} MB and {lo:.2f} Gbps with {int(small['buffer_mb'][0])} MB "
-                f"({'a large' if lo < 0.7 * hi else 'only a small'} drop).", lo < 0.7 * hi))
     out.append(P.test_section(
         "1. Throughput and drops per egress buffer size",
         P.line_figure("esnet-buffer-throughput", t1, "buffer_mb", "tcp_gbps", series=("cc",),
                       xlabel="egress buffer (MB)", ylabel="TCP throughput (Gbps)"),
         P.line_figure("esnet-buffer-drops", t1, "buffer_mb", "packets_dropped", series=("cc",),
                       xlabel="egress buffer (MB)", ylabel="packets dropped"),
-        *text1, P.table(t1)))
+        P.para(
+            "TCP goodput (two streams, first 5 s omitted) and packets dropped at the egress port for each egress "
+            "buffer size, with 2 Gbps of UDP background. The bandwidth-delay product of the 8 Gbps left to TCP at "
+            "50 ms is 50 MB. Each stream's window is 64 MB (iperf3 -w on hosts whose rmem_max is 64 MB), so the two "
+            "streams can hold at most 128 MB in flight: 78 MB of queue beyond the path, which a 120 MB buffer holds "
+            "and a 60 MB one does not. Below that, slow start overshoots the buffer and the loss of a window's worth "
+            "of segments is what costs throughput. One series per sender controller: H-TCP, which the report's "
+            "hosts ran, and CUBIC, Linux's default. The result is driven by the Linux-like TCP model (SACK with "
+            "RACK-TLP and PRR repair such a loss in a few round trips), by the controllers' backoff and regrowth "
+            "(H-TCP backs off to RTT_min/RTT_max, at most 0.8, and regrows by alpha(Delta) scaled to the 50 ms RTT; "
+            "CUBIC backs off to 0.7 and regrows along its cubic) and by the drop-tail static buffer."),
+        P.table(t1)))
     t2 = _mean(tables.get("pacing/results"), ["background_gbps", "pacing_gbps"])
-    text2 = [P.para(
-        "With a 12 MB buffer, H-TCP senders paced at 3 to 6 Gbps (split over the two streams), with 2 and 3 Gbps "
-        "of background. Pacing below the capacity left by the background keeps the queue from ever filling, so "
-        "drops vanish; the model paces each stream's segments evenly at its rate (no bursts from the NIC).")]
-    if t2 is not None and t2.height:
-        ok = t2.filter(pl.col("pacing_gbps") + pl.col("background_gbps") <= 9)
-        if ok.height:
-            worst = float(ok["packets_dropped"].max())
-            text2.append(P.finding(
-                f"The report finds pacing below the available capacity avoids loss; here the paced runs within "
-                f"capacity dropped at most {worst:.0f} packets.", worst == 0))
     out.append(P.test_section(
         "2. Pacing with a 12 MB buffer",
         P.line_figure("esnet-pacing-throughput", t2, "pacing_gbps", "tcp_gbps", series=("background_gbps",),
                       xlabel="pacing rate (Gbps)", ylabel="TCP throughput (Gbps)"),
         P.line_figure("esnet-pacing-drops", t2, "pacing_gbps", "packets_dropped", series=("background_gbps",),
                       xlabel="pacing rate (Gbps)", ylabel="packets dropped"),
-        *text2, P.table(t2)))
+        P.para(
+            "With a 12 MB buffer, H-TCP senders behind one htb class at 3 to 6 Gbps shared by the two streams (the "
+            "report's tc set-up), with 2 and 3 Gbps of background. The class has tc's default burst, one 1600 B "
+            "frame plus rate / 10^9 bytes, less than one 9018 B frame: each frame takes the class below zero tokens, "
+            "so frames leave one by one at the class rate. A rate below the capacity the background leaves keeps "
+            "the queue from filling. The class sees frames: Linux's htb charges a whole TSO/GSO packet of up to "
+            "64 KB at once and the NIC then sends its segments back to back, which the shaper does not model."),
+        P.table(t2)))
     t3 = _mean(tables.get("packet_queue/results"), ["queue_packets", "pacing_gbps"])
     out.append(P.test_section(
         "3. A router whose queue is counted in packets",
@@ -148,9 +147,75 @@ def render(tables: dict[str, pl.DataFrame], full: bool) -> str:
             "H-TCP senders. A queue limit of 2000 or 4096 packets: with 9000 B frames that is 18 or 36 MB, but every "
             "1500 B background frame takes a whole slot too, so the queue holds fewer bytes than its nominal size "
             "when the background is queued beside TCP. Modelled as a shared buffer of 9216 B cells used by one port "
-            "(dynamic threshold alpha 8 over a pool of 9/8 of the limit, so the one queue stops at the packet limit)."),
+            "(dynamic threshold alpha 8 over a pool of 9/8 of the limit, so the one queue stops at the packet limit). "
+            "Paced runs use the htb class of test 2."),
         P.table(t3)))
     return "".join(out)
+
+
+# -- claims -----------------------------------------------------------------------------------------------
+
+def _runs(tables: dict[str, pl.DataFrame], key: str, **where: Any) -> dict[str, float]:
+    """Mean goodput and drops over the runs of one point of table ``key`` (KeyError when it did not run)."""
+    found = frame(tables, key)
+    for column, value in where.items():
+        found = found.filter(pl.col(column) == value)
+    if found.height == 0:
+        raise KeyError(f"table {key} has no row with {where}")
+    return {"tcp_gbps": float(found["tcp_gbps"].mean()), "packets_dropped": float(found["packets_dropped"].mean()),
+            "runs": found.height}
+
+
+def _scale(runs: int) -> str | None:
+    return None if runs > 1 else "one run (--full: the mean of three seeded runs)"
+
+
+def _point(test: str, column: str, **where: Any):
+    """The claim's quantity (``tcp_gbps`` or ``packets_dropped``) at one point of ``test``, H-TCP senders."""
+    def extract(tables: dict[str, pl.DataFrame], full: bool) -> Simulated:
+        row = _runs(tables, f"{test}/results", cc="htcp", **where)
+        return Simulated(row[column], scale=_scale(int(row["runs"])))
+    return extract
+
+
+def _small_buffers_kill(tables: dict[str, pl.DataFrame], full: bool) -> Simulated:
+    """36 MB and below: throughput at most half that of 120 MB, with drops; 60 MB and up: no drops."""
+    rows = {b: _runs(tables, "buffer_size/results", cc="htcp", buffer_mb=b) for b in (120, 60, 36, 24, 12, 6)}
+    top = rows[120]["tcp_gbps"]
+    small = [rows[b] for b in (36, 24, 12, 6)]
+    collapses = all(r["tcp_gbps"] <= 0.5 * top and r["packets_dropped"] > 0 for r in small)
+    clean = all(rows[b]["packets_dropped"] == 0 for b in (120, 60))
+    text = "; ".join(f"{b} MB: {r['tcp_gbps']:.2f} Gbps, {r['packets_dropped']:,.0f} drops" for b, r in rows.items())
+    return Simulated(holds=collapses and clean, text=text, scale=_scale(int(rows[120]["runs"])))
+
+
+def _conclusion(tables: dict[str, pl.DataFrame], full: bool) -> Simulated:
+    """4096 packets (36 MB) unpaced drops packets; some paced rate carries at least the unpaced goodput with
+    fewer drops."""
+    key = "packet_queue/results"
+    bare = _runs(tables, key, cc="htcp", queue_packets=4096, pacing_gbps=0)
+    paced = {r: _runs(tables, key, cc="htcp", queue_packets=4096, pacing_gbps=r) for r in (5, 6, 7, 8)}
+    not_enough = bare["packets_dropped"] > 0
+    helps = [r for r, x in paced.items()
+             if x["tcp_gbps"] >= bare["tcp_gbps"] and x["packets_dropped"] < bare["packets_dropped"]]
+    text = (f"unpaced {bare['tcp_gbps']:.2f} Gbps, {bare['packets_dropped']:,.0f} drops; "
+            + "; ".join(f"paced {r}: {x['tcp_gbps']:.2f} Gbps, {x['packets_dropped']:,.0f} drops"
+                        for r, x in paced.items()))
+    return Simulated(holds=not_enough and bool(helps), text=text, scale=_scale(int(bare["runs"])))
+
+
+CLAIMS: dict[str, Any] = {
+    **{f"buffer_size.{q}.buf{b}MB": _point("buffer_size", col, buffer_mb=b)
+       for b in (120, 60, 36, 24, 12, 6) for q, col in (("drops", "packets_dropped"), ("tput", "tcp_gbps"))},
+    "buffer_size.small_buffers_kill": _small_buffers_kill,
+    **{f"pacing.{q}.bg{bg}.rate{r}": _point("pacing", col, background_gbps=bg, pacing_gbps=r)
+       for bg in (2, 3) for r in (3, 4, 5, 6) for q, col in (("drops", "packets_dropped"), ("tput", "tcp_gbps"))},
+    **{f"packet_queue.{q}.hq{n}": _point("packet_queue", col, queue_packets=n, pacing_gbps=0)
+       for n in (2000, 4096) for q, col in (("drops", "packets_dropped"), ("tput", "tcp_gbps"))},
+    **{f"packet_queue.paced.{q}.rate{r}": _point("packet_queue", col, queue_packets=4096, pacing_gbps=r)
+       for r in (5, 6, 7, 8) for q, col in (("drops", "packets_dropped"), ("tput", "tcp_gbps"))},
+    "packet_queue.conclusion": _conclusion,
+}
 
 
 REPORT = Report(
@@ -167,9 +232,11 @@ REPORT = Report(
              seconds=4.0),
     ),
     render=render,
+    claims=CLAIMS,
     reductions=(
         "One run per point instead of the average of repeated runs (--full: three runs with different seeds, "
-        "which move the background's start); H-TCP and CUBIC senders (--full adds NewReno to the buffer-size test).",
+        "which move the background's start and its transmit jitter); H-TCP and CUBIC senders (--full adds "
+        "NewReno to the buffer-size test).",
         "Senders run H-TCP as the report's hosts did, modelled as Linux's tcp_htcp (RTT scaling and the "
         "throughput-change rule on, their Linux defaults); the pacing and packet-queue tests use H-TCP only.",
     ),
