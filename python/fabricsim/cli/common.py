@@ -11,8 +11,8 @@ from fabricsim.errors import ScenarioError
 __all__ = ["FRAME_SIZE", "flag_names", "integer", "scenario_arguments"]
 
 
-def scenario_arguments(command: argparse.ArgumentParser) -> None:
-    """``SCENARIO`` and repeatable ``--set KEY=VALUE`` overrides."""
+def scenario_arguments(command: argparse.ArgumentParser, sweep: bool = False) -> None:
+    """``SCENARIO`` and repeatable ``--set KEY=VALUE`` overrides (``sweep``: applied to every point)."""
     command.add_argument("scenario", metavar="SCENARIO", help="scenario YAML file")
     command.add_argument(
         "--set",
@@ -20,7 +20,8 @@ def scenario_arguments(command: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="override a scenario setting, e.g. --set traffic.0.rate=5Gbps (repeatable; in a sweep, for every point)",
+        help="override a scenario setting, e.g. --set traffic.0.rate=5Gbps (repeatable"
+             + ("; applied to every point of the sweep)" if sweep else ")"),
     )
 
 

@@ -74,7 +74,7 @@ def _reproduce(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     outcome = job.run_reproduction(args.name, out, full=args.full, tests=args.test, backend=args.backend,
                                    workers=args.workers, ray_address=args.ray_address,
-                                   progress=not args.no_progress and sys.stderr.isatty())
+                                   progress=sys.stderr.isatty() if args.progress is None else args.progress)
     wall = time.perf_counter() - started
     if args.claims:
         return _print_claims(args.name, outcome, args.json, wall)
@@ -101,7 +101,10 @@ def add_parser(commands: Any) -> None:
     command.add_argument("--backend", default="local", choices=("local", "ray"), help="where points run")
     command.add_argument("--workers", type=int, metavar="N", help="parallel points (default: cores)")
     command.add_argument("--ray-address", metavar="ADDR", help="Ray cluster address (--backend ray)")
-    command.add_argument("--no-progress", action="store_true", help="no progress bar")
+    progress = command.add_mutually_exclusive_group()
+    progress.add_argument("--progress", action="store_true", default=None,
+                          help="show the progress bar even without a terminal")
+    progress.add_argument("--no-progress", dest="progress", action="store_false", help="never show a progress bar")
     command.add_argument("--claims", action="store_true",
                          help="after the run (or resume), print every claim of the report beside the simulated value, "
                               "with its verdict (the page's claims tables)")

@@ -40,7 +40,7 @@ def _sweep(args: argparse.Namespace) -> int:
 
 def add_parser(commands: Any) -> None:
     command = commands.add_parser("sweep", help="run a scenario over a grid of settings (resumable)")
-    scenario_arguments(command)
+    scenario_arguments(command, sweep=True)
     command.add_argument(
         "--grid", action="append", required=True, metavar="PATH=V1,V2,...",
         help="a setting and its values, e.g. --grid load=20%%,60%% (repeatable: the full grid is run); "
