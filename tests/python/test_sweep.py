@@ -338,3 +338,26 @@ def test_a_stopped_local_job_runs_no_queued_point_and_ends_its_workers():
     started = time.perf_counter()
     jobs.close()
     assert time.perf_counter() - started < 20  # not the 2 x 60 s of the queue
+
+
+def test_the_catalog_types_its_columns(core, tmp_path):
+    """Grid values keep their text and get a number beside it (30% -> 0.3);
+    params, files and metrics are DuckDB JSON, not text."""
+    import duckdb
+
+    from fabricsim.sweeps.catalog import grid_number
+    from fabricsim.sweeps.runner import run_sweep
+
+    assert [grid_number(v) for v in ("30%", "10Gbps", "2ms", "1MB", "4", "nexus-ib-5mb")] == [
+        0.3, 1e10, 0.002, 1e6, 4.0, None]
+    out = tmp_path / "s"
+    run_sweep(str(SCENARIO), [("load", ["20%", "40%"])], out, workers=1, overrides=["duration=1ms"],
+              report=False)
+    db = duckdb.connect(str(out / "catalog.duckdb"), read_only=True)
+    types = dict(db.execute("SELECT column_name, data_type FROM information_schema.columns "
+                            "WHERE table_name = 'points'").fetchall())
+    assert types["load"] == "VARCHAR" and types["load__num"] == "DOUBLE"
+    assert types["params"] == types["metrics"] == types["files"] == "JSON"
+    frame = db.execute("""SELECT "load", "load__num", params->>'$.load' AS p FROM points ORDER BY 2""").fetchall()
+    assert frame == [("20%", 0.2, "20%"), ("40%", 0.4, "40%")]
+    db.close()

@@ -12,7 +12,8 @@ from typing import Any, Sequence
 from fabricsim.outputs.tables import RunTables
 from fabricsim.sweeps.grid import SweepError
 
-__all__ = ["BASE_COLUMNS", "INTEGER_METRICS", "TIMING_COLUMNS", "Catalog", "bucket_slug", "metric_type", "metrics_of"]
+__all__ = ["BASE_COLUMNS", "INTEGER_METRICS", "TIMING_COLUMNS", "Catalog", "bucket_slug", "grid_number", "metric_type",
+           "metrics_of"]
 
 # --------------------------------------------------------------------------
 # Metrics of a run
@@ -76,6 +77,31 @@ def metric_type(name: str) -> str:
     return "DOUBLE"
 
 
+def grid_number(value: str) -> float | None:
+    """A grid value as a number for the catalog's typed column ``<path>__num``:
+    a percentage as a fraction (``30%`` -> 0.3), a rate in bit/s, a time in
+    seconds, a size in bytes, a plain number as itself; None for anything else
+    (a device name)."""
+    from fabricsim import units
+
+    text = str(value).strip()
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    if text.endswith("%"):
+        try:
+            return float(units.parse_percent(text))
+        except (ValueError, TypeError):
+            return None
+    for parse, scale in ((units.parse_rate, 1.0), (units.parse_time, 1e-12), (units.parse_size, 1.0)):
+        try:
+            return parse(text) * scale
+        except (ValueError, TypeError):
+            continue
+    return None
+
+
 # --------------------------------------------------------------------------
 # The catalog
 
@@ -87,14 +113,14 @@ def _quote(name: str) -> str:
 BASE_COLUMNS = {
     "point_id": "VARCHAR PRIMARY KEY",
     "scenario": "VARCHAR",
-    "params": "VARCHAR",
+    "params": "JSON",
     "repeat": "INTEGER",
     "seed": "UBIGINT",
     "status": "VARCHAR",
     "error": "VARCHAR",
     "out_dir": "VARCHAR",
-    "files": "VARCHAR",
-    "metrics": "VARCHAR",
+    "files": "JSON",
+    "metrics": "JSON",
     "updated_at": "DOUBLE",
 }
 

@@ -35,7 +35,7 @@ from typing import Any, Optional, Sequence
 
 from fabricsim.schema import load
 from fabricsim.sweeps.backends import local_backend, ray_backend
-from fabricsim.sweeps.catalog import BASE_COLUMNS, INTEGER_METRICS, TIMING_COLUMNS, Catalog
+from fabricsim.sweeps.catalog import BASE_COLUMNS, INTEGER_METRICS, TIMING_COLUMNS, Catalog, grid_number
 from fabricsim.sweeps.grid import Point, SweepError, plan_points
 from fabricsim.sweeps.loop import PointJob, run_points
 from fabricsim.sweeps.report import summary_table, write_report
@@ -121,6 +121,7 @@ def run_sweep(
     try:
         for path, _ in grid:
             catalog.ensure_column(path, "VARCHAR")
+            catalog.ensure_column(f"{path}__num", "DOUBLE")
 
         def row(point: Point, record: dict[str, Any]) -> dict[str, Any]:
             values = {
@@ -131,6 +132,7 @@ def run_sweep(
                 "seed": point.seed,
                 "out_dir": f"points/{point.id}",
                 **point.params,
+                **{f"{path}__num": grid_number(value) for path, value in point.params.items()},
                 "status": record["status"],
                 "error": record.get("error"),
                 "updated_at": time.time(),
@@ -149,7 +151,7 @@ def run_sweep(
             adopt=lambda p: _adopt(directory / "points" / p.id / "point.json", p),
             row=row,
             task=lambda p: (scenario_path, p.overrides, p.seed, str(directory / "points" / p.id)),
-            describe=lambda p: f"{p.params} seed {p.seed}",
+            describe=lambda p: " ".join(f"{k}={v}" for k, v in p.params.items()) + f" seed {p.seed}",
         )
         counts = run_points(catalog, points, job, execute, progress)
         outcome.ran, outcome.skipped, outcome.adopted = counts.ran, counts.skipped, counts.adopted
