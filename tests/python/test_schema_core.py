@@ -292,6 +292,9 @@ def test_the_json_schema_is_valid_and_accepts_every_shipped_scenario(tmp_path):
     validator = jsonschema.Draft202012Validator(schema)
     root = Path(__file__).resolve().parents[2]
     scenarios = sorted((root / "scenarios").glob("*.yaml"))
+    # the reproductions' scenario files too (a bare "0" time, ``jitter: true``)
+    scenarios += [p for p in sorted((root / "python" / "fabricsim" / "reproductions" / "data").glob("*/*.yaml"))
+                  if p.name not in ("sweep.yaml", "claims.yaml")]
     assert scenarios
     for path in scenarios:
         errors = [e.message for e in validator.iter_errors(yaml.safe_load(path.read_text()))]
@@ -300,6 +303,10 @@ def test_the_json_schema_is_valid_and_accepts_every_shipped_scenario(tmp_path):
     assert not validator.is_valid({**yaml.safe_load(FULL_YAML), "colour": "blue"})
     assert not validator.is_valid({**yaml.safe_load(FULL_YAML), "duration": "10 parsecs"})
     assert validator.is_valid(yaml.safe_load(FULL_YAML))
+    # What the loader refuses, the schema refuses: a load above 100 %.
+    datamining = yaml.safe_load((root / "scenarios" / "leafspine-datamining.yaml").read_text())
+    assert not validator.is_valid({**datamining, "load": "200%"})
+    assert validator.is_valid({**datamining, "load": "100%"})
     # Defaults as they are written in a scenario, and the docstrings as descriptions.
     switch = schema["$defs"]["Switch"]["properties"]
     assert switch["latency"]["default"] == "500ns"

@@ -213,10 +213,12 @@ _SIZE_TEXT = PlainSerializer(units.format_size, return_type=str)
 # JSON Schema of the quantities (``fabricsim schema``): a string with a unit,
 # matched by a pattern an editor can check as you type, or a bare number.
 _NUMBER_TEXT = r"\s*\+?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*"
-TIME_PATTERN = f"^{_NUMBER_TEXT}(ps|ns|us|µs|μs|ms|s)\\s*$"
+TIME_PATTERN = f"^({_NUMBER_TEXT}(ps|ns|us|µs|μs|ms|s)|\\s*0+(\\.0*)?)\\s*$"
 RATE_PATTERN = f"^{_NUMBER_TEXT}([kKmMgGtT]?bps|[kKmMgGtT])?\\s*$"
 SIZE_PATTERN = f"^{_NUMBER_TEXT}(B|KB|kB|MB|GB|TB|KiB|MiB|GiB|TiB)?\\s*$"
 PERCENT_PATTERN = f"^{_NUMBER_TEXT}%\\s*$"
+#: A load: more than 0 % and at most 100 %.
+LOAD_PATTERN = r"^\s*\+?(100(\.0*)?|\d{1,2}(\.\d*)?|\.\d+)\s*%\s*$"
 
 
 def _unit_schema(description: str, pattern: str, bare: dict[str, Any]) -> WithJsonSchema:
@@ -360,7 +362,7 @@ Load = Annotated[
     float,
     PlainValidator(_load_fraction),
     PlainSerializer(units.format_percent, return_type=str),
-    _unit_schema("an offered load like '60%' (or a fraction in (0, 1])", PERCENT_PATTERN,
+    _unit_schema("an offered load like '60%' (or a fraction in (0, 1])", LOAD_PATTERN,
                  {"type": "number", "exclusiveMinimum": 0, "maximum": 1}),
 ]
 """An offered load, written like ``60%``, held as a fraction in (0, 1]."""

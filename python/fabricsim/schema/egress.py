@@ -74,6 +74,12 @@ class Jitter(Model):
         return {"distribution": self.distribution, "mean_ps": self.mean}
 
 
+def _jitter_schema(schema: dict[str, Any]) -> None:
+    """``jitter: true`` and ``false`` in the JSON Schema, as the loader takes them."""
+    schema.setdefault("anyOf", []).insert(1, {"type": "boolean"})
+    schema["description"] = "true: exponential with a mean of 2us; false or absent: off; or the distribution"
+
+
 def _jitter_flag(value: Any) -> Any:
     if value is True:
         return {}
@@ -90,7 +96,7 @@ class Egress(Model):
     delay: Time = 0
     delay_limit: int = Field(default=1000, ge=1, le=2**32 - 1)
     shaper: Optional[Shaper] = None
-    jitter: Optional[Jitter] = None
+    jitter: Optional[Jitter] = Field(default=None, json_schema_extra=_jitter_schema)
     #: Per traffic entry name: the delay its packets leaving this host get instead of ``delay``.
     flow_delays: dict[str, Time] = Field(default_factory=dict)
 
