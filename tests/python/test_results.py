@@ -185,3 +185,18 @@ def test_memo_keeps_a_derived_table_while_its_inputs_and_settings_stay():
     run.flows = pl.DataFrame({"a": [1]})  # an equal table, but another object
     assert run.memo("k", (run.flows,), compute, (5, [1])) == 3
     assert run.memo("other", (run.flows,), compute) == 4 and run.memo("k", (run.flows,), compute, (5, [1])) == 3
+
+
+def test_tables_include_the_nodes_and_read_gives_them_back(core, tmp_path):
+    import fabricsim
+
+    sc = fabricsim.loads(
+        "name: t\nduration: 100us\ntopology: {kind: star, hosts: 2, link: {rate: 10Gbps, delay: 1us}}\n"
+        "traffic: [{kind: udp_cbr, src: h1, dst: h0, rate: 1Gbps}]\n")
+    result = fabricsim.run(sc)
+    tables = result.tables()
+    assert list(tables)[0] == "nodes" and tables["nodes"]["name"].to_list() == result.nodes["name"].to_list()
+    result.write(tmp_path / "r", report=False)
+    again = fabricsim.Result.read(tmp_path / "r")
+    assert set(again.tables()) == set(tables)
+    assert again.tables()["nodes"].equals(tables["nodes"])

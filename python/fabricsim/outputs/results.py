@@ -103,9 +103,7 @@ class Result(RunTables):
             steps.append(("timing.json", partial(_write_text, timing)))
         if self.scenario is not None:
             steps.append(("scenario.yaml", partial(_write_text, self.scenario.to_yaml())))
-        if self.nodes.width:
-            steps.append(("nodes.parquet", partial(_write_parquet, self.nodes)))
-        for name, frame in self.tables().items():
+        for name, frame in self.tables().items():  # nodes.parquet first
             steps.append((f"{name}.parquet", partial(_write_parquet, frame)))
         steps += self._capture_steps()
         if report:

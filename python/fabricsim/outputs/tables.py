@@ -248,9 +248,11 @@ class RunTables:
         return value
 
     def tables(self) -> dict[str, pl.DataFrame]:
-        """The tables written to files, by name: the core's (``nodes`` aside), then
-        the derived ones that are not empty (``fct`` only when the run has TCP flows)."""
-        out = {name: frame for name, frame in self._tables.items() if name not in DERIVED_TABLES}
+        """Every table written to a file, by name (``<name>.parquet``): ``nodes``
+        first (when known), the core's, then the derived ones that are not empty
+        (``fct`` only when the run has TCP flows)."""
+        out = {NODES: self.nodes} if self.nodes.width else {}
+        out.update((name, frame) for name, frame in self._tables.items() if name not in DERIVED_TABLES)
         for name in DERIVED_TABLES:
             frame = self._tables.get(name)
             if frame is not None and frame.height:
