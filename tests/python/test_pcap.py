@@ -90,6 +90,9 @@ def test_capture_files_are_written_per_tap(tcp_run):
         result.captures.filter(pl.col("tap") == i).height for i in range(2)
     ]
     assert taps["missed"].to_list() == [0, 0]
+    # every port (no port number) and the direction by name, not the core's codes
+    assert taps["port"].to_list() == [None, None] and taps["direction"].to_list() == ["both", "rx"]
+    assert taps["snaplen"].to_list() == [256, 96]
     # The host's port carries every frame of its flow both ways.
     links = result.links
     tx = links.filter((pl.col("src") == "left0"))["packets"].item()
@@ -116,7 +119,7 @@ def test_report_links_the_capture_files(tcp_run):
 def test_tshark_decodes_the_simulated_tcp_headers(tcp_run):
     result, out = tcp_run
     sacks = 0
-    for tap, name, snaplen in ((0, "left0.pcapng", 262144), (1, "right0-rx.pcap", 96)):
+    for tap, name, snaplen in ((0, "left0.pcapng", 256), (1, "right0-rx.pcap", 96)):
         rows = result.captures.filter(pl.col("tap") == tap).to_dicts()
         frames = tshark(
             out / "pcap" / name,

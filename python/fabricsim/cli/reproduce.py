@@ -45,8 +45,9 @@ def _print_claims(name: str, outcome: Any, as_json: bool, wall: float) -> int:
     from rich.table import Table
 
     console = Console(file=sys.stdout, width=max(100, Console().width), highlight=False)
-    console.print(f"{name}: {C.summary_line(rows)} ({len(outcome.points)} points, {outcome.failed} failed, "
-                  f"{wall:.0f} s); page: {outcome.page}")
+    sys.stdout.write(f"{name}: {C.summary_line(rows)} ({len(outcome.points)} points, {outcome.failed} failed, "
+                     f"{wall:.0f} s); page: {outcome.page}\n")
+    sys.stdout.flush()
     table = Table("claim", "conditions", "report", "simulated", "sim/report", "verdict", show_lines=False)
     for r in rows:
         sim = r.simulated_text() + (f" [{r.simulated.scale}]" if r.simulated and r.simulated.scale else "")

@@ -76,7 +76,18 @@ def _decode_table(
             series.append(pl.Series(column, values).replace(-1, None))
         else:
             series.append(pl.Series(column, values))
-    return pl.DataFrame(series)
+    frame = pl.DataFrame(series)
+    if name == "capture_taps" and {"port", "direction"} <= set(frame.columns):
+        # The core's sentinels as a reader expects them: no port (every port) and the direction by name.
+        frame = frame.with_columns(
+            pl.when(pl.col("port") == np.iinfo(np.uint32).max).then(None).otherwise(pl.col("port")).alias("port"),
+            pl.col("direction").replace_strict(_TAP_DIRECTIONS, return_dtype=pl.String).alias("direction"),
+        )
+    return frame
+
+
+#: ``capture_taps.direction`` codes of the core.
+_TAP_DIRECTIONS = {0: "tx", 1: "rx", 2: "both"}
 
 
 def _with_names(nodes: pl.DataFrame, node_names: Sequence[str]) -> pl.DataFrame:

@@ -21,6 +21,10 @@ MAX_TRACED = 1_000_000
 MAX_TCP_TRACE_ROWS = 20_000_000
 #: The largest snap length (Wireshark's own limit, 256 KiB).
 MAX_SNAPLEN = 262_144
+#: The default snap length: every header the captures synthesize (outer Ethernet, IPv6
+#: and UDP of VXLAN, the inner Ethernet, IPv4 and a 60 B TCP header are 164 B) with room;
+#: the payload bytes are zeros, so keeping them only makes the file larger.
+DEFAULT_SNAPLEN = 256
 
 SnapLength = Annotated[
     int,
@@ -41,7 +45,7 @@ class PcapTap(Model):
     port: Optional[int] = Field(default=None, ge=0, le=65534)
     direction: Literal["tx", "rx", "both"] = "both"
     #: Bytes of each frame kept in the file (the frame's length is recorded whole).
-    snaplen: SnapLength = MAX_SNAPLEN
+    snaplen: SnapLength = DEFAULT_SNAPLEN
     #: Frames recorded at most; later ones are counted in ``capture_taps.missed``.
     max_packets: int = Field(default=1_000_000, ge=1, le=MAX_CAPTURED)
     format: Literal["pcapng", "pcap"] = "pcapng"

@@ -45,9 +45,9 @@ details{margin:.5rem 0} summary{cursor:pointer;color:#3a5a9a}
 dl.sim{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem;font-size:.9rem}
 dl.sim dt{font-weight:600} dl.sim dd{margin:0}
 ul.matters li{margin:.2rem 0}
-table.claims{table-layout:fixed;width:100%} table.claims td{text-align:left;vertical-align:top;overflow-wrap:anywhere}
-table.claims th:nth-child(1){width:30%} table.claims th:nth-child(2){width:20%} table.claims th:nth-child(5){width:8%}
-table.claims th:nth-child(6){width:10%}
+table.claims{table-layout:fixed;width:100%} table.claims td,table.claims th{text-align:left;vertical-align:top;overflow-wrap:anywhere}
+table.claims th:nth-child(1){width:25%} table.claims th:nth-child(2){width:16%} table.claims th:nth-child(3){width:12%}
+table.claims th:nth-child(4){width:31%} table.claims th:nth-child(5){width:7%} table.claims th:nth-child(6){width:9%}
 .verdict{display:inline-block;padding:.05rem .4rem;border-radius:3px;font-size:.8rem;white-space:nowrap}
 .v-matches{background:#e3f4e6;color:#0d5c18} .v-direction-only{background:#eef0f7;color:#33437a}
 .v-misses{background:#f1e4f5;color:#5e1f73} .v-not-run,.v-not-simulated{background:#f0f0f0;color:#555}
