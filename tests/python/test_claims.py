@@ -114,3 +114,48 @@ def test_the_golden_tests_claims_are_computed_from_their_tables(name):
         if callable(report.claims[r.claim.id]) and report.golden_select is None:
             assert r.verdict not in ("not run",), (r.claim.id, r.reason)
     json.dumps([r.as_dict() for r in rows])
+
+
+def test_an_assumption_explains_a_missed_claim_apart_from_the_prediction():
+    """The nearest setting of the space under which the claim matches is named;
+    the verdict stays the prediction's and the counts keep explanations apart."""
+    import polars as pl
+
+    from fabricsim.reproductions.base import Assumption
+    from fabricsim.reproductions.claims import explain
+
+    c = claim(value=80.0, spread=[78, 84], unit="%", direction="competitor below line rate")
+    tables = {"t/results": pl.DataFrame({"device": ["a", "b"], "pct": [100.0, 100.0]})}
+
+    def extractor(t, full):
+        row = t["t/results"].filter(pl.col("device") == "b").row(0, named=True)
+        return Simulated(row["pct"], holds=row["pct"] < 99.9)
+
+    space = (("b runs at 95 %", {"x": 1}), ("b runs at 81 %", {"x": 2}), ("b runs at 70 %", {"x": 3}))
+    a = Assumption("b's pipe", "t", {"device": "b"}, space, why="not public")
+    alt = {("b's pipe", i): {"t/results": pl.DataFrame({"device": ["b"], "pct": [v]})}
+           for i, v in enumerate((95.0, 81.0, 70.0))}
+    rows = evaluate([c], {"x": extractor}, tables, False)
+    assert rows[0].verdict == "misses"
+    (row,) = explain(rows, {"x": extractor}, [a], tables, alt, False)
+    assert row.verdict == "misses" and row.explained
+    assert row.explanation.startswith("matches if b runs at 81 %")
+    assert counts([row])["matches"] == 0 and counts([row])["explained"] == 1
+    (none,) = explain(rows, {"x": extractor}, [a], tables, {("b's pipe", 0): alt[("b's pipe", 0)]}, False)
+    assert not none.explained and none.explanation.startswith("none in the space (1 settings tried")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_assumptions_rerun_points_of_their_test_and_never_change_the_prediction(name):
+    from fabricsim.reproductions.job import plan
+
+    report = get(name)
+    predictions = plan(report, False)
+    everything = plan(report, False, explain=True)
+    assert [p for p in everything if p.explain is None] == predictions
+    for a in report.assumptions:
+        assert a.test in {t.name for t in report.tests} and a.space and a.why
+        mine = [p for p in everything if p.explain and p.explain[0] == a.name]
+        assert len(mine) == len(a.space) * sum(
+            1 for p in predictions if p.test == a.test and all(p.params.get(k) == v for k, v in a.only.items()))
+        assert all(p.params["assume"] for p in mine)

@@ -37,7 +37,7 @@ def _print_claims(name: str, outcome: Any, as_json: bool, wall: float) -> int:
     from fabricsim.reproductions.registry import get
 
     report = get(name)
-    rows = claim_rows(report, outcome.tables, outcome.full, outcome.tests)
+    rows = claim_rows(report, outcome.tables, outcome.full, outcome.tests, outcome.explanations)
     if as_json:
         sys.stdout.write(C.to_json(rows) + "\n")
         return 1 if outcome.failed else 0
@@ -51,8 +51,10 @@ def _print_claims(name: str, outcome: Any, as_json: bool, wall: float) -> int:
     table = Table("claim", "conditions", "report", "simulated", "sim/report", "verdict", show_lines=False)
     for r in rows:
         sim = r.simulated_text() + (f" [{r.simulated.scale}]" if r.simulated and r.simulated.scale else "")
+        verdict = r.verdict + (" (explained)" if r.explained else "")
+        note = (r.reason or "") + (f" [explanation: {r.explanation}]" if r.explanation else "")
         table.add_row(r.claim.id, C.conditions_text(r.claim.conditions), r.claim.report_text(),
-                      sim + (r.reason or ""), f"{r.ratio:.3g}" if r.ratio is not None else "", r.verdict)
+                      sim + note, f"{r.ratio:.3g}" if r.ratio is not None else "", verdict)
     console.print(table)
     return 1 if outcome.failed else 0
 
@@ -74,6 +76,7 @@ def _reproduce(args: argparse.Namespace) -> int:
     out = Path(args.out or f"reproduce-{args.name}")
     started = time.perf_counter()
     outcome = job.run_reproduction(args.name, out, full=args.full, tests=args.test, backend=args.backend,
+                                   explain=not args.no_explain,
                                    workers=args.workers, ray_address=args.ray_address,
                                    progress=sys.stderr.isatty() if args.progress is None else args.progress)
     wall = time.perf_counter() - started
@@ -110,6 +113,8 @@ def add_parser(commands: Any) -> None:
                          help="after the run (or resume), print every claim of the report beside the simulated value, "
                               "with its verdict (the page's claims tables)")
     command.add_argument("--json", action="store_true", help="with --claims: the claims as JSON")
+    command.add_argument("--no-explain", action="store_true",
+                         help="skip the points that search the report's assumptions for explanations of missed claims")
     command.add_argument("--update-golden", action="store_true",
                          help="refresh tests/golden/reproduce/NAME.txt from the golden tests at the default scale")
     command.set_defaults(handler=_reproduce)

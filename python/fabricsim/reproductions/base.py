@@ -19,7 +19,8 @@ import yaml
 
 from fabricsim.errors import FabricsimError
 
-__all__ = ["ReproduceError", "Report", "Test", "data_dir", "grid_points", "load_yaml", "sweep_definition"]
+__all__ = ["Assumption", "ReproduceError", "Report", "Test", "assume", "data_dir", "grid_points", "load_yaml",
+           "sweep_definition"]
 
 class ReproduceError(FabricsimError):
     """A reproduction cannot be run as asked (unknown report or test, bad backend)."""
@@ -50,6 +51,45 @@ class Test:
 
 
 @dataclass(frozen=True)
+class Assumption:
+    """A documented space of settings that the public-facts models do not take,
+    searched to *explain* a claim they miss, never to predict it.
+
+    ``test``: the test whose points are rerun; ``only``: the points (by their
+    parameters) it changes, which are also the rows of that test's tables that
+    its runs replace (by the columns of the same names); ``space``: the settings
+    in the order they are tried, from the nearest to the models outward, each a
+    sentence for the page ("the competitor's pipeline forwards 850 Mpps per pipe")
+    and the scenario settings it makes (dotted paths, applied by :func:`assume`).
+    """
+
+    name: str
+    test: str
+    only: dict[str, Any]
+    space: tuple[tuple[str, dict[str, Any]], ...]
+    why: str = ""
+
+
+def assume(doc: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` with the settings of the point's assumption (``params["assume"]``, dotted
+    paths such as ``network.switch.pipeline.rate``) set; unchanged without one. A preset
+    named by a string on the way (``model: linux-kernel``) becomes ``{preset: ...}``."""
+    for path, value in (params.get("assume") or {}).items():
+        node = doc
+        keys = path.split(".")
+        for key in keys[:-1]:
+            child = node.get(key)
+            if isinstance(child, str):
+                child = {"preset": child}
+            elif not isinstance(child, dict):
+                child = {}
+            node[key] = child = dict(child)
+            node = child
+        node[keys[-1]] = value
+    return doc
+
+
+@dataclass(frozen=True)
 class Report:
     """A benchmark report to reproduce: its tests, the devices it compares, and its page."""
 
@@ -70,6 +110,8 @@ class Report:
     #: Every claim id of ``data/<name>/claims.yaml`` -> an extractor of its simulated value
     #: from the tables, or the reason the simulation cannot produce it (see :mod:`.claims`).
     claims: Mapping[str, Any] = field(default_factory=dict)
+    #: The assumptions searched to explain the claims the models miss (see :class:`Assumption`).
+    assumptions: tuple[Assumption, ...] = ()
 
     def test(self, name: str) -> Test:
         for t in self.tests:

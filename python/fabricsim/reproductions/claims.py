@@ -43,6 +43,7 @@ __all__ = [
     "Simulated",
     "band",
     "counts",
+    "explain",
     "frame",
     "pick",
     "evaluate",
@@ -114,6 +115,11 @@ class ClaimRow:
     simulated: Optional[Simulated]
     verdict: str
     reason: Optional[str] = None
+    #: For a claim the prediction misses: the nearest assumption that reproduces it
+    #: ("matches if ..."), or "none in the space ..." (None where no assumption applies).
+    explanation: Optional[str] = None
+    #: Whether ``explanation`` names a setting under which the claim matches.
+    explained: bool = False
 
     @property
     def ratio(self) -> Optional[float]:
@@ -144,6 +150,7 @@ class ClaimRow:
             "direction": c.direction, "simulated_value": s.value if s else None,
             "simulated_text": self.simulated_text() or None, "direction_holds": s.holds if s else None,
             "scale": s.scale if s else None, "ratio": self.ratio, "verdict": self.verdict, "reason": self.reason,
+            "explanation": self.explanation, "explained": self.explained,
         }
 
 
@@ -245,19 +252,83 @@ def evaluate(claims: Sequence[Claim], mapping: ClaimMap, tables: Mapping[str, An
     return rows
 
 
+def _substituted(tables: Mapping[str, Any], alternative: Mapping[str, Any], only: Mapping[str, Any]) -> dict[str, Any]:
+    """The prediction's tables with the rows an assumption's points replace swapped
+    for theirs: rows whose columns equal ``only`` go, the assumption's rows come in."""
+    import polars as pl
+
+    out = dict(tables)
+    for key, alt in alternative.items():
+        base = tables.get(key)
+        if base is None or base.height == 0:
+            out[key] = alt
+            continue
+        keep = base
+        for column, value in only.items():
+            if column in base.columns:
+                keep = keep.filter(pl.col(column) != value)
+        out[key] = pl.concat([keep, alt], how="diagonal_relaxed")
+    return out
+
+
+def explain(rows: Sequence[ClaimRow], mapping: ClaimMap, assumptions: Sequence[Any], tables: Mapping[str, Any],
+            explanations: Mapping[tuple[str, int], Mapping[str, Any]], full: bool) -> list[ClaimRow]:
+    """``rows`` with an explanation for each claim the prediction misses (or gets right in
+    direction only) whose test has assumptions: the first setting of their spaces, in order,
+    under which the claim matches, else "none in the space". The verdict stays the prediction's."""
+    from dataclasses import replace
+
+    out = []
+    for row in rows:
+        entry = mapping.get(row.claim.id)
+        mine = [a for a in assumptions if a.test == row.claim.test]
+        if row.verdict not in ("misses", "direction only") or not callable(entry) or not mine:
+            out.append(row)
+            continue
+        found: Optional[str] = None
+        tried = []
+        for a in mine:
+            for index, (text, _) in enumerate(a.space):
+                alt = explanations.get((a.name, index))
+                if alt is None:
+                    continue
+                tried.append(text)
+                try:
+                    sim = entry(_substituted(tables, alt, a.only), full)
+                except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError):
+                    continue
+                if sim is not None and verdict(row.claim, sim) == "matches":
+                    shown = ClaimRow(row.claim, sim, "matches").simulated_text()
+                    found = f"matches if {text}" + (f" (then {shown})" if shown else "")
+                    break
+            if found:
+                break
+        if found:
+            out.append(replace(row, explanation=found, explained=True))
+        elif tried:
+            out.append(replace(row, explanation=f"none in the space ({len(tried)} settings tried: "
+                                                 + "; ".join(tried) + ")"))
+        else:
+            out.append(row)
+    return out
+
+
 def counts(rows: Sequence[ClaimRow]) -> dict[str, int]:
-    """How many rows got each verdict, plus ``judged`` (matches + direction only + misses)."""
+    """How many rows got each verdict, plus ``judged`` (matches + direction only + misses)
+    and ``explained`` (claims the prediction misses that a named assumption reproduces)."""
     out = {v: 0 for v in VERDICTS}
     for r in rows:
         out[r.verdict] += 1
     out["judged"] = sum(out[v] for v in JUDGED)
+    out["explained"] = sum(1 for r in rows if r.explained)
     return out
 
 
 def summary_line(rows: Sequence[ClaimRow]) -> str:
     c = counts(rows)
     extra = [f"{c[v]} {v}" for v in ("direction only", "misses", "not run", "not simulated") if c[v]]
-    return f"matches {c['matches']} of {c['judged']}" + (f" ({', '.join(extra)})" if extra else "")
+    explained = f"; {c['explained']} more explained by a named assumption" if c["explained"] else ""
+    return f"matches {c['matches']} of {c['judged']}" + (f" ({', '.join(extra)})" if extra else "") + explained
 
 
 def to_json(rows: Sequence[ClaimRow]) -> str:

@@ -38,6 +38,8 @@ class RPoint:
     params: dict[str, Any]
     id: str
     seed: int = 1
+    #: (assumption name, index in its space) of a point run to explain claims; None for a prediction.
+    explain: Optional[tuple[str, int]] = None
 
 
 @dataclass
@@ -49,6 +51,8 @@ class Outcome:
     failed: int = 0
     errors: list[str] = field(default_factory=list)
     tables: dict[str, Any] = field(default_factory=dict)
+    #: (assumption name, index) -> the tables of the assumption's points (``<test>/<table>``).
+    explanations: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
     page: Optional[Path] = None
     full: bool = False
     tests: Optional[list[str]] = None
@@ -80,8 +84,10 @@ def point_id(report: str, test: str, params: dict[str, Any], full: bool,
 
 
 def plan(report: Any, full: bool, tests: Optional[Sequence[str]] = None,
-         select: Optional[Callable[[str, dict[str, Any]], bool]] = None) -> list[RPoint]:
-    """The points of the chosen tests (all when ``tests`` is empty) that ``select(test, params)`` keeps."""
+         select: Optional[Callable[[str, dict[str, Any]], bool]] = None, explain: bool = False) -> list[RPoint]:
+    """The points of the chosen tests (all when ``tests`` is empty) that ``select(test, params)`` keeps;
+    with ``explain``, then the points of the report's assumptions for those tests: each point of the
+    assumption's test that its ``only`` matches, once per setting of its space."""
     names = [t.name for t in report.tests]
     for t in tests or ():
         if t not in names:
@@ -95,6 +101,18 @@ def plan(report: Any, full: bool, tests: Optional[Sequence[str]] = None,
             if select is not None and not select(t.name, params):
                 continue
             out.append(RPoint(t.name, params, point_id(report.name, t.name, params, full, digest)))
+    if explain:
+        for a in report.assumptions:
+            if tests and a.test not in tests:
+                continue
+            t = report.test(a.test)
+            digest = scenario_digest(report, t)
+            base = [p for p in t.points(full) if all(p.get(k) == v for k, v in a.only.items())]
+            for index, (_, settings) in enumerate(a.space):
+                for params in base:
+                    changed = {**params, "assume": dict(settings)}
+                    out.append(RPoint(t.name, changed, point_id(report.name, t.name, changed, full, digest),
+                                      explain=(a.name, index)))
     return out
 
 
@@ -150,6 +168,7 @@ def run_reproduction(
     progress: bool = False,
     page: bool = True,
     select: Optional[Callable[[str, dict[str, Any]], bool]] = None,
+    explain: bool = True,
 ) -> Outcome:
     """Run (or resume) reproduction ``name`` into ``out_dir``; see the module docstring."""
     from fabricsim.reproductions.registry import get
@@ -157,7 +176,7 @@ def run_reproduction(
     from fabricsim.sweeps.catalog import Catalog
 
     report = get(name)
-    points = plan(report, full, tests, select)
+    points = plan(report, full, tests, select, explain=explain and select is None)
     directory = Path(out_dir)
     directory.mkdir(parents=True, exist_ok=True)
     workers = max(1, workers or min(len(points) or 1, os.cpu_count() or 1))
@@ -193,14 +212,24 @@ def run_reproduction(
         outcome.failed, outcome.errors = counts.failed, counts.errors
     finally:
         catalog.close()
-    outcome.tables = collect(directory, points)
+    outcome.tables = collect(directory, [p for p in points if p.explain is None])
     for key, frame in outcome.tables.items():
         frame.write_parquet(directory / f"{key.replace('/', '__')}.parquet", compression="zstd")
+    for a in report.assumptions:
+        for index in range(len(a.space)):
+            mine = [p for p in points if p.explain == (a.name, index)]
+            if not mine:
+                continue
+            found = collect(directory, mine)
+            outcome.explanations[(a.name, index)] = found
+            for key, frame in found.items():
+                frame.write_parquet(directory / f"{key.replace('/', '__')}__assume-{a.name}-{index}.parquet",
+                                    compression="zstd")
     if page:
         from fabricsim.reproductions.page import write_page
 
         outcome.page = write_page(report, outcome.tables, directory / "report.html", full=full,
-                                  errors=outcome.errors, tests=tests)
+                                  errors=outcome.errors, tests=tests, explanations=outcome.explanations)
     return outcome
 
 

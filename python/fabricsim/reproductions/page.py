@@ -33,6 +33,10 @@ def claims_table(rows: Sequence[Any]) -> str:
             sim += f'<br><span class="muted">{html.escape(r.simulated.scale)}</span>'
         if r.reason:
             sim += f'<span class="muted">{html.escape(r.reason)}</span>'
+        if r.explanation:
+            kind = "explained" if r.explained else "unexplained"
+            sim += (f'<br><span class="{kind}"><b>Explanation, not a prediction</b>: '
+                    f"{html.escape(r.explanation)}</span>")
         ratio = f"{r.ratio:.3g}" if r.ratio is not None else ""
         cls = "v-" + r.verdict.replace(" ", "-")
         body.append(
@@ -42,7 +46,7 @@ def claims_table(rows: Sequence[Any]) -> str:
     return f'<table class="claims">{head}{"".join(body)}</table>'
 
 
-def claims_section(rows: Sequence[Any], tests: Sequence[Any]) -> str:
+def claims_section(rows: Sequence[Any], tests: Sequence[Any], assumptions: Sequence[Any] = ()) -> str:
     """Every claim of the report, test by test, with the counts per test and for the report."""
     from fabricsim.reproductions.claims import TOLERANCE, summary_line
 
@@ -55,6 +59,14 @@ def claims_section(rows: Sequence[Any], tests: Sequence[Any]) -> str:
              f"simulated value lies in the report's own spread, or within {TOLERANCE:.0%} of the report's value "
              "where it gives none; outside that, right in direction only or a miss. Every verdict below is "
              "computed from the numbers; claims the simulation cannot produce say why.</p>"]
+    if assumptions:
+        items = "".join(
+            f"<li><b>{html.escape(a.name)}</b> ({html.escape(a.test)}: {html.escape(a.why)}): "
+            + "; ".join(html.escape(text) for text, _ in a.space) + "</li>" for a in assumptions)
+        parts.append("<p>For a claim the prediction misses, these documented spaces of assumptions are searched, "
+                     "in order, for the nearest setting that reproduces it. An explanation is not a prediction: it "
+                     "never changes a device model, and it is counted apart from the matches.</p>"
+                     f"<ul>{items}</ul>")
     for name in order:
         mine = [r for r in rows if r.claim.test == name]
         if not mine:
@@ -139,17 +151,23 @@ def test_section(title: str, *parts: str) -> str:
 
 
 def claim_rows(report: Any, tables: dict[str, pl.DataFrame], full: bool,
-               tests: Optional[Sequence[str]] = None) -> list[Any]:
-    """Every claim of ``report`` evaluated against ``tables`` (empty for a report without claims)."""
-    from fabricsim.reproductions.claims import evaluate, load_claims
+               tests: Optional[Sequence[str]] = None,
+               explanations: Optional[dict[tuple[str, int], dict[str, pl.DataFrame]]] = None) -> list[Any]:
+    """Every claim of ``report`` evaluated against ``tables`` (empty for a report without claims),
+    with the explanations the assumptions' tables give the claims the prediction misses."""
+    from fabricsim.reproductions.claims import evaluate, explain, load_claims
 
     if not report.claims:
         return []
-    return evaluate(load_claims(report.name), report.claims, tables, full, tests)
+    rows = evaluate(load_claims(report.name), report.claims, tables, full, tests)
+    if explanations:
+        rows = explain(rows, report.claims, report.assumptions, tables, explanations, full)
+    return rows
 
 
 def write_page(report: Any, tables: dict[str, pl.DataFrame], path: Path, *, full: bool = False,
-               errors: Iterable[str] = (), tests: Optional[Sequence[str]] = None) -> Path:
+               errors: Iterable[str] = (), tests: Optional[Sequence[str]] = None,
+               explanations: Optional[dict[tuple[str, int], dict[str, pl.DataFrame]]] = None) -> Path:
     scale = ("the report's own scale (--full)" if full else
              "the default scale: reduced against the report as listed below (run with --full for the report's own sizes)")
     head = [f"<h1>{html.escape(report.title)}</h1>", para(report.summary),
@@ -161,8 +179,8 @@ def write_page(report: Any, tables: dict[str, pl.DataFrame], path: Path, *, full
     if not full and report.reductions:
         head.append("<ul>" + "".join(f"<li>{html.escape(r)}</li>" for r in report.reductions) + "</ul>")
     head.append(banner(list(errors)[:20], title="Points that failed", bad=True))
-    rows = claim_rows(report, tables, full, tests)
-    head.append(claims_section(rows, report.tests))
+    rows = claim_rows(report, tables, full, tests, explanations)
+    head.append(claims_section(rows, report.tests, report.assumptions))
     try:
         body = report.render(tables, full)
     except Exception as exc:  # a page with what could be drawn beats no page
