@@ -150,3 +150,29 @@ def test_cubic_hz_is_checked_and_reaches_the_core_only_when_set():
     assert fabricsim.Scenario.from_dict(scenario).tcp.to_resolved()["cubic_hz"] == 250
     del scenario["tcp"]["cubic_hz"]
     assert "cubic_hz" not in fabricsim.Scenario.from_dict(scenario).tcp.to_resolved()
+
+
+def test_kernel_generation_profiles_set_what_their_kernels_had():
+    """linux-3.10 has TLP and PRR but no RACK or SACK compression and a 128 KiB
+    TSQ limit; linux-4.19 has RACK and 256 KiB; both the 87380 B initial receive
+    buffer; the core runs them as Linux with those fields; a field given wins."""
+    import fabricsim
+
+    def tcp(profile, extra=""):
+        return fabricsim.loads(
+            "name: t\nduration: 1ms\ntopology: {kind: star, hosts: 2, link: {rate: 10Gbps, delay: 1us}}\n"
+            f"tcp: {{profile: {profile}{extra}}}\ntraffic: [{{kind: tcp_bulk, src: h1, dst: h0, size: 1MB}}]\n")
+
+    old, mid, now = tcp("linux-3.10").tcp, tcp("linux-4.19").tcp, tcp("linux").tcp
+    assert (old.rack, old.tlp, old.prr, old.sack, old.sack_compression) == (False, True, True, True, 0)
+    assert (mid.rack, mid.sack_compression, mid.limit_output_bytes) == (True, 44, 256 * 1024)
+    assert old.limit_output_bytes == 128 * 1024 and now.limit_output_bytes == 4 * 1024 * 1024
+    assert old.rmem[1] == mid.rmem[1] == 87_380 and now.rmem[1] == 131_072
+    assert tcp("linux-3.10", ", limit_output_bytes: 1MiB").tcp.limit_output_bytes == 1 << 20
+    import json
+
+    from fabricsim.runner import _resolved_json
+
+    assert json.loads(_resolved_json(tcp("linux-3.10")))["tcp"]["profile"] == "linux"
+    result = fabricsim.run(tcp("linux-3.10"))
+    assert result.summary["conservation_ok"] and result.flows["completed"].all()

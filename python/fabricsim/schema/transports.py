@@ -24,7 +24,7 @@ from fabricsim.schema._base import (
 __all__ = ["Dcqcn", "DelayedAck", "ReceiverApp", "Roce", "Tcp", "Wakeup"]
 
 CongestionControl = Literal["newreno", "cubic", "dctcp", "htcp"]
-TcpProfileName = Literal["linux", "rfc"]
+TcpProfileName = Literal["linux", "rfc", "linux-4.19", "linux-3.10"]
 HystartKind = Literal["off", "classic", "hystart++"]
 CubicFlavor = Literal["linux", "rfc9438"]
 RtoFormula = Literal["linux", "rfc6298"]
@@ -145,6 +145,19 @@ TCP_PROFILES: dict[str, dict[str, Any]] = {
         "sack_compression": 0,
     },
 }
+# Earlier Linux kernels, for reports of their era: what each kernel generation's TCP has, by
+# the release that brought it (mainline commits): PRR v3.2, TCP Small Queues v3.6 with
+# tcp_limit_output_bytes 128 KiB, tail loss probe v3.10, RACK loss detection v4.4 (on by
+# default), the TSQ limit doubled to 256 KiB in v4.2, SACK compression (tcp_comp_sack_nr 44)
+# v4.18, tcp_rmem's default raised from 87380 to 128 KiB in v4.20; CUBIC with HyStart and
+# the other defaults of ``linux`` since before v3.10.
+TCP_PROFILES["linux-4.19"] = {**TCP_PROFILES["linux"]}
+TCP_PROFILES["linux-3.10"] = {**TCP_PROFILES["linux"], "rack": False, "sack_compression": 0}
+#: Fields with a scenario-wide default that a kernel generation sets otherwise (unless given).
+_PROFILE_FIELDS: dict[str, dict[str, Any]] = {
+    "linux-4.19": {"limit_output_bytes": 256 * 1024, "rmem": [4096, 87_380, 6_291_456]},
+    "linux-3.10": {"limit_output_bytes": 128 * 1024, "rmem": [4096, 87_380, 6_291_456]},
+}
 _NEEDS_SACK = ("dsack", "rack", "tlp", "prr")
 #: Profile defaults where ``None`` is a value ("no limit"), not "unset".
 _NONE_IS_VALUE = ("wmem",)
@@ -243,7 +256,10 @@ class Tcp(Model):
     """TCP parameters. ``profile`` picks the defaults of the fields left unset
     (``TCP_PROFILES``): ``linux`` (the default) is a current Linux sender and
     receiver (CUBIC with HyStart, SACK, RACK-TLP, PRR), ``rfc`` the RFC
-    baseline without SACK (NewReno recovery). Both: initial window 10, minimum
+    baseline without SACK (NewReno recovery); ``linux-4.19`` and ``linux-3.10``
+    are earlier kernels (4.19: TSQ limit 256 KiB, 87380 B initial receive
+    buffer; 3.10 also without RACK and SACK compression: loss detection by
+    duplicate ACKs and SACK, tail loss probe, PRR). All: initial window 10, minimum
     RTO 200 ms, delayed ACKs every 2 segments or 40 ms after a 16-segment
     quick-ACK start, timestamps (52 B of IP + TCP headers), 6 MiB receive
     window. After validation every field holds its value.
@@ -323,6 +339,9 @@ class Tcp(Model):
     def _profile_defaults(self) -> "Tcp":
         """Fills the fields left unset from the profile, then checks they agree."""
         defaults = TCP_PROFILES[self.profile]
+        for name, value in _PROFILE_FIELDS.get(self.profile, {}).items():
+            if name not in self.model_fields_set:
+                setattr(self, name, value)
         if self.cc is None:
             self.cc = defaults["cc"]
         if self.sack is None:
@@ -344,7 +363,7 @@ class Tcp(Model):
         if self.rwnd is None:
             self.rwnd = 6 * 1024 * 1024
         if self.pacing is None:
-            self.pacing = "off" if self.pacing_rate is None else ("internal" if self.profile == "linux" else "fixed")
+            self.pacing = "off" if self.pacing_rate is None else ("internal" if self.profile.startswith("linux") else "fixed")
         issues = []
         if self.pacing == "fixed" and self.pacing_rate is None:
             issues.append(("pacing", "'fixed' needs a pacing_rate"))
@@ -376,7 +395,8 @@ class Tcp(Model):
 
     def _resolved(self) -> dict[str, Any]:
         return {
-            "profile": self.profile,
+            # the core knows the two families; a kernel generation is a Linux profile with its fields set
+            "profile": "linux" if self.profile.startswith("linux") else self.profile,
             "cc": self.cc,
             "mtu_bytes": self.mtu,
             "header_bytes": self.header,
