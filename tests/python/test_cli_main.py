@@ -151,3 +151,20 @@ def test_a_reused_out_holds_only_the_new_run(fake_core, core_output, scenario_fi
     assert not (out / "extra.parquet").exists(), "a table of the previous run only is removed"
     assert (out / "notes.txt").read_text() == "mine", "files that are not a run's stay"
     assert json.loads((out / "summary.json").read_text())["seed"] == 4
+
+
+def test_dumbbell_prints_the_recorded_tables_and_names_unknown_grid_values(capsys):
+    assert main(["dumbbell", "markdown", "--no-simulation", "--only", "reno-2x1-1Gbps-250KB-20s"]) == 0
+    out = capsys.readouterr().out
+    assert "| reno-2x1-1Gbps-250KB-20s |" in out and "cubic-" not in out
+    assert main(["dumbbell", "grid", "--host", "nowhere"]) == 2
+    assert capsys.readouterr().err.startswith("error: --host: unknown value 'nowhere'; allowed: ideal, ")
+    assert main(["dumbbell", "record", "--duration", "5"]) == 2
+    assert "--buffer and --duration apply to the dumbbells of --rate or --unpaced" in capsys.readouterr().err
+
+
+def test_dumbbell_grid_flags_are_the_grid_dimensions():
+    from fabricsim.cli.dumbbell import GRID_FLAGS
+    from fabricsim.validation.dumbbell import GRID_DIMENSIONS
+
+    assert GRID_FLAGS == tuple(GRID_DIMENSIONS)

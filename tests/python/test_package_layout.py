@@ -5,6 +5,7 @@ import json
 import subprocess
 import sys
 import tempfile
+import types
 from pathlib import Path
 
 import fabricsim
@@ -112,6 +113,12 @@ def test_layers_import_only_lower_layers():
         "fabricsim.schema": ("fabricsim.outputs", "fabricsim.runner", "fabricsim.sweeps", "fabricsim.cli"),
         "fabricsim.outputs.results": ("fabricsim.runner", "fabricsim.sweeps", "fabricsim.cli", "fabricsim.bench"),
         "fabricsim.runner": ("fabricsim.sweeps", "fabricsim.cli", "fabricsim.experiments", "fabricsim.bench"),
+        # The real-Linux lab knows nothing of the simulator; the dumbbell built on it nothing of the CLI.
+        "fabricsim.validation.linux": (
+            "fabricsim.schema", "fabricsim.outputs", "fabricsim.runner", "fabricsim.sweeps", "fabricsim.cli",
+            "fabricsim.validation.dumbbell", "fabricsim.validation.linux_dumbbell",
+        ),
+        "fabricsim.validation.dumbbell": ("fabricsim.sweeps", "fabricsim.cli", "fabricsim.validation.linux_dumbbell"),
     }
     allowed = {"fabricsim.errors": {"fabricsim.units"}, "fabricsim.units": {"fabricsim.errors"}}
     for module, forbidden in above.items():
@@ -119,6 +126,64 @@ def test_layers_import_only_lower_layers():
             target for target in reach(module) - allowed.get(module, set()) if target.startswith(forbidden)
         )
         assert not wrong, f"{module} imports {wrong}"
+
+
+#: Packages split by job: each module imports only the ones before it (and the package's
+#: ``__init__`` re-exports them; a module importing its own package would be a cycle).
+JOB_ORDER = {
+    "fabricsim.validation.linux": ("topology", "parsers", "probes", "namespaces", "jobs", "lab"),
+    "fabricsim.validation.dumbbell": ("setup", "measurement", "twin", "analysis", "tables"),
+}
+
+
+def test_packages_split_by_job_import_only_earlier_jobs():
+    graph = _graph()
+    for package, order in JOB_ORDER.items():
+        modules = {name for name in graph if name.startswith(package + ".")}
+        assert modules == {f"{package}.{job}" for job in order}, f"{package}: modules and JOB_ORDER differ"
+        for index, job in enumerate(order):
+            later = {f"{package}.{other}" for other in order[index:]}
+            wrong = sorted(graph[f"{package}.{job}"] & later)
+            assert not wrong, f"{package}.{job} imports {wrong}, which come after it"
+
+
+def test_no_package_attribute_hides_a_submodule():
+    """``package.name`` is the submodule ``name`` wherever there is one: a function re-exported under
+    a submodule's name would make ``import package.name as m`` give the function."""
+    modules = _module_names()
+    packages = sorted(name for name, path in modules.items() if path.name == "__init__.py")
+    code = f"""
+import importlib
+hidden = []
+for package in {packages!r}:
+    for name in {sorted(modules)!r}:
+        parent, _, last = name.rpartition(".")
+        if parent == package:
+            module = importlib.import_module(name)
+            if getattr(importlib.import_module(package), last, None) is not module:
+                hidden.append(name)
+print("\\n".join(hidden))
+"""
+    assert _run_python(code).strip() == ""
+
+
+def test_split_modules_keep_their_former_names():
+    """Every public name of ``fabricsim.validation.linux`` and ``fabricsim.validation.dumbbell`` is the
+    package's own object wherever it is defined, and ``linux_dumbbell`` (the former module) gives the
+    same objects as the ``dumbbell`` package."""
+    import fabricsim.validation.dumbbell as dumbbell
+    import fabricsim.validation.linux as linux
+    import fabricsim.validation.linux_dumbbell as linux_dumbbell
+
+    for package in (linux, dumbbell):
+        assert all(hasattr(package, name) for name in package.__all__)
+    assert linux_dumbbell.__all__ == dumbbell.__all__
+    public = [
+        name for name, value in vars(dumbbell).items()
+        if not name.startswith("_") and name != "annotations" and not isinstance(value, types.ModuleType)
+    ]
+    assert all(getattr(linux_dumbbell, name) is getattr(dumbbell, name) for name in public)
+    assert linux.Lab.__module__ == "fabricsim.validation.linux.lab"
 
 
 def _run_python(code: str, *args: str) -> str:
@@ -154,7 +219,8 @@ scenario = fabricsim.load("{REPO / 'scenarios' / 'quickstart.yaml'}")
 scenario.to_resolved()
 from fabricsim.cli.main import _parser
 _parser()
-print(json.dumps([name for name in {HEAVY!r} if name in sys.modules]))
+print(json.dumps([name for name in {HEAVY!r} if name in sys.modules]
+                 + [name for name in sys.modules if name.startswith("fabricsim.validation")]))
 """
     assert json.loads(_run_python(code)) == []
 

@@ -1,5 +1,6 @@
 """The ``fabricsim`` command: ``run``, ``validate``, ``devices``, ``burst-absorption``, ``forwarding``,
-``fairness``, ``rfc2544``, ``power``, ``workloads``, ``sweep``, ``report``, ``reproduce``, ``bench`` and ``schema``.
+``fairness``, ``rfc2544``, ``power``, ``workloads``, ``sweep``, ``report``, ``reproduce``, ``dumbbell``, ``bench``
+and ``schema``.
 
 Exit status: 0 on success, 2 for problems the user can fix (invalid scenario,
 missing file, unwritable output; reported as ``error: ...``), 1 when the
@@ -21,6 +22,7 @@ from fabricsim.cli import (
     bench,
     burst,
     devices,
+    dumbbell,
     fairness,
     forwarding,
     power,
@@ -37,8 +39,8 @@ from fabricsim.errors import FabricsimError, SimulationError
 __all__ = ["main"]
 
 # Subcommand modules, in --help order (run also adds validate).
-COMMANDS = (run, devices, burst, forwarding, fairness, rfc2544, power, workloads, sweep, report, reproduce, bench,
-            schema)
+COMMANDS = (run, devices, burst, forwarding, fairness, rfc2544, power, workloads, sweep, report, reproduce, dumbbell,
+            bench, schema)
 
 
 class _Version(argparse.Action):

@@ -172,7 +172,7 @@ def unavailable_reason(tools: tuple[str, ...]) -> str | None:
 
 
 def command(args: argparse.Namespace) -> int:
-    from fabricsim.validation import linux_dumbbell
+    from fabricsim.validation import dumbbell as linux_dumbbell
 
     if args.overrides:
         raise FabricsimError("validate linux: --set applies to scenario files; use the linux-mode options")
@@ -226,7 +226,7 @@ def command(args: argparse.Namespace) -> int:
 
 
 def _setup(args: argparse.Namespace) -> Any:
-    from fabricsim.validation.linux_dumbbell import DumbbellSetup
+    from fabricsim.validation.dumbbell import DumbbellSetup
 
     given = {
         "senders": args.linux_senders,
