@@ -197,3 +197,28 @@ def test_no_axis_shows_only_an_offset_and_noise_on_a_constant_is_drawn_flat():
     assert hi - lo >= 0.02 * 100 * 0.999
     assert b.get_yscale() == "linear"
     plt.close(fig)
+
+
+def test_reproduction_figures_name_numbers_show_hidden_series_and_skip_empty_panels(monkeypatch):
+    """A series identical to another is marked and said to be; a number in a legend
+    carries its column's name; a panel with nothing to draw is left out."""
+    import polars as pl
+
+    from fabricsim.reproductions import page
+
+    seen = {}
+
+    def capture(fig):
+        seen["labels"] = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
+        seen["panels"] = len(fig.axes)
+        pyplot().close(fig)
+        return "<svg></svg>"
+
+    monkeypatch.setattr(page, "svg", capture)
+    same = pl.DataFrame({"device": ["a", "a", "b", "b"], "x": [1, 2, 1, 2], "y": [1.0, 2.0, 1.0, 2.0]})
+    page.line_figure("t", same, "x", "y")
+    assert seen["labels"] == ["a", "b (same values as a)"]
+    ports = pl.DataFrame({"ports": [2, 2, 4, 4], "x": [1, 2, 1, 2], "y": [1.0, 2.0, None, None],
+                          "size": [1, 1, 2, 2]})
+    page.line_figure("p", ports, "x", "y", series=("ports",), facet="size")
+    assert seen["panels"] == 1 and seen["labels"] == ["ports 2"]

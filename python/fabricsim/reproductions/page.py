@@ -114,15 +114,32 @@ def line_figure(
         return ""
     plt = pyplot()
     panels = [None] if facet is None else sorted(frame[facet].unique().to_list())
-    fig, axes = plt.subplots(1, len(panels), figsize=(min(4.2 * len(panels), 11), 3.4), squeeze=False)
+    # a panel without a value to draw is left out, not drawn as blank axes
+    panels = [v for v in panels if v is None or frame.filter(pl.col(facet) == v)[y].drop_nulls().len()]
+    if not panels:
+        return ""
+    width = 7.5 if len(panels) == 1 else min(4.2 * len(panels), 11)
+    fig, axes = plt.subplots(1, len(panels), figsize=(width, 3.4), squeeze=False)
+    styles = ("-", "--", ":", "-.")
+    markers = ("o", "s", "^", "D", "v", "x")
     for ax, value in zip(axes[0], panels):
         part = frame if value is None else frame.filter(pl.col(facet) == value)
         keys = [c for c in series if c in part.columns]
         groups = part.partition_by(keys, maintain_order=True, as_dict=True) if keys else {(): part}
-        for key, g in groups.items():
+        drawn: list[tuple[list[Any], list[Any], str]] = []
+        for index, (key, g) in enumerate(groups.items()):
             g = g.sort(x)
-            label = " ".join(str(k) for k in (key if isinstance(key, tuple) else (key,)))
-            ax.plot(g[x].to_list(), g[y].to_list(), marker="o", ms=3, label=plain(label) or None)
+            xs, ys = g[x].to_list(), g[y].to_list()
+            values = key if isinstance(key, tuple) else (key,)
+            # a number alone says nothing: name its column ("ports 2", not "2")
+            label = " ".join(f"{c} {v}" if isinstance(v, (int, float)) else str(v) for c, v in zip(keys, values))
+            same = next((other for xo, yo, other in drawn if xo == xs and yo == ys), None)
+            if same is not None:
+                label += f" (same values as {same})"
+            ax.plot(xs, ys, linestyle=styles[index % len(styles)], marker=markers[index % len(markers)],
+                    ms=4 if same is None else 7, fillstyle="full" if same is None else "none",
+                    label=plain(label) or None)
+            drawn.append((xs, ys, label))
         if logx:
             ax.set_xscale("log")
         if logy:
@@ -134,9 +151,13 @@ def line_figure(
             ax.set_title(plain(f"{facet} = {value}"), fontsize=9)
         elif title:
             ax.set_title(plain(title), fontsize=9)
-        if keys:
-            ax.legend(fontsize=7)
-    fig.tight_layout()
+    if any(c in frame.columns for c in series):
+        # one legend below the panels, never over the data
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        if handles:
+            fig.legend(handles, labels, fontsize=7, loc="lower center", ncol=min(3, len(labels)),
+                       bbox_to_anchor=(0.5, -0.02 - 0.06 * ((len(labels) - 1) // 3)), frameon=False)
+    fig.tight_layout(rect=(0, 0.1 + 0.06 * ((len(axes[0][0].get_legend_handles_labels()[1]) - 1) // 3), 1, 1))
     return figure(name, svg(fig))
 
 

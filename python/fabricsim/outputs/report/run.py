@@ -624,10 +624,11 @@ def _heading(result: RunTables, title: str) -> str:
     ok = bool(s.get("conservation_ok")) and bool(s.get("buffer_accounting_ok"))
     status = '<span class="ok">held</span>' if ok else '<span class="bad">VIOLATED</span>'
     total = s.get("flows_total") or 0
-    complete = (s.get("flows_completed") or 0) - (s.get("flows_lossy") or 0)
-    flows_text = f"{fmt_count(complete)} of {fmt_count(total)} complete"
+    # The summary's words: flows_completed counts every flow that ended, lossy ones included.
+    completed = s.get("flows_completed") or 0
+    flows_text = f"{fmt_count(completed)} of {fmt_count(total)} completed"
     if s.get("flows_lossy"):
-        flows_text += f", {fmt_count(s['flows_lossy'])} lossy"
+        flows_text += f" ({fmt_count(s['flows_lossy'])} of them lossy)"
     if s.get("flows_incomplete"):
         flows_text += f", {fmt_count(s['flows_incomplete'])} incomplete"
     created = s.get("packets_created") or 0
