@@ -231,3 +231,16 @@ def test_table_cells_of_one_column_share_one_number_format():
     assert [fmt(x) for x in (14_880_000.0, 961_500.0, 1234.6, 99.99, 0.5)] == [
         "14,880,000", "961,500", "1,235", "99.99", "0.5"]
     assert fmt(0.00012) == "1.200e-04"
+
+
+def test_what_matters_names_the_deepest_host_nic_queue():
+    """A host's own transmit queue can be the deepest of a run; the page says so."""
+    import fabricsim
+    from fabricsim.outputs.report.run import render_html
+
+    sc = fabricsim.loads(
+        "name: nic\nduration: 200us\ntopology: {kind: star, hosts: 3, link: {rate: 10Gbps, delay: 1us}}\n"
+        "traffic:\n  - {kind: udp_cbr, name: a, src: h1, dst: h0, rate: 6Gbps}\n"
+        "  - {kind: udp_cbr, name: b, src: h1, dst: h2, rate: 6Gbps}\n")
+    page = render_html(fabricsim.run(sc))
+    assert "Deepest host NIC queue: h1 -&gt; sw0" in page

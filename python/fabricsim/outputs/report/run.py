@@ -709,6 +709,16 @@ def _matters(result: RunTables) -> str:
             f"Deepest queue: {_port(labels, top['node'], top['port'])} class {top['class']}, "
             f"{fmt_bytes(top['high_water_bytes'])} at its peak."
         )
+    links, nodes = result.links, result.nodes
+    if _has(links, "src", "dst", "queue_high_water_bytes") and _has(nodes, "name", "kind"):
+        hosts = nodes.filter(pl.col("kind") == "host")["name"].to_list()
+        out_of_hosts = links.filter(pl.col("src").is_in(hosts) & (pl.col("queue_high_water_bytes") > 0))
+        if out_of_hosts.height:
+            top = out_of_hosts.sort(["queue_high_water_bytes", "src"], descending=[True, False]).row(0, named=True)
+            items.append(
+                f"Deepest host NIC queue: {top['src']} -> {top['dst']}, {fmt_bytes(top['queue_high_water_bytes'])} "
+                f"at its peak (a host's transmit queue delays its own flows before any switch sees them)."
+            )
     buffers = result.buffers
     if _has(buffers, "node", "high_water_bytes", "capacity_bytes"):
         top = buffers.sort(["high_water_bytes", "node"], descending=[True, False]).row(0, named=True)
