@@ -303,3 +303,12 @@ def test_the_experiments_refuse_bad_parameters_with_scenario_errors(core):
     for name, value in (("max_burst", 0), ("messages", 0), ("trial_ps", 0), ("resolution", 0.0)):
         with pytest.raises(ScenarioError, match=f"^{name}: must be"):
             Settings(**{name: value})
+
+
+def test_a_huge_scenario_name_is_refused_at_its_field():
+    """A 20 MB name made the summary table take minutes to print after the run."""
+    import fabricsim
+
+    with pytest.raises(fabricsim.ScenarioError, match=r"name.*200 characters"):
+        fabricsim.loads("name: " + "x" * 1_000_000 + "\nduration: 1ms\n"
+                        "topology: {kind: star, hosts: 2, link: {rate: 10Gbps, delay: 1us}}\ntraffic: []\n")

@@ -60,8 +60,9 @@ class Scenario(Model):
     :attr:`source_data`, :attr:`overrides`).
     """
 
-    name: str = Field(default="scenario", min_length=1)
-    description: Optional[str] = None
+    #: A label for outputs and pages (at most 200 characters: it heads tables and titles).
+    name: str = Field(default="scenario", min_length=1, max_length=200)
+    description: Optional[str] = Field(default=None, max_length=10_000)
     seed: int = Field(default=1, ge=0, le=U64_MAX)
     duration: Duration
     drain: bool = True
