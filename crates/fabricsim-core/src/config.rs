@@ -139,9 +139,9 @@ pub struct SwitchConfig {
     /// How egress ports divide their bandwidth among inputs (see `network/arbitration.rs`).
     #[serde(default)]
     pub arbitration: crate::network::arbitration::ArbitrationConfig,
-    /// Egress ports shaped like an htb class (see `sim/port_shaper.rs`).
+    /// Egress ports shaped like an htb class (see `network/shaper.rs`).
     #[serde(default)]
-    pub shaper: Option<crate::sim::PortShaperConfig>,
+    pub shaper: Option<crate::network::shaper::PortShaperConfig>,
 }
 
 fn default_switch_latency() -> u64 {

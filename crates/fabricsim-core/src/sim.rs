@@ -53,11 +53,10 @@ mod pcap;
 mod pfc;
 mod pipeline;
 mod port_shaper;
-mod tcp_trace;
-pub use port_shaper::PortShaperConfig;
 mod power;
 mod prefetch;
 mod roce;
+mod tcp_trace;
 mod transport;
 
 use crate::transport::tcp::{Outbox, TcpConfig};

@@ -13,6 +13,7 @@ pub mod multicast;
 pub mod pfc;
 pub mod port;
 pub mod routing;
+pub mod shaper;
 pub mod topology;
 
 use crate::buffer::BufferModel;
