@@ -123,7 +123,7 @@ pub struct SwitchConfig {
     #[serde(default = "default_switch_latency")]
     pub latency_ps: u64,
     #[serde(default)]
-    pub buffer: BufferConfig,
+    pub buffer: crate::buffer::BufferConfig,
     /// RED/ECN marking or WRED dropping per egress queue (see `network/aqm.rs`).
     #[serde(default)]
     pub ecn: Option<crate::network::aqm::EcnConfig>,
@@ -163,7 +163,7 @@ impl Default for SwitchConfig {
             mtu_bytes: None,
             power: None,
             latency_ps: default_switch_latency(),
-            buffer: BufferConfig::default(),
+            buffer: crate::buffer::BufferConfig::default(),
             ecn: None,
             scheduler: Default::default(),
             pfc: None,
@@ -171,80 +171,6 @@ impl Default for SwitchConfig {
             arbitration: Default::default(),
             shaper: None,
         }
-    }
-}
-
-/// Buffer (MMU) model of a device, chosen by `model`.
-#[derive(Clone, Debug, Deserialize, Serialize)]
-#[serde(tag = "model", rename_all = "snake_case", deny_unknown_fields)]
-pub enum BufferConfig {
-    /// Static per-port drop-tail buffer, optionally with per-queue caps in
-    /// bytes and in packets.
-    Static {
-        port_bytes: u64,
-        #[serde(default)]
-        queue_bytes: Option<u64>,
-        /// Cap on the packets held by each (port, class) queue (a router's hold queue).
-        #[serde(default)]
-        queue_packets: Option<u32>,
-    },
-    /// Shared buffer with dynamic thresholds (see `buffer/shared.rs`).
-    Shared {
-        /// Whole buffer of the device, reserved minimums included.
-        total_bytes: u64,
-        #[serde(default = "default_cell_bytes")]
-        cell_bytes: u32,
-        #[serde(default)]
-        per_packet_overhead_bytes: u32,
-        /// Egress alpha: one value for every class, or one per class.
-        #[serde(default = "default_alpha")]
-        alpha: Vec<f64>,
-        #[serde(default)]
-        reserved_bytes_per_queue: u64,
-        /// Ingress (priority group) alpha; `None` leaves ingress unlimited.
-        #[serde(default)]
-        ingress_alpha: Option<Vec<f64>>,
-        /// Shared service pool sizes; `None` gives one pool holding all shared cells.
-        #[serde(default)]
-        pools: Option<Vec<u64>>,
-        /// Service pool of each class; `None` maps every class to pool 0.
-        #[serde(default)]
-        class_pool: Option<Vec<u8>>,
-        /// Buffer slices, each with its own share of the pools (1 = one buffer).
-        #[serde(default = "default_one")]
-        slices: u32,
-        /// Slice of each egress port; `None` splits the ports into equal blocks.
-        #[serde(default)]
-        port_slice: Option<Vec<u8>>,
-        /// Guaranteed bytes per ingress priority group.
-        #[serde(default)]
-        pg_min_bytes: u64,
-        /// Priority group of each class (one value: every class); `None`: the group is the class.
-        #[serde(default)]
-        class_pg: Option<Vec<u8>>,
-        /// Headroom set aside per ingress port, by speed: `[up to rate_bps, bytes]`.
-        #[serde(default)]
-        headroom_per_port: Vec<[u64; 2]>,
-        /// Bytes set aside for the device's own queues (CPU, loopback, multicast).
-        #[serde(default)]
-        reserved_fixed_bytes: u64,
-    },
-    /// Deep-buffer VOQ switch (see `buffer/voq.rs`).
-    Voq(crate::buffer::voq::VoqConfig),
-    /// Dynamic thresholds plus elephant trap, AFD and DPP (see `buffer/intelligent.rs`).
-    Intelligent(crate::buffer::intelligent::IntelligentConfig),
-}
-
-fn default_cell_bytes() -> u32 {
-    256
-}
-fn default_alpha() -> Vec<f64> {
-    vec![1.0]
-}
-
-impl Default for BufferConfig {
-    fn default() -> Self {
-        BufferConfig::Static { port_bytes: 1_000_000, queue_bytes: None, queue_packets: None }
     }
 }
 

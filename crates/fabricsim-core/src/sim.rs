@@ -20,8 +20,8 @@
 //! propagation delay plus that node's fixed latency; a switch routes it on, a host
 //! delivers it.
 
-use crate::buffer::{AdmitRequest, BufferModel, Verdict};
-use crate::config::{BufferConfig, Forwarding, Scenario, TrafficConfig};
+use crate::buffer::{AdmitRequest, BufferConfig, BufferModel, StaticLimits, Verdict};
+use crate::config::{Forwarding, Scenario, TrafficConfig};
 use crate::error::{ConfigError, RunError};
 use crate::event_queue::EventQueue;
 use crate::ids::{ChannelId, FlowId, NodeId, PacketId, PortId, SourceId};
@@ -268,11 +268,11 @@ impl Simulation {
                 }
                 NodeKind::Host => {
                     let b = BufferModel::build(
-                        &BufferConfig::Static {
+                        &BufferConfig::Static(StaticLimits {
                             port_bytes: net.host.nic_buffer_bytes,
                             queue_bytes: None,
                             queue_packets: None,
-                        },
+                        }),
                         &port_rates[i],
                         classes,
                         "network.host.nic_buffer",

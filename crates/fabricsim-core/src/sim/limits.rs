@@ -24,7 +24,8 @@
 //! come on top and depend on the run.
 
 use super::transport::TcpFlow;
-use crate::config::{BufferConfig, HostsPerLeaf, Scenario, TopologyConfig, TrafficConfig};
+use crate::buffer::BufferConfig;
+use crate::config::{HostsPerLeaf, Scenario, TopologyConfig, TrafficConfig};
 use crate::error::ConfigError;
 use crate::network::{Channel, Node, Port};
 use crate::stats::FlowStats;
