@@ -22,7 +22,7 @@ pub struct Scenario {
     pub drain_limit_ps: u64,
     #[serde(default)]
     pub network: NetworkConfig,
-    pub topology: TopologyConfig,
+    pub topology: crate::network::topology::TopologyConfig,
     #[serde(default)]
     pub traffic: Vec<TrafficConfig>,
     #[serde(default)]
@@ -83,33 +83,13 @@ impl Default for NetworkConfig {
     }
 }
 
-#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum Forwarding {
-    #[default]
-    StoreAndForward,
-    CutThrough,
-}
-
-/// What kind of device a switch node is.
-#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum DeviceKind {
-    /// An output-queued packet switch (the buffer models, schedulers, ECN, PFC).
-    #[default]
-    Switch,
-    /// A broadcast fabric with its own adapters: every input reaches every
-    /// output and receivers keep the frames addressed to them (see `sim/broadcast.rs`).
-    Broadcast,
-}
-
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct SwitchConfig {
     #[serde(default)]
-    pub kind: DeviceKind,
+    pub kind: crate::network::DeviceKind,
     #[serde(default)]
-    pub forwarding: Forwarding,
+    pub forwarding: crate::network::Forwarding,
     /// Cut-through: bytes of a frame the device receives before it starts
     /// forwarding it (the header it decides on).
     #[serde(default = "default_cut_through_bytes")]
@@ -157,8 +137,8 @@ fn default_cut_through_bytes() -> u32 {
 impl Default for SwitchConfig {
     fn default() -> Self {
         SwitchConfig {
-            kind: DeviceKind::default(),
-            forwarding: Forwarding::default(),
+            kind: Default::default(),
+            forwarding: Default::default(),
             cut_through_bytes: default_cut_through_bytes(),
             mtu_bytes: None,
             power: None,
@@ -209,84 +189,6 @@ impl Default for HostConfig {
     fn default() -> Self {
         HostConfig { latency_ps: 0, nic_buffer_bytes: default_nic_buffer(), pipeline: None, model: None, egress: None }
     }
-}
-
-#[derive(Clone, Copy, Debug, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct LinkConfig {
-    pub rate_bps: u64,
-    pub delay_ps: u64,
-    /// Probability that the link loses a packet, in each direction.
-    #[serde(default)]
-    pub loss: f64,
-}
-
-#[derive(Clone, Debug, Deserialize, Serialize)]
-#[serde(untagged)]
-pub enum HostsPerLeaf {
-    Same(u32),
-    Each(Vec<u32>),
-}
-
-#[derive(Clone, Debug, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct ExplicitNode {
-    pub name: String,
-    pub kind: NodeKindConfig,
-}
-
-#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum NodeKindConfig {
-    Host,
-    Switch,
-}
-
-#[derive(Clone, Debug, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct ExplicitLink {
-    pub a: String,
-    pub b: String,
-    pub rate_bps: u64,
-    pub delay_ps: u64,
-    #[serde(default)]
-    pub loss: f64,
-}
-
-#[derive(Clone, Debug, Deserialize, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
-pub enum TopologyConfig {
-    Star {
-        hosts: u32,
-        link: LinkConfig,
-    },
-    Dumbbell {
-        left: u32,
-        right: u32,
-        edge_link: LinkConfig,
-        bottleneck_link: LinkConfig,
-    },
-    LeafSpine {
-        leaves: u32,
-        spines: u32,
-        hosts_per_leaf: HostsPerLeaf,
-        host_link: LinkConfig,
-        fabric_link: LinkConfig,
-        #[serde(default = "default_one")]
-        links_per_spine: u32,
-    },
-    FatTree {
-        k: u32,
-        link: LinkConfig,
-    },
-    Explicit {
-        nodes: Vec<ExplicitNode>,
-        links: Vec<ExplicitLink>,
-    },
-}
-
-fn default_one() -> u32 {
-    1
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize)]

@@ -21,7 +21,7 @@
 //! delivers it.
 
 use crate::buffer::{AdmitRequest, BufferConfig, BufferModel, StaticLimits, Verdict};
-use crate::config::{Forwarding, Scenario, TrafficConfig};
+use crate::config::{Scenario, TrafficConfig};
 use crate::error::{ConfigError, RunError};
 use crate::event_queue::EventQueue;
 use crate::ids::{ChannelId, FlowId, NodeId, PacketId, PortId, SourceId};
@@ -29,7 +29,7 @@ use crate::network::aqm::AqmAction;
 use crate::network::multicast::MCAST_TAG;
 use crate::network::routing::RoutingTable;
 use crate::network::topology::{Graph, NodeKind};
-use crate::network::{Channel, Node, Port};
+use crate::network::{Channel, Forwarding, Node, Port};
 use crate::packet::{Packet, PacketKind, PacketPool, CONTROL_FLOW, ECN_ECT, ECN_NOT_ECT, LOCAL_PORT};
 use crate::rng::{mix64, RandomStream};
 use crate::stats::{Column, DropCounters, DropReason, FlowStats, QueueSamples, RunOutput, Table, Value};

@@ -20,9 +20,10 @@
 
 use super::Simulation;
 use crate::buffer::BufferConfig;
-use crate::config::{DeviceKind, Forwarding, Scenario};
+use crate::config::Scenario;
 use crate::error::ConfigError;
 use crate::network::topology::NodeKind;
+use crate::network::{DeviceKind, Forwarding};
 use crate::stats::{Column, DropReason, Table};
 use std::collections::BTreeMap;
 
