@@ -26,7 +26,7 @@ use crate::network::topology::TopologyConfig;
 use crate::network::{DeviceKind, Forwarding};
 use crate::pipeline::PipelineConfig;
 use crate::power::PowerConfig;
-use crate::stats::StatsConfig;
+use crate::stats::{FlowKind, StatsConfig};
 use crate::traffic::{BurstConfig, UdpConfig};
 use crate::transport::apps::{Iperf3Config, PingPongConfig, TcpBulkConfig, TcpFlowsConfig, TcpIncastConfig};
 use crate::transport::roce::{RdmaWriteConfig, RoceConfig};
@@ -229,6 +229,23 @@ pub enum TrafficConfig {
     RdmaWrite(RdmaWriteConfig),
     Iperf3(Iperf3Config),
     PingPong(PingPongConfig),
+}
+
+impl TrafficConfig {
+    /// The kind of the flows this entry creates.
+    pub fn flow_kind(&self) -> FlowKind {
+        match self {
+            TrafficConfig::UdpCbr(_) => FlowKind::UdpCbr,
+            TrafficConfig::UdpPoisson(_) => FlowKind::UdpPoisson,
+            TrafficConfig::Burst(_) => FlowKind::Burst,
+            TrafficConfig::TcpBulk(_) => FlowKind::TcpBulk,
+            TrafficConfig::TcpIncast(_) => FlowKind::TcpIncast,
+            TrafficConfig::TcpFlows(_) => FlowKind::TcpFlow,
+            TrafficConfig::RdmaWrite(_) => FlowKind::Rdma,
+            TrafficConfig::Iperf3(_) => FlowKind::Iperf3,
+            TrafficConfig::PingPong(_) => FlowKind::PingPong,
+        }
+    }
 }
 
 impl Scenario {

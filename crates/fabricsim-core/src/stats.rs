@@ -4,6 +4,59 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// What created a flow: the kind of its traffic entry, written in the `flows`
+/// table's `kind` column (its code is the column's category index).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(u32)]
+pub enum FlowKind {
+    #[default]
+    UdpCbr = 0,
+    UdpPoisson = 1,
+    Burst = 2,
+    TcpBulk = 3,
+    TcpIncast = 4,
+    TcpFlow = 5,
+    /// RoCEv2 queue pairs (`rdma_write`).
+    Rdma = 6,
+    Iperf3 = 7,
+    PingPong = 8,
+}
+
+impl FlowKind {
+    /// Every kind, in code order.
+    pub const ALL: [FlowKind; 9] = [
+        FlowKind::UdpCbr,
+        FlowKind::UdpPoisson,
+        FlowKind::Burst,
+        FlowKind::TcpBulk,
+        FlowKind::TcpIncast,
+        FlowKind::TcpFlow,
+        FlowKind::Rdma,
+        FlowKind::Iperf3,
+        FlowKind::PingPong,
+    ];
+
+    /// The label in outputs, and the prefix of an unnamed entry's flow names.
+    pub fn name(self) -> &'static str {
+        match self {
+            FlowKind::UdpCbr => "udp_cbr",
+            FlowKind::UdpPoisson => "udp_poisson",
+            FlowKind::Burst => "burst",
+            FlowKind::TcpBulk => "tcp_bulk",
+            FlowKind::TcpIncast => "tcp_incast",
+            FlowKind::TcpFlow => "tcp_flow",
+            FlowKind::Rdma => "rdma",
+            FlowKind::Iperf3 => "iperf3",
+            FlowKind::PingPong => "ping_pong",
+        }
+    }
+
+    /// The category code in the `flows` table.
+    pub fn code(self) -> u32 {
+        self as u32
+    }
+}
+
 /// Why a packet was dropped. Every drop in the core goes through one call that
 /// takes one of these.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -144,7 +197,7 @@ pub struct FlowStats {
     // Bytes 48-103 (lines 0 and 1).
     pub latency: crate::histogram::LogHistogram,
     pub name: u32,
-    pub kind: u32,
+    pub kind: FlowKind,
     // Line 2.
     pub packets_sent: u64,
     pub bytes_sent: u64,
@@ -477,5 +530,22 @@ impl Default for StatsConfig {
             packet_latency: None,
             tcp_trace: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FlowKind;
+
+    #[test]
+    fn flow_kinds_are_numbered_in_order_with_distinct_names() {
+        for (i, k) in FlowKind::ALL.iter().enumerate() {
+            assert_eq!(k.code() as usize, i, "{k:?}");
+        }
+        let mut names: Vec<_> = FlowKind::ALL.iter().map(|k| k.name()).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), FlowKind::ALL.len());
+        assert_eq!(FlowKind::default(), FlowKind::UdpCbr);
     }
 }
