@@ -3,8 +3,34 @@
 //! Field names end in their unit: `_ps` (picoseconds), `_bps` (bit/s), `_bytes`.
 //! Unknown fields are rejected. Semantic checks (names, ranges, connectivity)
 //! happen when the simulation is built and report the field path.
+//!
+//! Each model owns its configuration (the buffer models in `buffer/`, the
+//! topology, forwarding, ECN, schedulers, PFC, shapers and multicast in
+//! `network/`, UDP sources in `traffic/`, TCP and RoCE in `transport/`, host
+//! datapaths in `host/`, pipelines in `pipeline/`, what is measured in
+//! `stats.rs`); this module only assembles them into the scenario, the
+//! network's switch and host sections and the list of traffic entries. It
+//! imports the models and nothing above them (`tests/layering.rs`).
 
+use crate::buffer::BufferConfig;
 use crate::error::ConfigError;
+use crate::host::egress::EgressConfig;
+use crate::host::HostModelConfig;
+use crate::network::aqm::EcnConfig;
+use crate::network::arbitration::ArbitrationConfig;
+use crate::network::multicast::MulticastConfig;
+use crate::network::pfc::PfcConfig;
+use crate::network::port::SchedulerConfig;
+use crate::network::shaper::PortShaperConfig;
+use crate::network::topology::TopologyConfig;
+use crate::network::{DeviceKind, Forwarding};
+use crate::pipeline::PipelineConfig;
+use crate::power::PowerConfig;
+use crate::stats::{FlowKind, StatsConfig};
+use crate::traffic::{BurstConfig, UdpConfig};
+use crate::transport::apps::{Iperf3Config, PingPongConfig, TcpBulkConfig, TcpFlowsConfig, TcpIncastConfig};
+use crate::transport::roce::{RdmaWriteConfig, RoceConfig};
+use crate::transport::tcp::TcpConfig;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -29,13 +55,13 @@ pub struct Scenario {
     pub stats: StatsConfig,
     /// Defaults for TCP traffic; an entry may carry its own `tcp`.
     #[serde(default)]
-    pub tcp: crate::transport::tcp::TcpConfig,
+    pub tcp: TcpConfig,
     /// Defaults for RoCEv2 traffic; an entry may carry its own `roce`.
     #[serde(default)]
-    pub roce: crate::transport::roce::RoceConfig,
+    pub roce: RoceConfig,
     /// Multicast groups (see `network/multicast.rs`).
     #[serde(default)]
-    pub multicast: crate::network::multicast::MulticastConfig,
+    pub multicast: MulticastConfig,
 }
 
 fn default_true() -> bool {
@@ -83,26 +109,6 @@ impl Default for NetworkConfig {
     }
 }
 
-#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum Forwarding {
-    #[default]
-    StoreAndForward,
-    CutThrough,
-}
-
-/// What kind of device a switch node is.
-#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum DeviceKind {
-    /// An output-queued packet switch (the buffer models, schedulers, ECN, PFC).
-    #[default]
-    Switch,
-    /// A broadcast fabric with its own adapters: every input reaches every
-    /// output and receivers keep the frames addressed to them (see `sim/broadcast.rs`).
-    Broadcast,
-}
-
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct SwitchConfig {
@@ -119,29 +125,29 @@ pub struct SwitchConfig {
     pub mtu_bytes: Option<u32>,
     /// Power model of the device (see `power.rs`); `None`: not modelled.
     #[serde(default)]
-    pub power: Option<crate::power::PowerConfig>,
+    pub power: Option<PowerConfig>,
     #[serde(default = "default_switch_latency")]
     pub latency_ps: u64,
     #[serde(default)]
     pub buffer: BufferConfig,
     /// RED/ECN marking or WRED dropping per egress queue (see `network/aqm.rs`).
     #[serde(default)]
-    pub ecn: Option<crate::network::aqm::EcnConfig>,
+    pub ecn: Option<EcnConfig>,
     /// Egress scheduler of every port (see `network/port.rs`).
     #[serde(default)]
-    pub scheduler: crate::network::port::SchedulerConfig,
+    pub scheduler: SchedulerConfig,
     /// Priority flow control of lossless classes (see `network/pfc.rs`).
     #[serde(default)]
-    pub pfc: Option<crate::network::pfc::PfcConfig>,
+    pub pfc: Option<PfcConfig>,
     /// Ingress match-action pipeline (see `pipeline/`).
     #[serde(default)]
-    pub pipeline: Option<crate::pipeline::PipelineConfig>,
+    pub pipeline: Option<PipelineConfig>,
     /// How egress ports divide their bandwidth among inputs (see `network/arbitration.rs`).
     #[serde(default)]
-    pub arbitration: crate::network::arbitration::ArbitrationConfig,
-    /// Egress ports shaped like an htb class (see `sim/port_shaper.rs`).
+    pub arbitration: ArbitrationConfig,
+    /// Egress ports shaped like an htb class (see `network/shaper.rs`).
     #[serde(default)]
-    pub shaper: Option<crate::sim::PortShaperConfig>,
+    pub shaper: Option<PortShaperConfig>,
 }
 
 fn default_switch_latency() -> u64 {
@@ -157,8 +163,8 @@ fn default_cut_through_bytes() -> u32 {
 impl Default for SwitchConfig {
     fn default() -> Self {
         SwitchConfig {
-            kind: DeviceKind::default(),
-            forwarding: Forwarding::default(),
+            kind: Default::default(),
+            forwarding: Default::default(),
             cut_through_bytes: default_cut_through_bytes(),
             mtu_bytes: None,
             power: None,
@@ -174,80 +180,6 @@ impl Default for SwitchConfig {
     }
 }
 
-/// Buffer (MMU) model of a device, chosen by `model`.
-#[derive(Clone, Debug, Deserialize, Serialize)]
-#[serde(tag = "model", rename_all = "snake_case", deny_unknown_fields)]
-pub enum BufferConfig {
-    /// Static per-port drop-tail buffer, optionally with per-queue caps in
-    /// bytes and in packets.
-    Static {
-        port_bytes: u64,
-        #[serde(default)]
-        queue_bytes: Option<u64>,
-        /// Cap on the packets held by each (port, class) queue (a router's hold queue).
-        #[serde(default)]
-        queue_packets: Option<u32>,
-    },
-    /// Shared buffer with dynamic thresholds (see `buffer/shared.rs`).
-    Shared {
-        /// Whole buffer of the device, reserved minimums included.
-        total_bytes: u64,
-        #[serde(default = "default_cell_bytes")]
-        cell_bytes: u32,
-        #[serde(default)]
-        per_packet_overhead_bytes: u32,
-        /// Egress alpha: one value for every class, or one per class.
-        #[serde(default = "default_alpha")]
-        alpha: Vec<f64>,
-        #[serde(default)]
-        reserved_bytes_per_queue: u64,
-        /// Ingress (priority group) alpha; `None` leaves ingress unlimited.
-        #[serde(default)]
-        ingress_alpha: Option<Vec<f64>>,
-        /// Shared service pool sizes; `None` gives one pool holding all shared cells.
-        #[serde(default)]
-        pools: Option<Vec<u64>>,
-        /// Service pool of each class; `None` maps every class to pool 0.
-        #[serde(default)]
-        class_pool: Option<Vec<u8>>,
-        /// Buffer slices, each with its own share of the pools (1 = one buffer).
-        #[serde(default = "default_one")]
-        slices: u32,
-        /// Slice of each egress port; `None` splits the ports into equal blocks.
-        #[serde(default)]
-        port_slice: Option<Vec<u8>>,
-        /// Guaranteed bytes per ingress priority group.
-        #[serde(default)]
-        pg_min_bytes: u64,
-        /// Priority group of each class (one value: every class); `None`: the group is the class.
-        #[serde(default)]
-        class_pg: Option<Vec<u8>>,
-        /// Headroom set aside per ingress port, by speed: `[up to rate_bps, bytes]`.
-        #[serde(default)]
-        headroom_per_port: Vec<[u64; 2]>,
-        /// Bytes set aside for the device's own queues (CPU, loopback, multicast).
-        #[serde(default)]
-        reserved_fixed_bytes: u64,
-    },
-    /// Deep-buffer VOQ switch (see `buffer/voq.rs`).
-    Voq(crate::buffer::voq::VoqConfig),
-    /// Dynamic thresholds plus elephant trap, AFD and DPP (see `buffer/intelligent.rs`).
-    Intelligent(crate::buffer::intelligent::IntelligentConfig),
-}
-
-fn default_cell_bytes() -> u32 {
-    256
-}
-fn default_alpha() -> Vec<f64> {
-    vec![1.0]
-}
-
-impl Default for BufferConfig {
-    fn default() -> Self {
-        BufferConfig::Static { port_bytes: 1_000_000, queue_bytes: None, queue_packets: None }
-    }
-}
-
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct HostConfig {
@@ -257,13 +189,13 @@ pub struct HostConfig {
     pub nic_buffer_bytes: u64,
     /// Match-action pipeline of every host's NIC, on receive and transmit (see `pipeline/`).
     #[serde(default)]
-    pub pipeline: Option<crate::pipeline::PipelineConfig>,
+    pub pipeline: Option<PipelineConfig>,
     /// CPU cores, software stack and NIC of every host (see `host/`); `None`: ideal hosts.
     #[serde(default)]
-    pub model: Option<crate::host::HostModelConfig>,
+    pub model: Option<HostModelConfig>,
     /// Jitter, shaper and delay line below every host's stack (see `host/egress.rs`).
     #[serde(default)]
-    pub egress: Option<crate::host::egress::EgressConfig>,
+    pub egress: Option<EgressConfig>,
 }
 
 /// What one host sets differently from `network.host`.
@@ -272,7 +204,7 @@ pub struct HostConfig {
 pub struct HostOverrideConfig {
     /// The host's complete egress settings (replacing `network.host.egress`).
     #[serde(default)]
-    pub egress: Option<crate::host::egress::EgressConfig>,
+    pub egress: Option<EgressConfig>,
 }
 
 fn default_nic_buffer() -> u64 {
@@ -285,301 +217,33 @@ impl Default for HostConfig {
     }
 }
 
-#[derive(Clone, Copy, Debug, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct LinkConfig {
-    pub rate_bps: u64,
-    pub delay_ps: u64,
-    /// Probability that the link loses a packet, in each direction.
-    #[serde(default)]
-    pub loss: f64,
-}
-
-#[derive(Clone, Debug, Deserialize, Serialize)]
-#[serde(untagged)]
-pub enum HostsPerLeaf {
-    Same(u32),
-    Each(Vec<u32>),
-}
-
-#[derive(Clone, Debug, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct ExplicitNode {
-    pub name: String,
-    pub kind: NodeKindConfig,
-}
-
-#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum NodeKindConfig {
-    Host,
-    Switch,
-}
-
-#[derive(Clone, Debug, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct ExplicitLink {
-    pub a: String,
-    pub b: String,
-    pub rate_bps: u64,
-    pub delay_ps: u64,
-    #[serde(default)]
-    pub loss: f64,
-}
-
-#[derive(Clone, Debug, Deserialize, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
-pub enum TopologyConfig {
-    Star {
-        hosts: u32,
-        link: LinkConfig,
-    },
-    Dumbbell {
-        left: u32,
-        right: u32,
-        edge_link: LinkConfig,
-        bottleneck_link: LinkConfig,
-    },
-    LeafSpine {
-        leaves: u32,
-        spines: u32,
-        hosts_per_leaf: HostsPerLeaf,
-        host_link: LinkConfig,
-        fabric_link: LinkConfig,
-        #[serde(default = "default_one")]
-        links_per_spine: u32,
-    },
-    FatTree {
-        k: u32,
-        link: LinkConfig,
-    },
-    Explicit {
-        nodes: Vec<ExplicitNode>,
-        links: Vec<ExplicitLink>,
-    },
-}
-
-fn default_one() -> u32 {
-    1
-}
-
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum TrafficConfig {
     UdpCbr(UdpConfig),
     UdpPoisson(UdpConfig),
     Burst(BurstConfig),
-    TcpBulk(crate::transport::apps::TcpBulkConfig),
-    TcpIncast(crate::transport::apps::TcpIncastConfig),
-    TcpFlows(crate::transport::apps::TcpFlowsConfig),
-    RdmaWrite(crate::transport::roce::RdmaWriteConfig),
-    Iperf3(crate::transport::apps::Iperf3Config),
-    PingPong(crate::transport::apps::PingPongConfig),
+    TcpBulk(TcpBulkConfig),
+    TcpIncast(TcpIncastConfig),
+    TcpFlows(TcpFlowsConfig),
+    RdmaWrite(RdmaWriteConfig),
+    Iperf3(Iperf3Config),
+    PingPong(PingPongConfig),
 }
 
-#[derive(Clone, Debug, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct UdpConfig {
-    #[serde(default)]
-    pub name: String,
-    pub src: Vec<String>,
-    /// Destination host; empty when the entry sends to a multicast `group`.
-    #[serde(default)]
-    pub dst: String,
-    /// Multicast group (`multicast.groups[].name`) instead of a host.
-    #[serde(default)]
-    pub group: Option<String>,
-    /// How a group is reached: switches replicate, or the sender sends one copy per member.
-    #[serde(default)]
-    pub replication: crate::network::multicast::Replication,
-    #[serde(default)]
-    pub rate_bps: Option<u64>,
-    #[serde(default)]
-    pub load: Option<f64>,
-    #[serde(default = "default_frame")]
-    pub frame_bytes: u32,
-    #[serde(default)]
-    pub start_ps: u64,
-    #[serde(default)]
-    pub stop_ps: Option<u64>,
-    #[serde(default)]
-    pub max_frames: Option<u64>,
-    #[serde(default)]
-    pub class: u8,
-    /// Send packets as ECN-capable (ECT(0)).
-    #[serde(default)]
-    pub ecn: bool,
-    /// DSCP of the packets (0..63).
-    #[serde(default)]
-    pub dscp: u8,
-    /// UDP destination port seen by match-action stages (default 5001).
-    #[serde(default)]
-    pub dst_port: Option<u16>,
-    /// Each source starts at `start_ps` plus a uniform random offset below
-    /// this (traffic generators' ports are not phase-locked); 0: all at once.
-    #[serde(default)]
-    pub start_jitter_ps: u64,
-}
-
-#[derive(Clone, Debug, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct BurstConfig {
-    #[serde(default)]
-    pub name: String,
-    pub src: Vec<String>,
-    pub dst: String,
-    pub frames: u64,
-    #[serde(default = "default_frame")]
-    pub frame_bytes: u32,
-    #[serde(default)]
-    pub start_ps: u64,
-    #[serde(default)]
-    pub class: u8,
-    /// Send packets as ECN-capable (ECT(0)).
-    #[serde(default)]
-    pub ecn: bool,
-    /// DSCP of the packets (0..63).
-    #[serde(default)]
-    pub dscp: u8,
-    /// UDP destination port seen by match-action stages (default 5001).
-    #[serde(default)]
-    pub dst_port: Option<u16>,
-    /// Each source starts at `start_ps` plus a uniform random offset below
-    /// this (traffic generators' ports are not phase-locked); 0: all at once.
-    #[serde(default)]
-    pub start_jitter_ps: u64,
-}
-
-fn default_frame() -> u32 {
-    1500
-}
-
-#[derive(Clone, Debug, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct StatsConfig {
-    #[serde(default = "default_sample_interval")]
-    pub queue_sample_interval_ps: u64,
-    #[serde(default)]
-    pub sample_hosts: bool,
-    /// Width of the throughput time bins; 0 turns them off.
-    #[serde(default = "default_throughput_interval")]
-    pub throughput_interval_ps: u64,
-    /// Width of the power bins (devices with a power model); 0 gives one bin for the run.
-    #[serde(default = "default_throughput_interval")]
-    pub power_interval_ps: u64,
-    /// Width of the CPU busy-time bins of host models (`cpu` table); 0 turns them off.
-    #[serde(default = "default_cpu_interval")]
-    pub cpu_interval_ps: u64,
-    /// Packet capture taps (`sim/pcap.rs`); none by default.
-    #[serde(default)]
-    pub pcap: Vec<PcapTapConfig>,
-    /// Per-packet latency breakdown (`sim/packet_latency.rs`); off by default.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub packet_latency: Option<PacketLatencyConfig>,
-    /// Per-flow TCP sender state over time (`sim/tcp_trace.rs`); off by default.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tcp_trace: Option<TcpTraceConfig>,
-}
-
-/// `stats.tcp_trace`: a row per ACK a traced TCP sender processes (or at
-/// most one per `interval_ps` per flow), plus one at each retransmission
-/// timeout and each entry into and exit from fast recovery.
-#[derive(Clone, Debug, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct TcpTraceConfig {
-    /// Traffic entry names or flow ids; every TCP flow when empty.
-    #[serde(default)]
-    pub flows: Vec<FlowRef>,
-    /// At most one ACK row per flow per interval; 0: a row at every ACK.
-    #[serde(default)]
-    pub interval_ps: u64,
-    /// Rows kept at most; later ones are counted in `tcp_trace_missed`.
-    #[serde(default = "default_tcp_trace_rows")]
-    pub max_rows: u64,
-}
-
-/// A flow chosen by its traffic entry's name or by its flow id.
-#[derive(Clone, Debug, Deserialize, Serialize)]
-#[serde(untagged)]
-pub enum FlowRef {
-    Id(u32),
-    Name(String),
-}
-
-fn default_tcp_trace_rows() -> u64 {
-    1_000_000
-}
-
-/// `stats.packet_latency`: the first `max_packets` packets delivered of the
-/// traffic entries named in `flows` (every entry when empty).
-#[derive(Clone, Debug, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct PacketLatencyConfig {
-    #[serde(default = "default_traced_packets")]
-    pub max_packets: u64,
-    #[serde(default)]
-    pub flows: Vec<String>,
-}
-
-fn default_traced_packets() -> u64 {
-    10_000
-}
-
-/// A packet capture tap: the frames one port (or every port) of a node
-/// transmits, receives or both.
-#[derive(Clone, Debug, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct PcapTapConfig {
-    pub node: String,
-    /// Local port; every port of the node if absent.
-    #[serde(default)]
-    pub port: Option<u16>,
-    /// `tx`, `rx` or `both`.
-    #[serde(default = "default_pcap_direction")]
-    pub direction: String,
-    /// Bytes of each frame kept in the file.
-    #[serde(default = "default_snaplen")]
-    pub snaplen: u32,
-    /// Frames recorded at most; later ones are counted as missed.
-    #[serde(default = "default_max_packets")]
-    pub max_packets: u64,
-}
-
-fn default_pcap_direction() -> String {
-    "both".to_string()
-}
-
-fn default_snaplen() -> u32 {
-    262_144
-}
-
-fn default_max_packets() -> u64 {
-    1_000_000
-}
-
-fn default_cpu_interval() -> u64 {
-    100_000_000
-}
-
-fn default_throughput_interval() -> u64 {
-    1_000_000_000
-}
-
-fn default_sample_interval() -> u64 {
-    10_000_000
-}
-
-impl Default for StatsConfig {
-    fn default() -> Self {
-        StatsConfig {
-            queue_sample_interval_ps: default_sample_interval(),
-            sample_hosts: false,
-            throughput_interval_ps: default_throughput_interval(),
-            power_interval_ps: default_throughput_interval(),
-            cpu_interval_ps: default_cpu_interval(),
-            pcap: Vec::new(),
-            packet_latency: None,
-            tcp_trace: None,
+impl TrafficConfig {
+    /// The kind of the flows this entry creates.
+    pub fn flow_kind(&self) -> FlowKind {
+        match self {
+            TrafficConfig::UdpCbr(_) => FlowKind::UdpCbr,
+            TrafficConfig::UdpPoisson(_) => FlowKind::UdpPoisson,
+            TrafficConfig::Burst(_) => FlowKind::Burst,
+            TrafficConfig::TcpBulk(_) => FlowKind::TcpBulk,
+            TrafficConfig::TcpIncast(_) => FlowKind::TcpIncast,
+            TrafficConfig::TcpFlows(_) => FlowKind::TcpFlow,
+            TrafficConfig::RdmaWrite(_) => FlowKind::Rdma,
+            TrafficConfig::Iperf3(_) => FlowKind::Iperf3,
+            TrafficConfig::PingPong(_) => FlowKind::PingPong,
         }
     }
 }

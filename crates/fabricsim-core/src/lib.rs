@@ -51,6 +51,7 @@ pub mod power;
 pub mod rng;
 pub mod sim;
 pub mod stats;
+pub mod token_bucket;
 pub mod traffic;
 pub mod transport;
 pub mod units;

@@ -20,8 +20,8 @@
 //! propagation delay plus that node's fixed latency; a switch routes it on, a host
 //! delivers it.
 
-use crate::buffer::{AdmitRequest, BufferModel, Verdict};
-use crate::config::{BufferConfig, Forwarding, Scenario, TrafficConfig};
+use crate::buffer::{AdmitRequest, BufferConfig, BufferModel, StaticLimits, Verdict};
+use crate::config::{Scenario, TrafficConfig};
 use crate::error::{ConfigError, RunError};
 use crate::event_queue::EventQueue;
 use crate::ids::{ChannelId, FlowId, NodeId, PacketId, PortId, SourceId};
@@ -29,10 +29,10 @@ use crate::network::aqm::AqmAction;
 use crate::network::multicast::MCAST_TAG;
 use crate::network::routing::RoutingTable;
 use crate::network::topology::{Graph, NodeKind};
-use crate::network::{Channel, Node, Port};
+use crate::network::{Channel, Forwarding, Node, Port};
 use crate::packet::{Packet, PacketKind, PacketPool, CONTROL_FLOW, ECN_ECT, ECN_NOT_ECT, LOCAL_PORT};
 use crate::rng::{mix64, RandomStream};
-use crate::stats::{Column, DropCounters, DropReason, FlowStats, QueueSamples, RunOutput, Table, Value};
+use crate::stats::{Column, DropCounters, DropReason, FlowKind, FlowStats, QueueSamples, RunOutput, Table, Value};
 use crate::traffic::Source;
 use crate::units::{Rate, SimTime};
 use std::collections::BTreeMap;
@@ -53,11 +53,10 @@ mod pcap;
 mod pfc;
 mod pipeline;
 mod port_shaper;
-mod tcp_trace;
-pub use port_shaper::PortShaperConfig;
 mod power;
 mod prefetch;
 mod roce;
+mod tcp_trace;
 mod transport;
 
 use crate::transport::tcp::{Outbox, TcpConfig};
@@ -110,9 +109,6 @@ pub enum Progress {
     /// The event budget of the call was used up first; call again.
     Paused,
 }
-
-const FLOW_KINDS: [&str; 9] =
-    ["udp_cbr", "udp_poisson", "burst", "tcp_bulk", "tcp_incast", "tcp_flow", "rdma", "iperf3", "ping_pong"];
 
 /// A running simulation.
 pub struct Simulation {
@@ -269,11 +265,11 @@ impl Simulation {
                 }
                 NodeKind::Host => {
                     let b = BufferModel::build(
-                        &BufferConfig::Static {
+                        &BufferConfig::Static(StaticLimits {
                             port_bytes: net.host.nic_buffer_bytes,
                             queue_bytes: None,
                             queue_packets: None,
-                        },
+                        }),
                         &port_rates[i],
                         classes,
                         "network.host.nic_buffer",
@@ -451,35 +447,38 @@ impl Simulation {
         index: &BTreeMap<&str, usize>,
         graph: &Graph,
     ) -> Result<(), ConfigError> {
-        if let Some(result) = self.add_tcp_traffic(i, t, index, graph) {
-            return result;
+        match t {
+            TrafficConfig::UdpCbr(_) | TrafficConfig::UdpPoisson(_) | TrafficConfig::Burst(_) => {
+                self.add_udp_traffic(i, t, index, graph)
+            }
+            TrafficConfig::TcpBulk(b) => self.add_bulk(i, b, index, graph),
+            TrafficConfig::TcpIncast(c) => self.add_incast(i, c, index, graph),
+            TrafficConfig::TcpFlows(f) => self.add_flow_list(i, f, index, graph),
+            TrafficConfig::RdmaWrite(r) => self.add_rdma_write(i, r, index, graph),
+            TrafficConfig::Iperf3(c) => self.add_iperf3(i, c, index, graph),
+            TrafficConfig::PingPong(c) => self.add_ping_pong(i, c, index, graph),
         }
-        if let Some(result) = self.add_roce_traffic(i, t, index, graph) {
-            return result;
-        }
-        if let Some(result) = self.add_app_traffic(i, t, index, graph) {
-            return result;
-        }
+    }
+
+    /// Adds a `udp_cbr`, `udp_poisson` or `burst` entry.
+    fn add_udp_traffic(
+        &mut self,
+        i: usize,
+        t: &TrafficConfig,
+        index: &BTreeMap<&str, usize>,
+        graph: &Graph,
+    ) -> Result<(), ConfigError> {
+        let kind = t.flow_kind();
         let path = format!("traffic[{i}]");
         let host = |name: &str, field: &str| resolve_host(index, graph, name, &format!("{path}.{field}"));
-        let (kind, name, srcs, dst, class, frame, dscp, dport, jitter) = match t {
-            TrafficConfig::UdpCbr(u) => {
-                (0u32, &u.name, &u.src, &u.dst, u.class, u.frame_bytes, u.dscp, u.dst_port, u.start_jitter_ps)
-            }
-            TrafficConfig::UdpPoisson(u) => {
-                (1, &u.name, &u.src, &u.dst, u.class, u.frame_bytes, u.dscp, u.dst_port, u.start_jitter_ps)
+        let (name, srcs, dst, class, frame, dscp, dport, jitter) = match t {
+            TrafficConfig::UdpCbr(u) | TrafficConfig::UdpPoisson(u) => {
+                (&u.name, &u.src, &u.dst, u.class, u.frame_bytes, u.dscp, u.dst_port, u.start_jitter_ps)
             }
             TrafficConfig::Burst(b) => {
-                (2, &b.name, &b.src, &b.dst, b.class, b.frame_bytes, b.dscp, b.dst_port, b.start_jitter_ps)
+                (&b.name, &b.src, &b.dst, b.class, b.frame_bytes, b.dscp, b.dst_port, b.start_jitter_ps)
             }
-            TrafficConfig::TcpBulk(_)
-            | TrafficConfig::TcpIncast(_)
-            | TrafficConfig::TcpFlows(_)
-            | TrafficConfig::RdmaWrite(_)
-            | TrafficConfig::Iperf3(_)
-            | TrafficConfig::PingPong(_) => {
-                unreachable!("TCP, RDMA and application traffic is added by their own functions")
-            }
+            _ => unreachable!("add_traffic_entry hands only UDP entries here"),
         };
         if srcs.is_empty() {
             return Err(ConfigError::new(format!("{path}.src"), "must name at least one host"));
@@ -506,11 +505,7 @@ impl Simulation {
             }
         };
         let name_idx = self.flow_names.len() as u32;
-        self.flow_names.push(if name.is_empty() {
-            format!("{}{}", FLOW_KINDS[kind as usize], i)
-        } else {
-            name.clone()
-        });
+        self.flow_names.push(if name.is_empty() { format!("{}{}", kind.name(), i) } else { name.clone() });
         let wire = frame as u64 + self.overhead;
         for (j, s) in srcs.iter().enumerate() {
             let src = host(s, &format!("src[{j}]"))?;
@@ -544,7 +539,7 @@ impl Simulation {
                         }
                         _ => return Err(ConfigError::new(format!("{path}.rate"), "must be a positive rate or load")),
                     };
-                    let pattern = if kind == 0 {
+                    let pattern = if kind == FlowKind::UdpCbr {
                         Source::constant(wire, rate)
                     } else {
                         Source::poisson(wire, rate, RandomStream::new(self.seed, "source", sid.0 as u64))
@@ -1355,8 +1350,8 @@ impl Simulation {
         t.push(
             "kind",
             Column::Cat {
-                codes: f.iter().map(|x| x.kind).collect(),
-                labels: FLOW_KINDS.iter().map(|s| s.to_string()).collect(),
+                codes: f.iter().map(|x| x.kind.code()).collect(),
+                labels: FlowKind::ALL.iter().map(|k| k.name().to_string()).collect(),
             },
         );
         t.push("src", Column::U32(f.iter().map(|x| x.src).collect()));

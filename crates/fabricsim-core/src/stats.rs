@@ -1,7 +1,61 @@
 //! Statistics: drop reasons, per-flow records, columnar output tables and the
 //! run summary.
 
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+
+/// What created a flow: the kind of its traffic entry, written in the `flows`
+/// table's `kind` column (its code is the column's category index).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(u32)]
+pub enum FlowKind {
+    #[default]
+    UdpCbr = 0,
+    UdpPoisson = 1,
+    Burst = 2,
+    TcpBulk = 3,
+    TcpIncast = 4,
+    TcpFlow = 5,
+    /// RoCEv2 queue pairs (`rdma_write`).
+    Rdma = 6,
+    Iperf3 = 7,
+    PingPong = 8,
+}
+
+impl FlowKind {
+    /// Every kind, in code order.
+    pub const ALL: [FlowKind; 9] = [
+        FlowKind::UdpCbr,
+        FlowKind::UdpPoisson,
+        FlowKind::Burst,
+        FlowKind::TcpBulk,
+        FlowKind::TcpIncast,
+        FlowKind::TcpFlow,
+        FlowKind::Rdma,
+        FlowKind::Iperf3,
+        FlowKind::PingPong,
+    ];
+
+    /// The label in outputs, and the prefix of an unnamed entry's flow names.
+    pub fn name(self) -> &'static str {
+        match self {
+            FlowKind::UdpCbr => "udp_cbr",
+            FlowKind::UdpPoisson => "udp_poisson",
+            FlowKind::Burst => "burst",
+            FlowKind::TcpBulk => "tcp_bulk",
+            FlowKind::TcpIncast => "tcp_incast",
+            FlowKind::TcpFlow => "tcp_flow",
+            FlowKind::Rdma => "rdma",
+            FlowKind::Iperf3 => "iperf3",
+            FlowKind::PingPong => "ping_pong",
+        }
+    }
+
+    /// The category code in the `flows` table.
+    pub fn code(self) -> u32 {
+        self as u32
+    }
+}
 
 /// Why a packet was dropped. Every drop in the core goes through one call that
 /// takes one of these.
@@ -143,7 +197,7 @@ pub struct FlowStats {
     // Bytes 48-103 (lines 0 and 1).
     pub latency: crate::histogram::LogHistogram,
     pub name: u32,
-    pub kind: u32,
+    pub kind: FlowKind,
     // Line 2.
     pub packets_sent: u64,
     pub bytes_sent: u64,
@@ -345,5 +399,153 @@ impl DropCounters {
         t.push("packets", Column::U64(self.map.values().map(|v| v.0).collect()));
         t.push("bytes", Column::U64(self.map.values().map(|v| v.1).collect()));
         t
+    }
+}
+
+/// Resolved `stats`: what a run measures and how often.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct StatsConfig {
+    #[serde(default = "default_sample_interval")]
+    pub queue_sample_interval_ps: u64,
+    #[serde(default)]
+    pub sample_hosts: bool,
+    /// Width of the throughput time bins; 0 turns them off.
+    #[serde(default = "default_throughput_interval")]
+    pub throughput_interval_ps: u64,
+    /// Width of the power bins (devices with a power model); 0 gives one bin for the run.
+    #[serde(default = "default_throughput_interval")]
+    pub power_interval_ps: u64,
+    /// Width of the CPU busy-time bins of host models (`cpu` table); 0 turns them off.
+    #[serde(default = "default_cpu_interval")]
+    pub cpu_interval_ps: u64,
+    /// Packet capture taps (`sim/pcap.rs`); none by default.
+    #[serde(default)]
+    pub pcap: Vec<PcapTapConfig>,
+    /// Per-packet latency breakdown (`sim/packet_latency.rs`); off by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub packet_latency: Option<PacketLatencyConfig>,
+    /// Per-flow TCP sender state over time (`sim/tcp_trace.rs`); off by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_trace: Option<TcpTraceConfig>,
+}
+
+/// `stats.tcp_trace`: a row per ACK a traced TCP sender processes (or at
+/// most one per `interval_ps` per flow), plus one at each retransmission
+/// timeout and each entry into and exit from fast recovery.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TcpTraceConfig {
+    /// Traffic entry names or flow ids; every TCP flow when empty.
+    #[serde(default)]
+    pub flows: Vec<FlowRef>,
+    /// At most one ACK row per flow per interval; 0: a row at every ACK.
+    #[serde(default)]
+    pub interval_ps: u64,
+    /// Rows kept at most; later ones are counted in `tcp_trace_missed`.
+    #[serde(default = "default_tcp_trace_rows")]
+    pub max_rows: u64,
+}
+
+/// A flow chosen by its traffic entry's name or by its flow id.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum FlowRef {
+    Id(u32),
+    Name(String),
+}
+
+fn default_tcp_trace_rows() -> u64 {
+    1_000_000
+}
+
+/// `stats.packet_latency`: the first `max_packets` packets delivered of the
+/// traffic entries named in `flows` (every entry when empty).
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PacketLatencyConfig {
+    #[serde(default = "default_traced_packets")]
+    pub max_packets: u64,
+    #[serde(default)]
+    pub flows: Vec<String>,
+}
+
+fn default_traced_packets() -> u64 {
+    10_000
+}
+
+/// A packet capture tap: the frames one port (or every port) of a node
+/// transmits, receives or both.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PcapTapConfig {
+    pub node: String,
+    /// Local port; every port of the node if absent.
+    #[serde(default)]
+    pub port: Option<u16>,
+    /// `tx`, `rx` or `both`.
+    #[serde(default = "default_pcap_direction")]
+    pub direction: String,
+    /// Bytes of each frame kept in the file.
+    #[serde(default = "default_snaplen")]
+    pub snaplen: u32,
+    /// Frames recorded at most; later ones are counted as missed.
+    #[serde(default = "default_max_packets")]
+    pub max_packets: u64,
+}
+
+fn default_pcap_direction() -> String {
+    "both".to_string()
+}
+
+fn default_snaplen() -> u32 {
+    262_144
+}
+
+fn default_max_packets() -> u64 {
+    1_000_000
+}
+
+fn default_cpu_interval() -> u64 {
+    100_000_000
+}
+
+fn default_throughput_interval() -> u64 {
+    1_000_000_000
+}
+
+fn default_sample_interval() -> u64 {
+    10_000_000
+}
+
+impl Default for StatsConfig {
+    fn default() -> Self {
+        StatsConfig {
+            queue_sample_interval_ps: default_sample_interval(),
+            sample_hosts: false,
+            throughput_interval_ps: default_throughput_interval(),
+            power_interval_ps: default_throughput_interval(),
+            cpu_interval_ps: default_cpu_interval(),
+            pcap: Vec::new(),
+            packet_latency: None,
+            tcp_trace: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FlowKind;
+
+    #[test]
+    fn flow_kinds_are_numbered_in_order_with_distinct_names() {
+        for (i, k) in FlowKind::ALL.iter().enumerate() {
+            assert_eq!(k.code() as usize, i, "{k:?}");
+        }
+        let mut names: Vec<_> = FlowKind::ALL.iter().map(|k| k.name()).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), FlowKind::ALL.len());
+        assert_eq!(FlowKind::default(), FlowKind::UdpCbr);
     }
 }

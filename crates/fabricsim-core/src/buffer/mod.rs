@@ -13,14 +13,36 @@ pub mod shared;
 pub mod static_buffer;
 pub mod voq;
 
-use crate::config::BufferConfig;
 use crate::error::ConfigError;
 use crate::stats::DropReason;
 use crate::units::{Rate, SimTime};
-pub use intelligent::IntelligentBuffer;
-pub use shared::{Reservations, SharedBuffer, SharedParams};
+pub use intelligent::{IntelligentBuffer, IntelligentConfig};
+use serde::{Deserialize, Serialize};
+pub use shared::{Reservations, SharedBuffer, SharedBufferConfig, SharedParams};
 pub use static_buffer::{Occupancy, StaticBuffer, StaticLimits};
-pub use voq::VoqBuffer;
+pub use voq::{VoqBuffer, VoqConfig};
+
+/// Buffer (MMU) model of a device, chosen by `model`; each model's module
+/// holds its configuration.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(tag = "model", rename_all = "snake_case", deny_unknown_fields)]
+pub enum BufferConfig {
+    /// Static per-port drop-tail buffer, optionally with per-queue caps in
+    /// bytes and in packets (see `buffer/static_buffer.rs`).
+    Static(StaticLimits),
+    /// Shared buffer with dynamic thresholds (see `buffer/shared.rs`).
+    Shared(SharedBufferConfig),
+    /// Deep-buffer VOQ switch (see `buffer/voq.rs`).
+    Voq(VoqConfig),
+    /// Dynamic thresholds plus elephant trap, AFD and DPP (see `buffer/intelligent.rs`).
+    Intelligent(IntelligentConfig),
+}
+
+impl Default for BufferConfig {
+    fn default() -> Self {
+        BufferConfig::Static(StaticLimits { port_bytes: 1_000_000, queue_bytes: None, queue_packets: None })
+    }
+}
 
 /// What the device knows about a packet asking for buffer.
 #[derive(Clone, Copy, Debug)]
@@ -71,57 +93,12 @@ impl BufferModel {
     pub fn build(cfg: &BufferConfig, port_rates: &[u64], classes: usize, path: &str) -> Result<Self, ConfigError> {
         let ports = port_rates.len();
         match cfg {
-            BufferConfig::Static { port_bytes, queue_bytes, queue_packets } => {
-                if *port_bytes == 0 {
-                    return Err(ConfigError::new(format!("{path}.port_size"), "must be > 0"));
-                }
-                if *queue_bytes == Some(0) {
-                    return Err(ConfigError::new(format!("{path}.queue_size"), "must be > 0"));
-                }
-                if *queue_packets == Some(0) {
-                    return Err(ConfigError::new(format!("{path}.queue_packets"), "must be > 0"));
-                }
-                let limits =
-                    StaticLimits { port_bytes: *port_bytes, queue_bytes: *queue_bytes, queue_packets: *queue_packets };
-                Ok(BufferModel::Static(StaticBuffer::new(ports, limits)))
+            BufferConfig::Static(limits) => {
+                limits.validate(path)?;
+                Ok(BufferModel::Static(StaticBuffer::new(ports, *limits)))
             }
-            BufferConfig::Shared {
-                total_bytes,
-                cell_bytes,
-                per_packet_overhead_bytes,
-                alpha,
-                reserved_bytes_per_queue,
-                ingress_alpha,
-                pools,
-                class_pool,
-                slices,
-                port_slice,
-                pg_min_bytes,
-                class_pg,
-                headroom_per_port,
-                reserved_fixed_bytes,
-            } => {
-                let reserve = Reservations {
-                    pg_min_bytes: *pg_min_bytes,
-                    class_pg: class_pg.clone(),
-                    port_headroom: headroom_per_port.iter().map(|&[r, b]| (r, b)).collect(),
-                    fixed_bytes: *reserved_fixed_bytes,
-                };
-                let p = SharedParams::from_config(
-                    *total_bytes,
-                    *cell_bytes,
-                    *per_packet_overhead_bytes,
-                    alpha,
-                    *reserved_bytes_per_queue,
-                    ingress_alpha.as_deref(),
-                    pools.as_deref(),
-                    class_pool.as_deref(),
-                    ports,
-                    classes,
-                    path,
-                )?
-                .with_reservations(&reserve, port_rates, path)?
-                .with_slices(*slices, port_slice.as_deref(), ports, path)?;
+            BufferConfig::Shared(c) => {
+                let p = c.params(port_rates, classes, path)?;
                 Ok(BufferModel::Shared(SharedBuffer::new(ports, classes, &p)))
             }
             BufferConfig::Voq(v) => Ok(BufferModel::Voq(VoqBuffer::new(v, ports, classes, path)?)),

@@ -26,6 +26,90 @@
 use super::{AdmitRequest, Verdict};
 use crate::error::ConfigError;
 use crate::stats::DropReason;
+use serde::{Deserialize, Serialize};
+
+/// Resolved `buffer` of `model: shared`.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SharedBufferConfig {
+    /// Whole buffer of the device, reserved minimums included.
+    pub total_bytes: u64,
+    #[serde(default = "default_cell_bytes")]
+    pub cell_bytes: u32,
+    #[serde(default)]
+    pub per_packet_overhead_bytes: u32,
+    /// Egress alpha: one value for every class, or one per class.
+    #[serde(default = "default_alpha")]
+    pub alpha: Vec<f64>,
+    #[serde(default)]
+    pub reserved_bytes_per_queue: u64,
+    /// Ingress (priority group) alpha; `None` leaves ingress unlimited.
+    #[serde(default)]
+    pub ingress_alpha: Option<Vec<f64>>,
+    /// Shared service pool sizes; `None` gives one pool holding all shared cells.
+    #[serde(default)]
+    pub pools: Option<Vec<u64>>,
+    /// Service pool of each class; `None` maps every class to pool 0.
+    #[serde(default)]
+    pub class_pool: Option<Vec<u8>>,
+    /// Buffer slices, each with its own share of the pools (1 = one buffer).
+    #[serde(default = "default_one")]
+    pub slices: u32,
+    /// Slice of each egress port; `None` splits the ports into equal blocks.
+    #[serde(default)]
+    pub port_slice: Option<Vec<u8>>,
+    /// Guaranteed bytes per ingress priority group.
+    #[serde(default)]
+    pub pg_min_bytes: u64,
+    /// Priority group of each class (one value: every class); `None`: the group is the class.
+    #[serde(default)]
+    pub class_pg: Option<Vec<u8>>,
+    /// Headroom set aside per ingress port, by speed: `[up to rate_bps, bytes]`.
+    #[serde(default)]
+    pub headroom_per_port: Vec<[u64; 2]>,
+    /// Bytes set aside for the device's own queues (CPU, loopback, multicast).
+    #[serde(default)]
+    pub reserved_fixed_bytes: u64,
+}
+
+fn default_cell_bytes() -> u32 {
+    256
+}
+fn default_alpha() -> Vec<f64> {
+    vec![1.0]
+}
+fn default_one() -> u32 {
+    1
+}
+
+impl SharedBufferConfig {
+    /// The checked parameters for a device with ports of rates `port_rates` (bit/s)
+    /// and `classes` classes.
+    pub fn params(&self, port_rates: &[u64], classes: usize, path: &str) -> Result<SharedParams, ConfigError> {
+        let ports = port_rates.len();
+        let reserve = Reservations {
+            pg_min_bytes: self.pg_min_bytes,
+            class_pg: self.class_pg.clone(),
+            port_headroom: self.headroom_per_port.iter().map(|&[r, b]| (r, b)).collect(),
+            fixed_bytes: self.reserved_fixed_bytes,
+        };
+        SharedParams::from_config(
+            self.total_bytes,
+            self.cell_bytes,
+            self.per_packet_overhead_bytes,
+            &self.alpha,
+            self.reserved_bytes_per_queue,
+            self.ingress_alpha.as_deref(),
+            self.pools.as_deref(),
+            self.class_pool.as_deref(),
+            ports,
+            classes,
+            path,
+        )?
+        .with_reservations(&reserve, port_rates, path)?
+        .with_slices(self.slices, self.port_slice.as_deref(), ports, path)
+    }
+}
 
 /// The alpha values the hardware offers: 2^-7 ..= 2^3.
 pub const ALPHA_LADDER: [f64; 11] =

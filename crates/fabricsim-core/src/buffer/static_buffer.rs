@@ -5,17 +5,38 @@
 //! between ports.
 
 use super::{AdmitRequest, Verdict};
+use crate::error::ConfigError;
 use crate::stats::DropReason;
+use serde::{Deserialize, Serialize};
 
-/// The limits of a static buffer.
-#[derive(Clone, Copy, Debug)]
+/// The limits of a static buffer: its configuration (`buffer` of `model: static`).
+#[derive(Clone, Copy, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
 pub struct StaticLimits {
     /// Bytes per egress port.
     pub port_bytes: u64,
     /// Optional cap in bytes per (port, class) queue.
+    #[serde(default)]
     pub queue_bytes: Option<u64>,
-    /// Optional cap in packets per (port, class) queue.
+    /// Optional cap in packets per (port, class) queue (a router's hold queue).
+    #[serde(default)]
     pub queue_packets: Option<u32>,
+}
+
+impl StaticLimits {
+    /// Checks that every limit is above zero.
+    pub fn validate(&self, path: &str) -> Result<(), ConfigError> {
+        if self.port_bytes == 0 {
+            return Err(ConfigError::new(format!("{path}.port_size"), "must be > 0"));
+        }
+        if self.queue_bytes == Some(0) {
+            return Err(ConfigError::new(format!("{path}.queue_size"), "must be > 0"));
+        }
+        if self.queue_packets == Some(0) {
+            return Err(ConfigError::new(format!("{path}.queue_packets"), "must be > 0"));
+        }
+        Ok(())
+    }
 }
 
 /// What a static buffer's admission reads: the egress port's bytes queued and

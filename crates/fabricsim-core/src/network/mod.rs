@@ -13,15 +13,37 @@ pub mod multicast;
 pub mod pfc;
 pub mod port;
 pub mod routing;
+pub mod shaper;
 pub mod topology;
 
 use crate::buffer::BufferModel;
-use crate::config::Forwarding;
 use crate::ids::{NodeId, PacketId, PortId};
 use crate::units::{Rate, SimTime};
 pub use fifo::InlineFifo;
 pub use port::Port;
+use serde::{Deserialize, Serialize};
 pub use topology::NodeKind;
+
+/// When a switch starts forwarding a frame: once it is whole, or once its header is in.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Forwarding {
+    #[default]
+    StoreAndForward,
+    CutThrough,
+}
+
+/// What kind of device a switch node is.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum DeviceKind {
+    /// An output-queued packet switch (the buffer models, schedulers, ECN, PFC).
+    #[default]
+    Switch,
+    /// A broadcast fabric with its own adapters: every input reaches every
+    /// output and receivers keep the frames addressed to them (see `sim/broadcast.rs`).
+    Broadcast,
+}
 
 /// A host or a switch.
 ///

@@ -236,8 +236,8 @@ fn most_common(row: &[u32], skip: usize) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{HostsPerLeaf, LinkConfig, NodeKindConfig, TopologyConfig};
     use crate::network::topology::Graph;
+    use crate::network::topology::{HostsPerLeaf, LinkConfig, NodeKindConfig, TopologyConfig};
 
     fn adjacency(g: &Graph) -> Vec<Vec<(usize, u16)>> {
         let mut adj = vec![Vec::new(); g.names.len()];
@@ -382,7 +382,7 @@ mod tests {
     }
 
     fn explicit(nodes: &[(&str, NodeKindConfig)], links: &[(&str, &str)]) -> Graph {
-        use crate::config::{ExplicitLink, ExplicitNode};
+        use crate::network::topology::{ExplicitLink, ExplicitNode};
         let nodes = nodes.iter().map(|&(name, kind)| ExplicitNode { name: name.into(), kind }).collect();
         let links = links
             .iter()

@@ -10,9 +10,87 @@
 //!    h2  h3      left1         right1     h0 h1 h2 h3 h4 h5
 //! ```
 
-use crate::config::{ExplicitLink, HostsPerLeaf, LinkConfig, NodeKindConfig, TopologyConfig};
 use crate::error::ConfigError;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkConfig {
+    pub rate_bps: u64,
+    pub delay_ps: u64,
+    /// Probability that the link loses a packet, in each direction.
+    #[serde(default)]
+    pub loss: f64,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum HostsPerLeaf {
+    Same(u32),
+    Each(Vec<u32>),
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExplicitNode {
+    pub name: String,
+    pub kind: NodeKindConfig,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum NodeKindConfig {
+    Host,
+    Switch,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExplicitLink {
+    pub a: String,
+    pub b: String,
+    pub rate_bps: u64,
+    pub delay_ps: u64,
+    #[serde(default)]
+    pub loss: f64,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum TopologyConfig {
+    Star {
+        hosts: u32,
+        link: LinkConfig,
+    },
+    Dumbbell {
+        left: u32,
+        right: u32,
+        edge_link: LinkConfig,
+        bottleneck_link: LinkConfig,
+    },
+    LeafSpine {
+        leaves: u32,
+        spines: u32,
+        hosts_per_leaf: HostsPerLeaf,
+        host_link: LinkConfig,
+        fabric_link: LinkConfig,
+        #[serde(default = "default_one")]
+        links_per_spine: u32,
+    },
+    FatTree {
+        k: u32,
+        link: LinkConfig,
+    },
+    Explicit {
+        nodes: Vec<ExplicitNode>,
+        links: Vec<ExplicitLink>,
+    },
+}
+
+fn default_one() -> u32 {
+    1
+}
 
 /// Whether a node is an end host or a switch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -315,7 +393,6 @@ mod tests {
 
     #[test]
     fn disconnected_explicit_topology_is_rejected() {
-        use crate::config::ExplicitNode;
         let node = |n: &str, k| ExplicitNode { name: n.into(), kind: k };
         let cfg = TopologyConfig::Explicit {
             nodes: vec![

@@ -30,14 +30,13 @@
 //! Each ping-pong keeps at most one `AppTimer` pending (start, gap or
 //! timeout); a reply bumps the generation, which cancels a pending timeout.
 
-use super::transport::{TCP_KIND_IPERF3, TCP_KIND_PING_PONG};
 use super::{resolve_host, Event, Simulation};
 use crate::error::ConfigError;
 use crate::ids::{FlowId, NodeId};
 use crate::network::topology::Graph;
 use crate::packet::{Packet, PacketKind};
 use crate::rng::mix64;
-use crate::stats::{Column, FlowStats, Table, Value};
+use crate::stats::{Column, FlowKind, FlowStats, Table, Value};
 use crate::transport::apps::{Iperf3Config, PingPongConfig, PingPongProtocol};
 use crate::units::{SimTime, PS_PER_SEC};
 use std::collections::BTreeMap;
@@ -120,22 +119,6 @@ impl AppState {
 }
 
 impl Simulation {
-    /// Adds an application traffic entry; `None` if `t` is not one.
-    pub(super) fn add_app_traffic(
-        &mut self,
-        i: usize,
-        t: &crate::config::TrafficConfig,
-        index: &BTreeMap<&str, usize>,
-        graph: &Graph,
-    ) -> Option<Result<(), ConfigError>> {
-        use crate::config::TrafficConfig as T;
-        match t {
-            T::Iperf3(c) => Some(self.add_iperf3(i, c, index, graph)),
-            T::PingPong(c) => Some(self.add_ping_pong(i, c, index, graph)),
-            _ => None,
-        }
-    }
-
     /// Adds an `iperf3` traffic entry.
     pub(super) fn add_iperf3(
         &mut self,
@@ -166,7 +149,7 @@ impl Simulation {
         let stop = start + SimTime(c.duration_ps);
         let cores = self.host.cores();
         for k in 0..c.instances {
-            let t = self.new_tcp_flow(name, TCP_KIND_IPERF3, src, dst, c.class, None, start, Some(stop), cfg, None, k);
+            let t = self.new_tcp_flow(name, FlowKind::Iperf3, src, dst, c.class, None, start, Some(stop), cfg, None, k);
             let flow = self.tcp_flow_id(t);
             let core = if c.pin { k % cores } else { NONE };
             if c.pin {
@@ -238,7 +221,7 @@ impl Simulation {
         let mut conns = None;
         if tcp {
             let cfg = self.tcp_config(&c.tcp, &format!("{path}.tcp"))?;
-            let k = TCP_KIND_PING_PONG;
+            let k = FlowKind::PingPong;
             let req = self.new_tcp_flow(name, k, client, server, c.class, None, start, None, cfg, None, 0);
             let rep = self.new_tcp_flow(name, k, server, client, c.class, None, start, None, cfg, None, 0);
             for t in [req, rep] {
@@ -258,7 +241,7 @@ impl Simulation {
             let flow = FlowId(self.flows.len() as u32);
             self.flows.push(FlowStats {
                 name,
-                kind: TCP_KIND_PING_PONG,
+                kind: FlowKind::PingPong,
                 src: a.0,
                 dst: b.0,
                 class: c.class,

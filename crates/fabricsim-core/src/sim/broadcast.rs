@@ -19,9 +19,11 @@
 //! filtering costs nothing per packet.
 
 use super::Simulation;
-use crate::config::{BufferConfig, DeviceKind, Forwarding, Scenario};
+use crate::buffer::BufferConfig;
+use crate::config::Scenario;
 use crate::error::ConfigError;
 use crate::network::topology::NodeKind;
+use crate::network::{DeviceKind, Forwarding};
 use crate::stats::{Column, DropReason, Table};
 use std::collections::BTreeMap;
 
@@ -54,7 +56,7 @@ impl Simulation {
                     "a broadcast fabric delivers from the header on: forwarding must be cut_through",
                 ));
             }
-            if !matches!(cfg.buffer, BufferConfig::Static { .. }) {
+            if !matches!(cfg.buffer, BufferConfig::Static(_)) {
                 return Err(ConfigError::new(
                     format!("{path}.buffer.model"),
                     "a broadcast fabric has one receive buffer per adapter: the buffer model must be static",

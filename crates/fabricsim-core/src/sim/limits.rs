@@ -24,8 +24,10 @@
 //! come on top and depend on the run.
 
 use super::transport::TcpFlow;
-use crate::config::{BufferConfig, HostsPerLeaf, Scenario, TopologyConfig, TrafficConfig};
+use crate::buffer::BufferConfig;
+use crate::config::{Scenario, TrafficConfig};
 use crate::error::ConfigError;
+use crate::network::topology::{ExplicitNode, HostsPerLeaf, NodeKindConfig, TopologyConfig};
 use crate::network::{Channel, Node, Port};
 use crate::stats::FlowStats;
 use std::collections::{BTreeMap, VecDeque};
@@ -173,7 +175,7 @@ fn shape(t: &TopologyConfig) -> Result<Shape, ConfigError> {
                 check_ports("links", name, n)?;
             }
             check_nodes("nodes", nodes.len() as u128)?;
-            let kind_of = |n: &crate::config::ExplicitNode| n.kind == crate::config::NodeKindConfig::Switch;
+            let kind_of = |n: &ExplicitNode| n.kind == NodeKindConfig::Switch;
             let switch_names: std::collections::BTreeSet<&str> =
                 nodes.iter().filter(|n| kind_of(n)).map(|n| n.name.as_str()).collect();
             // A host with one link to a switch joins that switch's class; any other host is a class of its own.

@@ -21,10 +21,11 @@ use std::collections::BTreeMap;
 use super::roce::RoceWire;
 use super::transport::TcpWire;
 use super::Simulation;
-use crate::config::{PcapTapConfig, Scenario};
+use crate::config::Scenario;
 use crate::error::ConfigError;
 use crate::ids::{ChannelId, PacketId, PortId};
 use crate::packet::{Packet, PacketKind, CONTROL_FLOW};
+use crate::stats::PcapTapConfig;
 use crate::stats::{Column, Table};
 
 /// Largest `max_packets` of a tap (each captured frame holds ~130 B until the run ends).

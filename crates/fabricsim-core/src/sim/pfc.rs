@@ -13,7 +13,8 @@
 use super::{Event, Simulation};
 use crate::buffer::pfc::{PfcIngress, Xoff};
 use crate::buffer::shared::alpha_exponent;
-use crate::config::{BufferConfig, Scenario};
+use crate::buffer::BufferConfig;
+use crate::config::Scenario;
 use crate::error::ConfigError;
 use crate::ids::{NodeId, PacketId, PortId};
 use crate::network::pfc::{headroom_bytes, pause_time, PAUSE_FRAME_BYTES};
@@ -80,7 +81,7 @@ impl Simulation {
             let path = format!("{path}.pfc");
             let err = |f: &str, m: String| ConfigError::new(format!("{path}.{f}"), m);
             let cell = match &cfg.buffer {
-                BufferConfig::Shared { cell_bytes, .. } => *cell_bytes as u64,
+                BufferConfig::Shared(c) => c.cell_bytes as u64,
                 _ => return Err(err("classes", "PFC needs buffer model shared".into())),
             };
             if p.classes.is_empty() {

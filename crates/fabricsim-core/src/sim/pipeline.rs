@@ -36,13 +36,11 @@ use crate::network::topology::NodeKind;
 use crate::packet::{Packet, LOCAL_PORT};
 use crate::pipeline::{addr, Ctx, Dir, FiveTuple, Held, Pipeline, PROTO_TCP, PROTO_UDP};
 use crate::rng::mix64;
-use crate::stats::{Column, DropReason, Table, Value};
+use crate::stats::{Column, DropReason, FlowKind, Table, Value};
 use crate::units::Rate;
 use std::collections::BTreeMap;
 
 const NONE: u32 = u32::MAX;
-/// Flow kind index of RoCE queue pairs (`FLOW_KINDS`).
-const KIND_RDMA: u32 = 6;
 const DPORT_TCP: u16 = 5201;
 const DPORT_ROCE: u16 = 4791;
 const DPORT_UDP: u16 = 5001;
@@ -157,7 +155,7 @@ impl Simulation {
         let f = &self.flows[pkt.flow.idx()];
         let reply = pkt.src.0 != f.src;
         // RoCE flows are reliable (`f.tcp`) but ride on UDP.
-        let rdma = f.kind == KIND_RDMA;
+        let rdma = f.kind == FlowKind::Rdma;
         let proto = if f.tcp && !rdma { PROTO_TCP } else { PROTO_UDP };
         let sport = 49152 + (mix64(pkt.flow.0 as u64 ^ 0x0005_ee4d_b0a7) % 16384) as u16;
         let (sport, dport) = if rdma {

@@ -1,7 +1,8 @@
-//! Switch egress ports shaped like an htb class (`switch.shaper`): the port
-//! starts its next frame only when the class's two token buckets allow
-//! (`host/egress.rs` `Buckets`: rate/burst, ceil/cburst), so a port on a fast
-//! link sends at up to `ceil` while tokens last and at `rate` in the long run.
+//! Switch egress ports shaped like an htb class (`switch.shaper`, configured
+//! in `network/shaper.rs`): the port starts its next frame only when the
+//! class's two token buckets allow (`token_bucket.rs`: rate/burst,
+//! ceil/cburst), so a port on a fast link sends at up to `ceil` while tokens
+//! last and at `rate` in the long run.
 //! The port's own queue (the buffer model's limits) is the class's leaf
 //! queue, as a bfifo under an htb class.
 //!
@@ -12,30 +13,16 @@
 use super::{Event, Simulation};
 use crate::config::Scenario;
 use crate::error::ConfigError;
-use crate::host::egress::Buckets;
 use crate::ids::PortId;
 use crate::network::topology::NodeKind;
+use crate::token_bucket::TokenBuckets;
 use crate::units::SimTime;
-use serde::{Deserialize, Serialize};
 
 const NONE: u32 = u32::MAX;
 
-/// Resolved `switch.shaper`.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct PortShaperConfig {
-    pub rate_bps: u64,
-    pub burst_bytes: u64,
-    pub ceil_bps: u64,
-    pub cburst_bytes: u64,
-    /// Shape only the ports towards these nodes; empty: every port.
-    #[serde(default)]
-    pub towards: Vec<String>,
-}
-
 #[derive(Debug)]
 struct Shaped {
-    buckets: Buckets,
+    buckets: TokenBuckets,
     armed: bool,
     /// Frames held back at least once, and the time they waited for tokens.
     pub held: u64,
@@ -71,16 +58,8 @@ impl Simulation {
                 None => (&net.switch.shaper, "network.switch.shaper".to_string()),
             };
             let Some(cfg) = cfg else { continue };
+            cfg.validate(&path)?;
             let err = |f: &str, m: String| Err(ConfigError::new(format!("{path}.{f}"), m));
-            if cfg.rate_bps == 0 {
-                return err("rate", "must be > 0".into());
-            }
-            if cfg.ceil_bps < cfg.rate_bps {
-                return err("ceil", "must be >= rate".into());
-            }
-            if cfg.burst_bytes == 0 || cfg.cburst_bytes == 0 {
-                return err("burst", "burst and cburst must be > 0".into());
-            }
             let neighbours: Vec<String> = (0..node.num_ports)
                 .map(|l| {
                     let p = &self.ports[node.port(l).idx()];
@@ -106,7 +85,7 @@ impl Simulation {
                 if cfg.towards.is_empty() || cfg.towards.contains(&neighbours[l as usize]) {
                     by_port[node.port(l).idx()] = shaped.len() as u32;
                     shaped.push(Shaped {
-                        buckets: Buckets::new(cfg.rate_bps, cfg.burst_bytes, cfg.ceil_bps, cfg.cburst_bytes),
+                        buckets: TokenBuckets::new(cfg.rate_bps, cfg.burst_bytes, cfg.ceil_bps, cfg.cburst_bytes),
                         armed: false,
                         held: 0,
                     });

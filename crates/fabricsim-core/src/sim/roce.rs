@@ -20,14 +20,11 @@ use crate::ids::{FlowId, NodeId, PortId};
 use crate::network::topology::Graph;
 use crate::packet::{Packet, PacketKind, ECN_CE, ECN_ECT, ECN_NOT_ECT};
 use crate::rng::mix64;
-use crate::stats::{Column, FlowStats, Table};
+use crate::stats::{Column, FlowKind, FlowStats, Table};
 use crate::transport::roce::dcqcn::Dcqcn;
 use crate::transport::roce::{RdmaWriteConfig, RoceConfig, FLAG_LAST, FLAG_RETX, OP_ACK, OP_CNP, OP_DATA, OP_NACK};
 use crate::units::SimTime;
 use std::collections::{BTreeMap, VecDeque};
-
-/// Flow kind index of RDMA queue pairs (`FLOW_KINDS`).
-pub(super) const ROCE_KIND: u32 = 6;
 
 #[derive(Debug)]
 pub(super) struct Qp {
@@ -104,21 +101,8 @@ pub(super) struct RoceWire {
 }
 
 impl Simulation {
-    /// Adds an `rdma_write` entry; `None` if `t` is not one.
-    pub(super) fn add_roce_traffic(
-        &mut self,
-        i: usize,
-        t: &crate::config::TrafficConfig,
-        index: &BTreeMap<&str, usize>,
-        graph: &Graph,
-    ) -> Option<Result<(), ConfigError>> {
-        match t {
-            crate::config::TrafficConfig::RdmaWrite(r) => Some(self.add_rdma_write(i, r, index, graph)),
-            _ => None,
-        }
-    }
-
-    fn add_rdma_write(
+    /// Adds an `rdma_write` entry.
+    pub(super) fn add_rdma_write(
         &mut self,
         i: usize,
         r: &RdmaWriteConfig,
@@ -168,7 +152,7 @@ impl Simulation {
                     mix64(mix64(src.0 as u64) ^ mix64((dst.0 as u64) << 20) ^ mix64(0x7_0000_0000 + flow.0 as u64));
                 self.flows.push(FlowStats {
                     name,
-                    kind: ROCE_KIND,
+                    kind: FlowKind::Rdma,
                     src: src.0,
                     dst: dst.0,
                     class: r.class,

@@ -16,8 +16,9 @@
 //! growth) up to `max_rows`; later ones are counted in `tcp_trace_missed`.
 
 use super::Simulation;
-use crate::config::{FlowRef, Scenario};
+use crate::config::Scenario;
 use crate::error::ConfigError;
+use crate::stats::FlowRef;
 use crate::stats::{Column, Table, Value};
 use crate::transport::tcp::probe::{ProbeState, TcpProbe};
 use std::collections::BTreeMap;

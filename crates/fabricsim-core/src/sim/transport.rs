@@ -16,7 +16,7 @@ use crate::ids::{FlowId, NodeId};
 use crate::network::topology::Graph;
 use crate::packet::{Packet, PacketKind, ECN_CE, ECN_ECT, ECN_NOT_ECT};
 use crate::rng::{mix64, RandomStream};
-use crate::stats::{Column, FlowStats, Table};
+use crate::stats::{Column, FlowKind, FlowStats, Table};
 use crate::transport::apps::{TcpBulkConfig, TcpFlowsConfig, TcpIncastConfig};
 use crate::transport::tcp::cc::SlowStartExit;
 use crate::transport::tcp::reader::ReaderState;
@@ -24,13 +24,6 @@ use crate::transport::tcp::sender::SenderState;
 use crate::transport::tcp::{Connection, SackBlocks, SegKind, Segment, TcpConfig};
 use crate::units::SimTime;
 use std::collections::BTreeMap;
-
-/// Flow kinds as written in outputs, indexed by `FlowStats::kind`.
-pub(super) const TCP_KIND_BULK: u32 = 3;
-pub(super) const TCP_KIND_INCAST: u32 = 4;
-pub(super) const TCP_KIND_FLOW: u32 = 5;
-pub(super) const TCP_KIND_IPERF3: u32 = 7;
-pub(super) const TCP_KIND_PING_PONG: u32 = 8;
 
 /// A TCP flow's simulation state.
 #[derive(Debug)]
@@ -255,24 +248,6 @@ pub(super) struct TcpWire {
 }
 
 impl Simulation {
-    /// Adds a TCP traffic entry; `None` if `t` is not TCP traffic.
-    pub(super) fn add_tcp_traffic(
-        &mut self,
-        i: usize,
-        t: &crate::config::TrafficConfig,
-        index: &BTreeMap<&str, usize>,
-        graph: &Graph,
-    ) -> Option<Result<(), ConfigError>> {
-        use crate::config::TrafficConfig as T;
-        let r = match t {
-            T::TcpBulk(b) => self.add_bulk(i, b, index, graph),
-            T::TcpIncast(c) => self.add_incast(i, c, index, graph),
-            T::TcpFlows(f) => self.add_flow_list(i, f, index, graph),
-            _ => return None,
-        };
-        Some(r)
-    }
-
     pub(super) fn tcp_config(&mut self, cfg: &Option<TcpConfig>, path: &str) -> Result<u32, ConfigError> {
         let c = cfg.clone().unwrap_or_else(|| self.tcp_default.clone());
         c.validate(path)?;
@@ -289,7 +264,7 @@ impl Simulation {
     pub(super) fn new_tcp_flow(
         &mut self,
         name: u32,
-        kind: u32,
+        kind: FlowKind,
         src: NodeId,
         dst: NodeId,
         class: u8,
@@ -359,7 +334,7 @@ impl Simulation {
         t
     }
 
-    fn add_bulk(
+    pub(super) fn add_bulk(
         &mut self,
         i: usize,
         b: &TcpBulkConfig,
@@ -396,14 +371,15 @@ impl Simulation {
                 ));
             }
             for _ in 0..b.streams {
-                let t = self.new_tcp_flow(name, TCP_KIND_BULK, src, dst, b.class, b.bytes, start, stop, cfg, None, 0);
+                let t =
+                    self.new_tcp_flow(name, FlowKind::TcpBulk, src, dst, b.class, b.bytes, start, stop, cfg, None, 0);
                 self.queue.push(start, Event::TcpOpen(t));
             }
         }
         Ok(())
     }
 
-    fn add_incast(
+    pub(super) fn add_incast(
         &mut self,
         i: usize,
         c: &TcpIncastConfig,
@@ -445,7 +421,7 @@ impl Simulation {
                     let start = SimTime(c.start_ps);
                     let t = self.new_tcp_flow(
                         name,
-                        TCP_KIND_INCAST,
+                        FlowKind::TcpIncast,
                         s,
                         client,
                         c.class,
@@ -469,7 +445,7 @@ impl Simulation {
         Ok(())
     }
 
-    fn add_flow_list(
+    pub(super) fn add_flow_list(
         &mut self,
         i: usize,
         f: &TcpFlowsConfig,
@@ -491,8 +467,19 @@ impl Simulation {
                 return Err(ConfigError::new(format!("{fp}.size"), "must be > 0"));
             }
             let start = SimTime(spec.start_ps);
-            let t =
-                self.new_tcp_flow(name, TCP_KIND_FLOW, src, dst, f.class, Some(spec.bytes), start, None, cfg, None, 0);
+            let t = self.new_tcp_flow(
+                name,
+                FlowKind::TcpFlow,
+                src,
+                dst,
+                f.class,
+                Some(spec.bytes),
+                start,
+                None,
+                cfg,
+                None,
+                0,
+            );
             self.queue.push(start, Event::TcpOpen(t));
         }
         Ok(())

@@ -14,6 +14,86 @@
 use crate::ids::{FlowId, NodeId};
 use crate::rng::RandomStream;
 use crate::units::{SimTime, PS_PER_SEC};
+use serde::{Deserialize, Serialize};
+
+/// Resolved `udp_cbr` and `udp_poisson` traffic entries.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct UdpConfig {
+    #[serde(default)]
+    pub name: String,
+    pub src: Vec<String>,
+    /// Destination host; empty when the entry sends to a multicast `group`.
+    #[serde(default)]
+    pub dst: String,
+    /// Multicast group (`multicast.groups[].name`) instead of a host.
+    #[serde(default)]
+    pub group: Option<String>,
+    /// How a group is reached: switches replicate, or the sender sends one copy per member.
+    #[serde(default)]
+    pub replication: crate::network::multicast::Replication,
+    #[serde(default)]
+    pub rate_bps: Option<u64>,
+    #[serde(default)]
+    pub load: Option<f64>,
+    #[serde(default = "default_frame")]
+    pub frame_bytes: u32,
+    #[serde(default)]
+    pub start_ps: u64,
+    #[serde(default)]
+    pub stop_ps: Option<u64>,
+    #[serde(default)]
+    pub max_frames: Option<u64>,
+    #[serde(default)]
+    pub class: u8,
+    /// Send packets as ECN-capable (ECT(0)).
+    #[serde(default)]
+    pub ecn: bool,
+    /// DSCP of the packets (0..63).
+    #[serde(default)]
+    pub dscp: u8,
+    /// UDP destination port seen by match-action stages (default 5001).
+    #[serde(default)]
+    pub dst_port: Option<u16>,
+    /// Each source starts at `start_ps` plus a uniform random offset below
+    /// this (traffic generators' ports are not phase-locked); 0: all at once.
+    #[serde(default)]
+    pub start_jitter_ps: u64,
+}
+
+/// Resolved `burst` traffic entry.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct BurstConfig {
+    #[serde(default)]
+    pub name: String,
+    pub src: Vec<String>,
+    pub dst: String,
+    pub frames: u64,
+    #[serde(default = "default_frame")]
+    pub frame_bytes: u32,
+    #[serde(default)]
+    pub start_ps: u64,
+    #[serde(default)]
+    pub class: u8,
+    /// Send packets as ECN-capable (ECT(0)).
+    #[serde(default)]
+    pub ecn: bool,
+    /// DSCP of the packets (0..63).
+    #[serde(default)]
+    pub dscp: u8,
+    /// UDP destination port seen by match-action stages (default 5001).
+    #[serde(default)]
+    pub dst_port: Option<u16>,
+    /// Each source starts at `start_ps` plus a uniform random offset below
+    /// this (traffic generators' ports are not phase-locked); 0: all at once.
+    #[serde(default)]
+    pub start_jitter_ps: u64,
+}
+
+fn default_frame() -> u32 {
+    1500
+}
 
 #[derive(Clone, Debug)]
 pub enum Pattern {
