@@ -1,14 +1,24 @@
-"""``fabricsim bench``: speed of the core on fixed scenarios (:mod:`fabricsim.bench`)."""
+"""``fabricsim bench``: speed of the core on fixed scenarios (:mod:`fabricsim.bench`); ``--htsim DIR``:
+fabricsim against htsim on the same work (:mod:`fabricsim.bench.htsim`)."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
+from fabricsim.cli.common import integer
+from fabricsim.errors import FabricsimError
+
 __all__ = ["add_parser"]
 
 
 def _bench(args: argparse.Namespace) -> int:
+    if args.htsim is not None:
+        from fabricsim.bench import htsim
+
+        return htsim.main(args.htsim, args.pair, args.quick, args.rounds, args.json)
+    if args.pair:
+        raise FabricsimError("--pair: only with --htsim")
     from fabricsim.bench.run import main
 
     return int(main(args) or 0)
@@ -23,5 +33,17 @@ def add_parser(commands: Any) -> None:
     )
     command.add_argument(
         "--ns3", action="store_true", help="also time the ns-3 twin of scenarios that have one (needs pip install ns3)"
+    )
+    command.add_argument(
+        "--htsim", metavar="DIR",
+        help="instead, time fabricsim against htsim on the same work (htsim and its drivers built into DIR)",
+    )
+    command.add_argument(
+        "--pair", action="append", metavar="NAME",
+        help="with --htsim: run only this pair (repeatable; incast-16, fattree-k4, fattree-k8)",
+    )
+    command.add_argument(
+        "--rounds", type=integer(1), default=2, metavar="N",
+        help="with --htsim: rounds of htsim then fabricsim (default 2)",
     )
     command.set_defaults(handler=_bench)
