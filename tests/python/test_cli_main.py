@@ -168,3 +168,85 @@ def test_dumbbell_grid_flags_are_the_grid_dimensions():
     from fabricsim.validation.dumbbell import GRID_DIMENSIONS
 
     assert GRID_FLAGS == tuple(GRID_DIMENSIONS)
+
+
+def test_each_command_is_built_from_the_module_that_names_it():
+    import argparse
+    import importlib
+
+    from fabricsim.cli.main import COMMANDS, _parser
+
+    for module, names in COMMANDS.items():
+        commands = argparse.ArgumentParser().add_subparsers()
+        importlib.import_module(f"fabricsim.cli.{module}").add_parser(commands)
+        assert tuple(commands.choices) == names, module
+    every = _parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    assert list(every) == [name for names in COMMANDS.values() for name in names]
+    assert list(_parser("validate")._subparsers._group_actions[0].choices) == ["run", "validate"]  # type: ignore[union-attr]
+    assert len(_parser("no-such-command")._subparsers._group_actions[0].choices) == len(every)  # type: ignore[union-attr]
+
+
+def test_a_command_imports_only_its_own_subcommand_module(scenario_file):
+    import subprocess
+
+    code = (
+        "import sys\n"
+        "from fabricsim.cli.main import main\n"
+        "main(['validate', sys.argv[1]])\n"
+        "print(sorted(m for m in sys.modules if m.startswith('fabricsim.cli.')), file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(scenario_file)], capture_output=True, text=True, check=True)
+    loaded = eval(done.stderr.strip().splitlines()[-1])
+    assert loaded == ["fabricsim.cli.common", "fabricsim.cli.main", "fabricsim.cli.run", "fabricsim.cli.validate_linux"]
+
+
+def test_help_and_unknown_commands_list_every_command(capsys):
+    from fabricsim.cli.main import COMMANDS
+
+    with pytest.raises(SystemExit) as info:
+        main(["no-such-command"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert all(name in err for names in COMMANDS.values() for name in names)
+
+
+def _rich_summary(title, rows, width=80):
+    import io
+
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    buffer = io.StringIO()
+    table = Table(title=Text(title), title_justify="left")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for key, value in rows:
+        table.add_row(Text(key), Text(value))
+    Console(file=buffer, width=width, highlight=False).print(table)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("rows", [
+    [("a", "1")],
+    [("buffer_accounting_ok", "True"), ("events", "154,929"), ("sim_time_s", "0.00501196")],
+    [("load.east_west.offered_wire", "0.0100251"), ("x", "a value longer than its header")],
+])
+def test_the_plain_summary_is_the_table_rich_draws(rows, monkeypatch):
+    from fabricsim.cli.run import _plain_table
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "JUPYTER_COLUMNS"):
+        monkeypatch.delenv(name, raising=False)
+    for title in ("t: summary", "quickstart: summary (partial: the run stopped early)"):
+        plain = _plain_table(title, rows)
+        assert plain is not None or len(title) > 20  # drawn by rich only where the title is wider than the table
+        if plain is not None:
+            assert plain == _rich_summary(title, rows)
+    monkeypatch.setenv("COLUMNS", "20")
+    assert _plain_table("t", [("metric_name_too_long", "1234567890")]) is None  # rich would wrap it
+    monkeypatch.setenv("COLUMNS", "100")
+    assert _plain_table("t", [("ok", "1")]) == _rich_summary("t", [("ok", "1")], width=100)
+    assert _plain_table("t", [("wide", "\u4e2d")]) is None
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    assert _plain_table("t", [("ok", "1")]) is None

@@ -200,3 +200,22 @@ def test_tables_include_the_nodes_and_read_gives_them_back(core, tmp_path):
     again = fabricsim.Result.read(tmp_path / "r")
     assert set(again.tables()) == set(tables)
     assert again.tables()["nodes"].equals(tables["nodes"])
+
+
+def test_small_and_large_columns_decode_alike(monkeypatch):
+    """Columns up to ``_SMALL`` rows are decoded in Python, longer ones by polars: the same frames."""
+    from fabricsim.outputs import tables
+
+    codes = np.array([2, 0, 1, 2, 1], dtype="<u4")
+    values = np.array([5, -1, 7, -1, 0], dtype="<i8")
+    plain = np.array([5, 6, 7, 8, 9], dtype="<i8")
+    columns = {"node": ("u32", codes.tobytes()), "fct_ps": ("i64", values.tobytes()),
+               "end_ps": ("i64", plain.tobytes()), "kind": ("u32", codes.tobytes())}
+    strings = {"flows.kind": ["a", "b", "c"]}
+    small = tables._decode_table("flows", columns, strings, ["h0", "h1", "h2"])
+    monkeypatch.setattr(tables, "_SMALL", 0)
+    large = tables._decode_table("flows", columns, strings, ["h0", "h1", "h2"])
+    assert small.equals(large) and small.schema == large.schema
+    assert small["node"].to_list() == ["h2", "h0", "h1", "h2", "h1"]
+    assert small["fct_ps"].to_list() == [5, None, 7, None, 0] and small["fct_ps"].dtype == pl.Int64
+    assert small["end_ps"].null_count() == 0

@@ -361,3 +361,40 @@ def test_the_catalog_types_its_columns(core, tmp_path):
     frame = db.execute("""SELECT "load", "load__num", params->>'$.load' AS p FROM points ORDER BY 2""").fetchall()
     assert frame == [("20%", 0.2, "20%"), ("40%", 0.4, "40%")]
     db.close()
+
+
+def test_the_catalog_commits_its_rows_in_groups_and_on_close(tmp_path, monkeypatch):
+    from fabricsim.sweeps.catalog import Catalog
+
+    path = tmp_path / "catalog.duckdb"
+    monkeypatch.setattr(Catalog, "COMMIT_EVERY_S", float("inf"))
+    catalog = Catalog(path)
+    catalog.ensure_column("load", "VARCHAR")
+    for index in range(5):
+        catalog.upsert({"point_id": f"p{index}", "status": "running", "load": f"{index}%"})
+    catalog.upsert({"point_id": "p0", "status": "done", "load": "0%"})
+    assert catalog._opened is not None  # one open transaction holds every row so far
+    catalog.close()
+    assert {row["point_id"]: row["status"] for row in _catalog(tmp_path)} == {
+        "p0": "done", "p1": "running", "p2": "running", "p3": "running", "p4": "running"}
+
+    monkeypatch.setattr(Catalog, "COMMIT_EVERY_S", 0.0)
+    catalog = Catalog(path)
+    catalog.upsert({"point_id": "p1", "status": "done", "load": "1%"})
+    assert catalog._opened is None  # committed at once
+    assert catalog.status()["p1"] == "done"
+    catalog.close()
+
+
+def test_the_command_line_sweep_without_its_report(core, tmp_path, capsys):
+    from fabricsim.cli.main import main
+
+    path = tmp_path / "small.yaml"
+    path.write_text(SMALL)
+    out = tmp_path / "s"
+    assert main(["sweep", str(path), "--out", str(out), "--no-progress", "--workers", "1", "--no-report",
+                 "--grid", "traffic.1.rate=1Gbps,2Gbps"]) == 0
+    assert f"report not drawn (fabricsim report {out} draws it)" in capsys.readouterr().out
+    assert (out / "sweep.parquet").is_file() and (out / "sweep.json").is_file()
+    assert not (out / "report.html").exists()
+    assert [row["status"] for row in _catalog(out)] == ["done", "done"]

@@ -13,34 +13,37 @@ the results up to the interruption).
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 import traceback
 from typing import Sequence
 
-from fabricsim.cli import (
-    bench,
-    burst,
-    devices,
-    dumbbell,
-    fairness,
-    forwarding,
-    power,
-    report,
-    reproduce,
-    rfc2544,
-    run,
-    schema,
-    sweep,
-    workloads,
-)
 from fabricsim.errors import FabricsimError, SimulationError
 
 __all__ = ["main"]
 
-# Subcommand modules, in --help order (run also adds validate).
-COMMANDS = (run, devices, burst, forwarding, fairness, rfc2544, power, workloads, sweep, report, reproduce, dumbbell,
-            bench, schema)
+#: Subcommand modules of :mod:`fabricsim.cli`, in --help order, each with the
+#: commands it adds (``run`` also adds ``validate``). A command line naming one
+#: of these commands imports and builds only that module's parser: building all
+#: of them costs more than the rest of the command line (each parser looks up
+#: its messages' translations, some modules import their registries).
+COMMANDS = {
+    "run": ("run", "validate"),
+    "devices": ("devices",),
+    "burst": ("burst-absorption",),
+    "forwarding": ("forwarding",),
+    "fairness": ("fairness",),
+    "rfc2544": ("rfc2544",),
+    "power": ("power",),
+    "workloads": ("workloads",),
+    "sweep": ("sweep",),
+    "report": ("report",),
+    "reproduce": ("reproduce",),
+    "dumbbell": ("dumbbell",),
+    "bench": ("bench",),
+    "schema": ("schema",),
+}
 
 
 class _Version(argparse.Action):
@@ -53,14 +56,18 @@ class _Version(argparse.Action):
         parser.exit()
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser: with every subcommand, or only with ``command``'s
+    module when ``command`` names one (the help and errors of that command are
+    the same either way)."""
     parser = argparse.ArgumentParser(
         prog="fabricsim", description="Deterministic packet-level simulator of data-center switch fabrics."
     )
     parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for command in COMMANDS:
-        command.add_parser(commands)
+    modules = [name for name, names in COMMANDS.items() if command in names] or list(COMMANDS)
+    for name in modules:
+        importlib.import_module(f"fabricsim.cli.{name}").add_parser(commands)
     return parser
 
 
@@ -70,7 +77,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # distribution for third-party validation plugins (about 0.1 s) is skipped unless the
     # environment asks for plugins explicitly.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
-    args = _parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = _parser(argv[0] if argv else None).parse_args(argv)
     try:
         return int(args.handler(args))
     except SimulationError as exc:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
@@ -31,7 +32,57 @@ def _summary_rows(summary: dict[str, Any], prefix: str = "") -> list[tuple[str, 
     return rows
 
 
+#: Environment variables with which rich styles output that is not a terminal.
+_RICH_FORCING = ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "JUPYTER_COLUMNS")
+
+
+def _console_width() -> int:
+    """The width rich gives a console: ``COLUMNS``, else the first standard
+    stream that is a terminal, else 80."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit():
+        return int(columns)
+    for fd in (0, 1, 2):
+        try:
+            return os.get_terminal_size(fd).columns
+        except OSError:
+            continue
+    return 80
+
+
+def _plain_table(title: str, rows: list[tuple[str, str]]) -> str | None:
+    """The summary table as rich draws it (heavy header, left-justified title)
+    for output that is not a terminal, or None where rich would do more than
+    lay it out (colour, wrapping a line that does not fit, wide characters):
+    importing and running rich costs more than the rest of a small run's
+    command line."""
+    if sys.stdout.isatty() or any(os.environ.get(name) for name in _RICH_FORCING):
+        return None
+    cells = [title, *(text for row in rows for text in row)]
+    if not all(text.isascii() and text.isprintable() for text in cells):
+        return None
+    left = max([len("metric"), *(len(key) for key, _ in rows)])
+    right = max([len("value"), *(len(value) for _, value in rows)])
+    width = left + right + 7
+    if width > _console_width() or len(title) > width:
+        return None
+    lines = [title.ljust(width), f"┏{'━' * (left + 2)}┳{'━' * (right + 2)}┓",
+             f"┃ {'metric'.ljust(left)} ┃ {'value'.rjust(right)} ┃", f"┡{'━' * (left + 2)}╇{'━' * (right + 2)}┩"]
+    lines += [f"│ {key.ljust(left)} │ {value.rjust(right)} │" for key, value in rows]
+    lines.append(f"└{'─' * (left + 2)}┴{'─' * (right + 2)}┘")
+    return "\n".join(lines) + "\n"
+
+
 def _print_outcome(result: Any, written: list[Any], title: str) -> None:
+    shown = {key: value for key, value in {**result.summary, **result.timing}.items() if key != "warnings"}
+    rows = _summary_rows(shown)
+    plain = _plain_table(title, rows)
+    if plain is not None:
+        sys.stdout.write(plain)
+        sys.stdout.writelines(f"wrote {path}\n" for path in written)
+        sys.stdout.flush()
+        print_warnings(result.summary.get("warnings") or [])
+        return
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -40,8 +91,7 @@ def _print_outcome(result: Any, written: list[Any], title: str) -> None:
     table = Table(title=Text(title), title_justify="left")
     table.add_column("metric")
     table.add_column("value", justify="right")
-    shown = {key: value for key, value in {**result.summary, **result.timing}.items() if key != "warnings"}
-    for key, value in _summary_rows(shown):
+    for key, value in rows:
         table.add_row(Text(key), Text(value))
     console.print(table)
     for path in written:

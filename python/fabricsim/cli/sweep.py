@@ -27,11 +27,13 @@ def _sweep(args: argparse.Namespace) -> int:
         progress=show_progress,
         x=args.x,
         series=args.series,
+        report=args.report,
     )
     total = len(outcome.points)
+    report = outcome.report if args.report else f"not drawn (fabricsim report {args.out} draws it)"
     print(
         f"{total} points: {outcome.ran} run, {outcome.skipped} already done, {outcome.adopted} recovered, "
-        f"{outcome.failed} failed; catalog {outcome.out_dir / 'catalog.duckdb'}, report {outcome.report}"
+        f"{outcome.failed} failed; catalog {outcome.out_dir / 'catalog.duckdb'}, report {report}"
     )
     for error in outcome.errors:
         print(f"failed: {error}", file=sys.stderr)
@@ -53,6 +55,12 @@ def add_parser(commands: Any) -> None:
     command.add_argument("--workers", type=int, metavar="N", help="parallel runs (default: CPU count)")
     command.add_argument("--x", metavar="PATH", help="grid path on the report's x axis (default: load or the first)")
     command.add_argument("--series", metavar="PATH", help="grid path giving the report's series")
+    command.add_argument(
+        "--no-report",
+        dest="report",
+        action="store_false",
+        help="write the catalog and sweep.parquet without report.html (`fabricsim report DIR` draws it later)",
+    )
     progress = command.add_mutually_exclusive_group()
     progress.add_argument("--progress", action="store_true", help="show the progress bar even without a terminal")
     progress.add_argument("--no-progress", dest="progress", action="store_false", help="never show a progress bar")

@@ -31,12 +31,13 @@ from typing import Callable, Optional
 
 __all__ = ["REPORT_MODULES", "Preload", "warm_report"]
 
-#: What writing a run's report imports, in import order: the result and its
-#: report modules (polars and numpy with them), then matplotlib through
+#: What writing a run's report imports, in import order: the result (polars and
+#: numpy with it) and the report modules, then matplotlib through
 #: ``plots.pyplot()`` (:func:`warm_report`) and the two backends a plot uses
 #: (Agg measures text, SVG writes the figure).
 REPORT_MODULES = (
     "fabricsim.outputs.results",
+    "fabricsim.outputs.report",
     "fabricsim.outputs.report.plots",
     "matplotlib.backends.backend_agg",
     "matplotlib.backends.backend_svg",
@@ -48,12 +49,12 @@ def warm_report() -> None:
     report's backend, and look up the report's default font (matplotlib's
     font list is read on import; the lookup of a font in it is cached for the
     process). Nothing is drawn."""
-    for name in REPORT_MODULES[:2]:
+    for name in REPORT_MODULES[:3]:
         importlib.import_module(name)
     from fabricsim.outputs.report.plots import pyplot
 
     pyplot()
-    for name in REPORT_MODULES[2:]:
+    for name in REPORT_MODULES[3:]:
         importlib.import_module(name)
     from matplotlib.font_manager import FontProperties, findfont
 

@@ -15,7 +15,6 @@ from fabricsim.errors import OutputError
 from fabricsim.outputs import rundir
 from fabricsim.outputs.fct import bucket_table
 from fabricsim.outputs.load import load_summary
-from fabricsim.outputs.report import render_html, write_plot_files
 from fabricsim.outputs.shares import source_shares
 from fabricsim.outputs.tables import RunTables, decode, read_tables
 from fabricsim.schema import Scenario, load
@@ -109,6 +108,8 @@ class Result(RunTables):
         if report:
 
             def write_report(path: Path) -> None:
+                from fabricsim.outputs.report import render_html, write_plot_files  # only a run with a report
+
                 page = render_html(self)
                 _write_text(page, path)
                 write_plot_files(page, directory / "plots")

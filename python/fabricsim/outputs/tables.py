@@ -42,10 +42,19 @@ _DTYPES = {"u8": "<u1", "u32": "<u4", "u64": "<u8", "i64": "<i8", "f64": "<f8", 
 _NODE_COLUMNS = ("node", "src", "dst", "src_node", "dst_node", "host")
 
 
+#: Up to this many rows, a column of codes (or of values with -1 for "none") is
+#: decoded in Python: each polars operation costs about a millisecond of set-up,
+#: and most tables of a small run have a handful of rows. Larger columns are
+#: decoded by polars.
+_SMALL = 2048
+
+
 def _labels(column: str, codes: np.ndarray[Any, np.dtype[Any]], labels: Sequence[str]) -> pl.Series:
     """Replace integer ``codes`` by ``labels[code]``."""
     if codes.size and int(codes.max()) >= len(labels):
         raise ValueError(f"column {column!r}: code {int(codes.max())} has no label (only {len(labels)} labels)")
+    if codes.size <= _SMALL:
+        return pl.Series(column, [labels[code] for code in codes.tolist()], dtype=pl.String)
     return pl.Series(column, list(labels), dtype=pl.String).gather(codes)
 
 
@@ -73,7 +82,12 @@ def _decode_table(
         elif dtype == "i64":
             # The core marks "no value" in signed columns with -1 (e.g. the FCT
             # of a flow that did not complete): these become nulls.
-            series.append(pl.Series(column, values).replace(-1, None))
+            if not (values == -1).any():
+                series.append(pl.Series(column, values))
+            elif values.size <= _SMALL:
+                series.append(pl.Series(column, [None if v == -1 else v for v in values.tolist()], dtype=pl.Int64))
+            else:
+                series.append(pl.Series(column, values).replace(-1, None))
         else:
             series.append(pl.Series(column, values))
     frame = pl.DataFrame(series)

@@ -5,7 +5,9 @@ duckdb is imported when a catalog is opened (only sweeps need it).
 
 from __future__ import annotations
 
+import contextlib
 import re
+import time
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -126,7 +128,16 @@ BASE_COLUMNS = {
 
 
 class Catalog:
-    """The ``points`` table of ``catalog.duckdb`` (written by one process at a time)."""
+    """The ``points`` table of ``catalog.duckdb`` (written by one process at a time).
+
+    Writes are grouped into transactions committed at most :attr:`COMMIT_EVERY_S`
+    apart (checked at each write) and on :meth:`close`: a commit costs more
+    than the rows of a small point. A row not yet committed when the process
+    is killed is not lost: every point leaves its ``point.json``, which the
+    next run of the job adopts into the catalog.
+    """
+
+    COMMIT_EVERY_S = 1.0
 
     def __init__(self, path: Path) -> None:
         try:
@@ -134,13 +145,30 @@ class Catalog:
         except ImportError:
             raise SweepError("the sweep catalog needs duckdb: pip install duckdb") from None
         self.db = duckdb.connect(str(path))
+        self._opened: float | None = None  # when the open transaction began
         columns = ", ".join(f"{_quote(n)} {t}" for n, t in BASE_COLUMNS.items())
         self.db.execute(f"CREATE TABLE IF NOT EXISTS points ({columns})")
         self.columns = {row[0] for row in self.db.execute("DESCRIBE points").fetchall()}
 
+    def _write(self, sql: str, parameters: Sequence[Any] = ()) -> None:
+        """Run ``sql`` in the open transaction (one is begun if none is), then
+        commit if the transaction is older than :attr:`COMMIT_EVERY_S`."""
+        if self._opened is None:
+            self.db.begin()
+            self._opened = time.monotonic()
+        self.db.execute(sql, list(parameters))
+        if time.monotonic() - self._opened >= self.COMMIT_EVERY_S:
+            self.commit()
+
+    def commit(self) -> None:
+        """Commit the rows written so far."""
+        if self._opened is not None:
+            self._opened = None
+            self.db.commit()
+
     def ensure_column(self, name: str, sql_type: str) -> None:
         if name not in self.columns:
-            self.db.execute(f"ALTER TABLE points ADD COLUMN {_quote(name)} {sql_type}")
+            self._write(f"ALTER TABLE points ADD COLUMN {_quote(name)} {sql_type}")
             self.columns.add(name)
 
     def status(self) -> dict[str, str]:
@@ -153,7 +181,7 @@ class Catalog:
         names = list(values)
         placeholders = ", ".join("?" for _ in names)
         updates = ", ".join(f"{_quote(n)} = excluded.{_quote(n)}" for n in names if n != "point_id")
-        self.db.execute(
+        self._write(
             f"INSERT INTO points ({', '.join(map(_quote, names))}) VALUES ({placeholders}) "
             f"ON CONFLICT (point_id) DO UPDATE SET {updates}",
             [values[n] for n in names],
@@ -165,4 +193,12 @@ class Catalog:
         return [dict(zip(names, row)) for row in cursor.fetchall()]
 
     def close(self) -> None:
-        self.db.close()
+        """Commit what was written (a transaction a failed write aborted is rolled back) and close."""
+        try:
+            self.commit()
+        except Exception:
+            with contextlib.suppress(Exception):
+                self.db.rollback()
+            raise
+        finally:
+            self.db.close()
