@@ -480,6 +480,8 @@ impl Simulation {
         self.check_class(f.class, &path)?;
         let cfg = self.tcp_config(&f.tcp, &format!("{path}.tcp"))?;
         let name = self.flow_name(&f.name, format!("tcp_flows{i}"));
+        super::flow_deps::check(&format!("{path}.flows"), &f.flows)?;
+        let first = self.tcp.len() as u32;
         for (j, spec) in f.flows.iter().enumerate() {
             let fp = format!("{path}.flows[{j}]");
             let src = resolve_host(index, graph, &spec.src, &format!("{fp}.src"))?;
@@ -493,7 +495,11 @@ impl Simulation {
             let start = SimTime(spec.start_ps);
             let t =
                 self.new_tcp_flow(name, TCP_KIND_FLOW, src, dst, f.class, Some(spec.bytes), start, None, cfg, None, 0);
-            self.queue.push(start, Event::TcpOpen(t));
+            if spec.after.is_empty() {
+                self.queue.push(start, Event::TcpOpen(t));
+            } else {
+                self.flow_deps_add(first, j, spec);
+            }
         }
         Ok(())
     }
@@ -882,6 +888,10 @@ impl Simulation {
         let fs = &mut self.flows[f.flow.idx()];
         fs.app_complete_ps = Some(at.0);
         fs.source_done = true;
+        if !self.flow_deps.is_empty() {
+            self.flow_deps_complete(t, at);
+        }
+        let f = &self.tcp[t as usize];
         if let Some(app) = f.incast {
             let now = self.now;
             let a = &mut self.incasts[app as usize];
