@@ -12,8 +12,8 @@ Each snapshot (``tests/golden/<scenario>.txt``) is readable text: the summary
 counters, one row per flow (packets, bytes, FCT, latency, transport counters),
 drops by reason, per-link counters, queue high-water marks and the 99th
 percentile of sampled queue occupancy, buffer, pool, ECN-mark and PFC tables,
-delivered bytes per receiving host from the throughput bins, and FCT per size
-bucket. Figures that depend on the machine or on how the core
+delivered bytes per receiving host from the throughput bins, FCT per size
+bucket and, for collective traffic, the ``collectives`` table. Figures that depend on the machine or on how the core
 schedules its work rather than on what it simulates (wall time, events per
 second, the number of events) are left out, so a faster event loop that
 simulates the same thing keeps the snapshots unchanged.
@@ -143,6 +143,8 @@ def render(scenario_name: str, overrides: Sequence[str]) -> str:
     lines += _table("throughput_by_host", _throughput(result.throughput))
     lines += _table("marks", result.marks)
     lines += _table("pauses", result.pauses)
+    if result.collectives.height:
+        lines += _table("collectives", result.collectives)
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -43,6 +43,7 @@ mod broadcast;
 mod carried;
 mod egress;
 mod fabric;
+mod flow_deps;
 pub mod guard;
 mod host;
 pub mod limits;
@@ -154,6 +155,7 @@ pub struct Simulation {
     tcp_cfgs: Vec<TcpConfig>,
     tcp_default: TcpConfig,
     incasts: Vec<IncastApp>,
+    flow_deps: flow_deps::FlowDeps,
     /// Per flow: index into `tcp`, or `u32::MAX`.
     flow_tcp: Vec<u32>,
     outbox: Outbox,
@@ -360,6 +362,7 @@ impl Simulation {
             tcp_cfgs: Vec::new(),
             tcp_default: sc.tcp.clone(),
             incasts: Vec::new(),
+            flow_deps: Default::default(),
             flow_tcp: Vec::new(),
             outbox: Vec::new(),
             throughput: ThroughputBins::new(sc.stats.throughput_interval_ps),

@@ -72,6 +72,10 @@ class Result(RunTables):
                 summary["load"] = load
             summary["warnings"] = run_warnings(scenario, summary, result.flows, result.tables())
         result.source_shares = source_shares(result)
+        if scenario is not None and any(t.kind == "collective" for t in scenario.traffic):
+            from fabricsim.workloads.collectives import collectives_table
+
+            result.collectives = collectives_table(result)
         return result
 
     def write(self, out_dir: str | os.PathLike[str], report: bool = True) -> list[Path]:

@@ -11,7 +11,8 @@ so a table added to the core reaches Python, the Parquet files and
   first, in that order; other core tables follow in the core's order.
 - :data:`DERIVED_TABLES` are computed in Python from the others (``fct``:
   :mod:`fabricsim.outputs.fct`; ``source_shares``:
-  :mod:`fabricsim.outputs.shares`); they are listed last, and only when not empty.
+  :mod:`fabricsim.outputs.shares`; ``collectives``:
+  :mod:`fabricsim.workloads.collectives`); they are listed last, and only when not empty.
 
 Known tables are also attributes (``result.flows``); any other table is read
 with ``result.tables()["name"]`` or, where the name is a valid identifier,
@@ -34,7 +35,7 @@ __all__ = ["CORE_TABLES", "DERIVED_TABLES", "RunTables", "decode", "read_tables"
 
 CORE_TABLES = ("flows", "queues", "drops", "links", "throughput", "marks", "pools", "buffers", "queue_peaks", "pauses")
 """Tables every run has, in the order they are listed and written."""
-DERIVED_TABLES = ("fct", "source_shares")
+DERIVED_TABLES = ("fct", "source_shares", "collectives")
 """Tables computed in Python after a run, written last and only when not empty."""
 NODES = "nodes"
 
@@ -195,6 +196,8 @@ class RunTables:
         source_shares: each source host's share of what a host received
             from two or more sources, with min/max/Jain per receiver
             (:mod:`fabricsim.outputs.shares`).
+        collectives: per collective traffic entry and iteration, its time,
+            algorithm and bus bandwidth (:mod:`fabricsim.workloads.collectives`).
         scenario: the scenario that was run (seed included), when known.
     """
 
@@ -221,6 +224,7 @@ class RunTables:
     fabric_receivers = _Table()
     fct = _Table()
     source_shares = _Table()
+    collectives = _Table()
     cpu = _Table()
     cores = _Table()
     host_stages = _Table()

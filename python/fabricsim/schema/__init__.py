@@ -23,6 +23,7 @@ from fabricsim.schema.stats import FctSettings, Stats
 from fabricsim.schema.topology import Dumbbell, Explicit, ExplicitLink, ExplicitNode, FatTree, LeafSpine, Link, Star
 from fabricsim.schema.traffic import (
     Burst,
+    Collective,
     RdmaWrite,
     TcpBulk,
     TcpFlowItem,
@@ -39,6 +40,7 @@ __all__ = [
     "Arbitration",
     "Buffer",
     "Burst",
+    "Collective",
     "Dcqcn",
     "DelayedAck",
     "DevicePower",

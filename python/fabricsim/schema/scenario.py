@@ -34,7 +34,7 @@ from fabricsim.schema.network import Network
 from fabricsim.schema.stats import FctSettings, Stats
 from fabricsim.schema.topology import Topology
 from fabricsim.schema._base import one_of
-from fabricsim.schema.traffic import LoadBasis, Traffic, Workload
+from fabricsim.schema.traffic import Collective, LoadBasis, Traffic, Workload
 from fabricsim.schema.transports import Roce, Tcp
 
 __all__ = ["Scenario", "from_dict", "load", "loads"]
@@ -49,6 +49,10 @@ def _resolve_source(scenario: "Scenario", index: int, source: Any) -> dict[str, 
         # An arrivals window too short for this load may hold no flow at all: that
         # is a valid (empty) workload, not an error.
         return source._resolved("tcp_flows", {"flows": flowgen.generate(scenario, index)})
+    if isinstance(source, Collective):
+        from fabricsim.workloads import collectives
+
+        return source._resolved("tcp_flows", {"flows": collectives.resolved_flows(scenario, index)})
     return source.to_resolved()
 
 

@@ -8,9 +8,9 @@ lists when the whole scenario is resolved
 """
 
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, Optional, Union
+from typing import Annotated, Any, Literal, Optional, Sequence, Union
 
-from pydantic import Field, PlainSerializer, PlainValidator, WithJsonSchema, model_validator
+from pydantic import Field, PlainSerializer, PrivateAttr, PlainValidator, WithJsonSchema, model_validator
 
 from fabricsim import units
 from fabricsim.schema._base import (
@@ -39,6 +39,7 @@ from fabricsim.schema.transports import Roce, Tcp
 __all__ = [
     "TRAFFIC_MODELS",
     "Burst",
+    "Collective",
     "Iperf3",
     "PingPong",
     "LoadBasis",
@@ -288,26 +289,177 @@ class TcpIncast(_TcpTraffic):
         )
 
 
-class TcpFlowItem(Model):
-    """One flow of an explicit list."""
+FlowRef = Union[Annotated[int, Field(ge=0)], Annotated[str, Field(min_length=1)]]
+"""A flow of the same list: its index (from 0) or its ``name``."""
 
+
+class TcpFlowItem(Model):
+    """One flow of an explicit list. ``after`` lists flows of the same list
+    (index from 0, or ``name``) it waits for: it starts once all of them have
+    completed, ``compute`` after the last one did, and not before ``start``."""
+
+    name: Optional[str] = Field(default=None, min_length=1)
     src: str = Field(min_length=1)
     dst: str = Field(min_length=1)
     size: Size
     start: Time = 0
+    after: list[FlowRef] = Field(default_factory=list)
+    compute: Time = 0
 
-    def to_resolved(self) -> dict[str, Any]:
-        return {"src": self.src, "dst": self.dst, "bytes": self.size, "start_ps": self.start}
+    def to_resolved(self, after: Sequence[int] = ()) -> dict[str, Any]:
+        out = {"src": self.src, "dst": self.dst, "bytes": self.size, "start_ps": self.start}
+        if after:
+            out["after"] = list(after)
+            if self.compute:
+                out["compute_ps"] = self.compute
+        return out
+
+
+def dependency_cycle(after: Sequence[Sequence[int]]) -> Optional[list[int]]:
+    """A cycle of the dependency lists ``after`` (flow ``j`` waits for
+    ``after[j]``) as ``[j, k, ..., j]`` (j waits for k ...), or ``None``."""
+    n = len(after)
+    remaining = [len(a) for a in after]
+    dependents: list[list[int]] = [[] for _ in range(n)]
+    for j, deps in enumerate(after):
+        for d in deps:
+            dependents[d].append(j)
+    ready = [j for j in range(n) if remaining[j] == 0]
+    while ready:
+        j = ready.pop()
+        for w in dependents[j]:
+            remaining[w] -= 1
+            if remaining[w] == 0:
+                ready.append(w)
+    stuck = [j for j in range(n) if remaining[j] > 0]
+    if not stuck:
+        return None
+    # Every stuck flow waits for a stuck flow: walking back reaches a cycle.
+    def back(j: int) -> int:
+        return next(d for d in after[j] if remaining[d] > 0)
+
+    seen: set[int] = set()
+    j = stuck[0]
+    while j not in seen:
+        seen.add(j)
+        j = back(j)
+    cycle = [j]
+    k = back(j)
+    while k != j:
+        cycle.append(k)
+        k = back(k)
+    return cycle + [j]
 
 
 class TcpFlows(_TcpTraffic):
-    """An explicit list of TCP flows (``src``, ``dst``, ``size``, ``start``)."""
+    """An explicit list of TCP flows (``src``, ``dst``, ``size``, ``start``;
+    ``after`` and ``compute`` for flows that wait for others of the list)."""
 
     kind: Literal["tcp_flows"]
     flows: list[TcpFlowItem] = Field(min_length=1)
+    _after: list[list[int]] = PrivateAttr(default_factory=list)
+
+    @model_validator(mode="after")
+    def _dependencies(self) -> "TcpFlows":
+        self._after = self._resolve_after()
+        return self
+
+    def _resolve_after(self) -> list[list[int]]:
+        issues: list[tuple[str, str]] = []
+        names: dict[str, int] = {}
+        for j, f in enumerate(self.flows):
+            if f.name is not None:
+                if f.name in names:
+                    issues.append((f"flows[{j}].name", f"duplicate name {f.name!r} (also flows[{names[f.name]}])"))
+                names.setdefault(f.name, j)
+        n = len(self.flows)
+        after: list[list[int]] = []
+        for j, f in enumerate(self.flows):
+            deps: list[int] = []
+            for k, ref in enumerate(f.after):
+                field = f"flows[{j}].after[{k}]"
+                if isinstance(ref, str):
+                    if ref not in names:
+                        known = ", ".join(list(names)[:6]) or "no flow of this list has a name"
+                        issues.append((field, f"unknown flow {ref!r} (names: {known})"))
+                        continue
+                    index = names[ref]
+                elif ref >= n:
+                    issues.append((field, f"no flow {ref} in this list (it has {n}, numbered from 0)"))
+                    continue
+                else:
+                    index = ref
+                if index == j:
+                    issues.append((field, "a flow cannot wait for itself"))
+                    continue
+                deps.append(index)
+            if f.compute and not f.after:
+                issues.append((f"flows[{j}].compute", "applies after dependencies: give after as well"))
+            after.append(deps)
+        if issues:
+            raise issues_error(*issues)
+        cycle = dependency_cycle(after)
+        if cycle is not None:
+            shown = " waits for ".join(str(c) for c in cycle)
+            raise issues_error((f"flows[{cycle[0]}].after", f"dependency cycle: flow {shown}"))
+        return after
 
     def to_resolved(self) -> dict[str, Any]:
-        return self._resolved(self.kind, {"flows": [f.to_resolved() for f in self.flows]})
+        after = self._after if len(self._after) == len(self.flows) else self._resolve_after()
+        return self._resolved(self.kind, {"flows": [f.to_resolved(a) for f, a in zip(self.flows, after)]})
+
+
+CollectiveAlgorithm = Literal["all_reduce", "reduce_scatter", "all_gather", "all_to_all"]
+
+
+class Collective(_TcpTraffic):
+    """A collective operation of distributed training over TCP, NCCL-like:
+    ``algorithm`` over the ranks ``hosts`` (in ring order), ``size`` bytes per
+    rank (NCCL's message size), split into ``channels`` parallel rings, run
+    ``iterations`` times, each rank starting its next iteration ``compute``
+    after its part of the previous one is done. Expanded to a ``tcp_flows``
+    list with dependencies when resolved (``docs/models/collectives.md``,
+    :mod:`fabricsim.workloads.collectives`); the ``collectives`` table reports
+    each iteration's time and bandwidths."""
+
+    kind: Literal["collective"]
+    algorithm: Annotated[CollectiveAlgorithm, one_of(CollectiveAlgorithm)] = "all_reduce"
+    hosts: NodeList
+    size: Size
+    channels: Count32 = 1
+    iterations: Count32 = 1
+    compute: Time = 0
+    start: Time = 0
+
+    @model_validator(mode="after")
+    def _ranks(self) -> "Collective":
+        n = len(self.hosts)
+        if n < 2:
+            raise issues_error(("hosts", "a collective needs at least two ranks"))
+        seen: dict[str, int] = {}
+        for i, h in enumerate(self.hosts):
+            if h in seen:
+                raise issues_error((f"hosts[{i}]", f"host {h!r} is already rank {seen[h]}"))
+            seen[h] = i
+        if self.size < n * self.channels:
+            raise issues_error(
+                ("size", f"must be at least ranks x channels = {n * self.channels} B (each flow carries size / ranks "
+                         f"/ channels; got {self.size} B)")
+            )
+        flows = self.flows_per_iteration() * self.iterations
+        if flows > MAX_FLOWS:
+            raise issues_error(("iterations", f"{flows:,} flows in all; at most {MAX_FLOWS:,}"))
+        return self
+
+    def steps(self) -> int:
+        """Ring steps per iteration (1 for all-to-all: every pair at once)."""
+        n = len(self.hosts)
+        return {"all_reduce": 2 * (n - 1), "reduce_scatter": n - 1, "all_gather": n - 1}.get(self.algorithm, 1)
+
+    def flows_per_iteration(self) -> int:
+        n = len(self.hosts)
+        per_step = n * (n - 1) if self.algorithm == "all_to_all" else n
+        return per_step * self.steps() * self.channels
 
 
 WorkloadPattern = Literal["all_to_all", "many_to_one", "permutation", "explicit"]
@@ -476,9 +628,9 @@ class PingPong(Model):
         }
 
 
-TRAFFIC_MODELS = (UdpTraffic, Burst, TcpBulk, TcpIncast, TcpFlows, Workload, RdmaWrite, Iperf3, PingPong)
+TRAFFIC_MODELS = (UdpTraffic, Burst, TcpBulk, TcpIncast, TcpFlows, Workload, Collective, RdmaWrite, Iperf3, PingPong)
 Traffic = Annotated[
-    Union[UdpTraffic, Burst, TcpBulk, TcpIncast, TcpFlows, Workload, RdmaWrite, Iperf3, PingPong],
+    Union[UdpTraffic, Burst, TcpBulk, TcpIncast, TcpFlows, Workload, Collective, RdmaWrite, Iperf3, PingPong],
     Field(discriminator="kind"),
     kind_of(*TRAFFIC_MODELS),
 ]

@@ -456,6 +456,8 @@ impl Simulation {
         self.check_class(f.class, &path)?;
         let cfg = self.tcp_config(&f.tcp, &format!("{path}.tcp"))?;
         let name = self.flow_name(&f.name, format!("tcp_flows{i}"));
+        super::flow_deps::check(&format!("{path}.flows"), &f.flows)?;
+        let first = self.tcp.len() as u32;
         for (j, spec) in f.flows.iter().enumerate() {
             let fp = format!("{path}.flows[{j}]");
             let src = resolve_host(index, graph, &spec.src, &format!("{fp}.src"))?;
@@ -480,7 +482,11 @@ impl Simulation {
                 None,
                 0,
             );
-            self.queue.push(start, Event::TcpOpen(t));
+            if spec.after.is_empty() {
+                self.queue.push(start, Event::TcpOpen(t));
+            } else {
+                self.flow_deps_add(first, j, spec);
+            }
         }
         Ok(())
     }
@@ -869,6 +875,10 @@ impl Simulation {
         let fs = &mut self.flows[f.flow.idx()];
         fs.app_complete_ps = Some(at.0);
         fs.source_done = true;
+        if !self.flow_deps.is_empty() {
+            self.flow_deps_complete(t, at);
+        }
+        let f = &self.tcp[t as usize];
         if let Some(app) = f.incast {
             let now = self.now;
             let a = &mut self.incasts[app as usize];

@@ -76,8 +76,20 @@ pub struct TcpFlowSpec {
     pub src: String,
     pub dst: String,
     pub bytes: u64,
+    /// Earliest start; a flow with dependencies starts no earlier than this.
     #[serde(default)]
     pub start_ps: u64,
+    /// Indices in `flows` of the flows it waits for: it starts once all of
+    /// them have completed, `compute_ps` after the last one did
+    /// (`sim/flow_deps.rs`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub after: Vec<u32>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub compute_ps: u64,
+}
+
+fn is_zero(x: &u64) -> bool {
+    *x == 0
 }
 
 fn one() -> u32 {

@@ -5,6 +5,7 @@ mod arbitration;
 mod broadcast;
 mod conservation;
 mod determinism;
+mod flow_deps;
 mod host;
 mod host_egress;
 mod htcp;
