@@ -10,12 +10,13 @@
 //!   `cwnd = ssthresh` (step 3).
 //! - Limited transmit (RFC 3042), when configured: each of the first two
 //!   duplicate ACKs lets one new segment out beyond cwnd.
-//! - Retransmission timeout: `recover` moves to the highest byte sent (RFC
+//! - Retransmission timeout (the skeleton is `Sender::on_rto`'s, shared
+//!   with SACK): `recover` moves to the highest byte sent (RFC
 //!   6582 3.2 step 4) and sending goes back to the first unacknowledged byte.
 
-use super::cc::{AckInfo, SlowStartExit};
+use super::cc::SlowStartExit;
 use super::limits::Burst;
-use super::sender::{SenderCore, SenderState};
+use super::sender::{EcnCut, SenderCore, SenderState};
 use super::{Outbox, Segment};
 use crate::units::SimTime;
 
@@ -31,6 +32,18 @@ pub struct NewReno {
     pub(super) recover: Option<u64>,
 }
 
+impl NewReno {
+    /// The retransmission timer expired (the rest is `Sender::on_rto`'s):
+    /// recovery ends, and `recover` moves to the highest byte sent,
+    /// `snd_max` (RFC 6582 3.2 step 4), so that duplicate ACKs of data sent
+    /// before the timeout start no fast retransmit.
+    pub(super) fn on_timeout(&mut self, snd_max: u64) {
+        self.in_recovery = false;
+        self.dupacks = 0;
+        self.recover = Some(snd_max);
+    }
+}
+
 impl SenderCore {
     /// An ACK without SACK.
     pub(super) fn on_ack_newreno(&mut self, nr: &mut NewReno, now: SimTime, seg: &Segment, out: &mut Outbox) {
@@ -41,42 +54,16 @@ impl SenderCore {
             if self.snd_nxt < self.snd_una {
                 self.snd_nxt = self.snd_una;
             }
-            let rtt_sample = Self::rtt_sample(now, seg);
-            if let Some(r) = rtt_sample {
-                self.rtt.sample(r);
-            }
-            self.backoff = 0;
-            let info = AckInfo {
-                now,
-                acked,
-                ack,
-                snd_nxt: self.snd_nxt,
-                ece: seg.ece,
-                srtt: self.rtt.srtt(),
-                min_rtt: self.rtt.min_rtt(),
-                rtt_sample,
-            };
-            self.on_rtt_sample(&info);
-            let mut reduced = false;
-            if self.ecn {
-                if self.cc.handles_ecn() {
-                    let before = self.window;
-                    reduced = self.cc.observe(&mut self.window, &info);
-                    if reduced {
-                        self.note_ecn_reduction(now, before);
-                    }
-                } else if seg.ece && !nr.in_recovery && self.ecn_recover.map_or(true, |r| ack > r) {
-                    // RFC 3168 6.1.2: react as to a loss, once per window.
-                    self.note_congestion(now, SlowStartExit::Ecn);
-                    let flight = self.flight() + acked;
-                    self.window.ssthresh = self.ssthresh_after_loss(now, flight, flight);
+            let info = self.ack_info(now, seg, ack, acked, true);
+            let reduced = match self.ecn_on_ack(now, &info, acked, !nr.in_recovery, None) {
+                EcnCut::None => false,
+                EcnCut::Controller { .. } => true,
+                EcnCut::Classic => {
+                    // RFC 3168 6.1.2: cwnd = ssthresh, as after a loss.
                     self.window.cwnd = self.window.ssthresh;
-                    self.ecn_recover = Some(self.snd_max);
-                    self.cwr_pending = true;
-                    self.ecn_reductions += 1;
-                    reduced = true;
+                    true
                 }
-            }
+            };
             if nr.in_recovery {
                 if nr.recover.map_or(true, |r| ack >= r) {
                     // Full acknowledgment (RFC 6582 3.2 step 3).
@@ -120,7 +107,7 @@ impl SenderCore {
                     // Fast retransmit (RFC 5681 3.2 steps 2-3; RFC 6582 3.2 step 2).
                     self.note_congestion(now, SlowStartExit::Loss);
                     let flight = self.flight();
-                    self.window.ssthresh = self.ssthresh_after_loss(now, flight, flight);
+                    self.window.ssthresh = self.ssthresh_after_loss(now, flight, None);
                     nr.recover = Some(self.snd_max);
                     nr.in_recovery = true;
                     self.recovery_started = now;
@@ -191,33 +178,6 @@ impl SenderCore {
         self.note_window_use(self.snd_nxt - self.snd_una, self.snd_nxt > first);
         if self.sending_stopped(now) && self.snd_una >= self.snd_max && self.state == SenderState::Established {
             self.finish(now);
-        }
-    }
-
-    /// Retransmission timeout without SACK (RFC 6298 5.4-5.6; RFC 5681 3.1
-    /// equation 4 and loss window; RFC 6582 3.2 step 4).
-    pub(super) fn on_rto_newreno(&mut self, nr: &mut NewReno, now: SimTime, repeated: bool, out: &mut Outbox) {
-        self.timeouts += 1;
-        self.note_congestion(now, SlowStartExit::Timeout);
-        // RFC 5681 3.1: ssthresh is held constant when the segment was
-        // already retransmitted by the timer.
-        if !repeated {
-            let flight = self.flight();
-            self.window.ssthresh = self.ssthresh_after_loss(now, flight, flight);
-        }
-        self.cc.on_timeout();
-        self.window.cwnd = self.window.mss;
-        if nr.in_recovery {
-            self.recovery_time += now - self.recovery_started;
-        }
-        nr.in_recovery = false;
-        nr.dupacks = 0;
-        nr.recover = Some(self.snd_max);
-        self.snd_nxt = self.snd_una;
-        self.rto_deadline = None;
-        self.send_data_newreno(nr, now, out);
-        if self.rto_deadline.is_none() && self.snd_una < self.snd_max {
-            self.restart_rto(now);
         }
     }
 }

@@ -37,7 +37,7 @@ use super::limits::Burst;
 use super::prr::Prr;
 use super::rack::{Rack, Tlp};
 use super::scoreboard::{Delivered, Scoreboard, SACKED};
-use super::sender::{SenderCore, SenderState};
+use super::sender::{EcnCut, SenderCore, SenderState};
 use super::{Outbox, Segment, TcpConfig};
 use crate::units::SimTime;
 
@@ -105,7 +105,31 @@ impl SackRecovery {
         self.sb.clear();
     }
 
-    fn reducing(&self) -> bool {
+    /// CWR: an ECN reduction with PRR, until SND.UNA passes `snd_max`;
+    /// `flight` is PRR's RecoverFS.
+    fn enter_cwr(&mut self, snd_max: u64, flight: u64) {
+        self.ca = CaState::Cwr;
+        self.recovery_point = snd_max;
+        self.prr.start(flight);
+    }
+
+    /// Loss, after a retransmission timeout (RFC 6675 5.1, Linux
+    /// `tcp_enter_loss`; the rest is `Sender::on_rto`'s): every segment not
+    /// SACKed is lost (the scoreboard is kept) until `snd_max` is ACKed; no
+    /// probe or reordering timer.
+    pub(super) fn enter_loss(&mut self, snd_max: u64) {
+        self.ca = CaState::Loss;
+        self.recovery_point = snd_max;
+        self.dupacks = 0;
+        self.sb.mark_all_lost();
+        self.tlp_deadline = None;
+        self.reo_deadline = None;
+        if let Some(t) = &mut self.tlp {
+            t.end_seq = None;
+        }
+    }
+
+    pub(super) fn reducing(&self) -> bool {
         matches!(self.ca, CaState::Recovery | CaState::Cwr)
     }
 }
@@ -170,26 +194,9 @@ impl SenderCore {
         self.snd_una = ack;
         self.snd_nxt = self.snd_nxt.max(ack);
 
-        let rtt_sample = if advanced { Self::rtt_sample(now, seg) } else { None };
-        if let Some(r) = rtt_sample {
-            self.rtt.sample(r);
-        }
-        let info = AckInfo {
-            now,
-            acked: cum_acked,
-            ack,
-            snd_nxt: self.snd_nxt,
-            ece: seg.ece,
-            srtt: self.rtt.srtt(),
-            min_rtt: self.rtt.min_rtt(),
-            rtt_sample,
-        };
-        if advanced {
-            self.backoff = 0;
-            self.on_rtt_sample(&info);
-        }
+        let info = self.ack_info(now, seg, ack, cum_acked, advanced);
         self.tlp_on_ack(s, now, ack, advanced, newly_sacked, dsack);
-        let reduced = advanced && self.ecn_on_ack(s, now, &info, cum_acked);
+        let reduced = advanced && self.ecn_on_ack_sack(s, now, &info, cum_acked);
         self.detect_losses(s, now, latest.is_some());
         let newly_lost = s.sb.lost_marks > prior_marks;
 
@@ -249,48 +256,33 @@ impl SenderCore {
         }
     }
 
-    /// Classic ECN (RFC 3168 6.1.2) or DCTCP's cut; with PRR the reduction
-    /// runs in the CWR state. Returns whether the window was reduced.
-    fn ecn_on_ack(&mut self, s: &mut SackRecovery, now: SimTime, info: &AckInfo, acked: u64) -> bool {
-        if !self.ecn {
-            return false;
-        }
-        let flight = self.flight();
-        if self.cc.handles_ecn() {
-            let before = self.window;
-            if !self.cc.observe(&mut self.window, info) {
-                return false;
-            }
-            self.note_ecn_reduction(now, before);
-            let snd_max = self.snd_max;
-            if s.prr_on && s.ca != CaState::Loss {
-                // PRR takes the window down to the new ssthresh.
-                if s.ca == CaState::Open {
-                    s.ca = CaState::Cwr;
-                    s.recovery_point = snd_max;
-                    s.prr.start(flight + acked);
+    /// The shared ECN reaction ([`SenderCore::ecn_on_ack`]; the classic one
+    /// only in Open) and what it means here: with PRR the reduction runs in
+    /// the CWR state, gradually over a round trip; without, the classic cut
+    /// is immediate. Returns whether the window was reduced.
+    fn ecn_on_ack_sack(&mut self, s: &mut SackRecovery, now: SimTime, info: &AckInfo, acked: u64) -> bool {
+        let (flight, snd_max) = (self.flight(), self.snd_max);
+        match self.ecn_on_ack(now, info, acked, s.ca == CaState::Open, Some(s.sb.pipe())) {
+            EcnCut::None => false,
+            EcnCut::Controller { before } => {
+                if s.prr_on && s.ca != CaState::Loss {
+                    // PRR takes the window down to the new ssthresh.
+                    if s.ca == CaState::Open {
+                        s.enter_cwr(snd_max, flight + acked);
+                    }
+                    self.window.cwnd = before.cwnd;
                 }
-                self.window.cwnd = before.cwnd;
+                true
             }
-            return true;
+            EcnCut::Classic => {
+                if s.prr_on {
+                    s.enter_cwr(snd_max, flight + acked);
+                } else {
+                    self.window.cwnd = self.window.ssthresh;
+                }
+                true
+            }
         }
-        if !info.ece || s.ca != CaState::Open || self.ecn_recover.map_or(false, |r| info.ack <= r) {
-            return false;
-        }
-        self.note_congestion(now, SlowStartExit::Ecn);
-        self.window.ssthresh = self.ssthresh_after_loss(now, flight + acked, s.sb.pipe());
-        let snd_max = self.snd_max;
-        if s.prr_on {
-            s.ca = CaState::Cwr;
-            s.recovery_point = snd_max;
-            s.prr.start(flight + acked);
-        } else {
-            self.window.cwnd = self.window.ssthresh;
-        }
-        self.ecn_recover = Some(snd_max);
-        self.cwr_pending = true;
-        self.ecn_reductions += 1;
-        true
     }
 
     /// Marks lost segments: RACK (RFC 8985 6.2) after a delivery, or the
@@ -343,7 +335,7 @@ impl SenderCore {
         let snd_max = self.snd_max;
         if s.ca != CaState::Cwr {
             // One reduction per congestion event: an ECN reduction under way stands.
-            self.window.ssthresh = self.ssthresh_after_loss(now, flight, s.sb.pipe());
+            self.window.ssthresh = self.ssthresh_after_loss(now, flight, Some(s.sb.pipe()));
             s.prr.start(flight);
             if !s.prr_on {
                 self.window.cwnd = self.window.ssthresh;
@@ -549,7 +541,7 @@ impl SenderCore {
             s.stats.tlp_recoveries += 1;
             self.note_congestion(now, SlowStartExit::Loss);
             let flight = self.flight();
-            self.window.ssthresh = self.ssthresh_after_loss(now, flight, s.sb.pipe());
+            self.window.ssthresh = self.ssthresh_after_loss(now, flight, Some(s.sb.pipe()));
             self.window.cwnd = self.window.ssthresh;
         } else if !advanced && newly_sacked == 0 {
             tlp.end_seq = None;
@@ -582,40 +574,6 @@ impl SenderCore {
                 }
             }
             self.send_data_sack(s, now, out);
-        }
-    }
-
-    /// Retransmission timeout with SACK (RFC 6298 5.4-5.6; RFC 6675 5.1;
-    /// Linux `tcp_enter_loss`).
-    pub(super) fn on_rto_sack(&mut self, s: &mut SackRecovery, now: SimTime, repeated: bool, out: &mut Outbox) {
-        self.timeouts += 1;
-        self.note_congestion(now, SlowStartExit::Timeout);
-        let flight = self.flight();
-        // ssthresh once per congestion event: not when the timer repeats, nor
-        // when fast recovery (or CWR) already reduced it (Linux).
-        let reduced_already = s.reducing();
-        if s.ca == CaState::Recovery {
-            self.recovery_time += now - self.recovery_started;
-        }
-        if !repeated && !reduced_already {
-            self.window.ssthresh = self.ssthresh_after_loss(now, flight, s.sb.pipe());
-        }
-        self.cc.on_timeout();
-        self.window.cwnd = self.window.mss;
-        let snd_max = self.snd_max;
-        s.ca = CaState::Loss;
-        s.recovery_point = snd_max;
-        s.dupacks = 0;
-        s.sb.mark_all_lost();
-        s.tlp_deadline = None;
-        s.reo_deadline = None;
-        if let Some(t) = &mut s.tlp {
-            t.end_seq = None;
-        }
-        self.rto_deadline = None;
-        self.send_data_sack(s, now, out);
-        if self.rto_deadline.is_none() && self.snd_una < self.snd_max {
-            self.restart_rto(now);
         }
     }
 }

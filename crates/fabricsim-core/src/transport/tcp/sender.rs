@@ -32,7 +32,7 @@ use super::cc::{AckInfo, CongestionControl, SlowStartExit, Window};
 use super::config::{Hystart, Pacing, SsthreshFrom};
 use super::limits::{Burst, SendLimits};
 use super::newreno::NewReno;
-use super::recovery::SackRecovery;
+use super::recovery::{CaState, SackRecovery};
 use super::rtt::RttEstimator;
 use super::{Outbox, SegKind, Segment, TcpConfig};
 use crate::units::{Rate, SimTime};
@@ -69,6 +69,18 @@ impl CwndUse {
             self.usage_seq = snd_max;
         }
     }
+}
+
+/// The window reduction [`SenderCore::ecn_on_ack`] made.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum EcnCut {
+    None,
+    /// The controller cut the window itself (DCTCP) from `before`.
+    Controller {
+        before: Window,
+    },
+    /// RFC 3168 6.1.2: `ssthresh` set as for a loss; cwnd is the caller's.
+    Classic,
 }
 
 /// Which loss-recovery machine a connection runs, with its state: the one
@@ -322,7 +334,7 @@ impl SenderCore {
         }
         // Open state only: with SACKed data (Linux's Disorder) limited
         // transmit goes at once.
-        if s.ca != super::recovery::CaState::Open || s.sb.sacked_bytes > 0 {
+        if s.ca != CaState::Open || s.sb.sacked_bytes > 0 {
             return false;
         }
         let (cwnd, wnd_end) = (self.window.cwnd, self.snd_una + self.send_window());
@@ -442,11 +454,11 @@ impl SenderCore {
 
     /// The `ssthresh` a loss or an ECN echo leaves: the controller's rule
     /// applied to what `ssthresh_from` names (`flight` is the FlightSize the
-    /// caller measured, `pipe` RFC 6675's pipe: FlightSize without SACK).
-    pub(super) fn ssthresh_after_loss(&mut self, now: SimTime, flight: u64, pipe: u64) -> u64 {
+    /// caller measured, `pipe` RFC 6675's pipe, `None` without SACK: FlightSize).
+    pub(super) fn ssthresh_after_loss(&mut self, now: SimTime, flight: u64, pipe: Option<u64>) -> u64 {
         let base = match self.ssthresh_from {
             SsthreshFrom::Flight => flight,
-            SsthreshFrom::Pipe => pipe,
+            SsthreshFrom::Pipe => pipe.unwrap_or(flight),
             SsthreshFrom::Cwnd => self.window.cwnd,
         };
         self.cc.ssthresh_after_loss(now, &self.window, base)
@@ -454,6 +466,73 @@ impl SenderCore {
 
     pub(super) fn sending_stopped(&self, now: SimTime) -> bool {
         self.stop_at.map_or(false, |t| now >= t)
+    }
+
+    /// What an ACK tells the controller ([`AckInfo`]; `acked` bytes newly
+    /// acknowledged, by the cumulative ACK `ack`). An ACK of new data
+    /// (`advanced`) also gives the RTT estimator its timestamp sample (RFC
+    /// 7323, RFC 6298 2.2-2.3), clears the timer's backoff (RFC 6298 5.7)
+    /// and gives the controller its delay sample. Both machines build it here.
+    #[inline]
+    pub(super) fn ack_info(&mut self, now: SimTime, seg: &Segment, ack: u64, acked: u64, advanced: bool) -> AckInfo {
+        let rtt_sample = if advanced { Self::rtt_sample(now, seg) } else { None };
+        if let Some(r) = rtt_sample {
+            self.rtt.sample(r);
+        }
+        let info = AckInfo {
+            now,
+            acked,
+            ack,
+            snd_nxt: self.snd_nxt,
+            ece: seg.ece,
+            srtt: self.rtt.srtt(),
+            min_rtt: self.rtt.min_rtt(),
+            rtt_sample,
+        };
+        if advanced {
+            self.backoff = 0;
+            self.on_rtt_sample(&info);
+        }
+        info
+    }
+
+    /// The ECN reaction to an ACK of new data (`info`, `acked` bytes), the
+    /// same for both machines; what it means for their recovery state (PRR's
+    /// CWR with SACK) is theirs to apply. A controller that handles ECN
+    /// itself (DCTCP) cuts on its own terms; otherwise RFC 3168 6.1.2: on
+    /// ECN-Echo, react as to a loss (`ssthresh` from the controller, `pipe`
+    /// as in [`Self::ssthresh_after_loss`]) at most once per window of data
+    /// and only where the machine `may_reduce` (not in recovery), and set
+    /// CWR on the next new segment. The classic cut leaves cwnd to the caller.
+    pub(super) fn ecn_on_ack(
+        &mut self,
+        now: SimTime,
+        info: &AckInfo,
+        acked: u64,
+        may_reduce: bool,
+        pipe: Option<u64>,
+    ) -> EcnCut {
+        if !self.ecn {
+            return EcnCut::None;
+        }
+        if self.cc.handles_ecn() {
+            let before = self.window;
+            if !self.cc.observe(&mut self.window, info) {
+                return EcnCut::None;
+            }
+            self.note_ecn_reduction(now, before);
+            return EcnCut::Controller { before };
+        }
+        if !info.ece || !may_reduce || self.ecn_recover.is_some_and(|r| info.ack <= r) {
+            return EcnCut::None;
+        }
+        self.note_congestion(now, SlowStartExit::Ecn);
+        let flight = self.flight() + acked;
+        self.window.ssthresh = self.ssthresh_after_loss(now, flight, pipe);
+        self.ecn_recover = Some(self.snd_max);
+        self.cwr_pending = true;
+        self.ecn_reductions += 1;
+        EcnCut::Classic
     }
 
     /// The RTT sample an ACK of new data carries (timestamp echo, RFC 7323).
@@ -772,14 +851,50 @@ impl Sender {
                 out.push((false, Segment::control(SegKind::Syn, now)));
                 self.restart_rto(now);
             }
-            SenderState::Established => {
-                let Sender { core, loss } = self;
-                match loss {
-                    LossRecovery::NewReno(nr) => core.on_rto_newreno(nr, now, repeated, out),
-                    LossRecovery::Sack(s) => core.on_rto_sack(s, now, repeated, out),
-                }
-            }
+            SenderState::Established => self.on_rto_established(now, repeated, out),
             _ => self.rto_deadline = None,
+        }
+    }
+
+    /// The retransmission timer expired in ESTABLISHED, for both machines
+    /// (RFC 6298 5.4-5.6; RFC 5681 3.1 equation 4 and the loss window):
+    /// `ssthresh` from the controller once per congestion event (held when
+    /// the timer resends again, RFC 5681 3.1, and, as Linux, when fast
+    /// recovery or CWR already reduced it), `cwnd = 1 SMSS`, then the
+    /// machine's own loss state, and the first unacknowledged data resent.
+    fn on_rto_established(&mut self, now: SimTime, repeated: bool, out: &mut Outbox) {
+        let Sender { core, loss } = self;
+        core.timeouts += 1;
+        core.note_congestion(now, SlowStartExit::Timeout);
+        let flight = core.flight();
+        let (pipe, reduced_already, in_recovery) = match loss {
+            LossRecovery::NewReno(nr) => (None, false, nr.in_recovery),
+            LossRecovery::Sack(s) => (Some(s.sb.pipe()), s.reducing(), s.ca == CaState::Recovery),
+        };
+        if in_recovery {
+            core.recovery_time += now - core.recovery_started;
+        }
+        if !repeated && !reduced_already {
+            core.window.ssthresh = core.ssthresh_after_loss(now, flight, pipe);
+        }
+        core.cc.on_timeout();
+        core.window.cwnd = core.window.mss;
+        core.rto_deadline = None;
+        match loss {
+            LossRecovery::NewReno(nr) => {
+                // RFC 6582 3.2 step 4; go back to the first unacknowledged byte.
+                nr.on_timeout(core.snd_max);
+                core.snd_nxt = core.snd_una;
+                core.send_data_newreno(nr, now, out);
+            }
+            LossRecovery::Sack(s) => {
+                // RFC 6675 5.1: every segment not SACKed is lost.
+                s.enter_loss(core.snd_max);
+                core.send_data_sack(s, now, out);
+            }
+        }
+        if core.rto_deadline.is_none() && core.snd_una < core.snd_max {
+            core.restart_rto(now);
         }
     }
 
@@ -787,7 +902,7 @@ impl Sender {
     pub fn recovery_time_until(&self, now: SimTime) -> SimTime {
         let open = match &self.loss {
             LossRecovery::NewReno(nr) => nr.in_recovery,
-            LossRecovery::Sack(s) => s.ca == super::recovery::CaState::Recovery,
+            LossRecovery::Sack(s) => s.ca == CaState::Recovery,
         };
         if open && self.state == SenderState::Established {
             self.recovery_time + now.saturating_sub(self.recovery_started)
