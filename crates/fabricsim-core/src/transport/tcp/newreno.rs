@@ -16,29 +16,36 @@
 
 use super::cc::SlowStartExit;
 use super::limits::Burst;
+use super::recovery::CaState;
 use super::sender::{EcnCut, SenderCore, SenderState};
 use super::{Outbox, Segment};
 use crate::units::SimTime;
 
 /// NewReno's recovery state.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct NewReno {
     /// Duplicate ACKs since the last ACK of new data.
     pub(super) dupacks: u32,
-    /// In fast recovery (RFC 6582 3.2).
-    pub(super) in_recovery: bool,
+    /// Open, in fast recovery (RFC 6582 3.2) or, after a timeout, Loss
+    /// until `recover` is acknowledged (changed by `SenderCore::set_ca`).
+    pub(super) ca: CaState,
     /// `recover` (RFC 6582 3.2): the highest byte sent when fast recovery
     /// or the last timeout began.
     pub(super) recover: Option<u64>,
 }
 
+impl Default for NewReno {
+    fn default() -> Self {
+        NewReno { dupacks: 0, ca: CaState::Open, recover: None }
+    }
+}
+
 impl NewReno {
-    /// The retransmission timer expired (the rest is `Sender::on_rto`'s):
-    /// recovery ends, and `recover` moves to the highest byte sent,
+    /// The retransmission timer expired (the rest, the state Loss included,
+    /// is `Sender::on_rto`'s): `recover` moves to the highest byte sent,
     /// `snd_max` (RFC 6582 3.2 step 4), so that duplicate ACKs of data sent
     /// before the timeout start no fast retransmit.
     pub(super) fn on_timeout(&mut self, snd_max: u64) {
-        self.in_recovery = false;
         self.dupacks = 0;
         self.recover = Some(snd_max);
     }
@@ -51,11 +58,15 @@ impl SenderCore {
         if ack > self.snd_una {
             let acked = ack - self.snd_una;
             self.snd_una = ack;
+            if nr.ca == CaState::Loss && nr.recover.map_or(true, |r| ack >= r) {
+                // Everything outstanding at the timeout is acknowledged.
+                self.set_ca(&mut nr.ca, CaState::Open, now);
+            }
             if self.snd_nxt < self.snd_una {
                 self.snd_nxt = self.snd_una;
             }
             let info = self.ack_info(now, seg, ack, acked, true);
-            let reduced = match self.ecn_on_ack(now, &info, acked, !nr.in_recovery, None) {
+            let reduced = match self.ecn_on_ack(now, &info, acked, nr.ca != CaState::Recovery, None) {
                 EcnCut::None => false,
                 EcnCut::Controller { .. } => true,
                 EcnCut::Classic => {
@@ -64,13 +75,12 @@ impl SenderCore {
                     true
                 }
             };
-            if nr.in_recovery {
+            if nr.ca == CaState::Recovery {
                 if nr.recover.map_or(true, |r| ack >= r) {
                     // Full acknowledgment (RFC 6582 3.2 step 3).
-                    nr.in_recovery = false;
+                    self.set_ca(&mut nr.ca, CaState::Open, now);
                     nr.dupacks = 0;
                     self.window.cwnd = self.window.ssthresh;
-                    self.recovery_time += now - self.recovery_started;
                 } else {
                     // Partial acknowledgment (RFC 6582 3.2 step 5): retransmit the
                     // next hole, deflate by the acknowledged bytes and add back one
@@ -102,16 +112,14 @@ impl SenderCore {
             }
         } else if ack == self.snd_una && self.snd_max > self.snd_una && seg.len == 0 {
             nr.dupacks += 1;
-            if !nr.in_recovery {
+            if nr.ca != CaState::Recovery {
                 if nr.dupacks == self.dupack_threshold && nr.recover.map_or(true, |r| ack > r) {
                     // Fast retransmit (RFC 5681 3.2 steps 2-3; RFC 6582 3.2 step 2).
                     self.note_congestion(now, SlowStartExit::Loss);
                     let flight = self.flight();
                     self.window.ssthresh = self.ssthresh_after_loss(now, flight, None);
                     nr.recover = Some(self.snd_max);
-                    nr.in_recovery = true;
-                    self.recovery_started = now;
-                    self.fast_retransmits += 1;
+                    self.set_ca(&mut nr.ca, CaState::Recovery, now);
                     self.retransmit_head(now, out);
                     self.recovery_retransmits += 1;
                     self.window.cwnd = self.window.ssthresh + 3 * self.window.mss;
@@ -133,7 +141,7 @@ impl SenderCore {
         }
         let send_wnd = self.send_window();
         let mut wnd = self.window.cwnd.min(send_wnd);
-        if self.limited_transmit && !nr.in_recovery && nr.dupacks > 0 && self.snd_nxt == self.snd_max {
+        if self.limited_transmit && nr.ca != CaState::Recovery && nr.dupacks > 0 && self.snd_nxt == self.snd_max {
             // RFC 3042: each of the first two duplicate ACKs lets one new
             // segment out beyond cwnd (within the receive window).
             let extra = nr.dupacks.min(2) as u64 * self.window.mss;

@@ -95,7 +95,7 @@ impl Sender {
                 // NewReno: recovery until `recover` is acknowledged; after a
                 // timeout `recover` is the highest byte sent then (RFC 6582
                 // 3.2 step 4), so the flow is in Loss until it is acknowledged.
-                let state = if nr.in_recovery {
+                let state = if nr.ca == CaState::Recovery {
                     ProbeState::Recovery
                 } else if nr.recover.is_some_and(|r| self.snd_una < r) && self.timeouts > 0 {
                     ProbeState::Loss

@@ -105,20 +105,11 @@ impl SackRecovery {
         self.sb.clear();
     }
 
-    /// CWR: an ECN reduction with PRR, until SND.UNA passes `snd_max`;
-    /// `flight` is PRR's RecoverFS.
-    fn enter_cwr(&mut self, snd_max: u64, flight: u64) {
-        self.ca = CaState::Cwr;
-        self.recovery_point = snd_max;
-        self.prr.start(flight);
-    }
-
     /// Loss, after a retransmission timeout (RFC 6675 5.1, Linux
-    /// `tcp_enter_loss`; the rest is `Sender::on_rto`'s): every segment not
-    /// SACKed is lost (the scoreboard is kept) until `snd_max` is ACKed; no
-    /// probe or reordering timer.
+    /// `tcp_enter_loss`; the rest, the state itself included, is
+    /// `Sender::on_rto`'s): every segment not SACKed is lost (the scoreboard
+    /// is kept) until `snd_max` is ACKed; no probe or reordering timer.
     pub(super) fn enter_loss(&mut self, snd_max: u64) {
-        self.ca = CaState::Loss;
         self.recovery_point = snd_max;
         self.dupacks = 0;
         self.sb.mark_all_lost();
@@ -206,7 +197,7 @@ impl SenderCore {
                 if self.loss_detected(s) {
                     self.enter_recovery(s, now);
                 } else if s.ca == CaState::Cwr && ack > s.recovery_point {
-                    s.ca = CaState::Open;
+                    self.set_ca(&mut s.ca, CaState::Open, now);
                     self.window.cwnd = self.window.ssthresh;
                 }
             }
@@ -217,7 +208,7 @@ impl SenderCore {
             }
             CaState::Loss => {
                 if ack >= s.recovery_point {
-                    s.ca = CaState::Open;
+                    self.set_ca(&mut s.ca, CaState::Open, now);
                 }
             }
         }
@@ -268,7 +259,7 @@ impl SenderCore {
                 if s.prr_on && s.ca != CaState::Loss {
                     // PRR takes the window down to the new ssthresh.
                     if s.ca == CaState::Open {
-                        s.enter_cwr(snd_max, flight + acked);
+                        self.enter_cwr(s, now, snd_max, flight + acked);
                     }
                     self.window.cwnd = before.cwnd;
                 }
@@ -276,13 +267,21 @@ impl SenderCore {
             }
             EcnCut::Classic => {
                 if s.prr_on {
-                    s.enter_cwr(snd_max, flight + acked);
+                    self.enter_cwr(s, now, snd_max, flight + acked);
                 } else {
                     self.window.cwnd = self.window.ssthresh;
                 }
                 true
             }
         }
+    }
+
+    /// CWR: an ECN reduction with PRR, until SND.UNA passes `snd_max`;
+    /// `flight` is PRR's RecoverFS.
+    fn enter_cwr(&mut self, s: &mut SackRecovery, now: SimTime, snd_max: u64, flight: u64) {
+        self.set_ca(&mut s.ca, CaState::Cwr, now);
+        s.recovery_point = snd_max;
+        s.prr.start(flight);
     }
 
     /// Marks lost segments: RACK (RFC 8985 6.2) after a delivery, or the
@@ -329,8 +328,6 @@ impl SenderCore {
     /// RFC 6675 5 step 4 / Linux `tcp_enter_recovery`.
     fn enter_recovery(&mut self, s: &mut SackRecovery, now: SimTime) {
         self.note_congestion(now, SlowStartExit::Loss);
-        self.fast_retransmits += 1;
-        self.recovery_started = now;
         let flight = self.flight();
         let snd_max = self.snd_max;
         if s.ca != CaState::Cwr {
@@ -341,7 +338,7 @@ impl SenderCore {
                 self.window.cwnd = self.window.ssthresh;
             }
         }
-        s.ca = CaState::Recovery;
+        self.set_ca(&mut s.ca, CaState::Recovery, now);
         s.recovery_point = snd_max;
         s.sb.restart_rule3();
         s.tlp_deadline = None;
@@ -357,8 +354,7 @@ impl SenderCore {
 
     fn exit_recovery(&mut self, s: &mut SackRecovery, now: SimTime) {
         self.window.cwnd = self.window.ssthresh;
-        self.recovery_time += now - self.recovery_started;
-        s.ca = CaState::Open;
+        self.set_ca(&mut s.ca, CaState::Open, now);
         if let Some(r) = &mut s.rack {
             r.on_recovery_end();
         }

@@ -180,6 +180,8 @@ pub struct SenderCore {
     pub recovery_retransmits: u64,
     /// Time spent in fast recovery.
     pub recovery_time: SimTime,
+    /// Exits from fast recovery other than by a timeout.
+    pub recovery_ends: u64,
     pub timeouts: u64,
     pub ecn_reductions: u64,
     /// When, at which cwnd and why slow start first ended.
@@ -276,6 +278,7 @@ impl SenderCore {
             fast_retransmits: 0,
             recovery_retransmits: 0,
             recovery_time: SimTime::ZERO,
+            recovery_ends: 0,
             timeouts: 0,
             ecn_reductions: 0,
             ss_exit: None,
@@ -620,6 +623,31 @@ impl SenderCore {
         self.done_at = Some(now);
     }
 
+    /// Every change of a loss-recovery machine's state (`ca`, either
+    /// machine's) goes through here, with what follows from it: an entry
+    /// into fast recovery counts in `fast_retransmits` and starts the clock
+    /// of `recovery_time`; an exit stops it and, unless a timeout ended
+    /// recovery, counts in `recovery_ends`. The `tcp_trace` rows of the
+    /// entries and exits (`recovery_start`, `recovery_end`) are written from
+    /// these counters after the ACK or timer (`sim/tcp_trace.rs`), those of
+    /// timeouts (`rto`) from `timeouts`.
+    #[inline]
+    pub(super) fn set_ca(&mut self, ca: &mut CaState, to: CaState, now: SimTime) {
+        let from = std::mem::replace(ca, to);
+        if from == to {
+            return;
+        }
+        if to == CaState::Recovery {
+            self.fast_retransmits += 1;
+            self.recovery_started = now;
+        } else if from == CaState::Recovery {
+            self.recovery_time += now - self.recovery_started;
+            if to != CaState::Loss {
+                self.recovery_ends += 1;
+            }
+        }
+    }
+
     /// Before a call of the send loop from outside the machine: whether the
     /// connection sends at all. Notes the attempt first, for the pacing
     /// timer rule (it holds for both machines).
@@ -867,19 +895,21 @@ impl Sender {
         core.timeouts += 1;
         core.note_congestion(now, SlowStartExit::Timeout);
         let flight = core.flight();
-        let (pipe, reduced_already, in_recovery) = match loss {
-            LossRecovery::NewReno(nr) => (None, false, nr.in_recovery),
-            LossRecovery::Sack(s) => (Some(s.sb.pipe()), s.reducing(), s.ca == CaState::Recovery),
+        let (pipe, reduced_already) = match loss {
+            LossRecovery::NewReno(_) => (None, false),
+            LossRecovery::Sack(s) => (Some(s.sb.pipe()), s.reducing()),
         };
-        if in_recovery {
-            core.recovery_time += now - core.recovery_started;
-        }
         if !repeated && !reduced_already {
             core.window.ssthresh = core.ssthresh_after_loss(now, flight, pipe);
         }
         core.cc.on_timeout();
         core.window.cwnd = core.window.mss;
         core.rto_deadline = None;
+        let ca = match loss {
+            LossRecovery::NewReno(nr) => &mut nr.ca,
+            LossRecovery::Sack(s) => &mut s.ca,
+        };
+        core.set_ca(ca, CaState::Loss, now);
         match loss {
             LossRecovery::NewReno(nr) => {
                 // RFC 6582 3.2 step 4; go back to the first unacknowledged byte.
@@ -901,9 +931,9 @@ impl Sender {
     /// Time spent in fast recovery up to `now`, an episode still open included.
     pub fn recovery_time_until(&self, now: SimTime) -> SimTime {
         let open = match &self.loss {
-            LossRecovery::NewReno(nr) => nr.in_recovery,
-            LossRecovery::Sack(s) => s.ca == CaState::Recovery,
-        };
+            LossRecovery::NewReno(nr) => nr.ca,
+            LossRecovery::Sack(s) => s.ca,
+        } == CaState::Recovery;
         if open && self.state == SenderState::Established {
             self.recovery_time + now.saturating_sub(self.recovery_started)
         } else {
@@ -989,7 +1019,7 @@ mod tests {
         for _ in 0..3 {
             s.on_segment(SimTime::from_us(21), &ack(m), &mut out);
         }
-        assert!(s.newreno().in_recovery);
+        assert!(s.newreno().ca == CaState::Recovery);
         assert_eq!(s.fast_retransmits, 1);
         let retx: Vec<&Segment> = out.iter().map(|(_, seg)| seg).filter(|seg| seg.retransmit).collect();
         assert_eq!(retx.len(), 1);
@@ -1003,12 +1033,12 @@ mod tests {
         // A partial ACK retransmits the next hole and stays in recovery.
         out.clear();
         s.on_segment(SimTime::from_us(30), &ack(3 * m), &mut out);
-        assert!(s.newreno().in_recovery);
+        assert!(s.newreno().ca == CaState::Recovery);
         assert!(out.iter().any(|(_, seg)| seg.retransmit && seg.seq == 3 * m));
         // A full ACK ends recovery with cwnd = ssthresh.
         let recover = s.newreno().recover.unwrap();
         s.on_segment(SimTime::from_us(40), &ack(recover), &mut out);
-        assert!(!s.newreno().in_recovery);
+        assert!(s.newreno().ca != CaState::Recovery);
         assert_eq!(s.window.cwnd, s.window.ssthresh);
     }
 
