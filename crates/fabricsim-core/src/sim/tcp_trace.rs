@@ -8,8 +8,10 @@
 //! Whatever the thinning, a row is recorded at each retransmission timeout
 //! (`event` = `rto`), each entry into fast recovery (`recovery_start`, one
 //! per `fast_retransmits` of the flows table) and each exit from it
-//! (`recovery_end`), found by comparing the sender's counters with those
-//! seen at its previous ACK or timer.
+//! (`recovery_end`), found by comparing the sender's counters (`timeouts`,
+//! and `fast_retransmits` and `recovery_ends`, which the one function every
+//! change of recovery state goes through keeps, `SenderCore::set_ca`) with
+//! those seen at its previous ACK or timer.
 //!
 //! Off (the default), the cost is one test of a flag per ACK a sender
 //! processes and per TCP timer event. On, rows go into one vector (amortized
@@ -47,7 +49,7 @@ struct Seen {
     traced: bool,
     fast_retransmits: u64,
     timeouts: u64,
-    in_recovery: bool,
+    recovery_ends: u64,
     /// The next ACK row is due at or after this time (thinning).
     next_ack_at: u64,
 }
@@ -161,17 +163,17 @@ impl Simulation {
         }
         let s = self.tcp_sender(t);
         let probe = s.probe();
-        let (timeouts, fast_retransmits) = (s.timeouts, s.fast_retransmits);
+        let (timeouts, fast_retransmits, recovery_ends) = (s.timeouts, s.fast_retransmits, s.recovery_ends);
         let flow = self.tcp_flow_id(t).0;
         let tr = &mut self.tcp_trace;
         let seen = &mut tr.seen[t as usize];
-        let in_recovery = probe.state == ProbeState::Recovery;
+        // The sender's counters of state changes (`SenderCore::set_ca`).
         let rto = timeouts > seen.timeouts;
         let start = fast_retransmits > seen.fast_retransmits;
-        let end = seen.in_recovery && !in_recovery && !rto;
+        let end = recovery_ends > seen.recovery_ends;
         seen.timeouts = timeouts;
         seen.fast_retransmits = fast_retransmits;
-        seen.in_recovery = in_recovery;
+        seen.recovery_ends = recovery_ends;
         let take_ack = ack && !rto && !start && !end && now >= seen.next_ack_at;
         if take_ack || start || end {
             seen.next_ack_at = now.saturating_add(tr.interval);

@@ -19,6 +19,7 @@
 pub mod cc;
 pub mod config;
 pub mod limits;
+pub mod newreno;
 pub mod probe;
 pub mod prr;
 pub mod rack;

@@ -4,7 +4,7 @@
 //! simulation's `stats.tcp_trace` (`sim/tcp_trace.rs`) records one per ACK.
 
 use super::recovery::CaState;
-use super::sender::Sender;
+use super::sender::{LossRecovery, Sender};
 use crate::units::SimTime;
 
 /// Linux's congestion-avoidance states (`tcp_ca_state`), as the trace names them.
@@ -72,8 +72,8 @@ impl Sender {
         let w = self.window;
         let mss = w.mss.max(1);
         let outstanding = self.snd_max - self.snd_una;
-        let (state, sacked_out, lost_out, retrans_out, in_flight, sacked_bytes) = match &self.sack {
-            Some(s) => {
+        let (state, sacked_out, lost_out, retrans_out, in_flight, sacked_bytes) = match &self.loss {
+            LossRecovery::Sack(s) => {
                 let sb = &s.sb;
                 let state = match s.ca {
                     CaState::Open if sb.sacked_bytes > 0 => ProbeState::Disorder,
@@ -91,22 +91,22 @@ impl Sender {
                     sb.sacked_bytes,
                 )
             }
-            None => {
+            LossRecovery::NewReno(nr) => {
                 // NewReno: recovery until `recover` is acknowledged; after a
                 // timeout `recover` is the highest byte sent then (RFC 6582
                 // 3.2 step 4), so the flow is in Loss until it is acknowledged.
-                let state = if self.in_recovery {
+                let state = if nr.ca == CaState::Recovery {
                     ProbeState::Recovery
-                } else if self.recover.is_some_and(|r| self.snd_una < r) && self.timeouts > 0 {
+                } else if nr.recover.is_some_and(|r| self.snd_una < r) && self.timeouts > 0 {
                     ProbeState::Loss
                 } else if self.ecn_recover.is_some_and(|r| self.snd_una < r) {
                     ProbeState::Cwr
-                } else if self.dupacks > 0 {
+                } else if nr.dupacks > 0 {
                     ProbeState::Disorder
                 } else {
                     ProbeState::Open
                 };
-                (state, self.dupacks as u64, 0, 0, self.snd_nxt.saturating_sub(self.snd_una), 0)
+                (state, nr.dupacks as u64, 0, 0, self.snd_nxt.saturating_sub(self.snd_una), 0)
             }
         };
         let cwnd_limited = match &self.cwnd_use {
@@ -205,7 +205,7 @@ mod tests {
         assert_eq!(p.sacked_out, 3);
         assert_eq!(p.delivered_bytes, 3 * M, "SND.UNA 0 plus three SACKed segments");
         assert!(matches!(p.state, ProbeState::Disorder | ProbeState::Recovery), "{:?}", p.state);
-        assert_eq!(p.in_flight_bytes, s.sack.as_ref().unwrap().sb.pipe());
+        assert_eq!(p.in_flight_bytes, s.sack().unwrap().sb.pipe());
         assert_eq!(p.packets_out, (s.snd_max - s.snd_una).div_ceil(M));
     }
 }

@@ -37,7 +37,7 @@ use super::limits::Burst;
 use super::prr::Prr;
 use super::rack::{Rack, Tlp};
 use super::scoreboard::{Delivered, Scoreboard, SACKED};
-use super::sender::{Sender, SenderState};
+use super::sender::{EcnCut, SenderCore, SenderState};
 use super::{Outbox, Segment, TcpConfig};
 use crate::units::SimTime;
 
@@ -105,7 +105,22 @@ impl SackRecovery {
         self.sb.clear();
     }
 
-    fn reducing(&self) -> bool {
+    /// Loss, after a retransmission timeout (RFC 6675 5.1, Linux
+    /// `tcp_enter_loss`; the rest, the state itself included, is
+    /// `Sender::on_rto`'s): every segment not SACKed is lost (the scoreboard
+    /// is kept) until `snd_max` is ACKed; no probe or reordering timer.
+    pub(super) fn enter_loss(&mut self, snd_max: u64) {
+        self.recovery_point = snd_max;
+        self.dupacks = 0;
+        self.sb.mark_all_lost();
+        self.tlp_deadline = None;
+        self.reo_deadline = None;
+        if let Some(t) = &mut self.tlp {
+            t.end_seq = None;
+        }
+    }
+
+    pub(super) fn reducing(&self) -> bool {
         matches!(self.ca, CaState::Recovery | CaState::Cwr)
     }
 }
@@ -131,16 +146,9 @@ fn split_blocks(seg: &Segment) -> (Option<Block>, [Block; 3], usize) {
     (dsack, sorted, rest.len())
 }
 
-/// The SACK state of a sender, borrowing only that field.
-macro_rules! sk {
-    ($s:expr) => {
-        $s.sack.as_mut().expect("SACK recovery state")
-    };
-}
-
-impl Sender {
+impl SenderCore {
     /// An ACK with SACK on.
-    pub(super) fn on_ack_sack(&mut self, now: SimTime, seg: &Segment, out: &mut Outbox) {
+    pub(super) fn on_ack_sack(&mut self, s: &mut SackRecovery, now: SimTime, seg: &Segment, out: &mut Outbox) {
         let ack = seg.ack.min(self.snd_max);
         if ack < self.snd_una {
             return; // older than what is known; the network does not reorder ACKs of a flow
@@ -150,7 +158,6 @@ impl Sender {
         let mss = self.window.mss;
         let min_rtt = self.rtt.min_rtt();
         let (dsack, blocks, nblocks) = split_blocks(seg);
-        let s = sk!(self);
         let prior_marks = s.sb.lost_marks;
         let prior_fack = s.sb.fack();
         let mut latest: Option<Delivered> = None;
@@ -178,54 +185,36 @@ impl Sender {
         self.snd_una = ack;
         self.snd_nxt = self.snd_nxt.max(ack);
 
-        let rtt_sample = if advanced { Self::rtt_sample(now, seg) } else { None };
-        if let Some(r) = rtt_sample {
-            self.rtt.sample(r);
-        }
-        let info = AckInfo {
-            now,
-            acked: cum_acked,
-            ack,
-            snd_nxt: self.snd_nxt,
-            ece: seg.ece,
-            srtt: self.rtt.srtt(),
-            min_rtt: self.rtt.min_rtt(),
-            rtt_sample,
-        };
-        if advanced {
-            self.backoff = 0;
-            self.on_rtt_sample(&info);
-        }
-        self.tlp_on_ack(now, ack, advanced, newly_sacked, dsack);
-        let reduced = advanced && self.ecn_on_ack(now, &info, cum_acked);
-        self.detect_losses(now, latest.is_some());
-        let newly_lost = sk!(self).sb.lost_marks > prior_marks;
+        let info = self.ack_info(now, seg, ack, cum_acked, advanced);
+        self.tlp_on_ack(s, now, ack, advanced, newly_sacked, dsack);
+        let reduced = advanced && self.ecn_on_ack_sack(s, now, &info, cum_acked);
+        self.detect_losses(s, now, latest.is_some());
+        let newly_lost = s.sb.lost_marks > prior_marks;
 
         // State transitions.
-        match sk!(self).ca {
+        match s.ca {
             CaState::Open | CaState::Cwr => {
-                if self.loss_detected() {
-                    self.enter_recovery(now);
-                } else if sk!(self).ca == CaState::Cwr && ack > sk!(self).recovery_point {
-                    sk!(self).ca = CaState::Open;
+                if self.loss_detected(s) {
+                    self.enter_recovery(s, now);
+                } else if s.ca == CaState::Cwr && ack > s.recovery_point {
+                    self.set_ca(&mut s.ca, CaState::Open, now);
                     self.window.cwnd = self.window.ssthresh;
                 }
             }
             CaState::Recovery => {
-                if advanced && ack >= sk!(self).recovery_point {
-                    self.exit_recovery(now);
+                if advanced && ack >= s.recovery_point {
+                    self.exit_recovery(s, now);
                 }
             }
             CaState::Loss => {
-                if ack >= sk!(self).recovery_point {
-                    sk!(self).ca = CaState::Open;
+                if ack >= s.recovery_point {
+                    self.set_ca(&mut s.ca, CaState::Open, now);
                 }
             }
         }
 
         // The window.
         let ssthresh = self.window.ssthresh;
-        let s = sk!(self);
         match s.ca {
             CaState::Recovery | CaState::Cwr if s.prr_on => {
                 let pipe = s.sb.pipe();
@@ -248,68 +237,58 @@ impl Sender {
             self.restart_rto(now);
         }
         if self.all_acked() || (self.sending_stopped(now) && self.snd_una >= self.snd_max) {
-            self.finish(now);
+            self.finish_sack(s, now);
             return;
         }
         self.update_pacing_rate();
-        self.send_data_sack(now, out);
+        self.send_data_sack(s, now, out);
         if advanced && !newly_lost {
-            self.arm_probe(now);
+            self.arm_probe(s, now);
         }
     }
 
-    /// Classic ECN (RFC 3168 6.1.2) or DCTCP's cut; with PRR the reduction
-    /// runs in the CWR state. Returns whether the window was reduced.
-    fn ecn_on_ack(&mut self, now: SimTime, info: &AckInfo, acked: u64) -> bool {
-        if !self.ecn {
-            return false;
-        }
-        let flight = self.flight();
-        if self.cc.handles_ecn() {
-            let before = self.window;
-            if !self.cc.observe(&mut self.window, info) {
-                return false;
-            }
-            self.note_ecn_reduction(now, before);
-            let snd_max = self.snd_max;
-            let s = sk!(self);
-            if s.prr_on && s.ca != CaState::Loss {
-                // PRR takes the window down to the new ssthresh.
-                if s.ca == CaState::Open {
-                    s.ca = CaState::Cwr;
-                    s.recovery_point = snd_max;
-                    s.prr.start(flight + acked);
+    /// The shared ECN reaction ([`SenderCore::ecn_on_ack`]; the classic one
+    /// only in Open) and what it means here: with PRR the reduction runs in
+    /// the CWR state, gradually over a round trip; without, the classic cut
+    /// is immediate. Returns whether the window was reduced.
+    fn ecn_on_ack_sack(&mut self, s: &mut SackRecovery, now: SimTime, info: &AckInfo, acked: u64) -> bool {
+        let (flight, snd_max) = (self.flight(), self.snd_max);
+        match self.ecn_on_ack(now, info, acked, s.ca == CaState::Open, Some(s.sb.pipe())) {
+            EcnCut::None => false,
+            EcnCut::Controller { before } => {
+                if s.prr_on && s.ca != CaState::Loss {
+                    // PRR takes the window down to the new ssthresh.
+                    if s.ca == CaState::Open {
+                        self.enter_cwr(s, now, snd_max, flight + acked);
+                    }
+                    self.window.cwnd = before.cwnd;
                 }
-                self.window.cwnd = before.cwnd;
+                true
             }
-            return true;
+            EcnCut::Classic => {
+                if s.prr_on {
+                    self.enter_cwr(s, now, snd_max, flight + acked);
+                } else {
+                    self.window.cwnd = self.window.ssthresh;
+                }
+                true
+            }
         }
-        if !info.ece || sk!(self).ca != CaState::Open || self.ecn_recover.map_or(false, |r| info.ack <= r) {
-            return false;
-        }
-        self.note_congestion(now, SlowStartExit::Ecn);
-        self.window.ssthresh = self.ssthresh_after_loss(now, flight + acked);
-        let snd_max = self.snd_max;
-        let s = sk!(self);
-        if s.prr_on {
-            s.ca = CaState::Cwr;
-            s.recovery_point = snd_max;
-            s.prr.start(flight + acked);
-        } else {
-            self.window.cwnd = self.window.ssthresh;
-        }
-        self.ecn_recover = Some(snd_max);
-        self.cwr_pending = true;
-        self.ecn_reductions += 1;
-        true
+    }
+
+    /// CWR: an ECN reduction with PRR, until SND.UNA passes `snd_max`;
+    /// `flight` is PRR's RecoverFS.
+    fn enter_cwr(&mut self, s: &mut SackRecovery, now: SimTime, snd_max: u64, flight: u64) {
+        self.set_ca(&mut s.ca, CaState::Cwr, now);
+        s.recovery_point = snd_max;
+        s.prr.start(flight);
     }
 
     /// Marks lost segments: RACK (RFC 8985 6.2) after a delivery, or the
     /// DupThresh rule of RFC 6675 without RACK.
-    fn detect_losses(&mut self, now: SimTime, delivered: bool) {
+    fn detect_losses(&mut self, s: &mut SackRecovery, now: SimTime, delivered: bool) {
         let (min_rtt, srtt) = (self.rtt.min_rtt(), self.rtt.srtt());
         let dupthresh = self.dupack_threshold;
-        let s = sk!(self);
         match &s.rack {
             Some(rack) => {
                 if !delivered || !rack.valid {
@@ -330,10 +309,9 @@ impl Sender {
     }
 
     /// Whether to start fast recovery from Open or CWR.
-    fn loss_detected(&mut self) -> bool {
+    fn loss_detected(&mut self, s: &mut SackRecovery) -> bool {
         let dupthresh = self.dupack_threshold;
         let una = self.snd_una;
-        let s = sk!(self);
         if s.sb.lost_bytes() > 0 {
             return true;
         }
@@ -348,23 +326,19 @@ impl Sender {
     }
 
     /// RFC 6675 5 step 4 / Linux `tcp_enter_recovery`.
-    fn enter_recovery(&mut self, now: SimTime) {
+    fn enter_recovery(&mut self, s: &mut SackRecovery, now: SimTime) {
         self.note_congestion(now, SlowStartExit::Loss);
-        self.fast_retransmits += 1;
-        self.recovery_started = now;
         let flight = self.flight();
         let snd_max = self.snd_max;
-        if sk!(self).ca != CaState::Cwr {
+        if s.ca != CaState::Cwr {
             // One reduction per congestion event: an ECN reduction under way stands.
-            self.window.ssthresh = self.ssthresh_after_loss(now, flight);
-            let s = sk!(self);
+            self.window.ssthresh = self.ssthresh_after_loss(now, flight, Some(s.sb.pipe()));
             s.prr.start(flight);
             if !s.prr_on {
                 self.window.cwnd = self.window.ssthresh;
             }
         }
-        let s = sk!(self);
-        s.ca = CaState::Recovery;
+        self.set_ca(&mut s.ca, CaState::Recovery, now);
         s.recovery_point = snd_max;
         s.sb.restart_rule3();
         s.tlp_deadline = None;
@@ -378,19 +352,23 @@ impl Sender {
         }
     }
 
-    fn exit_recovery(&mut self, now: SimTime) {
+    fn exit_recovery(&mut self, s: &mut SackRecovery, now: SimTime) {
         self.window.cwnd = self.window.ssthresh;
-        self.recovery_time += now - self.recovery_started;
-        let s = sk!(self);
-        s.ca = CaState::Open;
+        self.set_ca(&mut s.ca, CaState::Open, now);
         if let Some(r) = &mut s.rack {
             r.on_recovery_end();
         }
     }
 
+    /// ESTABLISHED -> DONE with SACK: the scoreboard and its timers go too.
+    fn finish_sack(&mut self, s: &mut SackRecovery, now: SimTime) {
+        self.finish(now);
+        s.finish(now);
+    }
+
     /// Sends while `pipe` (RFC 6675 4) is below cwnd: lost segments first
     /// (NextSeg rule 1), then new data within the receive window (rule 2).
-    pub(super) fn send_data_sack(&mut self, now: SimTime, out: &mut Outbox) {
+    pub(super) fn send_data_sack(&mut self, s: &mut SackRecovery, now: SimTime, out: &mut Outbox) {
         let mut sent_new = false;
         let mut sent = false;
         let mut burst = Burst::default();
@@ -400,7 +378,6 @@ impl Sender {
                 (self.snd_una, self.snd_max, self.total, self.send_window(), self.window.cwnd, self.window.mss);
             let limited_transmit = self.limited_transmit;
             let force = self.force_one;
-            let s = sk!(self);
             let pipe = s.sb.pipe();
             // Outside recovery without limited transmit, SACKed data still counts.
             let in_flight = if s.ca == CaState::Open && !limited_transmit { snd_max - snd_una } else { pipe };
@@ -426,12 +403,11 @@ impl Sender {
                 }
                 self.next_send = now + rate.serialization_time(len + self.frame_overhead as u64);
             }
-            if !self.burst_gate(now, &mut burst, retx) {
+            if !self.burst_gate(Some(&*s), now, &mut burst, retx) {
                 break;
             }
             self.force_one = false;
             let mut seg = self.segment_at(seq, now);
-            let s = sk!(self);
             if s.prr_on && s.reducing() {
                 s.prr.on_sent(len);
             }
@@ -461,23 +437,22 @@ impl Sender {
             }
         }
         self.burst_close(now, &mut burst);
-        let pipe = sk!(self).sb.pipe();
+        let pipe = s.sb.pipe();
         self.note_window_use(pipe, sent);
         if sent_new {
-            self.arm_probe(now);
+            self.arm_probe(s, now);
         }
         if self.sending_stopped(now) && self.snd_una >= self.snd_max && self.state == SenderState::Established {
-            self.finish(now);
+            self.finish_sack(s, now);
         }
     }
 
     /// RFC 8985 7.2 (Linux `tcp_schedule_loss_probe`): arms the probe timeout
     /// in Open or CWR with data outstanding and no probe in flight.
-    fn arm_probe(&mut self, now: SimTime) {
+    fn arm_probe(&mut self, s: &mut SackRecovery, now: SimTime) {
         let (snd_una, snd_max, mss) = (self.snd_una, self.snd_max, self.window.mss);
         let srtt = self.rtt.srtt();
         let (rto_at, min_rto) = (self.rto_deadline, self.min_rto);
-        let s = sk!(self);
         let Some(tlp) = &s.tlp else { return };
         if !matches!(s.ca, CaState::Open | CaState::Cwr) || snd_una >= snd_max || tlp.end_seq.is_some() {
             s.tlp_deadline = None;
@@ -495,11 +470,10 @@ impl Sender {
     }
 
     /// RFC 8985 7.3: the probe timeout fired.
-    pub(super) fn on_probe_timer(&mut self, now: SimTime, out: &mut Outbox) {
+    pub(super) fn on_probe_timer(&mut self, s: &mut SackRecovery, now: SimTime, out: &mut Outbox) {
         let (snd_una, snd_max, total, rwnd, mss) =
             (self.snd_una, self.snd_max, self.total, self.send_window(), self.window.mss);
         let stopped = self.sending_stopped(now);
-        let s = sk!(self);
         s.tlp_deadline = None;
         let idle = s.tlp.as_ref().map_or(false, |t| t.end_seq.is_none());
         if !idle || !matches!(s.ca, CaState::Open | CaState::Cwr) || snd_una >= snd_max {
@@ -510,7 +484,6 @@ impl Sender {
         if snd_max < total && !stopped && snd_max + new_len <= snd_una + rwnd {
             // New data, whatever the window.
             seg = self.segment_at(snd_max, now);
-            let s = sk!(self);
             s.sb.on_send_new(snd_max, now);
             s.tlp = Some(Tlp { end_seq: Some(snd_max + new_len), is_retrans: false, probe_start: snd_max });
             self.snd_max += new_len;
@@ -527,13 +500,11 @@ impl Sender {
             }
             seg = self.segment_at(last, now);
             seg.retransmit = true;
-            let s = sk!(self);
             s.sb.on_retransmit(last, now);
             s.tlp = Some(Tlp { end_seq: Some(snd_max), is_retrans: true, probe_start: last });
             self.retransmits += 1;
         }
         self.charge_single(&mut seg);
-        let s = sk!(self);
         s.stats.tlp_probes += 1;
         if s.prr_on && s.reducing() {
             s.prr.on_sent(seg.len as u64);
@@ -543,8 +514,15 @@ impl Sender {
     }
 
     /// RFC 8985 7.4 (Linux `tcp_process_tlp_ack`): did the probe repair a loss?
-    fn tlp_on_ack(&mut self, now: SimTime, ack: u64, advanced: bool, newly_sacked: u64, dsack: Option<(u64, u64)>) {
-        let s = sk!(self);
+    fn tlp_on_ack(
+        &mut self,
+        s: &mut SackRecovery,
+        now: SimTime,
+        ack: u64,
+        advanced: bool,
+        newly_sacked: u64,
+        dsack: Option<(u64, u64)>,
+    ) {
         let Some(tlp) = &mut s.tlp else { return };
         let Some(end) = tlp.end_seq else { return };
         if ack < end {
@@ -559,7 +537,7 @@ impl Sender {
             s.stats.tlp_recoveries += 1;
             self.note_congestion(now, SlowStartExit::Loss);
             let flight = self.flight();
-            self.window.ssthresh = self.ssthresh_after_loss(now, flight);
+            self.window.ssthresh = self.ssthresh_after_loss(now, flight, Some(s.sb.pipe()));
             self.window.cwnd = self.window.ssthresh;
         } else if !advanced && newly_sacked == 0 {
             tlp.end_seq = None;
@@ -567,15 +545,11 @@ impl Sender {
     }
 
     /// RFC 8985 6.3: the reordering timer fired.
-    pub(super) fn on_reorder_timer(&mut self, now: SimTime, out: &mut Outbox) {
-        let prior = {
-            let s = sk!(self);
-            s.reo_deadline = None;
-            s.sb.lost_marks
-        };
+    pub(super) fn on_reorder_timer(&mut self, s: &mut SackRecovery, now: SimTime, out: &mut Outbox) {
+        s.reo_deadline = None;
+        let prior = s.sb.lost_marks;
         let (min_rtt, srtt) = (self.rtt.min_rtt(), self.rtt.srtt());
         let dupthresh = self.dupack_threshold;
-        let s = sk!(self);
         if let Some(rack) = &s.rack {
             let in_recovery = matches!(s.ca, CaState::Recovery | CaState::Loss);
             let reo = rack.reo_wnd(s.sb.reordering_seen, in_recovery, s.sb.sacked_segments, dupthresh, min_rtt, srtt);
@@ -585,9 +559,8 @@ impl Sender {
         }
         if s.sb.lost_marks > prior {
             if matches!(s.ca, CaState::Open | CaState::Cwr) {
-                self.enter_recovery(now);
+                self.enter_recovery(s, now);
                 let (ssthresh, mss) = (self.window.ssthresh, self.window.mss);
-                let s = sk!(self);
                 if s.prr_on {
                     // No ACK delivered anything: PRR's first step allows the retransmission.
                     let pipe = s.sb.pipe();
@@ -596,49 +569,14 @@ impl Sender {
                     }
                 }
             }
-            self.send_data_sack(now, out);
-        }
-    }
-
-    /// Retransmission timeout with SACK (RFC 6298 5.4-5.6; RFC 6675 5.1;
-    /// Linux `tcp_enter_loss`).
-    pub(super) fn on_rto_sack(&mut self, now: SimTime, repeated: bool, out: &mut Outbox) {
-        self.timeouts += 1;
-        self.note_congestion(now, SlowStartExit::Timeout);
-        let flight = self.flight();
-        let s = sk!(self);
-        // ssthresh once per congestion event: not when the timer repeats, nor
-        // when fast recovery (or CWR) already reduced it (Linux).
-        let reduced_already = s.reducing();
-        if s.ca == CaState::Recovery {
-            self.recovery_time += now - self.recovery_started;
-        }
-        if !repeated && !reduced_already {
-            self.window.ssthresh = self.ssthresh_after_loss(now, flight);
-        }
-        self.cc.on_timeout();
-        self.window.cwnd = self.window.mss;
-        let snd_max = self.snd_max;
-        let s = sk!(self);
-        s.ca = CaState::Loss;
-        s.recovery_point = snd_max;
-        s.dupacks = 0;
-        s.sb.mark_all_lost();
-        s.tlp_deadline = None;
-        s.reo_deadline = None;
-        if let Some(t) = &mut s.tlp {
-            t.end_seq = None;
-        }
-        self.rto_deadline = None;
-        self.send_data_sack(now, out);
-        if self.rto_deadline.is_none() && self.snd_una < self.snd_max {
-            self.restart_rto(now);
+            self.send_data_sack(s, now, out);
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::sender::Sender;
     use super::super::{CcKind, SegKind, TcpProfile};
     use super::*;
 
@@ -690,9 +628,9 @@ mod tests {
         s.on_segment(t, &ack(1, &[(2, 3)]), &mut out);
         s.on_segment(t, &ack(1, &[(2, 4)]), &mut out);
         assert!(retransmitted(&out).is_empty(), "two SACKed segments are not enough");
-        assert_eq!(s.sack.as_ref().unwrap().ca, CaState::Open);
+        assert_eq!(s.sack().unwrap().ca, CaState::Open);
         s.on_segment(t, &ack(1, &[(2, 5)]), &mut out);
-        assert_eq!(s.sack.as_ref().unwrap().ca, CaState::Recovery);
+        assert_eq!(s.sack().unwrap().ca, CaState::Recovery);
         assert_eq!(retransmitted(&out), vec![1]);
         assert_eq!(s.fast_retransmits, 1);
         // Without PRR, cwnd = ssthresh = FlightSize / 2 (RFC 6675 4.2).
@@ -715,7 +653,7 @@ mod tests {
         s.on_timer(t, &mut out);
         assert_eq!(retransmitted(&out), vec![1]);
         assert_eq!(s.sack_stats().rack_losses, 1);
-        assert_eq!(s.sack.as_ref().unwrap().ca, CaState::Recovery);
+        assert_eq!(s.sack().unwrap().ca, CaState::Recovery);
     }
 
     #[test]
@@ -770,10 +708,10 @@ mod tests {
         // The receive window (20 segments from SND.UNA = 0) allows no new data,
         // so only the retransmission of segment 0 goes out.
         assert_eq!(sent.iter().sum::<usize>(), 1);
-        assert!(!s.sack.as_ref().unwrap().sb.reordering_seen);
+        assert!(!s.sack().unwrap().sb.reordering_seen);
         // The ACK of segment 0 covers everything: recovery ends at ssthresh.
         s.on_segment(SimTime::from_us(30), &ack(20, &[]), &mut out);
-        assert_eq!(s.sack.as_ref().unwrap().ca, CaState::Open);
+        assert_eq!(s.sack().unwrap().ca, CaState::Open);
         assert_eq!(s.window.cwnd, 10 * M);
     }
 
@@ -802,7 +740,7 @@ mod tests {
         // retransmission first; pipe ends at ssthresh.
         assert_eq!(out.len(), 8);
         assert_eq!(retransmitted(&out), vec![0]);
-        assert_eq!(s.sack.as_ref().unwrap().sb.pipe(), 10 * M);
+        assert_eq!(s.sack().unwrap().sb.pipe(), 10 * M);
     }
 
     #[test]
@@ -867,18 +805,18 @@ mod tests {
         s.on_segment(SimTime::from_us(20), &ack(0, &[(3, 5)]), &mut out);
         let t = s.rto_deadline.unwrap();
         out.clear();
-        s.sack.as_mut().unwrap().reo_deadline = None;
-        s.sack.as_mut().unwrap().tlp_deadline = None;
+        s.sack_mut().reo_deadline = None;
+        s.sack_mut().tlp_deadline = None;
         s.on_timer(t, &mut out);
         assert_eq!(s.timeouts, 1);
         assert_eq!(s.window.cwnd, M);
         assert_eq!(retransmitted(&out), vec![0], "one segment: cwnd is 1 SMSS");
-        let sb = &s.sack.as_ref().unwrap().sb;
+        let sb = &s.sack().unwrap().sb;
         assert_eq!(sb.sacked_bytes, 2 * M, "the SACKed segments stay SACKed");
         // Lost: 0-2 and 5-9 of the first window and the two segments limited
         // transmit sent after the SACK.
         assert_eq!(sb.lost_bytes(), 10 * M);
-        assert_eq!(s.sack.as_ref().unwrap().ca, CaState::Loss);
+        assert_eq!(s.sack().unwrap().ca, CaState::Loss);
         // The next ACK (segment 0) lets two more retransmissions out, skipping the SACKed ones.
         out.clear();
         let mut a = ack(1, &[(3, 5)]);
@@ -902,12 +840,12 @@ mod tests {
         let mut a = ack(4, &[(5, 8)]);
         a.ts_echo = SimTime::from_us(20);
         s.on_segment(SimTime::from_us(30), &a, &mut out);
-        assert_eq!(s.sack.as_ref().unwrap().ca, CaState::Recovery);
+        assert_eq!(s.sack().unwrap().ca, CaState::Recovery);
         // RecoveryPoint is the end of the initial window.
         let mut a = ack(10, &[]);
         a.ts_echo = SimTime::from_us(20);
         s.on_segment(SimTime::from_us(40), &a, &mut out);
-        assert_eq!(s.sack.as_ref().unwrap().ca, CaState::Open);
+        assert_eq!(s.sack().unwrap().ca, CaState::Open);
         assert_eq!(s.window.cwnd, s.window.ssthresh);
         assert_eq!(s.fast_retransmits, 1);
         assert_eq!(s.recovery_time, SimTime::from_us(20));

@@ -5,8 +5,9 @@
 //! - slow start / congestion avoidance through its congestion controller
 //!   (RFC 5681 3.1), optionally with HyStart++ (RFC 9406) and growing only
 //!   while the window limits the flight (`cwnd_validation`, as Linux);
-//! - loss recovery, one of two:
-//!   - without SACK, fast retransmit on `dupack_threshold` duplicate ACKs and
+//! - loss recovery, one of two ([`LossRecovery`], fixed when the sender is
+//!   made; each machine's steps take the [`SenderCore`] and their own state):
+//!   - without SACK (`newreno.rs`), fast retransmit on `dupack_threshold` duplicate ACKs and
 //!     NewReno fast recovery (RFC 6582 3.2): `ssthresh` from the controller,
 //!     `cwnd = ssthresh + 3 SMSS`, inflation per further duplicate, a partial
 //!     ACK retransmits the next hole and deflates, a full ACK (covering
@@ -30,10 +31,12 @@ use super::cc::hystart::HystartPlusPlus;
 use super::cc::{AckInfo, CongestionControl, SlowStartExit, Window};
 use super::config::{Hystart, Pacing, SsthreshFrom};
 use super::limits::{Burst, SendLimits};
-use super::recovery::SackRecovery;
+use super::newreno::NewReno;
+use super::recovery::{CaState, SackRecovery};
 use super::rtt::RttEstimator;
 use super::{Outbox, SegKind, Segment, TcpConfig};
 use crate::units::{Rate, SimTime};
+use std::ops::{Deref, DerefMut};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SenderState {
@@ -68,8 +71,57 @@ impl CwndUse {
     }
 }
 
+/// The window reduction [`SenderCore::ecn_on_ack`] made.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum EcnCut {
+    None,
+    /// The controller cut the window itself (DCTCP) from `before`.
+    Controller {
+        before: Window,
+    },
+    /// RFC 3168 6.1.2: `ssthresh` set as for a loss; cwnd is the caller's.
+    Classic,
+}
+
+/// Which loss-recovery machine a connection runs, with its state: the one
+/// place that says it. Fixed when the sender is made (SACK negotiated or not).
+#[derive(Clone, Debug)]
+pub enum LossRecovery {
+    /// Without SACK: fast retransmit on duplicate ACKs and NewReno fast
+    /// recovery (RFC 5681 3.2, RFC 6582 3.2; `newreno.rs`).
+    NewReno(NewReno),
+    /// With SACK: the scoreboard-based recovery of RFC 6675, with RACK-TLP
+    /// (RFC 8985) and PRR (RFC 6937) as configured (`recovery.rs`).
+    Sack(SackRecovery),
+}
+
+/// A TCP sender: the connection's sending state and its loss-recovery
+/// machine, kept apart so that each machine's steps borrow both at once.
 #[derive(Clone, Debug)]
 pub struct Sender {
+    core: SenderCore,
+    pub(super) loss: LossRecovery,
+}
+
+impl Deref for Sender {
+    type Target = SenderCore;
+    #[inline(always)]
+    fn deref(&self) -> &SenderCore {
+        &self.core
+    }
+}
+
+impl DerefMut for Sender {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut SenderCore {
+        &mut self.core
+    }
+}
+
+/// Everything of a [`Sender`] but its loss-recovery machine: sequence
+/// numbers, windows, timers, pacing and the statistics.
+#[derive(Clone, Debug)]
+pub struct SenderCore {
     pub state: SenderState,
     pub(super) total: u64,
     /// The application writes its data over time (`write`): having sent and
@@ -82,14 +134,11 @@ pub struct Sender {
     pub snd_max: u64,
     pub window: Window,
     pub(super) rwnd: u64,
-    pub(super) dupacks: u32,
     pub(super) dupack_threshold: u32,
-    pub(super) in_recovery: bool,
     /// The last send stopped in TSO deferral for want of cwnd.
     tso_deferred: bool,
     /// When the last data segment left (Linux's `tcp_wstamp_ns` without pacing).
     last_data_sent: SimTime,
-    pub(super) recover: Option<u64>,
     pub(super) rtt: RttEstimator,
     pub(super) backoff: u32,
     pub(super) rto_deadline: Option<SimTime>,
@@ -120,8 +169,6 @@ pub struct Sender {
     pub(super) min_rto: SimTime,
     /// Send the next segment whatever the window (RFC 6675 fast retransmit without PRR).
     pub(super) force_one: bool,
-    /// SACK-based recovery state; `None` without SACK.
-    pub(super) sack: Option<SackRecovery>,
     pub(super) hystart_pp: Option<HystartPlusPlus>,
     pub(super) cwnd_use: Option<CwndUse>,
     pub(super) recovery_started: SimTime,
@@ -133,6 +180,8 @@ pub struct Sender {
     pub recovery_retransmits: u64,
     /// Time spent in fast recovery.
     pub recovery_time: SimTime,
+    /// Exits from fast recovery other than by a timeout.
+    pub recovery_ends: u64,
     pub timeouts: u64,
     pub ecn_reductions: u64,
     /// When, at which cwnd and why slow start first ended.
@@ -142,8 +191,46 @@ pub struct Sender {
 
 impl Sender {
     pub fn new(cfg: &TcpConfig, total: u64, stop_at: Option<SimTime>) -> Self {
+        let loss = if cfg.sack {
+            LossRecovery::Sack(SackRecovery::new(cfg, total))
+        } else {
+            LossRecovery::NewReno(NewReno::default())
+        };
+        Sender { core: SenderCore::new(cfg, total, stop_at), loss }
+    }
+
+    /// NewReno's state (tests).
+    #[cfg(test)]
+    pub(super) fn newreno(&self) -> &NewReno {
+        match &self.loss {
+            LossRecovery::NewReno(nr) => nr,
+            LossRecovery::Sack(_) => panic!("a SACK sender"),
+        }
+    }
+
+    /// The SACK machine's state (tests).
+    #[cfg(test)]
+    pub(super) fn sack_mut(&mut self) -> &mut SackRecovery {
+        match &mut self.loss {
+            LossRecovery::Sack(s) => s,
+            LossRecovery::NewReno(_) => panic!("a NewReno sender"),
+        }
+    }
+
+    /// The SACK machine's state, if the connection runs it.
+    #[inline(always)]
+    pub(super) fn sack(&self) -> Option<&SackRecovery> {
+        match &self.loss {
+            LossRecovery::Sack(s) => Some(s),
+            LossRecovery::NewReno(_) => None,
+        }
+    }
+}
+
+impl SenderCore {
+    fn new(cfg: &TcpConfig, total: u64, stop_at: Option<SimTime>) -> Self {
         let mss = cfg.mss() as u64;
-        Sender {
+        SenderCore {
             state: SenderState::Closed,
             total,
             app_writes: false,
@@ -153,12 +240,9 @@ impl Sender {
             snd_max: 0,
             window: Window { cwnd: cfg.init_cwnd_segments as u64 * mss, ssthresh: u64::MAX, mss },
             rwnd: cfg.rwnd_bytes,
-            dupacks: 0,
             dupack_threshold: cfg.dupack_threshold,
-            in_recovery: false,
             tso_deferred: false,
             last_data_sent: SimTime::ZERO,
-            recover: None,
             rtt: RttEstimator::new(
                 SimTime(cfg.initial_rto_ps),
                 SimTime(cfg.min_rto_ps),
@@ -186,7 +270,6 @@ impl Sender {
             ssthresh_from: cfg.ssthresh_from,
             min_rto: SimTime(cfg.min_rto_ps),
             force_one: false,
-            sack: cfg.sack.then(|| SackRecovery::new(cfg, total)),
             hystart_pp: (cfg.hystart == Hystart::HystartPlusPlus)
                 .then(|| HystartPlusPlus::new(cfg.pacing != Pacing::Off)),
             cwnd_use: cfg.cwnd_validation.then(CwndUse::default),
@@ -195,6 +278,7 @@ impl Sender {
             fast_retransmits: 0,
             recovery_retransmits: 0,
             recovery_time: SimTime::ZERO,
+            recovery_ends: 0,
             timeouts: 0,
             ecn_reductions: 0,
             ss_exit: None,
@@ -209,37 +293,6 @@ impl Sender {
         self.syn_sent_at = now;
         out.push((false, Segment::control(SegKind::Syn, now)));
         self.rto_deadline = Some(now + self.rtt.rto(self.backoff));
-    }
-
-    #[inline(always)]
-    pub fn next_deadline(&self) -> Option<SimTime> {
-        #[inline(always)]
-        fn earliest(d: Option<SimTime>, t: Option<SimTime>) -> Option<SimTime> {
-            match (d, t) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            }
-        }
-        let mut d = self.rto_deadline;
-        if let Some(s) = &self.sack {
-            d = earliest(earliest(d, s.tlp_deadline), s.reo_deadline);
-        }
-        // A pacing deadline counts only while something waits to be sent;
-        // the fixed pacer's only while it holds a segment back, that is when
-        // the next send time is after the last attempt to send.
-        let sending = || self.state == SenderState::Established && self.can_send_more();
-        if self.pacing.is_some() && self.next_send > self.pacing_checked && sending() {
-            d = earliest(d, Some(self.next_send));
-        }
-        if let Some(l) = &self.limits {
-            d = earliest(d, l.wake_at);
-            if let Some(p) = l.pacing_deadline() {
-                if sending() {
-                    d = earliest(d, Some(p));
-                }
-            }
-        }
-        d
     }
 
     /// The most data the sender may have outstanding besides cwnd: the
@@ -269,21 +322,22 @@ impl Sender {
 
     /// TSO deferral (`tcp_tso_should_defer`, `tcp_tso_win_divisor` = 3): a
     /// burst of new data that the window cannot fill waits for more room
-    /// when an ACK is due soon, so that bursts stay large. It goes at once in
-    /// recovery or with SACKed data, when nothing is in flight, when the window allows a full
+    /// when an ACK is due soon, so that bursts stay large. It goes at once
+    /// without SACK, in recovery or with SACKed data, when nothing is in flight, when the window allows a full
     /// burst (`full` payload bytes) or a third of itself, when the rest of
     /// the data fits, or when the oldest unacknowledged segment left less
     /// than half an SRTT ago (the next ACK may be late). A deferred sender
     /// sends on the next ACK.
-    fn tso_should_defer(&mut self, now: SimTime, full: u64) -> bool {
+    fn tso_should_defer(&mut self, sack: Option<&SackRecovery>, now: SimTime, full: u64) -> bool {
+        // SACK only: NewReno sends at once.
+        let Some(s) = sack else { return false };
         let flight = self.flight();
-        if flight == 0 || self.in_recovery {
+        if flight == 0 {
             return false;
         }
-        let Some(s) = &self.sack else { return false };
         // Open state only: with SACKed data (Linux's Disorder) limited
         // transmit goes at once.
-        if s.ca != super::recovery::CaState::Open || s.sb.sacked_bytes > 0 {
+        if s.ca != CaState::Open || s.sb.sacked_bytes > 0 {
             return false;
         }
         let (cwnd, wnd_end) = (self.window.cwnd, self.snd_una + self.send_window());
@@ -313,20 +367,27 @@ impl Sender {
     }
 
     /// Before a segment leaves: whether it may start a new burst (or join
-    /// the current one). `false`: the send loop stops here.
+    /// the current one; TSO deferral needs the SACK
+    /// machine's scoreboard, `sack`). `false`: the send loop stops here.
     #[inline(always)]
-    pub(super) fn burst_gate(&mut self, now: SimTime, burst: &mut Burst, retransmit: bool) -> bool {
-        burst.left > 0 || self.start_burst(now, burst, retransmit)
+    pub(super) fn burst_gate(
+        &mut self,
+        sack: Option<&SackRecovery>,
+        now: SimTime,
+        burst: &mut Burst,
+        retransmit: bool,
+    ) -> bool {
+        burst.left > 0 || self.start_burst(sack, now, burst, retransmit)
     }
 
-    /// [`Sender::burst_gate`] when no burst is open.
+    /// [`SenderCore::burst_gate`] when no burst is open.
     #[inline(never)]
-    fn start_burst(&mut self, now: SimTime, burst: &mut Burst, retransmit: bool) -> bool {
+    fn start_burst(&mut self, sack: Option<&SackRecovery>, now: SimTime, burst: &mut Burst, retransmit: bool) -> bool {
         let (mss, min_rtt, outstanding) = (self.window.mss, self.rtt.min_rtt(), self.flight());
         let frame = self.frame_of(mss);
         let Some(l) = &self.limits else { return true };
         let segs = l.tso_segs(mss, min_rtt);
-        if !retransmit && l.tso_sizing() && self.tso_should_defer(now, segs * mss) {
+        if !retransmit && l.tso_sizing() && self.tso_should_defer(sack, now, segs * mss) {
             return false;
         }
         let bytes = segs * frame;
@@ -379,13 +440,6 @@ impl Sender {
         }
     }
 
-    /// A TSQ wake-up due at `now`: send what TSQ held back.
-    pub fn on_tsq_wake(&mut self, now: SimTime, out: &mut Outbox) {
-        if self.limits.as_mut().is_some_and(|l| l.take_wake(now)) {
-            self.send_data(now, out);
-        }
-    }
-
     /// The receive window and timestamp an ACK carries.
     #[inline]
     pub(super) fn note_ack_fields(&mut self, seg: &Segment) {
@@ -403,11 +457,11 @@ impl Sender {
 
     /// The `ssthresh` a loss or an ECN echo leaves: the controller's rule
     /// applied to what `ssthresh_from` names (`flight` is the FlightSize the
-    /// caller measured).
-    pub(super) fn ssthresh_after_loss(&mut self, now: SimTime, flight: u64) -> u64 {
+    /// caller measured, `pipe` RFC 6675's pipe, `None` without SACK: FlightSize).
+    pub(super) fn ssthresh_after_loss(&mut self, now: SimTime, flight: u64, pipe: Option<u64>) -> u64 {
         let base = match self.ssthresh_from {
             SsthreshFrom::Flight => flight,
-            SsthreshFrom::Pipe => self.sack.as_ref().map_or(flight, |s| s.sb.pipe()),
+            SsthreshFrom::Pipe => pipe.unwrap_or(flight),
             SsthreshFrom::Cwnd => self.window.cwnd,
         };
         self.cc.ssthresh_after_loss(now, &self.window, base)
@@ -417,48 +471,71 @@ impl Sender {
         self.stop_at.map_or(false, |t| now >= t)
     }
 
-    /// Something is waiting to be sent: new data, or a segment marked lost.
-    fn can_send_more(&self) -> bool {
-        self.snd_nxt < self.total || self.sack.as_ref().map_or(false, |s| s.sb.has_lost_waiting())
-    }
-
-    /// A segment from the receiver arrived.
-    #[inline(never)]
-    pub fn on_segment(&mut self, now: SimTime, seg: &Segment, out: &mut Outbox) {
-        self.on_segment_inline(now, seg, out)
-    }
-
-    /// [`Sender::on_segment`], inlined into a TCP frame's arrival at its
-    /// sender (the simulator's hot path; not part of the public interface).
-    #[inline(always)]
-    pub(crate) fn on_segment_inline(&mut self, now: SimTime, seg: &Segment, out: &mut Outbox) {
-        match (self.state, seg.kind) {
-            // RFC 793: SYN-SENT + SYN-ACK -> ESTABLISHED.
-            (SenderState::SynSent, SegKind::SynAck) => {
-                self.note_ack_fields(seg);
-                if !self.syn_retransmitted {
-                    self.rtt.sample(now - self.syn_sent_at);
-                }
-                self.backoff = 0;
-                self.rto_deadline = None;
-                self.state = SenderState::Established;
-                self.update_pacing_rate();
-                if self.sending_stopped(now) || (self.total == 0 && !self.app_writes) {
-                    self.finish(now);
-                } else {
-                    self.send_data(now, out);
-                }
-            }
-            (SenderState::Established, SegKind::Ack) => {
-                self.note_ack_fields(seg);
-                if self.sack.is_some() {
-                    self.on_ack_sack(now, seg, out);
-                } else {
-                    self.on_ack(now, seg, out);
-                }
-            }
-            _ => {}
+    /// What an ACK tells the controller ([`AckInfo`]; `acked` bytes newly
+    /// acknowledged, by the cumulative ACK `ack`). An ACK of new data
+    /// (`advanced`) also gives the RTT estimator its timestamp sample (RFC
+    /// 7323, RFC 6298 2.2-2.3), clears the timer's backoff (RFC 6298 5.7)
+    /// and gives the controller its delay sample. Both machines build it here.
+    #[inline]
+    pub(super) fn ack_info(&mut self, now: SimTime, seg: &Segment, ack: u64, acked: u64, advanced: bool) -> AckInfo {
+        let rtt_sample = if advanced { Self::rtt_sample(now, seg) } else { None };
+        if let Some(r) = rtt_sample {
+            self.rtt.sample(r);
         }
+        let info = AckInfo {
+            now,
+            acked,
+            ack,
+            snd_nxt: self.snd_nxt,
+            ece: seg.ece,
+            srtt: self.rtt.srtt(),
+            min_rtt: self.rtt.min_rtt(),
+            rtt_sample,
+        };
+        if advanced {
+            self.backoff = 0;
+            self.on_rtt_sample(&info);
+        }
+        info
+    }
+
+    /// The ECN reaction to an ACK of new data (`info`, `acked` bytes), the
+    /// same for both machines; what it means for their recovery state (PRR's
+    /// CWR with SACK) is theirs to apply. A controller that handles ECN
+    /// itself (DCTCP) cuts on its own terms; otherwise RFC 3168 6.1.2: on
+    /// ECN-Echo, react as to a loss (`ssthresh` from the controller, `pipe`
+    /// as in [`Self::ssthresh_after_loss`]) at most once per window of data
+    /// and only where the machine `may_reduce` (not in recovery), and set
+    /// CWR on the next new segment. The classic cut leaves cwnd to the caller.
+    pub(super) fn ecn_on_ack(
+        &mut self,
+        now: SimTime,
+        info: &AckInfo,
+        acked: u64,
+        may_reduce: bool,
+        pipe: Option<u64>,
+    ) -> EcnCut {
+        if !self.ecn {
+            return EcnCut::None;
+        }
+        if self.cc.handles_ecn() {
+            let before = self.window;
+            if !self.cc.observe(&mut self.window, info) {
+                return EcnCut::None;
+            }
+            self.note_ecn_reduction(now, before);
+            return EcnCut::Controller { before };
+        }
+        if !info.ece || !may_reduce || self.ecn_recover.is_some_and(|r| info.ack <= r) {
+            return EcnCut::None;
+        }
+        self.note_congestion(now, SlowStartExit::Ecn);
+        let flight = self.flight() + acked;
+        self.window.ssthresh = self.ssthresh_after_loss(now, flight, pipe);
+        self.ecn_recover = Some(self.snd_max);
+        self.cwr_pending = true;
+        self.ecn_reductions += 1;
+        EcnCut::Classic
     }
 
     /// The RTT sample an ACK of new data carries (timestamp echo, RFC 7323).
@@ -531,147 +608,56 @@ impl Sender {
         }
     }
 
-    fn on_ack(&mut self, now: SimTime, seg: &Segment, out: &mut Outbox) {
-        let ack = seg.ack.min(self.snd_max);
-        if ack > self.snd_una {
-            let acked = ack - self.snd_una;
-            self.snd_una = ack;
-            if self.snd_nxt < self.snd_una {
-                self.snd_nxt = self.snd_una;
-            }
-            let rtt_sample = Self::rtt_sample(now, seg);
-            if let Some(r) = rtt_sample {
-                self.rtt.sample(r);
-            }
-            self.backoff = 0;
-            let info = AckInfo {
-                now,
-                acked,
-                ack,
-                snd_nxt: self.snd_nxt,
-                ece: seg.ece,
-                srtt: self.rtt.srtt(),
-                min_rtt: self.rtt.min_rtt(),
-                rtt_sample,
-            };
-            self.on_rtt_sample(&info);
-            let mut reduced = false;
-            if self.ecn {
-                if self.cc.handles_ecn() {
-                    let before = self.window;
-                    reduced = self.cc.observe(&mut self.window, &info);
-                    if reduced {
-                        self.note_ecn_reduction(now, before);
-                    }
-                } else if seg.ece && !self.in_recovery && self.ecn_recover.map_or(true, |r| ack > r) {
-                    // RFC 3168 6.1.2: react as to a loss, once per window.
-                    self.note_congestion(now, SlowStartExit::Ecn);
-                    self.window.ssthresh = self.ssthresh_after_loss(now, self.flight() + acked);
-                    self.window.cwnd = self.window.ssthresh;
-                    self.ecn_recover = Some(self.snd_max);
-                    self.cwr_pending = true;
-                    self.ecn_reductions += 1;
-                    reduced = true;
-                }
-            }
-            if self.in_recovery {
-                if self.recover.map_or(true, |r| ack >= r) {
-                    // Full acknowledgment (RFC 6582 3.2 step 3).
-                    self.in_recovery = false;
-                    self.dupacks = 0;
-                    self.window.cwnd = self.window.ssthresh;
-                    self.recovery_time += now - self.recovery_started;
-                } else {
-                    // Partial acknowledgment: retransmit the next hole, deflate by
-                    // the acknowledged bytes and add back one SMSS if at least one
-                    // was acknowledged. The timer restarts below on every partial
-                    // ACK (the "Slow-but-Steady" variant of RFC 6582 section 4).
-                    self.retransmit_head(now, out);
-                    self.recovery_retransmits += 1;
-                    self.window.cwnd = self.window.cwnd.saturating_sub(acked);
-                    if acked >= self.window.mss {
-                        self.window.cwnd += self.window.mss;
-                    }
-                    self.window.cwnd = self.window.cwnd.max(self.window.mss);
-                }
-            } else {
-                self.dupacks = 0;
-                if !reduced {
-                    self.grow(&info);
-                }
-            }
-            if self.snd_una >= self.snd_max {
-                self.rto_deadline = None;
-            } else {
-                self.restart_rto(now);
-            }
-            if self.all_acked() || (self.sending_stopped(now) && self.snd_una >= self.snd_max) {
-                self.finish(now);
-                return;
-            }
-        } else if ack == self.snd_una && self.snd_max > self.snd_una && seg.len == 0 {
-            self.dupacks += 1;
-            if !self.in_recovery {
-                if self.dupacks == self.dupack_threshold && self.recover.map_or(true, |r| ack > r) {
-                    // Fast retransmit (RFC 5681 3.2 steps 2-3; RFC 6582 3.2 step 2).
-                    self.note_congestion(now, SlowStartExit::Loss);
-                    let flight = self.flight();
-                    self.window.ssthresh = self.ssthresh_after_loss(now, flight);
-                    self.recover = Some(self.snd_max);
-                    self.in_recovery = true;
-                    self.recovery_started = now;
-                    self.fast_retransmits += 1;
-                    self.retransmit_head(now, out);
-                    self.recovery_retransmits += 1;
-                    self.window.cwnd = self.window.ssthresh + 3 * self.window.mss;
-                    self.restart_rto(now);
-                }
-            } else {
-                // Window inflation per additional duplicate (RFC 5681 3.2 step 4).
-                self.window.cwnd += self.window.mss;
-            }
-        }
-        self.update_pacing_rate();
-        self.send_data(now, out);
-    }
-
     /// Every byte the flow will ever send has been acknowledged.
     #[inline]
     pub(super) fn all_acked(&self) -> bool {
         self.snd_una >= self.total && !self.app_writes
     }
 
-    /// Makes the sender application-driven (see `write`): it starts with
-    /// nothing to send and lasts until the simulation ends.
-    pub fn make_app_driven(&mut self) {
-        self.app_writes = true;
-        self.total = 0;
-        if let Some(s) = &mut self.sack {
-            s.sb.set_total(0);
-        }
-    }
-
-    /// The application writes `bytes` more (a `send()` call): they go out now
-    /// as far as the windows allow, cut into segments of at most one MSS that
-    /// end at the end of the write, as a `TCP_NODELAY` socket does (Linux's
-    /// Nagle test also lets the short tail of a write go when the segments
-    /// before it are full-sized, `tcp_nagle_check`).
-    pub fn write(&mut self, now: SimTime, bytes: u64, out: &mut Outbox) {
-        debug_assert!(self.app_writes);
-        self.total += bytes;
-        if let Some(s) = &mut self.sack {
-            s.sb.set_total(self.total);
-        }
-        self.send_data(now, out);
-    }
-
+    /// Every byte acknowledged (or the sending time over and nothing in
+    /// flight): ESTABLISHED -> DONE. The SACK machine calls
+    /// `SackRecovery::finish` too.
     pub(super) fn finish(&mut self, now: SimTime) {
         self.state = SenderState::Done;
         self.rto_deadline = None;
         self.done_at = Some(now);
-        if let Some(s) = &mut self.sack {
-            s.finish(now);
+    }
+
+    /// Every change of a loss-recovery machine's state (`ca`, either
+    /// machine's) goes through here, with what follows from it: an entry
+    /// into fast recovery counts in `fast_retransmits` and starts the clock
+    /// of `recovery_time`; an exit stops it and, unless a timeout ended
+    /// recovery, counts in `recovery_ends`. The `tcp_trace` rows of the
+    /// entries and exits (`recovery_start`, `recovery_end`) are written from
+    /// these counters after the ACK or timer (`sim/tcp_trace.rs`), those of
+    /// timeouts (`rto`) from `timeouts`.
+    #[inline]
+    pub(super) fn set_ca(&mut self, ca: &mut CaState, to: CaState, now: SimTime) {
+        let from = std::mem::replace(ca, to);
+        if from == to {
+            return;
         }
+        if to == CaState::Recovery {
+            self.fast_retransmits += 1;
+            self.recovery_started = now;
+        } else if from == CaState::Recovery {
+            self.recovery_time += now - self.recovery_started;
+            if to != CaState::Loss {
+                self.recovery_ends += 1;
+            }
+        }
+    }
+
+    /// Before a call of the send loop from outside the machine: whether the
+    /// connection sends at all. Notes the attempt first, for the pacing
+    /// timer rule (it holds for both machines).
+    #[inline]
+    pub(super) fn send_prelude(&mut self, now: SimTime) -> bool {
+        if self.state != SenderState::Established {
+            return false;
+        }
+        self.pacing_checked = now;
+        true
     }
 
     pub(super) fn restart_rto(&mut self, now: SimTime) {
@@ -688,7 +674,7 @@ impl Sender {
     }
 
     /// Retransmits the first unacknowledged segment.
-    fn retransmit_head(&mut self, now: SimTime, out: &mut Outbox) {
+    pub(super) fn retransmit_head(&mut self, now: SimTime, out: &mut Outbox) {
         let mut s = self.segment_at(self.snd_una, now);
         s.retransmit = true;
         self.retransmits += 1;
@@ -707,80 +693,153 @@ impl Sender {
         }
     }
 
+    pub fn srtt(&self) -> Option<SimTime> {
+        self.rtt.srtt()
+    }
+}
+
+impl Sender {
+    #[inline(always)]
+    pub fn next_deadline(&self) -> Option<SimTime> {
+        #[inline(always)]
+        fn earliest(d: Option<SimTime>, t: Option<SimTime>) -> Option<SimTime> {
+            match (d, t) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            }
+        }
+        let mut d = self.rto_deadline;
+        if let LossRecovery::Sack(s) = &self.loss {
+            d = earliest(earliest(d, s.tlp_deadline), s.reo_deadline);
+        }
+        // A pacing deadline counts only while something waits to be sent;
+        // the fixed pacer's only while it holds a segment back, that is when
+        // the next send time is after the last attempt to send.
+        let sending = || self.state == SenderState::Established && self.can_send_more();
+        if self.pacing.is_some() && self.next_send > self.pacing_checked && sending() {
+            d = earliest(d, Some(self.next_send));
+        }
+        if let Some(l) = &self.limits {
+            d = earliest(d, l.wake_at);
+            if let Some(p) = l.pacing_deadline() {
+                if sending() {
+                    d = earliest(d, Some(p));
+                }
+            }
+        }
+        d
+    }
+
+    /// A TSQ wake-up due at `now`: send what TSQ held back.
+    pub fn on_tsq_wake(&mut self, now: SimTime, out: &mut Outbox) {
+        if self.limits.as_mut().is_some_and(|l| l.take_wake(now)) {
+            self.send_data(now, out);
+        }
+    }
+
+    /// Something is waiting to be sent: new data, or a segment marked lost.
+    fn can_send_more(&self) -> bool {
+        self.snd_nxt < self.total || matches!(&self.loss, LossRecovery::Sack(s) if s.sb.has_lost_waiting())
+    }
+
+    /// A segment from the receiver arrived.
+    #[inline(never)]
+    pub fn on_segment(&mut self, now: SimTime, seg: &Segment, out: &mut Outbox) {
+        self.on_segment_inline(now, seg, out)
+    }
+
+    /// [`Sender::on_segment`], inlined into a TCP frame's arrival at its
+    /// sender (the simulator's hot path; not part of the public interface).
+    #[inline(always)]
+    pub(crate) fn on_segment_inline(&mut self, now: SimTime, seg: &Segment, out: &mut Outbox) {
+        match (self.state, seg.kind) {
+            // RFC 793: SYN-SENT + SYN-ACK -> ESTABLISHED.
+            (SenderState::SynSent, SegKind::SynAck) => {
+                self.note_ack_fields(seg);
+                if !self.syn_retransmitted {
+                    let rtt = now - self.syn_sent_at;
+                    self.rtt.sample(rtt);
+                }
+                self.backoff = 0;
+                self.rto_deadline = None;
+                self.state = SenderState::Established;
+                self.update_pacing_rate();
+                if self.sending_stopped(now) || (self.total == 0 && !self.app_writes) {
+                    self.finish(now);
+                } else {
+                    self.send_data(now, out);
+                }
+            }
+            (SenderState::Established, SegKind::Ack) => {
+                let Sender { core, loss } = self;
+                core.note_ack_fields(seg);
+                match loss {
+                    LossRecovery::NewReno(nr) => core.on_ack_newreno(nr, now, seg, out),
+                    LossRecovery::Sack(s) => core.on_ack_sack(s, now, seg, out),
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Makes the sender application-driven (see `write`): it starts with
+    /// nothing to send and lasts until the simulation ends.
+    pub fn make_app_driven(&mut self) {
+        self.app_writes = true;
+        self.total = 0;
+        if let LossRecovery::Sack(s) = &mut self.loss {
+            s.sb.set_total(0);
+        }
+    }
+
+    /// The application writes `bytes` more (a `send()` call): they go out now
+    /// as far as the windows allow, cut into segments of at most one MSS that
+    /// end at the end of the write, as a `TCP_NODELAY` socket does (Linux's
+    /// Nagle test also lets the short tail of a write go when the segments
+    /// before it are full-sized, `tcp_nagle_check`).
+    pub fn write(&mut self, now: SimTime, bytes: u64, out: &mut Outbox) {
+        debug_assert!(self.app_writes);
+        self.total += bytes;
+        let total = self.total;
+        if let LossRecovery::Sack(s) = &mut self.loss {
+            s.sb.set_total(total);
+        }
+        self.send_data(now, out);
+    }
+
+    fn finish(&mut self, now: SimTime) {
+        self.core.finish(now);
+        if let LossRecovery::Sack(s) = &mut self.loss {
+            s.finish(now);
+        }
+    }
+
     /// Sends new (or, after a timeout, re-sent) data while the window allows.
     fn send_data(&mut self, now: SimTime, out: &mut Outbox) {
-        if self.state != SenderState::Established {
-            return;
-        }
-        // Before the SACK branch: the pacing timer rule holds for both.
-        self.pacing_checked = now;
-        if self.sack.is_some() {
-            self.send_data_sack(now, out);
-            return;
-        }
-        let send_wnd = self.send_window();
-        let mut wnd = self.window.cwnd.min(send_wnd);
-        if self.limited_transmit && !self.in_recovery && self.dupacks > 0 && self.snd_nxt == self.snd_max {
-            // RFC 3042: each of the first two duplicate ACKs lets one new
-            // segment out beyond cwnd (within the receive window).
-            let extra = self.dupacks.min(2) as u64 * self.window.mss;
-            wnd = (self.window.cwnd + extra).min(send_wnd);
-        }
-        let first = self.snd_nxt;
-        let mut burst = Burst::default();
-        while self.snd_nxt < self.total {
-            if self.snd_nxt >= self.snd_max && self.sending_stopped(now) {
-                break;
-            }
-            let len = (self.total - self.snd_nxt).min(self.window.mss);
-            if self.snd_nxt + len > self.snd_una + wnd && self.snd_nxt > self.snd_una {
-                break;
-            }
-            if let Some(rate) = self.pacing {
-                if now < self.next_send {
-                    break;
+        let Sender { core, loss } = self;
+        match loss {
+            LossRecovery::NewReno(nr) => core.send_data_newreno(nr, now, out),
+            LossRecovery::Sack(s) => {
+                if core.send_prelude(now) {
+                    core.send_data_sack(s, now, out);
                 }
-                self.next_send = now + rate.serialization_time(len + self.frame_overhead as u64);
             }
-            if !self.burst_gate(now, &mut burst, self.snd_nxt < self.snd_max) {
-                break;
-            }
-            let mut s = self.segment_at(self.snd_nxt, now);
-            if self.snd_nxt < self.snd_max {
-                s.retransmit = true;
-                self.retransmits += 1;
-            } else if self.cwr_pending {
-                s.cwr = true;
-                self.cwr_pending = false;
-            }
-            self.burst_add(now, &mut burst, &mut s);
-            out.push((false, s));
-            self.snd_nxt += len;
-            self.snd_max = self.snd_max.max(self.snd_nxt);
-            if self.rto_deadline.is_none() {
-                self.restart_rto(now);
-            }
-        }
-        self.burst_close(now, &mut burst);
-        self.note_window_use(self.snd_nxt - self.snd_una, self.snd_nxt > first);
-        if self.sending_stopped(now) && self.snd_una >= self.snd_max && self.state == SenderState::Established {
-            self.finish(now);
         }
     }
 
     /// Runs the retransmission timer, the RACK reordering timer and the
     /// tail-loss probe or, when pacing, sends what the pacing deadline held back.
     pub fn on_timer(&mut self, now: SimTime, out: &mut Outbox) {
-        if let Some(s) = &self.sack {
+        if let Sender { core, loss: LossRecovery::Sack(s) } = self {
             // The reordering timer and the probe stand in for the RTO when
             // they are due no later (Linux keeps all three in one timer).
-            let rto = self.rto_deadline.unwrap_or(SimTime::MAX);
+            let rto = core.rto_deadline.unwrap_or(SimTime::MAX);
             if s.reo_deadline.map_or(false, |t| t <= now && t <= rto) {
-                self.on_reorder_timer(now, out);
+                core.on_reorder_timer(s, now, out);
                 return;
             }
             if s.tlp_deadline.map_or(false, |t| t <= now && t <= rto) {
-                self.on_probe_timer(now, out);
+                core.on_probe_timer(s, now, out);
                 return;
             }
         }
@@ -820,42 +879,61 @@ impl Sender {
                 out.push((false, Segment::control(SegKind::Syn, now)));
                 self.restart_rto(now);
             }
-            SenderState::Established if self.sack.is_some() => self.on_rto_sack(now, repeated, out),
-            SenderState::Established => {
-                self.timeouts += 1;
-                self.note_congestion(now, SlowStartExit::Timeout);
-                // RFC 5681 3.1: ssthresh is held constant when the segment was
-                // already retransmitted by the timer.
-                if !repeated {
-                    let flight = self.flight();
-                    self.window.ssthresh = self.ssthresh_after_loss(now, flight);
-                }
-                self.cc.on_timeout();
-                self.window.cwnd = self.window.mss;
-                if self.in_recovery {
-                    self.recovery_time += now - self.recovery_started;
-                }
-                self.in_recovery = false;
-                self.dupacks = 0;
-                self.recover = Some(self.snd_max);
-                self.snd_nxt = self.snd_una;
-                self.rto_deadline = None;
-                self.send_data(now, out);
-                if self.rto_deadline.is_none() && self.snd_una < self.snd_max {
-                    self.restart_rto(now);
-                }
-            }
+            SenderState::Established => self.on_rto_established(now, repeated, out),
             _ => self.rto_deadline = None,
         }
     }
 
-    pub fn srtt(&self) -> Option<SimTime> {
-        self.rtt.srtt()
+    /// The retransmission timer expired in ESTABLISHED, for both machines
+    /// (RFC 6298 5.4-5.6; RFC 5681 3.1 equation 4 and the loss window):
+    /// `ssthresh` from the controller once per congestion event (held when
+    /// the timer resends again, RFC 5681 3.1, and, as Linux, when fast
+    /// recovery or CWR already reduced it), `cwnd = 1 SMSS`, then the
+    /// machine's own loss state, and the first unacknowledged data resent.
+    fn on_rto_established(&mut self, now: SimTime, repeated: bool, out: &mut Outbox) {
+        let Sender { core, loss } = self;
+        core.timeouts += 1;
+        core.note_congestion(now, SlowStartExit::Timeout);
+        let flight = core.flight();
+        let (pipe, reduced_already) = match loss {
+            LossRecovery::NewReno(_) => (None, false),
+            LossRecovery::Sack(s) => (Some(s.sb.pipe()), s.reducing()),
+        };
+        if !repeated && !reduced_already {
+            core.window.ssthresh = core.ssthresh_after_loss(now, flight, pipe);
+        }
+        core.cc.on_timeout();
+        core.window.cwnd = core.window.mss;
+        core.rto_deadline = None;
+        let ca = match loss {
+            LossRecovery::NewReno(nr) => &mut nr.ca,
+            LossRecovery::Sack(s) => &mut s.ca,
+        };
+        core.set_ca(ca, CaState::Loss, now);
+        match loss {
+            LossRecovery::NewReno(nr) => {
+                // RFC 6582 3.2 step 4; go back to the first unacknowledged byte.
+                nr.on_timeout(core.snd_max);
+                core.snd_nxt = core.snd_una;
+                core.send_data_newreno(nr, now, out);
+            }
+            LossRecovery::Sack(s) => {
+                // RFC 6675 5.1: every segment not SACKed is lost.
+                s.enter_loss(core.snd_max);
+                core.send_data_sack(s, now, out);
+            }
+        }
+        if core.rto_deadline.is_none() && core.snd_una < core.snd_max {
+            core.restart_rto(now);
+        }
     }
 
     /// Time spent in fast recovery up to `now`, an episode still open included.
     pub fn recovery_time_until(&self, now: SimTime) -> SimTime {
-        let open = self.in_recovery || self.sack.as_ref().map_or(false, |s| s.ca == super::recovery::CaState::Recovery);
+        let open = match &self.loss {
+            LossRecovery::NewReno(nr) => nr.ca,
+            LossRecovery::Sack(s) => s.ca,
+        } == CaState::Recovery;
         if open && self.state == SenderState::Established {
             self.recovery_time + now.saturating_sub(self.recovery_started)
         } else {
@@ -865,7 +943,7 @@ impl Sender {
 
     /// SACK recovery statistics (zeros without SACK).
     pub fn sack_stats(&self) -> super::recovery::SackStats {
-        self.sack.as_ref().map(|s| s.stats).unwrap_or_default()
+        self.sack().map(|s| s.stats).unwrap_or_default()
     }
 }
 
@@ -941,7 +1019,7 @@ mod tests {
         for _ in 0..3 {
             s.on_segment(SimTime::from_us(21), &ack(m), &mut out);
         }
-        assert!(s.in_recovery);
+        assert!(s.newreno().ca == CaState::Recovery);
         assert_eq!(s.fast_retransmits, 1);
         let retx: Vec<&Segment> = out.iter().map(|(_, seg)| seg).filter(|seg| seg.retransmit).collect();
         assert_eq!(retx.len(), 1);
@@ -955,12 +1033,12 @@ mod tests {
         // A partial ACK retransmits the next hole and stays in recovery.
         out.clear();
         s.on_segment(SimTime::from_us(30), &ack(3 * m), &mut out);
-        assert!(s.in_recovery);
+        assert!(s.newreno().ca == CaState::Recovery);
         assert!(out.iter().any(|(_, seg)| seg.retransmit && seg.seq == 3 * m));
         // A full ACK ends recovery with cwnd = ssthresh.
-        let recover = s.recover.unwrap();
+        let recover = s.newreno().recover.unwrap();
         s.on_segment(SimTime::from_us(40), &ack(recover), &mut out);
-        assert!(!s.in_recovery);
+        assert!(s.newreno().ca != CaState::Recovery);
         assert_eq!(s.window.cwnd, s.window.ssthresh);
     }
 
