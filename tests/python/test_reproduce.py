@@ -163,3 +163,14 @@ def test_scenario_copies_in_the_package_equal_the_shipped_scenarios():
     assert len(copies) >= 8
     for copy in copies:
         assert copy.read_bytes() == (repo / "scenarios" / copy.name).read_bytes(), copy.relative_to(repo)
+
+
+def test_a_reproduction_page_is_byte_identical_whatever_the_number_of_workers(core, tmp_path):
+    """Points finish in any order on two workers; the tables, the claims and the page follow the plan."""
+    pages = []
+    for workers in (1, 2):
+        out = run_reproduction("pt-pensando", tmp_path / f"w{workers}", tests=["latency"], workers=workers)
+        assert out.failed == 0, out.errors
+        pages.append(out.page.read_bytes())
+        assert (tmp_path / f"w{workers}" / "latency__results.parquet").is_file()
+    assert pages[0] == pages[1]
