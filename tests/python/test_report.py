@@ -244,3 +244,28 @@ def test_what_matters_names_the_deepest_host_nic_queue():
         "  - {kind: udp_cbr, name: b, src: h1, dst: h2, rate: 6Gbps}\n")
     page = render_html(fabricsim.run(sc))
     assert "Deepest host NIC queue: h1 -&gt; sw0" in page
+
+
+def test_udp_streams_get_no_fct_and_small_buckets_say_their_size():
+    import fabricsim
+    from fabricsim.outputs.report.run import render_html
+
+    sc = fabricsim.loads(
+        "name: mix\nduration: 300us\ntopology: {kind: star, hosts: 3, link: {rate: 10Gbps, delay: 1us}}\n"
+        "traffic:\n  - {kind: udp_cbr, name: stream, src: h1, dst: h0, rate: 1Gbps}\n"
+        "  - {kind: tcp_bulk, name: transfer, src: h2, dst: h0, size: 50KB}\n")
+    result = fabricsim.run(sc)
+    page = render_html(result)
+    assert "FCT (transfers)" in page
+    import re
+
+    table = page[page.rindex("<table", 0, page.index("FCT (transfers)")):]
+    headers = re.findall(r"<th>(.*?)</th>", table.split("</tr>")[0])
+    column = headers.index("FCT (transfers)")
+
+    def cell(flow):
+        row = table[table.index(f"<td>{flow}</td>"):].split("</tr>")[0]
+        return re.findall(r"<td>(.*?)</td>", "<td>" + row.split("<td>", 1)[1])[column]
+
+    assert cell("stream") == "–" and cell("transfer").endswith("s")
+    assert "A p99 over fewer than 100 flows" in page

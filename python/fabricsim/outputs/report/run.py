@@ -1029,6 +1029,11 @@ def _fct(result: RunTables) -> str:
         per_flow = flow_table(result)
         parts.append(_fct_cdf_plot(per_flow))
         parts.append(_slowdown_plot(per_flow))
+    small = overall.filter((pl.col("count") > 0) & (pl.col("count") < 100)) if "count" in overall.columns else overall
+    if small.height:
+        parts.append('<p class="muted">A p99 over fewer than 100 flows is the largest or nearly the largest value: '
+                     + html.escape(", ".join(f"{b} has {n:,}" for b, n in small.select("bucket", "count").iter_rows()))
+                     + " flows.</p>")
     parts.append('<p class="muted">slowdown = FCT / ideal FCT on an empty network (fabricsim.outputs.fct); '
                  "fct.parquet has the exact values in picoseconds</p>")
     return section("Flow completion time", "".join(parts))
@@ -1094,10 +1099,17 @@ def _flows(result: RunTables) -> str:
     if "flow_id" not in shown.columns:
         shown = shown.with_row_index("flow_id")
     shown = shown.with_columns((pl.col("src") + " -> " + pl.col("dst")).alias("_path"))
+    # A UDP stream has no completion: its "FCT" would be the time it ran, so it is not shown as one.
+    streams = ("udp_cbr", "udp_poisson", "burst")
+    if "kind" in shown.columns and "fct_ps" in shown.columns:
+        shown = shown.with_columns(
+            pl.when(pl.col("kind").is_in(list(streams))).then(None).otherwise(pl.col("fct_ps")).alias("_fct"))
+    else:
+        shown = shown.with_columns(pl.lit(None, dtype=pl.Int64).alias("_fct"))
     cols = [
         Col("flow", "name", str), Col("kind", "kind", str), Col("path", "_path", str), Col("class", "class", str),
         Col("size / sent", "_size", fmt_bytes), Col("status", "status", str),
-        Col("dropped", "loss_ratio", fmt_pct), Col("FCT", "fct_ps", fmt_time),
+        Col("dropped", "loss_ratio", fmt_pct), Col("FCT (transfers)", "_fct", fmt_time),
         Col("latency p50", "latency_p50_ps", fmt_time), Col("p99", "latency_p99_ps", fmt_time),
         Col("p99.9", "latency_p999_ps", fmt_time), Col("max", "latency_max_ps", fmt_time),
         Col("retransmits", "retransmits", fmt_count),
