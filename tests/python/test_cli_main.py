@@ -182,7 +182,8 @@ def test_each_command_is_built_from_the_module_that_names_it():
         assert tuple(commands.choices) == names, module
     every = _parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
     assert list(every) == [name for names in COMMANDS.values() for name in names]
-    assert list(_parser("validate")._subparsers._group_actions[0].choices) == ["run", "validate"]  # type: ignore[union-attr]
+    assert list(_parser("validate")._subparsers._group_actions[0].choices) == [  # type: ignore[union-attr]
+        "run", "validate", "validate linux"]
     assert len(_parser("no-such-command")._subparsers._group_actions[0].choices) == len(every)  # type: ignore[union-attr]
 
 

@@ -29,7 +29,7 @@ __all__ = ["main"]
 #: of them costs more than the rest of the command line (each parser looks up
 #: its messages' translations, some modules import their registries).
 COMMANDS = {
-    "run": ("run", "validate"),
+    "run": ("run", "validate", "validate linux"),
     "devices": ("devices",),
     "burst": ("burst-absorption",),
     "forwarding": ("forwarding",),
@@ -78,6 +78,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # environment asks for plugins explicitly.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:2] == ["validate", "linux"]:  # a command of its own, with its own options and help
+        argv = ["validate linux", *argv[2:]]
     args = _parser(argv[0] if argv else None).parse_args(argv)
     try:
         return int(args.handler(args))

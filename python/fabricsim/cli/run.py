@@ -145,12 +145,13 @@ def print_warnings(warnings: list[str]) -> None:
         err.print(Text("WARNING: ", style="bold red") + Text(message, style="yellow"), soft_wrap=True)
 
 
+def _validate_linux(args: argparse.Namespace) -> int:
+    return validate_linux.command(args)
+
+
 def _validate(args: argparse.Namespace) -> int:
     if validate_linux.is_linux_mode(args):
-        return validate_linux.command(args)
-    misplaced = validate_linux.used_linux_options(args)
-    if misplaced:
-        raise FabricsimError(f"{', '.join(misplaced)}: only with `fabricsim validate linux`")
+        raise FabricsimError("validate linux takes no scenario file: see `fabricsim validate linux --help`")
     from fabricsim.outputs.warnings import scenario_warnings
     from fabricsim.runner import check
 
@@ -181,9 +182,15 @@ def add_parser(commands: Any) -> None:
 
     validate_command = commands.add_parser(
         "validate",
-        help="check a scenario as run does (without running it) and print its resolved JSON;"
-        " `validate linux` compares with real Linux",
+        help="check a scenario as run does (without running it) and print its resolved JSON",
+        description="Check a scenario as run does, without running it, and print its resolved JSON. "
+        "`fabricsim validate linux --help`: the comparison with real Linux, a command of its own.",
     )
     scenario_arguments(validate_command)
-    validate_linux.add_arguments(validate_command)
     validate_command.set_defaults(handler=_validate)
+    # `fabricsim validate linux ...` (the command line names it as two words; main() joins them)
+    linux_command = commands.add_parser(
+        "validate linux", help="run a TCP dumbbell in real Linux (root) or from stored measurements, "
+        "beside its fabricsim twin", description=validate_linux.DESCRIPTION)
+    validate_linux.add_arguments(linux_command)
+    linux_command.set_defaults(handler=_validate_linux, scenario="linux", overrides=[])

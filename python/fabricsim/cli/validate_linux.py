@@ -17,7 +17,7 @@ from typing import Any
 from fabricsim.cli.common import integer
 from fabricsim.errors import FabricsimError
 
-__all__ = ["LINUX_OPTIONS", "add_arguments", "command", "is_linux_mode", "used_linux_options"]
+__all__ = ["DESCRIPTION", "LINUX_OPTIONS", "add_arguments", "command", "is_linux_mode"]
 
 #: argparse destinations of the options that only the linux mode takes.
 LINUX_OPTIONS = (
@@ -76,13 +76,14 @@ def is_linux_mode(args: argparse.Namespace) -> bool:
     return getattr(args, "scenario", None) == "linux"
 
 
+#: What ``fabricsim validate linux --help`` says the command does.
+DESCRIPTION = ("`fabricsim validate linux [options]` runs a TCP dumbbell in real Linux (root: network namespaces) "
+               "and its fabricsim twin, and prints both; --recorded uses stored Linux measurements instead.")
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of ``fabricsim validate linux`` (they default to None so scenario mode can refuse them)."""
-    group = parser.add_argument_group(
-        "linux mode",
-        "`fabricsim validate linux [options]` runs a TCP dumbbell in real Linux (root: network namespaces) "
-        "and its fabricsim twin, and prints both; --recorded uses stored Linux measurements instead",
-    )
+    """The options of ``fabricsim validate linux`` (they default to None: --recorded refuses the live ones)."""
+    group = parser.add_argument_group("experiment")
     group.add_argument("--senders", dest="linux_senders", type=integer(1, 16), metavar="N",
                        help="senders, 1 to 16 (default 2)")
     group.add_argument("--flows", dest="linux_flows", type=integer(1, 128), metavar="N",
@@ -153,15 +154,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="twin: the hosts on the lab machine (host datapath model linux-veth, one 2-core machine)",
     )
-
-
-def used_linux_options(args: argparse.Namespace) -> list[str]:
-    """The linux-mode options given on the command line (an error in scenario mode)."""
-    return [
-        "--" + name[len("linux_") :].replace("_", "-")
-        for name in LINUX_OPTIONS
-        if getattr(args, name, None) not in (None, False)
-    ]
 
 
 def unavailable_reason(tools: tuple[str, ...]) -> str | None:
