@@ -312,3 +312,15 @@ def test_a_huge_scenario_name_is_refused_at_its_field():
     with pytest.raises(fabricsim.ScenarioError, match=r"name.*200 characters"):
         fabricsim.loads("name: " + "x" * 1_000_000 + "\nduration: 1ms\n"
                         "topology: {kind: star, hosts: 2, link: {rate: 10Gbps, delay: 1us}}\ntraffic: []\n")
+
+
+def test_throughput_bins_too_many_to_hold_are_refused_before_the_run(tmp_path, capsys):
+    """The quick start with 500 ps bins is within the bin limit but its rows took
+    gigabytes and aborted the core at its end: now refused up front, with the estimate."""
+    from fabricsim.cli.main import main
+
+    root = Path(__file__).resolve().parents[2]
+    code = main(["run", str(root / "scenarios" / "quickstart.yaml"), "--out", str(tmp_path / "q"),
+                 "--set", "stats.throughput_interval=500ps", "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and "stats.throughput_interval" in err and "GiB held until the run ends" in err

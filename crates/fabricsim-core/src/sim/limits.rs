@@ -10,6 +10,7 @@
 //! | VOQs per VOQ device | [`MAX_VOQS`] (2^22) | one queue per (ingress, egress, class): 724 ports x 8 classes |
 //! | throughput bins, queue samples | [`MAX_BINS`] (10^7) over the duration | the tables grow with them |
 //! | estimated memory of the world | [`MAX_WORLD_BYTES`] (8 GiB) | nodes, ports, wires, routes, VOQs, flows |
+//! | estimated memory of the binned tables | [`MAX_WORLD_BYTES`] (8 GiB) | rows of `throughput`, `carried_links`, `carried_flows` |
 //!
 //! The memory estimate counts what the world holds before the first event:
 //! `size_of` of each arena element, the per-class state of every port, the
@@ -22,6 +23,14 @@
 //! as large again (in the generated fabrics a handful of rows); and 24 bytes
 //! per node (destination entry, row offset, ECMP salt). Packets in flight
 //! come on top and depend on the run.
+//!
+//! The binned tables get a row per (bin, link direction) and per (bin, flow)
+//! that carried a frame, held until the run ends: a link direction has at
+//! most one row per bin and at most one per frame it can carry (the run's
+//! duration at the fastest link's rate over the smallest frame on the wire,
+//! 84 B), and the flows' rows are at most as many as the frames the links
+//! carry. Each row costs about [`BINNED_ROW_BYTES`] (measured: 325 B per row
+//! over the three tables on the quick start with 1 ns bins).
 
 use super::transport::TcpFlow;
 use crate::buffer::BufferConfig;
@@ -39,6 +48,10 @@ pub const MAX_FLOWS: u64 = 1 << 22;
 pub const MAX_VOQS: u64 = 1 << 22;
 pub const MAX_BINS: u64 = 10_000_000;
 pub const MAX_WORLD_BYTES: u64 = 8 << 30;
+/// Bytes one row of a binned table takes until the run ends (module documentation).
+pub const BINNED_ROW_BYTES: u128 = 110;
+/// Bits of the smallest Ethernet frame on the wire: 64 B, preamble and gap.
+const MIN_WIRE_FRAME_BITS: u128 = 84 * 8;
 
 /// What the topology will hold, computed from its description.
 struct Shape {
@@ -247,6 +260,50 @@ fn bins(sc: &Scenario, interval: u64, field: &str, what: &str) -> Result<(), Con
     Ok(())
 }
 
+/// The fastest link of the topology, in bit/s.
+fn fastest_link_bps(t: &TopologyConfig) -> u128 {
+    let rate = match t {
+        TopologyConfig::Star { link, .. } | TopologyConfig::FatTree { link, .. } => link.rate_bps,
+        TopologyConfig::Dumbbell { edge_link, bottleneck_link, .. } => edge_link.rate_bps.max(bottleneck_link.rate_bps),
+        TopologyConfig::LeafSpine { host_link, fabric_link, .. } => host_link.rate_bps.max(fabric_link.rate_bps),
+        TopologyConfig::Explicit { links, .. } => links.iter().map(|l| l.rate_bps).max().unwrap_or(0),
+    };
+    rate as u128
+}
+
+/// Refuses throughput bins whose rows could not be held (module documentation).
+fn binned_tables(sc: &Scenario, s: &Shape, flows: u128) -> Result<(), ConfigError> {
+    let interval = sc.stats.throughput_interval_ps as u128;
+    if interval == 0 {
+        return Ok(());
+    }
+    let duration = sc.duration_ps as u128;
+    let bins = duration / interval + 1;
+    let frames = duration * fastest_link_bps(&sc.topology) / 1_000_000_000_000 / MIN_WIRE_FRAME_BITS + 1;
+    let link_rows = 2 * s.links * bins.min(frames);
+    // throughput and carried_flows: a row per (bin, flow) that carried a frame
+    let flow_rows = 2 * (bins * flows).min(link_rows);
+    let bytes = (link_rows + flow_rows) * BINNED_ROW_BYTES;
+    if bytes > MAX_WORLD_BYTES as u128 {
+        let fits = bins * MAX_WORLD_BYTES as u128 / bytes.max(1);
+        let least = duration.div_ceil(fits.max(1));
+        return Err(ConfigError::new(
+            "stats.throughput_interval",
+            format!(
+                "{interval} ps bins over {duration} ps could make about {} rows of the throughput tables ({:.1} GiB \
+                 held until the run ends; {} link directions, {} flows); at most {} GiB: use at least {least} ps, \
+                 or 0 to turn them off",
+                thousands(link_rows + flow_rows),
+                bytes as f64 / (1u64 << 30) as f64,
+                thousands(2 * s.links),
+                thousands(flows),
+                MAX_WORLD_BYTES >> 30
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Peak bytes of the routing state while it is built (module documentation).
 fn routing_bytes(s: &Shape) -> u128 {
     2 * s.tables * s.classes * 4 + s.nodes * 24
@@ -312,6 +369,7 @@ pub fn estimated_world_bytes(sc: &Scenario) -> Result<u64, ConfigError> {
     }
 
     bins(sc, sc.stats.throughput_interval_ps, "throughput_interval", "throughput bins")?;
+    binned_tables(sc, &s, flows)?;
     bins(sc, sc.stats.queue_sample_interval_ps, "queue_sample_interval", "queue samples")?;
 
     let ports = 2 * s.links;
@@ -349,6 +407,28 @@ mod tests {
     }
 
     const L: &str = r#"{"rate_bps": 10000000000, "delay_ps": 1000}"#;
+
+    #[test]
+    fn throughput_bins_whose_rows_cannot_be_held_are_refused_naming_the_interval() {
+        // The quick start's fabric (4 leaves x 8 hosts at 25G, 2 spines at 100G) for 5 ms with a few
+        // flows: 500 ps bins are within the bin limit (10^7) but their rows are not.
+        let topo = r#"{"kind": "leaf_spine", "leaves": 4, "spines": 2, "hosts_per_leaf": 8,
+            "host_link": {"rate_bps": 25000000000, "delay_ps": 1000000},
+            "fabric_link": {"rate_bps": 100000000000, "delay_ps": 1000000}}"#;
+        let with = |interval: u64| {
+            Scenario::from_json(&format!(
+                r#"{{"duration_ps": 5000000000, "topology": {topo}, "stats": {{"throughput_interval_ps": {interval}}},
+                "traffic": [{{"kind": "tcp_incast", "client": "h0", "servers": ["h8", "h9", "h10", "h11"],
+                "response_bytes": 1000, "rounds": 4}}]}}"#
+            ))
+            .unwrap()
+        };
+        let e = check(&with(500)).unwrap_err();
+        assert_eq!(e.path, "stats.throughput_interval");
+        assert!(e.message.contains("GiB held until the run ends") && e.message.contains("use at least"), "{e}");
+        check(&with(100_000_000)).unwrap();
+        check(&with(1_000_000)).unwrap();
+    }
 
     #[test]
     fn a_billion_hosts_are_refused_before_anything_is_allocated() {
