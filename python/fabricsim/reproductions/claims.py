@@ -306,8 +306,8 @@ def explain(rows: Sequence[ClaimRow], mapping: ClaimMap, assumptions: Sequence[A
         if found:
             out.append(replace(row, explanation=found, explained=True))
         elif tried:
-            out.append(replace(row, explanation=f"none in the space ({len(tried)} settings tried: "
-                                                 + "; ".join(tried) + ")"))
+            spaces = ", ".join(dict.fromkeys(a.name for a in mine))
+            out.append(replace(row, explanation=f"none in the space ({len(tried)} settings of {spaces} tried)"))
         else:
             out.append(row)
     return out
