@@ -159,3 +159,14 @@ def test_assumptions_rerun_points_of_their_test_and_never_change_the_prediction(
         assert len(mine) == len(a.space) * sum(
             1 for p in predictions if p.test == a.test and all(p.params.get(k) == v for k, v in a.only.items()))
         assert all(p.params["assume"] for p in mine)
+
+
+def test_an_assumption_replaces_only_the_rows_matching_all_of_its_keys():
+    import polars as pl
+
+    from fabricsim.reproductions.claims import _substituted
+
+    base = pl.DataFrame({"device": ["a", "b", "b"], "size": [1, 1, 2], "v": [1.0, 2.0, 3.0]})
+    alt = pl.DataFrame({"device": ["b"], "size": [1], "v": [9.0]})
+    out = _substituted({"t/r": base}, {"t/r": alt}, {"device": "b", "size": 1})["t/r"]
+    assert sorted(out.rows()) == [("a", 1, 1.0), ("b", 1, 9.0), ("b", 2, 3.0)]

@@ -150,8 +150,6 @@ def _validate_linux(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    if validate_linux.is_linux_mode(args):
-        raise FabricsimError("validate linux takes no scenario file: see `fabricsim validate linux --help`")
     from fabricsim.outputs.warnings import scenario_warnings
     from fabricsim.runner import check
 
@@ -193,4 +191,4 @@ def add_parser(commands: Any) -> None:
         "validate linux", help="run a TCP dumbbell in real Linux (root) or from stored measurements, "
         "beside its fabricsim twin", description=validate_linux.DESCRIPTION)
     validate_linux.add_arguments(linux_command)
-    linux_command.set_defaults(handler=_validate_linux, scenario="linux", overrides=[])
+    linux_command.set_defaults(handler=_validate_linux)

@@ -17,31 +17,7 @@ from typing import Any
 from fabricsim.cli.common import integer
 from fabricsim.errors import FabricsimError
 
-__all__ = ["DESCRIPTION", "LINUX_OPTIONS", "add_arguments", "command", "is_linux_mode"]
-
-#: argparse destinations of the options that only the linux mode takes.
-LINUX_OPTIONS = (
-    "linux_senders",
-    "linux_flows",
-    "linux_cc",
-    "linux_rate",
-    "linux_shaper",
-    "linux_buffer",
-    "linux_mtu",
-    "linux_duration",
-    "linux_size",
-    "linux_access_rate",
-    "linux_repeats",
-    "linux_recorded",
-    "linux_json",
-    "linux_shaped_router",
-    "linux_jitter",
-    "linux_measured_reader",
-    "linux_ideal_reader",
-    "linux_lab_machine",
-    "linux_unpaced",
-)
-
+__all__ = ["DESCRIPTION", "add_arguments", "command"]
 
 #: Options that describe the live experiment: a recorded one has its own setup.
 SETUP_OPTIONS = (
@@ -69,11 +45,6 @@ def _seconds(text: str) -> float:
     if not 0 < value <= 3600:  # NaN fails too
         raise argparse.ArgumentTypeError(f"must be > 0 and <= 3600 seconds (got {text})")
     return value
-
-
-def is_linux_mode(args: argparse.Namespace) -> bool:
-    """``fabricsim validate linux``: the scenario argument is the word ``linux``."""
-    return getattr(args, "scenario", None) == "linux"
 
 
 #: What ``fabricsim validate linux --help`` says the command does.
@@ -166,8 +137,6 @@ def unavailable_reason(tools: tuple[str, ...]) -> str | None:
 def command(args: argparse.Namespace) -> int:
     from fabricsim.validation import dumbbell as linux_dumbbell
 
-    if args.overrides:
-        raise FabricsimError("validate linux: --set applies to scenario files; use the linux-mode options")
     if args.linux_recorded is not None:
         setup = [name for name in SETUP_OPTIONS if getattr(args, name, None) not in (None, False)]
         if setup:

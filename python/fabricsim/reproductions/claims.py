@@ -263,11 +263,9 @@ def _substituted(tables: Mapping[str, Any], alternative: Mapping[str, Any], only
         if base is None or base.height == 0:
             out[key] = alt
             continue
-        keep = base
-        for column, value in only.items():
-            if column in base.columns:
-                keep = keep.filter(pl.col(column) != value)
-        out[key] = pl.concat([keep, alt], how="diagonal_relaxed")
+        keys = [(column, value) for column, value in only.items() if column in base.columns]
+        replaced = pl.all_horizontal([pl.col(column) == value for column, value in keys]) if keys else pl.lit(True)
+        out[key] = pl.concat([base.filter(~replaced), alt], how="diagonal_relaxed")
     return out
 
 

@@ -268,10 +268,14 @@ def _saved(t: float, c: float) -> float:
 
 # Incast ---------------------------------------------------------------------------------
 
-def _incast(tables: Mapping[str, Any], report_mb: float, full: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+def _pair(key: str, tables: Mapping[str, Any], report_mb: float, full: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The rows of table ``key`` for both devices at the simulated size of ``report_mb`` per flow."""
     size = _at(report_mb, full)
-    return (pick(tables, "incast/summary", device=T3, size_mb=size),
-            pick(tables, "incast/summary", device=COMP, size_mb=size))
+    return pick(tables, key, device=T3, size_mb=size), pick(tables, key, device=COMP, size_mb=size)
+
+
+def _incast(tables: Mapping[str, Any], report_mb: float, full: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+    return _pair("incast/summary", tables, report_mb, full)
 
 
 def _jct(tables: Mapping[str, Any], report_mb: float, full: bool) -> tuple[float, float]:
@@ -481,9 +485,7 @@ _ROCE_NOTE = "RoCE: 100 queue pairs x 10 exchanges of 16 KB per client (the repo
 
 
 def _mixed(tables: Mapping[str, Any], report_mb: float, full: bool) -> tuple[dict[str, Any], dict[str, Any]]:
-    size = _at(report_mb, full)
-    return (pick(tables, "tcp_roce/summary", device=T3, size_mb=size),
-            pick(tables, "tcp_roce/summary", device=COMP, size_mb=size))
+    return _pair("tcp_roce/summary", tables, report_mb, full)
 
 
 def _mixed_jct(tables: Mapping[str, Any], report_mb: float, full: bool) -> tuple[float, float]:
