@@ -25,6 +25,9 @@ __all__ = ["Dcqcn", "DelayedAck", "ReceiverApp", "Roce", "Tcp", "Wakeup"]
 
 CongestionControl = Literal["newreno", "cubic", "dctcp", "htcp"]
 TcpProfileName = Literal["linux", "rfc", "linux-4.19", "linux-3.10"]
+#: How dynamic right-sizing grows the receive buffer: ``slow_start`` (Linux 6.16+,
+#: ``tcp_rcvbuf_grow``) or ``loss_cushion`` (Linux 4.19 to 6.15).
+RcvbufGrowth = Literal["slow_start", "loss_cushion"]
 HystartKind = Literal["off", "classic", "hystart++"]
 CubicFlavor = Literal["linux", "rfc9438"]
 RtoFormula = Literal["linux", "rfc6298"]
@@ -155,8 +158,17 @@ TCP_PROFILES["linux-4.19"] = {**TCP_PROFILES["linux"]}
 TCP_PROFILES["linux-3.10"] = {**TCP_PROFILES["linux"], "rack": False, "sack_compression": 0}
 #: Fields with a scenario-wide default that a kernel generation sets otherwise (unless given).
 _PROFILE_FIELDS: dict[str, dict[str, Any]] = {
-    "linux-4.19": {"limit_output_bytes": 256 * 1024, "rmem": [4096, 87_380, 6_291_456]},
-    "linux-3.10": {"limit_output_bytes": 128 * 1024, "rmem": [4096, 87_380, 6_291_456]},
+    # Receive-buffer growth with a loss cushion until v6.16 (tcp_rcvbuf_grow since).
+    "linux-4.19": {
+        "limit_output_bytes": 256 * 1024,
+        "rmem": [4096, 87_380, 6_291_456],
+        "rcvbuf_growth": "loss_cushion",
+    },
+    "linux-3.10": {
+        "limit_output_bytes": 128 * 1024,
+        "rmem": [4096, 87_380, 6_291_456],
+        "rcvbuf_growth": "loss_cushion",
+    },
 }
 _NEEDS_SACK = ("dsack", "rack", "tlp", "prr")
 #: Profile defaults where ``None`` is a value ("no limit"), not "unset".
@@ -269,7 +281,11 @@ class Tcp(Model):
     ``min_tso_segs``, ``tso_rtt_log``), TCP Small Queues (``tsq``,
     ``limit_output_bytes`` = ``tcp_limit_output_bytes``), a send buffer
     autotuned within ``wmem`` (``tcp_wmem``) and receive-window autotuning
-    within ``rmem`` (``tcp_rmem``, ``tcp_moderate_rcvbuf``); pacing is off
+    within ``rmem`` (``tcp_rmem``, ``tcp_moderate_rcvbuf``; ``rcvbuf_growth``
+    ``slow_start`` as Linux 6.16+, ``loss_cushion`` before; with
+    ``rcv_truesize_overhead``, the memory a received segment takes beyond
+    its payload, the window per byte of buffer is learned from the first
+    full segment as Linux 6.7+ does, else it stays ``rcv_scaling_ratio``); pacing is off
     (``pacing``) as on a host without ``fq``. A fixed ``rwnd`` (or ``sndbuf``)
     is a socket buffer set by the application, which turns autotuning off."""
 
@@ -284,6 +300,8 @@ class Tcp(Model):
     rcv_autotune: Optional[bool] = None
     rmem: BufferSizes = Field(default_factory=lambda: [4096, 131_072, 6_291_456])
     rcv_scaling_ratio: Ratio = 0.5
+    rcv_truesize_overhead: Optional[HeaderSize] = None
+    rcvbuf_growth: Annotated[RcvbufGrowth, one_of(RcvbufGrowth)] = "slow_start"
     wmem: Optional[BufferSizes] = None
     sndbuf: Optional[Size] = None
     min_rto: Time = 200_000_000_000
@@ -407,6 +425,8 @@ class Tcp(Model):
             "rcv_autotune": self.rcv_autotune,
             "rmem": self.rmem,
             "rcv_scaling_ratio": max(1, min(255, round(self.rcv_scaling_ratio * 256))),
+            "rcv_truesize_overhead": self.rcv_truesize_overhead,
+            "rcvbuf_growth": self.rcvbuf_growth,
             "wmem": self.wmem,
             "sndbuf_bytes": self.sndbuf,
             "min_rto_ps": self.min_rto,

@@ -131,7 +131,7 @@ def _one_run(setup: DumbbellSetup, lab: Lab, latency_s: float) -> dict[str, Any]
         ]
         run = lab.transfers(transfers, sample_interval_s=0.25)
     else:
-        run = lab.iperf3(_jobs(setup), sample_interval_s=0.25)
+        run = lab.iperf3(_jobs(setup), sample_interval_s=0.25, socket_nodes=("rx",))
     queue = run.qdisc("r", "rx")
     shaper = run.qdisc("r", "rx", leaf=False)
     senders = [f"s{i}" for i in range(setup.senders)]
@@ -168,6 +168,7 @@ def _one_run(setup: DumbbellSetup, lab: Lab, latency_s: float) -> dict[str, Any]
         "nstat_senders": nstat,
         "nstat_receiver": {key: run.nstat.get("rx", {}).get(key, 0) for key in NSTAT_RECEIVER_KEYS},
         "readers": [r.to_dict() for r in run.readers],
+        "receiver_sockets": receiver_sockets(run.socket_samples),
         "writers": [w.to_dict() for w in run.writers],
         "softnet_drops": run.softnet_drops,
         "cpu_busy_s": run.cpu.busy_s,
@@ -176,3 +177,35 @@ def _one_run(setup: DumbbellSetup, lab: Lab, latency_s: float) -> dict[str, Any]
         "load_before": run.load_before,
         "load_after": run.load_after,
     }
+
+
+def receiver_sockets(samples: list[tuple[float, str, Any]]) -> list[dict[str, Any]]:
+    """Per data connection at the receiver (iperf3's control connections carry
+    almost nothing and are left out), from the polled ``ss -tmin``: the receive
+    buffer's growth (``rcvbuf_steps``: (seconds, bytes) at each change seen),
+    its largest value, the largest ``rcv_space`` and ``rcv_ssthresh``, and the
+    mean truesize per queued byte (``rmem_alloc / recv_q`` where data was queued)."""
+    by_conn: dict[str, list[tuple[float, Any]]] = {}
+    for t, _node, sock in samples:
+        by_conn.setdefault(f"{sock.local} {sock.peer}", []).append((t, sock))
+    out = []
+    for conn, seen in sorted(by_conn.items()):
+        if max(s.bytes_received for _, s in seen) < 1_000_000:
+            continue
+        steps: list[tuple[float, int]] = []
+        for t, s in seen:
+            if not steps or s.rcvbuf != steps[-1][1]:
+                steps.append((round(t, 3), s.rcvbuf))
+        queued = [(s.rmem_alloc, s.recv_q) for _, s in seen if s.recv_q > 0]
+        out.append(
+            {
+                "connection": conn,
+                "rcvbuf_steps": steps,
+                "rcvbuf_max_bytes": max(s.rcvbuf for _, s in seen),
+                "rcvbuf_grows": sum(1 for a, b in zip(steps, steps[1:]) if b[1] > a[1]),
+                "rcv_space_max_bytes": max(s.rcv_space for _, s in seen),
+                "rcv_ssthresh_max_bytes": max(s.rcv_ssthresh for _, s in seen),
+                "truesize_per_byte": (sum(r for r, _ in queued) / sum(q for _, q in queued)) if queued else None,
+            }
+        )
+    return out

@@ -68,6 +68,8 @@ from fabricsim.validation.linux.parsers import (
     parse_iperf3,
     parse_ip_link,
     parse_nstat,
+    parse_ss_memory,
+    SocketMemory,
     parse_sockperf,
     parse_tc_qdiscs,
 )
@@ -135,6 +137,8 @@ __all__ = [
     "parse_iperf3",
     "parse_ip_link",
     "parse_nstat",
+    "parse_ss_memory",
+    "SocketMemory",
     "parse_sockperf",
     "parse_tc_qdiscs",
     "qdisc_available",

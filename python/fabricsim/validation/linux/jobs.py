@@ -109,6 +109,9 @@ class TrafficRun:
     """The same counters of each iperf3 client (the senders: ``write_syscalls``, ``bytes_written``)."""
     client_starts_s: list[float] = field(default_factory=list)
     """When each job's client process was launched, seconds after the first (iperf3 runs)."""
+    socket_samples: list[tuple[float, str, Any]] = field(default_factory=list)
+    """(time s since start, node, :class:`~fabricsim.validation.linux.parsers.SocketMemory`) of the
+    polled nodes' sockets (``Lab.iperf3(socket_nodes=...)``)."""
 
     @property
     def total_goodput_bps(self) -> float:

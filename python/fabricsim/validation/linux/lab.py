@@ -27,6 +27,7 @@ from fabricsim.validation.linux.parsers import (
     parse_iperf3,
     parse_ip_link,
     parse_nstat,
+    parse_ss_memory,
     parse_sockperf,
     parse_tc_qdiscs,
 )
@@ -81,6 +82,8 @@ class Lab:
         self._addresses: dict[str, str] = {}
         self._tunnel_addresses: dict[str, str] = {}
         self._previous_sigterm: Any = None
+        self._socket_nodes: tuple[str, ...] = ()
+        self._socket_samples: list[tuple[float, str, Any]] = []
 
     # ---- naming
 
@@ -458,6 +461,7 @@ class Lab:
         sample_interval_s: Optional[float] = None,
         nstat_nodes: Optional[Sequence[str]] = None,
         trace_scheduler: bool = True,
+        socket_nodes: Sequence[str] = (),
     ) -> TrafficRun:
         """Run iperf3 jobs at the same time and collect goodput, retransmits, queue and CPU counters.
 
@@ -467,7 +471,10 @@ class Lab:
 
         ``sample_interval_s`` polls the backlog of every configured queue
         during the run (each poll runs ``tc``, which costs CPU: keep it
-        coarse). Sized jobs (``bytes``) end when the client has written its
+        coarse); ``socket_nodes`` are the nodes whose established TCP sockets
+        it also polls then (``ss -tmin``: receive buffer, queued memory,
+        ``rcv_space``, ``rcv_ssthresh``), kept in :attr:`TrafficRun.socket_samples`.
+        Sized jobs (``bytes``) end when the client has written its
         bytes, so their receiver counts and times stop short of delivery: use
         :meth:`transfers` for job completion times.
         """
@@ -483,6 +490,7 @@ class Lab:
             self._wait_listening(job.dst, _IPERF_BASE_PORT + index)
         nodes = list(nstat_nodes) if nstat_nodes is not None else sorted({j.src for j in jobs} | {j.dst for j in jobs})
         before = self._snapshot(nodes)
+        self._socket_nodes, self._socket_samples = tuple(socket_nodes), []
         clients: list[tuple[float, subprocess.Popen[str]]] = []
         t0 = time.monotonic()
         longest = max((j.duration_s or 0.0) + j.start_delay_s for j in jobs)
@@ -551,6 +559,7 @@ class Lab:
         run.readers = readers
         run.writers = writers
         run.client_starts_s = [started for started, _ in clients]
+        run.socket_samples, self._socket_nodes, self._socket_samples = self._socket_samples, (), []
         return run
 
     def transfers(
@@ -643,6 +652,13 @@ class Lab:
         stop: threading.Event,
     ) -> None:
         while not stop.wait(interval):
+            for node in self._socket_nodes:
+                try:
+                    text = self.run(node, ["ss", "-tmin", "state", "established"]).stdout
+                except (LabError, subprocess.TimeoutExpired):
+                    return
+                now = time.monotonic() - t0
+                self._socket_samples += [(now, node, sock) for sock in parse_ss_memory(text)]
             for node, dev in egresses:
                 try:
                     stats = self.qdiscs(node, dev)

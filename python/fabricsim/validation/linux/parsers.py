@@ -277,3 +277,55 @@ def parse_sockperf(text: str, message_bytes: int = 0, protocol: str = "udp") -> 
         percentiles,
         int(drop.group(1)) if drop else 0,
     )
+
+
+@dataclass(frozen=True)
+class SocketMemory:
+    """One TCP socket's receive-side state from ``ss -tmin``: its ports, the
+    receive buffer (``skmem`` ``rb``, ``sk_rcvbuf``), the memory its queued
+    data holds (``r``, ``sk_rmem_alloc``, in skb truesize), the bytes queued
+    unread (Recv-Q), ``rcv_space`` (the right-sizing space) and ``rcv_ssthresh``."""
+
+    local: str
+    peer: str
+    rcvbuf: int
+    rmem_alloc: int
+    recv_q: int
+    rcv_space: int
+    rcv_ssthresh: int
+    bytes_received: int
+
+
+_SS_HEAD = re.compile(r"^(\d+)\s+(\d+)\s+(\S+)\s+(\S+)")
+
+
+def parse_ss_memory(text: str) -> list[SocketMemory]:
+    """The sockets of ``ss -tmin state established`` output (header line optional)."""
+    out: list[SocketMemory] = []
+    head: Optional[re.Match[str]] = None
+    for line in text.splitlines():
+        match = _SS_HEAD.match(line.strip())
+        if match and not line.startswith((" ", "\t")):
+            head = match
+            continue
+        if head is None or "skmem:" not in line:
+            continue
+
+        def field(name: str, pattern: str = r"(\d+)") -> int:
+            found = re.search(rf"(?:^|[\s,(]){name}{pattern}", line)
+            return int(found.group(1)) if found else 0
+
+        out.append(
+            SocketMemory(
+                local=head.group(3),
+                peer=head.group(4),
+                rcvbuf=field("rb"),
+                rmem_alloc=field("r"),
+                recv_q=int(head.group(1)),
+                rcv_space=field("rcv_space:"),
+                rcv_ssthresh=field("rcv_ssthresh:"),
+                bytes_received=field("bytes_received:"),
+            )
+        )
+        head = None
+    return out

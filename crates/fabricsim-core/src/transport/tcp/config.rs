@@ -56,6 +56,20 @@ pub enum CubicFlavor {
     Linux,
 }
 
+/// How dynamic right-sizing grows the receive buffer (`tcp_rcv_space_adjust`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RcvbufGrowth {
+    /// Linux 6.16+ (`tcp_rcvbuf_grow`): a window of twice the bytes read in
+    /// the last RTT (room for a sender in slow start) plus the span of the
+    /// out-of-order queue, re-checked whenever a segment joins that queue.
+    SlowStart,
+    /// Linux 4.19 to 6.15: twice the bytes read plus 16 segments, plus twice
+    /// the growth since the previous RTT in proportion (room for losses and
+    /// for a sender doubling per RTT); nothing on out-of-order data.
+    LossCushion,
+}
+
 /// How the retransmission timeout follows the RTT estimate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -179,6 +193,13 @@ pub struct TcpConfig {
     /// Receive-window bytes per byte of buffer, in 256ths (Linux `scaling_ratio`,
     /// 128 = 50% as `TCP_DEFAULT_SCALING_RATIO` and `tcp_adv_win_scale = 1`).
     pub rcv_scaling_ratio: u32,
+    /// The memory a received segment takes beyond its payload (`skb->truesize
+    /// - skb->len`, the driver's and the stack's overhead). `Some`: the
+    /// scaling ratio is learned from the first full-sized segment as Linux
+    /// 6.7+ does (`tcp_measure_rcv_mss`); `None`: `rcv_scaling_ratio` stays.
+    pub rcv_truesize_overhead: Option<u32>,
+    /// How the receive buffer grows.
+    pub rcvbuf_growth: RcvbufGrowth,
     /// Selective acknowledgments (RFC 2018) and SACK-based recovery (RFC 6675).
     pub sack: bool,
     /// Duplicate-SACK reports from the receiver (RFC 2883).
@@ -269,6 +290,8 @@ impl TcpConfig {
             rcv_autotune: linux,
             sndbuf_bytes: None,
             rcv_scaling_ratio: 128,
+            rcv_truesize_overhead: None,
+            rcvbuf_growth: RcvbufGrowth::SlowStart,
             sack: linux,
             dsack: linux,
             rack: linux,
@@ -387,6 +410,9 @@ impl TcpConfig {
                 }
             }
         }
+        if self.rcv_truesize_overhead.is_some_and(|b| b > 1 << 20) {
+            return err("rcv_truesize_overhead", "must be at most 1 MiB".into());
+        }
         if !(1..=255).contains(&self.rcv_scaling_ratio) {
             return err("rcv_scaling_ratio", "must be in (0, 1) (1..255 256ths)".into());
         }
@@ -476,6 +502,8 @@ pub struct TcpConfigSpec {
     pub rcv_autotune: Option<bool>,
     pub sndbuf_bytes: Option<u64>,
     pub rcv_scaling_ratio: Option<u32>,
+    pub rcv_truesize_overhead: Option<u32>,
+    pub rcvbuf_growth: Option<RcvbufGrowth>,
     pub sack: Option<bool>,
     pub dsack: Option<bool>,
     pub rack: Option<bool>,
@@ -546,6 +574,8 @@ impl From<TcpConfigSpec> for TcpConfig {
             rcv_autotune: s.rcv_autotune.unwrap_or(d.rcv_autotune && s.rwnd_bytes.is_none()),
             sndbuf_bytes: s.sndbuf_bytes.or(d.sndbuf_bytes),
             rcv_scaling_ratio: s.rcv_scaling_ratio.unwrap_or(d.rcv_scaling_ratio),
+            rcv_truesize_overhead: s.rcv_truesize_overhead.or(d.rcv_truesize_overhead),
+            rcvbuf_growth: s.rcvbuf_growth.unwrap_or(d.rcvbuf_growth),
             sack,
             dsack: with_sack(s.dsack, d.dsack),
             rack: with_sack(s.rack, d.rack),

@@ -34,7 +34,7 @@ pub mod sender;
 
 use crate::units::SimTime;
 pub use cc::CcKind;
-pub use config::{CubicFlavor, Hystart, Pacing, RtoFormula, SsthreshFrom, TcpConfig, TcpProfile};
+pub use config::{CubicFlavor, Hystart, Pacing, RcvbufGrowth, RtoFormula, SsthreshFrom, TcpConfig, TcpProfile};
 pub use receiver::Receiver;
 pub use sack::SackBlocks;
 pub use sender::Sender;

@@ -1,20 +1,34 @@
-//! Receive-window autotuning as Linux does it (`tcp_moderate_rcvbuf = 1`).
+//! Receive-window autotuning as Linux 6.18 does it (`tcp_moderate_rcvbuf = 1`;
+//! `net/ipv4/tcp_input.c`, `tcp_output.c`).
 //!
 //! - **Buffer and window**: the receive buffer starts at `tcp_rmem[1]`; the
 //!   window a buffer of `space` bytes holds is `space x scaling_ratio / 256`
-//!   (`tcp_win_from_space`; 50% by default). The initial window is that of
+//!   (`tcp_win_from_space`; 50% until measured). The initial window is that of
 //!   `tcp_rmem[1]`, rounded down to whole segments and at most 64 KB
 //!   (`tcp_select_initial_window`); the window scale is the smallest shift
 //!   that fits `tcp_rmem[2]` in 16 bits.
+//! - **The scaling ratio** (`tcp_measure_rcv_mss`, Linux 6.7+): with
+//!   `rcv_truesize_overhead`, a full-sized segment whose length differs from
+//!   the receiver's segment-size estimate (`icsk_ack.rcv_mss`, first 536 B)
+//!   sets the ratio to `len x 256 / truesize`, truesize being the payload
+//!   plus that overhead; the window clamp follows (`tcp_set_window_clamp`,
+//!   which raises `rcv_ssthresh` to the window last advertised when the
+//!   clamp grows). In practice the first full segment sets it for good.
 //! - **`rcv_ssthresh`** (`tcp_grow_window`): the window offered grows by two
 //!   segments per full in-order segment received, up to `window_clamp`.
 //! - **Dynamic right-sizing** (`tcp_rcv_space_adjust` -> `tcp_rcvbuf_grow`):
 //!   once per receiver RTT, if the application read more than in the
-//!   previous RTT (`copied > space`), the buffer grows to hold a window of
-//!   `2 copied + 4 copied (copied - space) / space` (room for losses and for
-//!   a sender that doubles per RTT) plus the out-of-order data, at most
-//!   `tcp_rmem[2]`; `window_clamp` follows. `copied` excludes the bytes
-//!   still queued unread (`inq`, Linux 6.16+).
+//!   previous RTT (`copied > space`, `copied` excluding the bytes still
+//!   queued unread, `inq`), `space` becomes `copied` and the buffer grows to
+//!   hold a window of `2 space` (a sender in slow start doubles per RTT) plus
+//!   the span of the out-of-order queue, at most `tcp_rmem[2]`;
+//!   `window_clamp` follows. A segment that joins the out-of-order queue
+//!   re-checks the same size at once (`tcp_data_queue_ofo`), so a hole gets
+//!   room without waiting for reads. This is Linux 6.16+ (`rcvbuf_growth:
+//!   slow_start`); from 4.19 to 6.15 the window was `2 copied + 16 segments`
+//!   plus twice that times the relative growth `(copied - space) / space`,
+//!   with nothing on out-of-order data (`loss_cushion`, the `linux-4.19` and
+//!   `linux-3.10` profiles).
 //! - **The receiver's RTT** (`rcv_rtt_est`, Linux 6.16+), from two kinds of
 //!   sample: the timestamps data segments echo (`tcp_rcv_rtt_measure_ts`:
 //!   full-sized segments with a new echo; the TCP timestamp clock ticks in
@@ -29,12 +43,14 @@
 //!   the path's RTT: a flow that receives its window faster than one RTT
 //!   (a burst at line rate) grows its buffer.
 //! - **The window advertised** (`__tcp_select_window`): the free space
-//!   (`tcp_space`: window of the buffer minus the out-of-order data held
-//!   and minus the bytes received but not yet read), at most `rcv_ssthresh`
-//!   and `window_clamp`, rounded down to the window scale; the right edge
-//!   never moves left (`tcp_select_window`). The window last advertised is
-//!   `rcv_wnd`; the receiver compares a fresh window with it to decide
-//!   whether to ACK at once (`__tcp_ack_snd_check`, `tcp_cleanup_rbuf`).
+//!   (`tcp_space`: the window of the buffer left after the memory the
+//!   out-of-order data and the bytes received but not yet read take; that
+//!   memory is their length, as the receive queue coalesces segments into
+//!   page fragments), at most `rcv_ssthresh` and `window_clamp`, rounded down
+//!   to the window scale; the right edge never moves left
+//!   (`tcp_select_window`). The window last advertised is `rcv_wnd`; the
+//!   receiver compares a fresh window with it to decide whether to ACK at
+//!   once (`__tcp_ack_snd_check`, `tcp_cleanup_rbuf`).
 //! - **Who reads**: with the ideal reader (no `tcp.receiver_app`) in-order
 //!   data is read as it arrives, so right-sizing counts it on arrival; with
 //!   a receiving application (`reader.rs`) it counts the bytes *read*, when
@@ -46,17 +62,25 @@
 //! Simplifications: the timestamp clock's millisecond ticks start at
 //! time zero (Linux adds a random per-connection offset in whole ms, so the
 //! phase is the same); microsecond timestamps (the `tcp_usec_ts` route
-//! feature) are not modelled; `scaling_ratio` is fixed (Linux measures `skb->len /
-//! skb->truesize` of received packets, which depends on the driver); no
-//! memory pressure; the window never falls below one window-scale unit
+//! feature) are not modelled; every segment has the same truesize overhead
+//! (Linux's depends on the driver and on how the sender built the skb); queued
+//! data takes exactly its length of memory (the skb heads that coalescing
+//! leaves are not counted: the lab measured 1.04-1.13 bytes of memory per
+//! queued byte); no memory pressure; the window never falls below one window-scale unit
 //! (Linux advertises a zero window when the free space is below one MSS or
 //! 1/16 of the buffer).
 
-use super::TcpConfig;
+use super::{RcvbufGrowth, TcpConfig};
 use crate::units::SimTime;
 
 /// One tick of the TCP timestamp clock (`TCP_TS_HZ` = 1000).
 const TS_TICK: SimTime = SimTime::from_ms(1);
+/// The receiver's first estimate of the sender's segment size
+/// (`tcp_initialize_rcv_mss`: `TCP_MSS_DEFAULT`).
+const RCV_MSS_DEFAULT: u64 = 536;
+/// The smallest window clamp (`SOCK_MIN_RCVBUF / 2`, with 2 KB of data and
+/// the `sk_buff` overhead).
+const MIN_CLAMP: u64 = 1_152;
 
 #[derive(Clone, Debug)]
 pub struct RcvBuf {
@@ -90,6 +114,12 @@ pub struct RcvBuf {
     locked: bool,
     /// Times the buffer grew.
     pub grows: u64,
+    growth: RcvbufGrowth,
+    /// `skb->truesize - skb->len` of a received segment, when the scaling
+    /// ratio is learned (`None`: fixed).
+    truesize_overhead: Option<u64>,
+    /// The receiver's estimate of the sender's segment size (`icsk_ack.rcv_mss`).
+    rcv_mss: u64,
 }
 
 impl RcvBuf {
@@ -120,7 +150,15 @@ impl RcvBuf {
             app_reads: cfg.receiver_app.is_some(),
             locked: false,
             grows: 0,
+            growth: cfg.rcvbuf_growth,
+            truesize_overhead: cfg.rcv_truesize_overhead.map(u64::from),
+            rcv_mss: RCV_MSS_DEFAULT.min(mss),
         }
+    }
+
+    /// The scaling ratio in use, in 256ths (`tp->scaling_ratio`).
+    pub fn scaling_ratio(&self) -> u64 {
+        self.ratio
     }
 
     /// A locked buffer holding a window of `rwnd_bytes` (`SO_RCVBUF`): used
@@ -155,7 +193,9 @@ impl RcvBuf {
 
     /// A data segment of `len` bytes arrived at `now` echoing `ts_echo`;
     /// `in_order` if it advanced `rcv_nxt` (now `rcv_nxt`), with `ooo` bytes
-    /// held out of order and `unread` bytes received but not read
+    /// held out of order (`ooo_span`: from `rcv_nxt` to the end of the
+    /// highest of them, this segment's included; `queued_ooo`: the segment
+    /// joined the out-of-order queue) and `unread` bytes received but not read
     /// (`unread_before`: before this segment was queued).
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
@@ -167,9 +207,14 @@ impl RcvBuf {
         in_order: bool,
         rcv_nxt: u64,
         ooo: u64,
+        ooo_span: u64,
+        queued_ooo: bool,
         unread: u64,
         unread_before: u64,
     ) {
+        if self.truesize_overhead.is_some() && len >= self.rcv_mss {
+            self.measure_rcv_mss(len);
+        }
         // tcp_rcv_rtt_measure_ts: the echo is in timestamp-clock ticks.
         let tick = ts_echo.0 / TS_TICK.0;
         if ts_echo > SimTime::ZERO && tick != self.last_tsecr && ts_echo <= now {
@@ -184,6 +229,10 @@ impl RcvBuf {
             }
         }
         if !in_order {
+            if queued_ooo && self.growth == RcvbufGrowth::SlowStart {
+                // tcp_data_queue_ofo -> tcp_rcvbuf_grow: room for the hole.
+                self.grow(ooo_span);
+            }
             return;
         }
         // tcp_event_data_recv -> tcp_rcv_rtt_measure: the time to receive one window.
@@ -205,7 +254,7 @@ impl RcvBuf {
         }
         if !self.app_reads {
             // The ideal reader has read up to rcv_nxt.
-            self.space_adjust(now, rcv_nxt, 0, ooo);
+            self.space_adjust(now, rcv_nxt, 0, ooo_span);
         }
     }
 
@@ -220,36 +269,80 @@ impl RcvBuf {
         }
     }
 
+    /// `tcp_measure_rcv_mss` for a full-sized segment of `len` bytes: a
+    /// length other than the estimate re-learns the scaling ratio from the
+    /// segment's `len / truesize`, and the window clamp follows
+    /// (`tcp_set_window_clamp`).
+    fn measure_rcv_mss(&mut self, len: u64) {
+        if len != self.rcv_mss {
+            let truesize = len + self.truesize_overhead.unwrap_or(0);
+            let ratio = (len * 256 / truesize).max(1);
+            if ratio != self.ratio {
+                self.ratio = ratio;
+                let old = self.window_clamp;
+                let clamp = self.win_from_space(self.rcvbuf).max(MIN_CLAMP).min(65_535u64 << self.wscale);
+                self.window_clamp = clamp;
+                if clamp < old {
+                    self.rcv_ssthresh = self.rcv_ssthresh.min(clamp);
+                } else {
+                    self.rcv_ssthresh = self.rcv_ssthresh.max(self.rcv_wnd.min(clamp));
+                }
+                self.space = self.space.min(self.window_clamp);
+            }
+        }
+        self.rcv_mss = len.min(self.advmss);
+    }
+
     /// `tcp_rcv_space_adjust` at `now`, the application having read up to
     /// `copied_seq`, with `inq` bytes received in order but not read and
-    /// `ooo` bytes held out of order.
-    pub fn space_adjust(&mut self, now: SimTime, copied_seq: u64, inq: u64, ooo: u64) {
+    /// the out-of-order queue spanning `ooo_span` bytes beyond `rcv_nxt`.
+    pub fn space_adjust(&mut self, now: SimTime, copied_seq: u64, inq: u64, ooo_span: u64) {
         if self.rtt == SimTime::ZERO || now - self.space_time < self.rtt {
             return;
         }
         // Bytes read in the last RTT, less those still queued (Linux 6.16+).
         let copied = (copied_seq - self.space_seq).saturating_sub(inq);
         if copied > self.space {
-            let old = self.space.max(1);
-            let mut rcvwin = 2 * copied;
-            rcvwin += ((2 * rcvwin as u128 * (copied - old) as u128) / old as u128).min(u64::MAX as u128) as u64;
-            rcvwin += ooo;
-            let rcvbuf = self.space_from_win(rcvwin).min(self.rmem_max);
-            if rcvbuf > self.rcvbuf && !self.locked {
-                self.rcvbuf = rcvbuf;
-                self.window_clamp = self.win_from_space(rcvbuf).min(65_535u64 << self.wscale);
-                self.grows += 1;
+            match self.growth {
+                RcvbufGrowth::SlowStart => {
+                    self.space = copied;
+                    self.grow(ooo_span);
+                }
+                RcvbufGrowth::LossCushion => {
+                    let old = self.space.max(1);
+                    let mut rcvwin = 2 * copied + 16 * self.advmss;
+                    let grow = (rcvwin as u128 * (copied - old) as u128 / old as u128).min(u64::MAX as u128 / 4) as u64;
+                    rcvwin += 2 * grow;
+                    self.set_rcvbuf(self.space_from_win(rcvwin).min(self.rmem_max));
+                    self.space = copied;
+                }
             }
-            self.space = copied;
         }
         self.space_seq = copied_seq;
         self.space_time = now;
     }
 
+    /// `tcp_rcvbuf_grow` (Linux 6.16+): a buffer for twice the space (a
+    /// sender in slow start doubles per RTT) plus the out-of-order span.
+    fn grow(&mut self, ooo_span: u64) {
+        let rcvwin = 2 * self.space + ooo_span;
+        self.set_rcvbuf(self.space_from_win(rcvwin).min(self.rmem_max));
+    }
+
+    /// A larger buffer, with the window clamp following it (never smaller;
+    /// a locked buffer stays).
+    fn set_rcvbuf(&mut self, rcvbuf: u64) {
+        if rcvbuf > self.rcvbuf && !self.locked {
+            self.rcvbuf = rcvbuf;
+            self.window_clamp = self.win_from_space(rcvbuf).min(65_535u64 << self.wscale);
+            self.grows += 1;
+        }
+    }
+
     /// `tcp_space`: the window of the buffer less what out-of-order data
     /// (`ooo`) and bytes not yet read (`unread`) hold.
     fn free_space(&self, ooo: u64, unread: u64) -> u64 {
-        self.win_from_space(self.rcvbuf).saturating_sub(ooo + unread)
+        self.win_from_space(self.rcvbuf.saturating_sub(ooo + unread))
     }
 
     /// The window the free space allows now (`__tcp_select_window`), with
@@ -301,33 +394,90 @@ mod tests {
         assert_eq!(r.window(0, 0, 0), 65_160 / 128 * 128);
     }
 
-    #[test]
-    fn the_window_grows_two_segments_per_segment_then_the_buffer_per_rtt() {
-        let cfg = TcpConfig::default();
+    /// A sender in slow start that sends what the window allows, spread over
+    /// each 10 ms RTT: the buffer grows once per RTT to hold twice what was
+    /// read (`growth`), until `tcp_rmem[2]`. Returns the buffer's sizes per round.
+    fn slow_start_rounds(growth: RcvbufGrowth) -> (RcvBuf, Vec<u64>) {
+        let mut cfg = TcpConfig::default();
+        cfg.rcvbuf_growth = growth;
         let mut r = RcvBuf::new(&cfg);
         r.start(SimTime::ZERO);
         let rtt = SimTime::from_ms(10);
         let mss = 1448;
         let mut seq = 0;
-        let mut now = SimTime::ZERO;
-        let mut last = 0;
-        // A sender doubling each RTT: 10, 20, 40, ... segments per 10 ms.
-        for round in 0..10u64 {
-            let n = 10u64 << round;
+        let mut w = r.window(0, 0, 0);
+        let mut sizes = vec![];
+        for round in 0..16u64 {
+            let n = (10u64 << round.min(20)).min(w / mss).max(1);
             for k in 0..n {
-                now = SimTime(round * rtt.0 + k * rtt.0 / n);
+                let now = SimTime(round * rtt.0 + k * rtt.0 / n);
                 seq += mss;
                 let echo = SimTime((round * rtt.0).saturating_sub(rtt.0)).max(SimTime(1));
-                r.on_data(now, mss, echo, true, seq, 0, 0, 0);
+                r.on_data(now, mss, echo, true, seq, 0, 0, false, 0, 0);
+                let next = r.window(seq, 0, 0);
+                assert!(seq + next >= seq - mss + w, "the right edge never moves left");
+                w = next;
             }
-            let w = r.window(seq, 0, 0);
-            assert!(w >= last, "the window never shrinks");
-            last = w;
+            sizes.push(r.rcvbuf);
         }
-        assert!(r.grows >= 3, "{}", r.grows);
-        assert_eq!(r.rcvbuf, 6_291_456, "reached tcp_rmem[2]");
-        assert_eq!(last, 3_145_728 / 128 * 128, "50% of tcp_rmem[2]");
-        let _ = now;
+        (r, sizes)
+    }
+
+    #[test]
+    fn the_window_grows_two_segments_per_segment_then_the_buffer_per_rtt() {
+        let (r, sizes) = slow_start_rounds(RcvbufGrowth::SlowStart);
+        assert!(r.grows >= 5, "{} {sizes:?}", r.grows);
+        assert!(sizes.windows(2).all(|p| p[1] >= p[0]), "{sizes:?}");
+        // Each growth at most doubles the window of the bytes read in an RTT.
+        assert!(sizes.windows(2).all(|p| p[1] <= 4 * p[0].max(131_072)), "{sizes:?}");
+        assert_eq!(r.rcvbuf, 6_291_456, "reached tcp_rmem[2]: {sizes:?}");
+        assert_eq!(r.clamp(), 3_145_728, "50% of tcp_rmem[2]");
+        // Before 6.16 the buffer ran ahead of the window it needed.
+        let (old, old_sizes) = slow_start_rounds(RcvbufGrowth::LossCushion);
+        assert_eq!(old.rcvbuf, 6_291_456);
+        let first_full = |s: &[u64]| s.iter().position(|&b| b == 6_291_456).unwrap();
+        assert!(first_full(&old_sizes) < first_full(&sizes), "{old_sizes:?} vs {sizes:?}");
+    }
+
+    #[test]
+    fn a_segment_queued_out_of_order_grows_the_buffer_for_the_hole() {
+        let cfg = TcpConfig::default();
+        let mut r = RcvBuf::new(&cfg);
+        let before = r.rcvbuf;
+        // 200 KB beyond rcv_nxt: twice the space (14,480 B) plus the span.
+        r.on_data(SimTime::from_ms(1), 1448, SimTime::ZERO, false, 0, 1448, 200_000, true, 0, 0);
+        assert_eq!(r.rcvbuf, (2 * 14_480 + 200_000) * 2);
+        assert!(r.rcvbuf > before && r.grows == 1);
+        let mut old_cfg = TcpConfig::default();
+        old_cfg.rcvbuf_growth = RcvbufGrowth::LossCushion;
+        let mut old = RcvBuf::new(&old_cfg);
+        old.on_data(SimTime::from_ms(1), 1448, SimTime::ZERO, false, 0, 1448, 200_000, true, 0, 0);
+        assert_eq!(old.grows, 0, "before 6.16 only the reads grew it");
+    }
+
+    #[test]
+    fn the_scaling_ratio_is_learned_from_the_first_full_segment() {
+        // The lab's veth path: 832 B beyond the payload per segment.
+        let mut cfg = TcpConfig::default();
+        cfg.mtu_bytes = 9000;
+        cfg.rcv_truesize_overhead = Some(832);
+        let mss = cfg.mss() as u64;
+        let mut r = RcvBuf::new(&cfg);
+        assert_eq!(r.scaling_ratio(), 128, "50% until data arrives");
+        let w0 = r.window(0, 0, 0);
+        r.on_data(SimTime::from_us(10), mss, SimTime::ZERO, true, mss, 0, 0, false, 0, 0);
+        assert_eq!(r.scaling_ratio(), mss * 256 / (mss + 832));
+        assert_eq!(r.scaling_ratio(), 234);
+        assert_eq!(r.clamp(), 131_072 * 234 / 256);
+        assert!(r.window(mss, 0, 0) >= w0);
+        // The 1500-byte MTU: 162/256.
+        let mut small = TcpConfig::default();
+        small.rcv_truesize_overhead = Some(832);
+        let mut r = RcvBuf::new(&small);
+        r.on_data(SimTime::from_us(10), 1448, SimTime::ZERO, true, 1448, 0, 0, false, 0, 0);
+        assert_eq!(r.scaling_ratio(), 162);
+        // Queued data takes its memory from the buffer before the ratio applies (tcp_space).
+        assert_eq!(r.free_space(0, 31_072), 100_000 * 162 / 256);
     }
 
     #[test]
@@ -348,15 +498,15 @@ mod tests {
         let mut r = RcvBuf::new(&cfg);
         r.start(SimTime::ZERO);
         // Echo sent at 10.2 ms, back at 10.9 ms: the same tick, no sample.
-        r.on_data(SimTime::from_us(10_900), mss, SimTime::from_us(10_200), false, 0, 0, 0, 0);
+        r.on_data(SimTime::from_us(10_900), mss, SimTime::from_us(10_200), false, 0, 0, 0, false, 0, 0);
         assert_eq!(r.rtt(), SimTime::ZERO);
         // Echo sent at 11.9 ms, back at 12.1 ms: one tick, a 1 ms sample.
-        r.on_data(SimTime::from_us(12_100), mss, SimTime::from_us(11_900), false, 0, 0, 0, 0);
+        r.on_data(SimTime::from_us(12_100), mss, SimTime::from_us(11_900), false, 0, 0, 0, false, 0, 0);
         assert_eq!(r.rtt(), SimTime::from_ms(1));
         // A larger sample is smoothed in only while nothing waits unread.
-        r.on_data(SimTime::from_us(16_100), mss, SimTime::from_us(13_900), false, 0, 0, 5_000, 5_000);
+        r.on_data(SimTime::from_us(16_100), mss, SimTime::from_us(13_900), false, 0, 0, 0, false, 5_000, 5_000);
         assert_eq!(r.rtt(), SimTime::from_ms(1), "receive queue not empty: ignored");
-        r.on_data(SimTime::from_us(18_100), mss, SimTime::from_us(14_900), false, 0, 0, 0, 0);
+        r.on_data(SimTime::from_us(18_100), mss, SimTime::from_us(14_900), false, 0, 0, 0, false, 0, 0);
         assert_eq!(r.rtt(), SimTime(SimTime::from_ms(1).0 * 7 / 8 + SimTime::from_ms(4).0 / 8));
     }
 
@@ -379,7 +529,7 @@ mod tests {
         for _ in 0..40 {
             now = now + gap;
             seq += mss;
-            r.on_data(now, mss, SimTime::from_us(50), true, seq, 0, 0, 0);
+            r.on_data(now, mss, SimTime::from_us(50), true, seq, 0, 0, false, 0, 0);
             r.window(seq, 0, 0);
         }
         assert!(r.rtt() > SimTime::ZERO && r.rtt() < SimTime::from_ms(1), "{:?}", r.rtt());
@@ -394,7 +544,7 @@ mod tests {
         let mut r = RcvBuf::new(&cfg);
         r.app_reads = true;
         r.start(SimTime::ZERO);
-        r.on_data(SimTime::from_ms(3), mss, SimTime::from_ms(1), false, 0, 0, 0, 0);
+        r.on_data(SimTime::from_ms(3), mss, SimTime::from_ms(1), false, 0, 0, 0, false, 0, 0);
         assert_eq!(r.rtt(), SimTime::from_ms(2));
         // 70 KB read in the RTT but 60 KB of it still queued: 10 KB < space (14,480 B).
         r.space_adjust(SimTime::from_ms(3), 70_000, 60_000, 0);

@@ -268,8 +268,24 @@ impl Receiver {
             let rcv_nxt_after = if advances { self.rcv_nxt_after(end) } else { before };
             let unread = self.unread_at(rcv_nxt_after);
             let unread_before = self.unread();
+            // The out-of-order queue's reach beyond rcv_nxt, with this segment in it.
+            let queued_ooo = seg.seq > before;
+            let highest = self.ooo.last().map_or(0, |&(_, e)| e);
+            let highest = if queued_ooo { highest.max(end) } else { highest };
+            let ooo_span = highest.saturating_sub(rcv_nxt_after);
             if let Some(r) = &mut self.rcvbuf {
-                r.on_data(now, seg.len as u64, seg.ts_echo, advances, rcv_nxt_after, ooo, unread, unread_before);
+                r.on_data(
+                    now,
+                    seg.len as u64,
+                    seg.ts_echo,
+                    advances,
+                    rcv_nxt_after,
+                    ooo,
+                    ooo_span,
+                    queued_ooo,
+                    unread,
+                    unread_before,
+                );
             }
         }
         if ce {
@@ -496,10 +512,10 @@ impl Receiver {
         }
         // The end of tcp_recvmsg_locked: right-sizing from the bytes read,
         // then tcp_cleanup_rbuf; release_sock processes the backlog.
-        let ooo = self.ooo_bytes();
+        let ooo_span = self.ooo.last().map_or(0, |&(_, e)| e.saturating_sub(self.rcv_nxt));
         let inq = self.unread();
         if let Some(r) = &mut self.rcvbuf {
-            r.space_adjust(now, copied, inq, ooo);
+            r.space_adjust(now, copied, inq, ooo_span);
         }
         self.cleanup_rbuf(now, done, out);
         self.app.as_mut().unwrap().state = ReaderState::Running;
@@ -1050,7 +1066,9 @@ mod tests {
         assert_eq!(t, 1_000 + c.delack_timeout_ps, "the delayed ACK, 40 ms after the first segment");
         assert_eq!(ack, 10 * mss);
         // 256 KB needs window scale 3: the window is a multiple of 8 B.
-        assert_eq!(wnd, (256 * 1024 - 10 * mss) / 8 * 8, "the unread 10 segments are not offered");
+        // The unread 10 segments take their memory from the 512 KB buffer that
+        // holds a 256 KB window; half of it was window (tcp_space).
+        assert_eq!(wnd, (512 * 1024 - 10 * mss) / 2 / 8 * 8, "the unread segments' memory is not offered");
         assert_eq!(acks.len(), 1, "a read freeing less than half the window sends no update (tcp_cleanup_rbuf)");
         assert_eq!(r.app.as_ref().unwrap().stats.reads, 1);
     }
