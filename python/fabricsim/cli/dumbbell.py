@@ -61,6 +61,20 @@ def _grid(args: argparse.Namespace) -> int:
     return 0
 
 
+def _band(args: argparse.Namespace) -> int:
+    from fabricsim.validation.dumbbell import GRID_RESULTS
+    from fabricsim.validation.dumbbell.band import band_markdown, grid_points
+
+    path = args.path or GRID_RESULTS
+    if not path.exists():
+        raise FabricsimError(f"band: no recordings at {path}; record them with `fabricsim dumbbell record --grid` (root)")
+    points = grid_points(_selected(args, path), seed=args.seed, workers=args.workers)
+    print(band_markdown(points))
+    if args.json:
+        args.json.write_text(json.dumps([p.to_dict() for p in points], indent=1) + "\n")
+    return 0
+
+
 def _cadence(args: argparse.Namespace) -> int:
     from fabricsim.validation.dumbbell import GRID_DIMENSIONS, UNPACED_RESULTS, cadence_markdown
 
@@ -85,8 +99,10 @@ def _markdown(args: argparse.Namespace) -> int:
 
 def _record(args: argparse.Namespace) -> int:
     from fabricsim.validation.dumbbell import (
+        GRID_RESULTS,
         REFERENCE_SETUPS,
         RESULTS,
+        grid_setups,
         DumbbellSetup,
         dumbbells,
         measure,
@@ -95,11 +111,15 @@ def _record(args: argparse.Namespace) -> int:
     )
     from fabricsim.validation.linux import LabError
 
-    out = args.out or RESULTS
+    out = args.out or (GRID_RESULTS if args.grid else RESULTS)
     duration = DumbbellSetup.duration_s if args.duration is None else args.duration
     existing = {e["name"]: e for e in recorded(out)} if out.exists() else {}
     setups = REFERENCE_SETUPS
-    if args.rate or args.unpaced:
+    if args.grid:
+        if args.rate or args.buffer:
+            raise FabricsimError("record: --grid has its own rates and buffers (drop --rate and --buffer)")
+        setups = grid_setups(mtu=args.mtu, duration_s=10.0 if args.duration is None else args.duration)
+    elif args.rate or args.unpaced:
         setups = dumbbells(args.rate or "1Gbps", args.buffer, duration, args.unpaced)
     elif args.buffer or duration != DumbbellSetup.duration_s:
         raise FabricsimError("record: --buffer and --duration apply to the dumbbells of --rate or --unpaced")
@@ -114,7 +134,15 @@ def _record(args: argparse.Namespace) -> int:
         print(f"measuring {setup.name} ({args.repeats} repeats)", flush=True)
         try:
             experiments.append(
-                measure(setup, repeats=args.repeats, max_attempts=args.max_attempts, nice=args.nice, pause_s=args.pause)
+                measure(
+                    setup,
+                    repeats=args.repeats,
+                    max_attempts=args.max_attempts,
+                    nice=args.nice,
+                    pause_s=args.pause,
+                    latency_s=args.latency,
+                    starved_share=args.starved_share,
+                )
             )
         except LabError as exc:
             print(f"  {exc}", flush=True)
@@ -157,6 +185,20 @@ def add_parser(commands: Any) -> None:
     rec.add_argument("--buffer", help="their bfifo (default: 2 ms at --rate, as 250KB at 1Gbps)")
     rec.add_argument("--duration", type=float, help="their seconds (default 20)")
     rec.add_argument("--pause", type=float, default=20.0, help="seconds between a starved run and the next")
+    rec.add_argument(
+        "--grid",
+        action="store_true",
+        help="record the grid (rates x bfifo sizes x 1-8 senders x reno/cubic, unpaced, 10 s) into "
+        "dumbbell-grid.json",
+    )
+    rec.add_argument("--mtu", type=int, choices=(1500, 9000), default=9000, help="the grid's MTU (9000)")
+    rec.add_argument("--latency", type=float, default=3.0, help="seconds of the one-way latency probe per run (3)")
+    rec.add_argument(
+        "--starved-share",
+        type=float,
+        default=0.97,
+        help="a run below this share of the bottleneck's payload rate counts as CPU-starved and runs again (0.97)",
+    )
     rec.set_defaults(handler=_record)
 
     md = sub.add_parser("markdown", help="print the tables of the recorded results (and their fabricsim twins)")
@@ -185,6 +227,16 @@ def add_parser(commands: Any) -> None:
     _only(cd)
     cd.add_argument("--host", default="ideal", metavar="NAME", help="the twin's hosts (a grid host value)")
     cd.set_defaults(handler=_cadence)
+
+    bd = sub.add_parser(
+        "band", help="the twin against the recorded grid: ratios to the kernel and whether each is in its band"
+    )
+    bd.add_argument("--path", type=Path, help="recordings file (default: the stored dumbbell-grid.json)")
+    bd.add_argument("--seed", type=int, default=1)
+    bd.add_argument("--workers", type=int, default=1)
+    bd.add_argument("--json", type=Path, help="also write every point here")
+    _only(bd)
+    bd.set_defaults(handler=_band)
 
     gr = sub.add_parser("grid", help="the twin over pacing x host model x router CPU x reader, as ratios to Linux")
     gr.add_argument("--path", type=Path, action="append", help="recordings (default: both)")

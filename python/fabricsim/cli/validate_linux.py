@@ -2,8 +2,8 @@
 
 Live (root): builds the dumbbell in network namespaces, runs iperf3, deletes
 the namespaces, then simulates the twin scenario. ``--recorded`` compares the
-stored Linux measurements (``python/fabricsim/validation/data/dumbbell.json`` and
-``dumbbell-unpaced.json``) with fresh
+stored Linux measurements (``python/fabricsim/validation/data/dumbbell.json``,
+``dumbbell-unpaced.json`` and the grid, ``dumbbell-grid.json``) with fresh
 simulations, without root.
 """
 
@@ -143,9 +143,12 @@ def command(args: argparse.Namespace) -> int:
             flag = "--" + setup[0][len("linux_") :].replace("_", "-")
             raise FabricsimError(f"{flag}: describes a live experiment; --recorded compares the stored experiments, "
                                  "each with its own setup (select one with --recorded NAME)")
-        stored = linux_dumbbell.recorded() + (
-            linux_dumbbell.recorded(linux_dumbbell.UNPACED_RESULTS) if linux_dumbbell.UNPACED_RESULTS.exists() else []
-        )
+        stored = linux_dumbbell.recorded() + [
+            record
+            for path in (linux_dumbbell.UNPACED_RESULTS, linux_dumbbell.GRID_RESULTS)
+            if path.exists()
+            for record in linux_dumbbell.recorded(path)
+        ]
         # An exact name selects that experiment alone; otherwise every name containing the text.
         experiments = [record for record in stored if record["name"] == args.linux_recorded] or [
             record for record in stored if args.linux_recorded in record["name"]

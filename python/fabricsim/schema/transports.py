@@ -25,9 +25,10 @@ __all__ = ["Dcqcn", "DelayedAck", "ReceiverApp", "Roce", "Tcp", "Wakeup"]
 
 CongestionControl = Literal["newreno", "cubic", "dctcp", "htcp"]
 TcpProfileName = Literal["linux", "rfc", "linux-4.19", "linux-3.10"]
-#: How dynamic right-sizing grows the receive buffer: ``slow_start`` (Linux 6.16+,
-#: ``tcp_rcvbuf_grow``) or ``loss_cushion`` (Linux 4.19 to 6.15).
-RcvbufGrowth = Literal["slow_start", "loss_cushion"]
+#: How dynamic right-sizing grows the receive buffer, by the Linux release whose rule it
+#: is: ``linux-6.18`` (``tcp_rcvbuf_grow`` with its growth term), ``linux-6.16`` (6.16 and
+#: 6.17 as released: twice the bytes read), ``linux-4.19`` (4.19 to 6.15: with a 16-segment cushion).
+RcvbufGrowth = Literal["linux-6.18", "linux-6.16", "linux-4.19"]
 HystartKind = Literal["off", "classic", "hystart++"]
 CubicFlavor = Literal["linux", "rfc9438"]
 RtoFormula = Literal["linux", "rfc6298"]
@@ -158,16 +159,16 @@ TCP_PROFILES["linux-4.19"] = {**TCP_PROFILES["linux"]}
 TCP_PROFILES["linux-3.10"] = {**TCP_PROFILES["linux"], "rack": False, "sack_compression": 0}
 #: Fields with a scenario-wide default that a kernel generation sets otherwise (unless given).
 _PROFILE_FIELDS: dict[str, dict[str, Any]] = {
-    # Receive-buffer growth with a loss cushion until v6.16 (tcp_rcvbuf_grow since).
+    # Receive-buffer growth with a 16-segment cushion until v6.16 (tcp_rcvbuf_grow since).
     "linux-4.19": {
         "limit_output_bytes": 256 * 1024,
         "rmem": [4096, 87_380, 6_291_456],
-        "rcvbuf_growth": "loss_cushion",
+        "rcvbuf_growth": "linux-4.19",
     },
     "linux-3.10": {
         "limit_output_bytes": 128 * 1024,
         "rmem": [4096, 87_380, 6_291_456],
-        "rcvbuf_growth": "loss_cushion",
+        "rcvbuf_growth": "linux-4.19",
     },
 }
 _NEEDS_SACK = ("dsack", "rack", "tlp", "prr")
@@ -282,7 +283,7 @@ class Tcp(Model):
     ``limit_output_bytes`` = ``tcp_limit_output_bytes``), a send buffer
     autotuned within ``wmem`` (``tcp_wmem``) and receive-window autotuning
     within ``rmem`` (``tcp_rmem``, ``tcp_moderate_rcvbuf``; ``rcvbuf_growth``
-    ``slow_start`` as Linux 6.16+, ``loss_cushion`` before; with
+    names the kernel whose rule grows the buffer; with
     ``rcv_truesize_overhead``, the memory a received segment takes beyond
     its payload, the window per byte of buffer is learned from the first
     full segment as Linux 6.7+ does, else it stays ``rcv_scaling_ratio``); pacing is off
@@ -301,7 +302,7 @@ class Tcp(Model):
     rmem: BufferSizes = Field(default_factory=lambda: [4096, 131_072, 6_291_456])
     rcv_scaling_ratio: Ratio = 0.5
     rcv_truesize_overhead: Optional[HeaderSize] = None
-    rcvbuf_growth: Annotated[RcvbufGrowth, one_of(RcvbufGrowth)] = "slow_start"
+    rcvbuf_growth: Annotated[RcvbufGrowth, one_of(RcvbufGrowth)] = "linux-6.18"
     wmem: Optional[BufferSizes] = None
     sndbuf: Optional[Size] = None
     min_rto: Time = 200_000_000_000
@@ -426,7 +427,7 @@ class Tcp(Model):
             "rmem": self.rmem,
             "rcv_scaling_ratio": max(1, min(255, round(self.rcv_scaling_ratio * 256))),
             "rcv_truesize_overhead": self.rcv_truesize_overhead,
-            "rcvbuf_growth": self.rcvbuf_growth,
+            "rcvbuf_growth": self.rcvbuf_growth.replace("-", "_").replace(".", "_"),
             "wmem": self.wmem,
             "sndbuf_bytes": self.sndbuf,
             "min_rto_ps": self.min_rto,

@@ -66,6 +66,7 @@ from fabricsim.validation.dumbbell.measurement import (
     payload_rate_bps,
 )
 from fabricsim.validation.dumbbell.setup import (
+    GRID_RESULTS,
     MTU9000_AGAIN_RESULTS,
     REFERENCE_SETUPS,
     RESULTS,
@@ -74,7 +75,9 @@ from fabricsim.validation.dumbbell.setup import (
     UNPACED_AGAIN_RESULTS,
     UNPACED_RESULTS,
     DumbbellSetup,
+    default_flight_bytes,
     dumbbells,
+    grid_setups,
     jain_index,
     recorded,
     topology,

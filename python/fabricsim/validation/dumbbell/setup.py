@@ -159,6 +159,50 @@ def dumbbells(
         for n in (2, 4)
     )
 
+#: The grid of rates, buffers, sender counts and congestion controls (``record --grid``),
+#: away from the setups the twin was first recorded on.
+GRID_RESULTS = RESULTS.with_name("dumbbell-grid.json")
+#: The grid's bottleneck rates, sender counts and controls.
+GRID_RATES = ("100Mbps", "300Mbps", "1Gbps")
+GRID_SENDERS = (1, 2, 4, 8)
+GRID_CCS = ("reno", "cubic")
+#: The grid's bfifo sizes, as multiples of the largest flight the default
+#: buffers allow (:func:`default_flight_bytes` per sender).
+GRID_BUFFER_SCALES = (0.25, 1.0, 4.0)
+#: The lab's receive-window bytes per byte of receive buffer, in 256ths, by MTU: the
+#: kernel's ``scaling_ratio`` for its segments (measured; see ``LAB_TRUESIZE_OVERHEAD``).
+LAB_SCALING_RATIO = {1500: 162, 9000: 234}
+
+
+def default_flight_bytes(mtu: int) -> int:
+    """The largest flight one connection can have before its receive buffer
+    grows: the window of ``tcp_rmem[1]`` (128 KiB) at the lab's scaling ratio."""
+    rmem_default = int(TCP_SYSCTLS["net.ipv4.tcp_rmem"].split()[1])
+    return rmem_default * LAB_SCALING_RATIO[mtu] // 256
+
+
+def grid_setups(mtu: int = 9000, duration_s: float = 10.0) -> tuple[DumbbellSetup, ...]:
+    """The grid's dumbbells: every rate x senders x control x bfifo of
+    :data:`GRID_BUFFER_SCALES` times the senders' default flights, unpaced,
+    ordered by rate (the slower rates first: they need the least CPU)."""
+    flight = default_flight_bytes(mtu)
+    return tuple(
+        DumbbellSetup(
+            senders=n,
+            cc=cc,
+            rate=rate,
+            buffer=f"{max(1, round(scale * n * flight / 1000))}KB",
+            mtu=mtu,
+            duration_s=duration_s,
+            unpaced=True,
+        )
+        for rate in GRID_RATES
+        for n in GRID_SENDERS
+        for cc in GRID_CCS
+        for scale in GRID_BUFFER_SCALES
+    )
+
+
 def write_recorded(path: Path, experiments: list[dict[str, Any]]) -> None:
     """Write ``experiments`` as a recordings file that :func:`recorded` reads."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -284,7 +284,8 @@ class SocketMemory:
     """One TCP socket's receive-side state from ``ss -tmin``: its ports, the
     receive buffer (``skmem`` ``rb``, ``sk_rcvbuf``), the memory its queued
     data holds (``r``, ``sk_rmem_alloc``, in skb truesize), the bytes queued
-    unread (Recv-Q), ``rcv_space`` (the right-sizing space) and ``rcv_ssthresh``."""
+    unread (Recv-Q), ``rcv_space`` (the right-sizing space), ``rcv_ssthresh``
+    and the receiver's RTT estimate."""
 
     local: str
     peer: str
@@ -294,6 +295,8 @@ class SocketMemory:
     rcv_space: int
     rcv_ssthresh: int
     bytes_received: int
+    #: ``rcv_rtt`` (ms), the receiver's RTT estimate (0 until measured).
+    rcv_rtt_ms: float = 0.0
 
 
 _SS_HEAD = re.compile(r"^(\d+)\s+(\d+)\s+(\S+)\s+(\S+)")
@@ -325,6 +328,7 @@ def parse_ss_memory(text: str) -> list[SocketMemory]:
                 rcv_space=field("rcv_space:"),
                 rcv_ssthresh=field("rcv_ssthresh:"),
                 bytes_received=field("bytes_received:"),
+                rcv_rtt_ms=float(m.group(1)) if (m := re.search(r"\brcv_rtt:([\d.]+)", line)) else 0.0,
             )
         )
         head = None

@@ -56,18 +56,26 @@ pub enum CubicFlavor {
     Linux,
 }
 
-/// How dynamic right-sizing grows the receive buffer (`tcp_rcv_space_adjust`).
+/// How dynamic right-sizing grows the receive buffer (`tcp_rcv_space_adjust`),
+/// by the Linux release that brought the rule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
 pub enum RcvbufGrowth {
-    /// Linux 6.16+ (`tcp_rcvbuf_grow`): a window of twice the bytes read in
-    /// the last RTT (room for a sender in slow start) plus the span of the
-    /// out-of-order queue, re-checked whenever a segment joins that queue.
-    SlowStart,
+    /// Linux 6.18 (and the 6.16/6.17 stable kernels with the fix "tcp: fix
+    /// too slow tcp_rcvbuf_grow() action"): a window of twice the bytes read
+    /// in the last RTT plus twice that times their relative growth (a sender
+    /// in slow start doubles per RTT, and the measure is one RTT late), plus
+    /// the span of the out-of-order queue, re-checked whenever a segment joins
+    /// that queue.
+    #[serde(rename = "linux_6_18")]
+    Linux618,
+    /// Linux 6.16 and 6.17 as released: twice the bytes read plus the
+    /// out-of-order span (no term for growth).
+    #[serde(rename = "linux_6_16")]
+    Linux616,
     /// Linux 4.19 to 6.15: twice the bytes read plus 16 segments, plus twice
-    /// the growth since the previous RTT in proportion (room for losses and
-    /// for a sender doubling per RTT); nothing on out-of-order data.
-    LossCushion,
+    /// that times their relative growth; nothing on out-of-order data.
+    #[serde(rename = "linux_4_19")]
+    Linux419,
 }
 
 /// How the retransmission timeout follows the RTT estimate.
@@ -291,7 +299,7 @@ impl TcpConfig {
             sndbuf_bytes: None,
             rcv_scaling_ratio: 128,
             rcv_truesize_overhead: None,
-            rcvbuf_growth: RcvbufGrowth::SlowStart,
+            rcvbuf_growth: RcvbufGrowth::Linux618,
             sack: linux,
             dsack: linux,
             rack: linux,

@@ -20,15 +20,18 @@
 //!   once per receiver RTT, if the application read more than in the
 //!   previous RTT (`copied > space`, `copied` excluding the bytes still
 //!   queued unread, `inq`), `space` becomes `copied` and the buffer grows to
-//!   hold a window of `2 space` (a sender in slow start doubles per RTT) plus
-//!   the span of the out-of-order queue, at most `tcp_rmem[2]`;
+//!   hold a window of `2 copied` (the measure is one RTT late) plus twice
+//!   that times `(copied - space) / space` (a sender in slow start doubles
+//!   per RTT) plus the span of the out-of-order queue, at most `tcp_rmem[2]`;
 //!   `window_clamp` follows. A segment that joins the out-of-order queue
-//!   re-checks the same size at once (`tcp_data_queue_ofo`), so a hole gets
-//!   room without waiting for reads. This is Linux 6.16+ (`rcvbuf_growth:
-//!   slow_start`); from 4.19 to 6.15 the window was `2 copied + 16 segments`
-//!   plus twice that times the relative growth `(copied - space) / space`,
-//!   with nothing on out-of-order data (`loss_cushion`, the `linux-4.19` and
-//!   `linux-3.10` profiles).
+//!   re-checks the size at once with `space` unchanged (`tcp_data_queue_ofo`),
+//!   so a hole gets room without waiting for reads. This is Linux 6.18
+//!   (`rcvbuf_growth: linux-6.18`; the lab's kernel: its buffers grew
+//!   exactly by it, e.g. from 131,072 to 535,411 B when `rcv_space` went
+//!   from 56,588 to 98,549 B at a scaling ratio of 234). 6.16 and 6.17 as
+//!   released had no growth term (`linux-6.16`); 4.19 to 6.15 added 16
+//!   segments to the doubled bytes and nothing for out-of-order data
+//!   (`linux-4.19`, the profiles of those kernels).
 //! - **The receiver's RTT** (`rcv_rtt_est`, Linux 6.16+), from two kinds of
 //!   sample: the timestamps data segments echo (`tcp_rcv_rtt_measure_ts`:
 //!   full-sized segments with a new echo; the TCP timestamp clock ticks in
@@ -229,9 +232,9 @@ impl RcvBuf {
             }
         }
         if !in_order {
-            if queued_ooo && self.growth == RcvbufGrowth::SlowStart {
-                // tcp_data_queue_ofo -> tcp_rcvbuf_grow: room for the hole.
-                self.grow(ooo_span);
+            if queued_ooo && self.growth != RcvbufGrowth::Linux419 {
+                // tcp_data_queue_ofo -> tcp_rcvbuf_grow(sk, space): room for the hole.
+                self.grow(self.space, ooo_span);
             }
             return;
         }
@@ -303,30 +306,37 @@ impl RcvBuf {
         // Bytes read in the last RTT, less those still queued (Linux 6.16+).
         let copied = (copied_seq - self.space_seq).saturating_sub(inq);
         if copied > self.space {
-            match self.growth {
-                RcvbufGrowth::SlowStart => {
-                    self.space = copied;
-                    self.grow(ooo_span);
-                }
-                RcvbufGrowth::LossCushion => {
-                    let old = self.space.max(1);
-                    let mut rcvwin = 2 * copied + 16 * self.advmss;
-                    let grow = (rcvwin as u128 * (copied - old) as u128 / old as u128).min(u64::MAX as u128 / 4) as u64;
-                    rcvwin += 2 * grow;
-                    self.set_rcvbuf(self.space_from_win(rcvwin).min(self.rmem_max));
-                    self.space = copied;
-                }
+            if self.growth == RcvbufGrowth::Linux419 {
+                let old = self.space.max(1);
+                let rcvwin = 2 * copied + 16 * self.advmss;
+                let rcvwin = rcvwin + 2 * Self::relative_growth(rcvwin, copied, old);
+                self.set_rcvbuf(self.space_from_win(rcvwin).min(self.rmem_max));
+                self.space = copied;
+            } else {
+                self.grow(copied, ooo_span);
             }
         }
         self.space_seq = copied_seq;
         self.space_time = now;
     }
 
-    /// `tcp_rcvbuf_grow` (Linux 6.16+): a buffer for twice the space (a
-    /// sender in slow start doubles per RTT) plus the out-of-order span.
-    fn grow(&mut self, ooo_span: u64) {
-        let rcvwin = 2 * self.space + ooo_span;
-        self.set_rcvbuf(self.space_from_win(rcvwin).min(self.rmem_max));
+    /// `tcp_rcvbuf_grow(sk, newval)` (Linux 6.16+): `space` becomes `newval`
+    /// and the buffer holds a window of twice it, plus (6.18) twice that
+    /// times its growth relative to the previous `space`, plus the
+    /// out-of-order span.
+    fn grow(&mut self, newval: u64, ooo_span: u64) {
+        let old = self.space.max(1);
+        self.space = newval;
+        let mut rcvwin = 2 * newval;
+        if self.growth == RcvbufGrowth::Linux618 {
+            rcvwin += 2 * Self::relative_growth(rcvwin, newval, old);
+        }
+        self.set_rcvbuf(self.space_from_win(rcvwin + ooo_span).min(self.rmem_max));
+    }
+
+    /// `rcvwin x (new - old) / old`, saturating.
+    fn relative_growth(rcvwin: u64, new: u64, old: u64) -> u64 {
+        (rcvwin as u128 * new.saturating_sub(old) as u128 / old as u128).min(u64::MAX as u128 / 4) as u64
     }
 
     /// A larger buffer, with the window clamp following it (never smaller;
@@ -425,18 +435,47 @@ mod tests {
 
     #[test]
     fn the_window_grows_two_segments_per_segment_then_the_buffer_per_rtt() {
-        let (r, sizes) = slow_start_rounds(RcvbufGrowth::SlowStart);
+        let (r, sizes) = slow_start_rounds(RcvbufGrowth::Linux616);
         assert!(r.grows >= 5, "{} {sizes:?}", r.grows);
         assert!(sizes.windows(2).all(|p| p[1] >= p[0]), "{sizes:?}");
         // Each growth at most doubles the window of the bytes read in an RTT.
         assert!(sizes.windows(2).all(|p| p[1] <= 4 * p[0].max(131_072)), "{sizes:?}");
         assert_eq!(r.rcvbuf, 6_291_456, "reached tcp_rmem[2]: {sizes:?}");
         assert_eq!(r.clamp(), 3_145_728, "50% of tcp_rmem[2]");
-        // Before 6.16 the buffer ran ahead of the window it needed.
-        let (old, old_sizes) = slow_start_rounds(RcvbufGrowth::LossCushion);
+        // Before 6.16 the buffer ran ahead of the window it needed; 6.18 gives
+        // the growth term back (without the 16-segment cushion).
+        let (old, old_sizes) = slow_start_rounds(RcvbufGrowth::Linux419);
+        let (now, now_sizes) = slow_start_rounds(RcvbufGrowth::Linux618);
         assert_eq!(old.rcvbuf, 6_291_456);
+        assert_eq!(now.rcvbuf, 6_291_456);
         let first_full = |s: &[u64]| s.iter().position(|&b| b == 6_291_456).unwrap();
         assert!(first_full(&old_sizes) < first_full(&sizes), "{old_sizes:?} vs {sizes:?}");
+        assert!(first_full(&now_sizes) < first_full(&sizes), "{now_sizes:?} vs {sizes:?}");
+    }
+
+    #[test]
+    fn a_growth_step_of_the_lab_kernel() {
+        // Linux 6.18.44 in the lab (ss -tmin every 5 ms, MTU 9000): rcv_space
+        // went from 56,588 to 98,549 B and sk_rcvbuf from 131,072 to 535,411 B
+        // at a scaling ratio of 234/256.
+        let mut cfg = TcpConfig::default();
+        cfg.mtu_bytes = 9000;
+        cfg.rcv_truesize_overhead = Some(832);
+        let mut r = RcvBuf::new(&cfg);
+        r.on_data(SimTime::from_us(10), 8948, SimTime::ZERO, true, 8948, 0, 0, false, 0, 0);
+        assert_eq!((r.scaling_ratio(), r.rcvbuf), (234, 131_072));
+        // The kernel's first space (the model starts from 7 segments, 62,636 B).
+        r.space = 56_588;
+        r.grow(98_549, 0);
+        assert_eq!(r.rcvbuf, 535_411);
+        // 6.16 as released: twice the bytes read only.
+        let mut cfg616 = cfg.clone();
+        cfg616.rcvbuf_growth = RcvbufGrowth::Linux616;
+        let mut r = RcvBuf::new(&cfg616);
+        r.on_data(SimTime::from_us(10), 8948, SimTime::ZERO, true, 8948, 0, 0, false, 0, 0);
+        r.space = 56_588;
+        r.grow(98_549, 0);
+        assert_eq!(r.rcvbuf, 2 * 98_549 * 256 / 234);
     }
 
     #[test]
@@ -449,7 +488,7 @@ mod tests {
         assert_eq!(r.rcvbuf, (2 * 14_480 + 200_000) * 2);
         assert!(r.rcvbuf > before && r.grows == 1);
         let mut old_cfg = TcpConfig::default();
-        old_cfg.rcvbuf_growth = RcvbufGrowth::LossCushion;
+        old_cfg.rcvbuf_growth = RcvbufGrowth::Linux419;
         let mut old = RcvBuf::new(&old_cfg);
         old.on_data(SimTime::from_ms(1), 1448, SimTime::ZERO, false, 0, 1448, 200_000, true, 0, 0);
         assert_eq!(old.grows, 0, "before 6.16 only the reads grew it");

@@ -1,0 +1,185 @@
+"""The twin against the recorded grid (:data:`~fabricsim.validation.dumbbell.setup.GRID_RESULTS`):
+per point, the twin/kernel ratios of goodput, bottleneck drops, mean queue and
+recoveries and the difference of Jain's index, and whether each is in its band
+(:data:`BAND`). A point outside is listed with the measured reason where one
+holds: the lab did not repeat itself there (its own runs differ by more than
+the band), or too few drops to form a ratio."""
+
+from __future__ import annotations
+
+import statistics
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Optional, Sequence
+
+from fabricsim.validation.dumbbell.analysis import _bfifo_mean_bytes, kernel_recoveries, summary_drops
+from fabricsim.validation.dumbbell.setup import DumbbellSetup, jain_index
+from fabricsim.validation.dumbbell.twin import simulate_recorded
+
+#: The bands: total goodput within 5 %; bottleneck drops and mean queue within
+#: 0.7-1.43x of the kernel's mean; Jain's index within 0.05.
+BAND: dict[str, Any] = {"goodput": 0.05, "drops": (0.7, 1.43), "mean_queue": (0.7, 1.43), "jain": 0.05}
+#: Below this many drops per run (kernel and twin both) a ratio of drops says nothing.
+FEW_DROPS = 20
+#: Below one frame of mean queue (MTU 9000) a ratio of queues says nothing.
+SMALL_QUEUE_BYTES = 9_018
+
+
+@dataclass
+class GridPoint:
+    """One recorded grid point and its twin (seed ``seed``)."""
+
+    name: str
+    setup: dict[str, Any]
+    kernel: dict[str, float]
+    twin: dict[str, float]
+    #: The kernel's own runs: the largest ratio between two runs, per metric.
+    kernel_spread: dict[str, float]
+    seed: int = 1
+    misses: list[str] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
+
+    def ratio(self, metric: str) -> float:
+        k, t = self.kernel[metric], self.twin[metric]
+        return t / k if k else (1.0 if t == k else float("inf"))
+
+    @property
+    def in_band(self) -> bool:
+        return not self.misses
+
+    @property
+    def explained(self) -> bool:
+        """Outside the band, with a measured reason for every metric that misses."""
+        return bool(self.misses) and len(self.reasons) == len(self.misses)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kernel": self.kernel,
+            "twin": self.twin,
+            "kernel_spread": self.kernel_spread,
+            "misses": self.misses,
+            "reasons": self.reasons,
+        }
+
+
+def _kernel(record: dict[str, Any]) -> dict[str, float]:
+    runs = record["runs"]
+    return {
+        "goodput": float(record["summary"]["total_goodput_bps"]["mean"]),
+        "drops": summary_drops(record),
+        "mean_queue": statistics.fmean(_bfifo_mean_bytes(r) for r in runs),
+        "recoveries": kernel_recoveries(record),
+        "jain": statistics.fmean(jain_index([f["goodput_bps"] for f in r["flows"]]) for r in runs),
+    }
+
+
+def _spread(record: dict[str, Any]) -> dict[str, float]:
+    """How far apart the kernel's own runs are: the largest over smallest, per metric."""
+    per_run = {
+        "drops": [float(r["bottleneck"]["drops"]) for r in record["runs"]],
+        "mean_queue": [_bfifo_mean_bytes(r) for r in record["runs"]],
+        "goodput": [float(r["total_goodput_bps"]) for r in record["runs"]],
+    }
+    out = {}
+    for metric, values in per_run.items():
+        low, high = min(values), max(values)
+        out[metric] = high / low if low > 0 else (1.0 if high == low else float("inf"))
+    return out
+
+
+def judge(point: GridPoint) -> GridPoint:
+    """Fills ``misses`` (metrics outside :data:`BAND`) and ``reasons`` (measured ones, per miss)."""
+    point.misses, point.reasons = [], []
+    low, high = BAND["drops"]
+    if abs(point.ratio("goodput") - 1.0) > BAND["goodput"]:
+        point.misses.append("goodput")
+        if point.kernel_spread["goodput"] > 1.0 + BAND["goodput"]:
+            point.reasons.append(f"goodput: the lab's runs differ {point.kernel_spread['goodput']:.2f}x")
+    few = max(point.kernel["drops"], point.twin["drops"]) < FEW_DROPS
+    if not few and not low <= point.ratio("drops") <= high:
+        point.misses.append("drops")
+        if point.kernel_spread["drops"] > high:
+            point.reasons.append(f"drops: the lab's runs differ {point.kernel_spread['drops']:.2f}x")
+    small = max(point.kernel["mean_queue"], point.twin["mean_queue"]) < SMALL_QUEUE_BYTES
+    low, high = BAND["mean_queue"]
+    if not small and not low <= point.ratio("mean_queue") <= high:
+        point.misses.append("mean_queue")
+        if point.kernel_spread["mean_queue"] > high:
+            point.reasons.append(f"mean queue: the lab's runs differ {point.kernel_spread['mean_queue']:.2f}x")
+    if abs(point.twin["jain"] - point.kernel["jain"]) > BAND["jain"]:
+        point.misses.append("jain")
+    return point
+
+
+def grid_point(record: dict[str, Any], seed: int = 1) -> GridPoint:
+    """The twin of one recorded grid point (the lab twin as it ran: :func:`simulate_recorded`)."""
+    sim = simulate_recorded(record, seed=seed)
+    if not sim["conservation_ok"]:
+        raise AssertionError(f"{record['name']}: the twin's conservation check failed")
+    twin = {
+        "goodput": float(sim["total_goodput_bps"]),
+        "drops": float(sim["drops"]),
+        "mean_queue": float(sim["mean_queue_bytes"]),
+        "recoveries": float(sim["recoveries"]),
+        "jain": float(sim["jain_index"]),
+    }
+    point = GridPoint(record["name"], record["setup"], _kernel(record), twin, _spread(record), seed)
+    return judge(point)
+
+
+def _point_job(job: tuple[dict[str, Any], int]) -> GridPoint:
+    return grid_point(*job)
+
+
+def grid_points(records: Sequence[dict[str, Any]], seed: int = 1, workers: int = 1) -> list[GridPoint]:
+    """:func:`grid_point` of every record, in the records' order (``workers`` processes)."""
+    jobs = [(record, seed) for record in records]
+    if workers <= 1 or len(jobs) <= 1:
+        return [_point_job(job) for job in jobs]
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(_point_job, jobs))
+
+
+def _cell(point: GridPoint, metric: str) -> str:
+    mark = "" if metric not in point.misses else (" (lab)" if any(r.startswith(metric.replace("_", " ")) for r in point.reasons) else " **x**")
+    if metric == "jain":
+        return f"{point.twin['jain'] - point.kernel['jain']:+.3f}{mark}"
+    if metric == "drops" and max(point.kernel["drops"], point.twin["drops"]) < FEW_DROPS:
+        return f"{point.twin['drops']:.0f} / {point.kernel['drops']:.0f}"
+    if metric == "mean_queue" and max(point.kernel["mean_queue"], point.twin["mean_queue"]) < SMALL_QUEUE_BYTES:
+        return f"{point.twin['mean_queue'] / 1e3:.1f} / {point.kernel['mean_queue'] / 1e3:.1f} KB"
+    ratio = point.ratio(metric)
+    return f"{ratio:.2f}{mark}"
+
+
+def band_markdown(points: Sequence[GridPoint]) -> str:
+    """The grid as a Markdown table of twin/kernel ratios (drops and queues too
+    small for a ratio as twin / kernel values; Jain's index as twin - kernel);
+    **x** marks a miss, (lab) a miss where the lab's own runs differ more."""
+    lines = [
+        "| rate | senders | cc | bfifo | kernel drops | goodput | drops | mean queue | recoveries | Jain | lab spread (drops) |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for p in points:
+        s = DumbbellSetup(**p.setup)
+        lines.append(
+            f"| {s.rate} | {s.senders} | {s.cc} | {s.buffer} | {p.kernel['drops']:.0f} | {_cell(p, 'goodput')} | "
+            f"{_cell(p, 'drops')} | {_cell(p, 'mean_queue')} | {p.ratio('recoveries'):.2f} | {_cell(p, 'jain')} | "
+            f"{p.kernel_spread['drops']:.2f} |"
+        )
+    inside = sum(p.in_band for p in points)
+    explained = sum(p.explained for p in points)
+    lines.append("")
+    lines.append(
+        f"{inside} of {len(points)} points in every band; {explained} outside with a measured reason; "
+        f"{len(points) - inside - explained} outside without one."
+    )
+    return "\n".join(lines)
+
+
+def summary(points: Sequence[GridPoint]) -> dict[str, Optional[int]]:
+    """How many points are in band, explained, and neither."""
+    inside = sum(p.in_band for p in points)
+    explained = sum(p.explained for p in points)
+    return {"points": len(points), "in_band": inside, "explained": explained, "unexplained": len(points) - inside - explained}
