@@ -14,8 +14,34 @@ from fabricsim.validation.dumbbell.band import BAND, GridPoint, band_markdown, g
 
 #: Grid points outside a band with no lab spread to explain it: the metrics that
 #: miss. A point that leaves a band, or comes back into it, fails the test until
-#: this list says so.
-KNOWN_MISSES: dict[str, tuple[str, ...]] = {}
+#: this list says so. Twelve of the 17 are single flows: with one Reno flow the
+#: kernel loses about two segments per loss episode where the twin loses one
+#: (recoveries within 0.97-1.04x); at 1 Gbps the single flows' kernel goodput
+#: is 5-9 % below the twin's on a lab whose two CPUs were busy through every
+#: run; the 479 KB single flows lose only their slow-start overshoot (34-146
+#: drops), which moves 1.1-1.4x between the kernel's own two runs
+#: (docs/validation/linux.md, "The grid").
+KNOWN_MISSES: dict[str, tuple[str, ...]] = {
+    "reno-1x1-100Mbps-120KB-10s-mtu9000-unpaced": ('drops',),
+    "reno-1x1-100Mbps-479KB-10s-mtu9000-unpaced": ('drops',),
+    "reno-8x1-100Mbps-958KB-10s-mtu9000-unpaced": ('jain',),
+    "reno-1x1-300Mbps-120KB-10s-mtu9000-unpaced": ('drops',),
+    "reno-1x1-300Mbps-479KB-10s-mtu9000-unpaced": ('drops',),
+    "cubic-1x1-300Mbps-30KB-10s-mtu9000-unpaced": ('goodput', 'drops'),
+    "cubic-1x1-300Mbps-479KB-10s-mtu9000-unpaced": ('drops',),
+    "reno-8x1-300Mbps-3834KB-10s-mtu9000-unpaced": ('jain',),
+    "reno-1x1-1Gbps-30KB-10s-mtu9000-unpaced": ('drops',),
+    "reno-1x1-1Gbps-120KB-10s-mtu9000-unpaced": ('goodput',),
+    "reno-1x1-1Gbps-479KB-10s-mtu9000-unpaced": ('goodput', 'drops'),
+    "cubic-1x1-1Gbps-30KB-10s-mtu9000-unpaced": ('goodput', 'drops'),
+    "cubic-1x1-1Gbps-120KB-10s-mtu9000-unpaced": ('goodput',),
+    "cubic-1x1-1Gbps-479KB-10s-mtu9000-unpaced": ('drops',),
+    "reno-2x1-1Gbps-958KB-10s-mtu9000-unpaced": ('drops',),
+    "cubic-2x1-1Gbps-60KB-10s-mtu9000-unpaced": ('goodput',),
+    "reno-8x1-1Gbps-3834KB-10s-mtu9000-unpaced": ('drops',),
+}
+#: Grid points without a kept run: every run fell below 90 % of the bottleneck's rate.
+NOT_RECORDED = {"reno-2x1-1Gbps-60KB-10s-mtu9000-unpaced"}
 
 
 def _records() -> list[dict]:
@@ -26,13 +52,14 @@ def _records() -> list[dict]:
 
 def test_the_recorded_grid_is_the_whole_grid() -> None:
     records = {r["name"]: r for r in _records()}
-    expected = [s.name for s in grid_setups()]
+    expected = [s.name for s in grid_setups() if s.name not in NOT_RECORDED]
     assert sorted(records) == sorted(expected)
     for record in records.values():
         env = record["environment"]
         assert env["sysctls"]["net.ipv4.tcp_rmem"] == "4096 131072 6291456"
         assert record["setup"]["unpaced"] and record["setup"]["mtu"] == 9000
-        assert len(record["runs"]) >= 2, record["name"]
+        # Two runs each, but for two single CUBIC flows at 1 Gbps with one run above 90 % of the rate.
+        assert len(record["runs"]) >= 2 or record["name"].startswith("cubic-1x1-1Gbps"), record["name"]
         assert all(run["softnet_drops"] == 0 for run in record["runs"]), record["name"]
         # The receivers' buffers were polled (the receive-window autotuning under test).
         assert all(run["receiver_sockets"] for run in record["runs"]), record["name"]
@@ -62,6 +89,8 @@ def test_the_band_judges_each_metric() -> None:
     assert _point(kernel, {**kernel, "jain": 0.93}, calm).misses == ["jain"]
     # A miss where the lab's own runs differ more than the band is explained, and only then.
     wild = _point(kernel, {**kernel, "drops": 2000.0}, {**calm, "drops": 1.6})
+    unfair = _point(kernel, {**kernel, "jain": 0.80}, {**calm, "jain": 0.2})
+    assert unfair.misses == ["jain"] and unfair.explained
     assert wild.misses == ["drops"] and wild.explained
     assert not _point(kernel, {**kernel, "drops": 2000.0}, calm).explained
     # Too few drops (or too short a queue) for a ratio: no judgement of that metric.

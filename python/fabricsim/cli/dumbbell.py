@@ -189,7 +189,7 @@ def add_parser(commands: Any) -> None:
         "--grid",
         action="store_true",
         help="record the grid (rates x bfifo sizes x 1-8 senders x reno/cubic, unpaced, 10 s) into "
-        "dumbbell-grid.json",
+        "dumbbell-grid.json.gz",
     )
     rec.add_argument("--mtu", type=int, choices=(1500, 9000), default=9000, help="the grid's MTU (9000)")
     rec.add_argument("--latency", type=float, default=3.0, help="seconds of the one-way latency probe per run (3)")
@@ -231,7 +231,7 @@ def add_parser(commands: Any) -> None:
     bd = sub.add_parser(
         "band", help="the twin against the recorded grid: ratios to the kernel and whether each is in its band"
     )
-    bd.add_argument("--path", type=Path, help="recordings file (default: the stored dumbbell-grid.json)")
+    bd.add_argument("--path", type=Path, help="recordings file (default: the stored dumbbell-grid.json.gz)")
     bd.add_argument("--seed", type=int, default=1)
     bd.add_argument("--workers", type=int, default=1)
     bd.add_argument("--json", type=Path, help="also write every point here")

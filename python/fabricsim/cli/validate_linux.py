@@ -3,7 +3,7 @@
 Live (root): builds the dumbbell in network namespaces, runs iperf3, deletes
 the namespaces, then simulates the twin scenario. ``--recorded`` compares the
 stored Linux measurements (``python/fabricsim/validation/data/dumbbell.json``,
-``dumbbell-unpaced.json`` and the grid, ``dumbbell-grid.json``) with fresh
+``dumbbell-unpaced.json`` and the grid, ``dumbbell-grid.json.gz``) with fresh
 simulations, without root.
 """
 

@@ -33,7 +33,8 @@ class GridPoint:
     setup: dict[str, Any]
     kernel: dict[str, float]
     twin: dict[str, float]
-    #: The kernel's own runs: the largest ratio between two runs, per metric.
+    #: The kernel's own runs: the largest ratio between two runs, per metric
+    #: (for Jain's index the largest difference).
     kernel_spread: dict[str, float]
     seed: int = 1
     misses: list[str] = field(default_factory=list)
@@ -85,6 +86,9 @@ def _spread(record: dict[str, Any]) -> dict[str, float]:
     for metric, values in per_run.items():
         low, high = min(values), max(values)
         out[metric] = high / low if low > 0 else (1.0 if high == low else float("inf"))
+    # Jain's index is judged by difference: its spread is the largest minus the smallest.
+    jains = [jain_index([f["goodput_bps"] for f in r["flows"]]) for r in record["runs"]]
+    out["jain"] = max(jains) - min(jains)
     return out
 
 
@@ -109,6 +113,8 @@ def judge(point: GridPoint) -> GridPoint:
             point.reasons.append(f"mean queue: the lab's runs differ {point.kernel_spread['mean_queue']:.2f}x")
     if abs(point.twin["jain"] - point.kernel["jain"]) > BAND["jain"]:
         point.misses.append("jain")
+        if point.kernel_spread.get("jain", 0.0) > BAND["jain"]:
+            point.reasons.append(f"jain: the lab's runs differ by {point.kernel_spread['jain']:.2f}")
     return point
 
 

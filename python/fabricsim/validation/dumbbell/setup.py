@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 import statistics
@@ -128,10 +129,11 @@ def jain_index(values: Sequence[float]) -> float:
     return sum(values) ** 2 / (len(values) * square) if square > 0 else float("nan")
 
 def recorded(path: Path = RESULTS) -> list[dict[str, Any]]:
-    """The recorded Linux experiments (no root needed)."""
+    """The recorded Linux experiments (no root needed); a ``.gz`` file is read gzip-compressed."""
     if not path.exists():
         raise LabError(f"no recorded Linux results at {path}")
-    return list(json.loads(path.read_text())["experiments"])
+    data = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
+    return list(json.loads(data)["experiments"])
 
 
 #: The experiments recorded in :data:`RESULTS`.
@@ -161,7 +163,7 @@ def dumbbells(
 
 #: The grid of rates, buffers, sender counts and congestion controls (``record --grid``),
 #: away from the setups the twin was first recorded on.
-GRID_RESULTS = RESULTS.with_name("dumbbell-grid.json")
+GRID_RESULTS = RESULTS.with_name("dumbbell-grid.json.gz")
 #: The grid's bottleneck rates, sender counts and controls.
 GRID_RATES = ("100Mbps", "300Mbps", "1Gbps")
 GRID_SENDERS = (1, 2, 4, 8)
@@ -209,4 +211,8 @@ def write_recorded(path: Path, experiments: list[dict[str, Any]]) -> None:
     text = json.dumps({"experiments": experiments}, indent=1)
     # Lists of plain numbers (samples, quantile points) on one line each.
     text = re.sub(r"\[\s*(-?[\d.e+-]+(?:,\s*-?[\d.e+-]+)*)\s*\]", lambda m: "[" + re.sub(r"\s+", " ", m.group(1)) + "]", text)
-    path.write_text(text + "\n")
+    if path.suffix == ".gz":
+        # mtime 0: the same recordings give the same bytes.
+        path.write_bytes(gzip.compress((text + "\n").encode(), mtime=0))
+    else:
+        path.write_text(text + "\n")

@@ -34,8 +34,10 @@
 //!   shrinking; the data outstanding stays within it (TSO-sized buffers hold
 //!   about their payload in memory).
 //!
-//! Simplifications: a burst's truesize is its payload; TSO deferral
-//! (`tcp_tso_should_defer`) and autocorking are not modelled; tail loss
+//! TSO deferral (`tcp_tso_should_defer`) is the sender's (`sender.rs`).
+//!
+//! Simplifications: a burst's truesize is its payload; autocorking is not
+//! modelled; tail loss
 //! probes and timeout retransmissions pass TSQ.
 
 use super::config::{Pacing, TcpConfig};

@@ -325,9 +325,9 @@ impl SenderCore {
     /// when an ACK is due soon, so that bursts stay large. It goes at once
     /// without SACK, in recovery or with SACKed data, when nothing is in flight, when the window allows a full
     /// burst (`full` payload bytes) or a third of itself, when the rest of
-    /// the data fits, or when the oldest unacknowledged segment left less
-    /// than half an SRTT ago (the next ACK may be late). A deferred sender
-    /// sends on the next ACK.
+    /// the data fits, or when the next ACK is due later than min(SRTT / 2,
+    /// 1 ms) from now (it is expected one SRTT after the oldest
+    /// unacknowledged segment left). A deferred sender sends on the next ACK.
     fn tso_should_defer(&mut self, sack: Option<&SackRecovery>, now: SimTime, full: u64) -> bool {
         // SACK only: NewReno sends at once.
         let Some(s) = sack else { return false };
@@ -356,9 +356,12 @@ impl SenderCore {
         if now.saturating_sub(self.last_data_sent) > SimTime::from_us(1000) {
             return false;
         }
+        // The next ACK (the oldest segment's, one SRTT after it left) must be
+        // due within min(SRTT / 2, 1 ms).
         let Some(srtt) = self.rtt.srtt() else { return false };
         let oldest = s.sb.rec(self.snd_una).xmit;
-        if now.saturating_sub(oldest).0 < srtt.0 / 2 {
+        let threshold = SimTime(srtt.0 / 2).min(SimTime::from_us(1000));
+        if oldest + srtt > now + threshold {
             return false;
         }
         // Held back by cwnd: the window is in use (Linux's `is_cwnd_limited`).
