@@ -184,9 +184,14 @@ fn build_flavor() -> &'static str {
     }
 }
 
-/// The cargo features this core was built with.
+/// The cargo features this core was built with (`example-extensions`: the
+/// example crate's controllers are registered when the module loads).
 fn features() -> Vec<&'static str> {
-    Vec::new()
+    let mut f = Vec::new();
+    if cfg!(feature = "example-extensions") {
+        f.push("example-extensions");
+    }
+    f
 }
 
 #[pymodule]
@@ -199,6 +204,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("BUILD", build_flavor())?;
     py_cc::add(m)?;
+    #[cfg(feature = "example-extensions")]
+    fabricsim_ext_example::register();
     m.add("FEATURES", features())?;
     Ok(())
 }
