@@ -244,6 +244,8 @@ impl CcFactory for PyFactory {
 
     fn create(&self, params: &Value, mut init: CcInit) -> Box<dyn CongestionOps> {
         let conn = CcConnection { mss: init.mss, cwnd: init.window.cwnd, flow: init.flow, seed: init.rng.next_u64() };
+        let empty = Value::Object(Default::default());
+        let params = if params.is_null() { &empty } else { params };
         let obj = Python::with_gil(|py| -> PyResult<Py<PyAny>> {
             let p = to_py(py, params)?;
             Ok(self.cls.bind(py).call1((p, Py::new(py, conn)?))?.unbind())

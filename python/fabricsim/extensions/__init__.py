@@ -25,6 +25,7 @@ __all__ = [
     "cc_names",
     "core_features",
     "python_cc_names",
+    "python_cc_used",
     "register_cc",
     "registered_cc",
     "unregister_cc",
@@ -74,6 +75,18 @@ def cc_names() -> list[str]:
 def python_cc_names() -> set[str]:
     """The controllers registered from Python in this process (they exist only here)."""
     return set(_PYTHON)
+
+
+def python_cc_used(scenario: Any) -> Optional[str]:
+    """The first Python-registered controller a validated scenario names (``tcp.cc`` or a traffic entry's
+    ``tcp.cc``), or None."""
+    names = python_cc_names()
+    tcps = [getattr(scenario, "tcp", None), *(getattr(t, "tcp", None) for t in getattr(scenario, "traffic", []) or [])]
+    for tcp in tcps:
+        cc = getattr(tcp, "cc", None)
+        if cc in names:
+            return cc
+    return None
 
 
 def check_cc_params(name: str, params: Optional[dict[str, Any]]) -> Optional[tuple[str, str]]:
