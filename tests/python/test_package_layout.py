@@ -111,6 +111,8 @@ def test_layers_import_only_lower_layers():
         "fabricsim.devices": ("fabricsim.schema", "fabricsim.outputs", "fabricsim.runner"),
         "fabricsim.workloads.flowgen": ("fabricsim.schema", "fabricsim.outputs", "fabricsim.runner"),
         "fabricsim.schema": ("fabricsim.outputs", "fabricsim.runner", "fabricsim.sweeps", "fabricsim.cli"),
+        # The registry of controllers added from outside the core sits below the schema.
+        "fabricsim.extensions": ("fabricsim.schema", "fabricsim.outputs", "fabricsim.runner", "fabricsim.sweeps"),
         "fabricsim.outputs.results": ("fabricsim.runner", "fabricsim.sweeps", "fabricsim.cli", "fabricsim.bench"),
         "fabricsim.runner": ("fabricsim.sweeps", "fabricsim.cli", "fabricsim.experiments", "fabricsim.bench"),
         # The real-Linux lab knows nothing of the simulator; the dumbbell built on it nothing of the CLI.

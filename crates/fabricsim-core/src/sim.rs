@@ -153,6 +153,8 @@ pub struct Simulation {
     /// connection, not a connection's cold lines.
     tcp_timer_gen: Vec<u32>,
     tcp_cfgs: Vec<TcpConfig>,
+    /// Per TCP configuration: the factory of its registered controller, if it names one.
+    tcp_cc: Vec<Option<std::sync::Arc<dyn crate::extension::tcp_cc::CcFactory>>>,
     tcp_default: TcpConfig,
     incasts: Vec<IncastApp>,
     flow_deps: flow_deps::FlowDeps,
@@ -360,6 +362,7 @@ impl Simulation {
             tcp: Vec::new(),
             tcp_timer_gen: Vec::new(),
             tcp_cfgs: Vec::new(),
+            tcp_cc: Vec::new(),
             tcp_default: sc.tcp.clone(),
             incasts: Vec::new(),
             flow_deps: Default::default(),

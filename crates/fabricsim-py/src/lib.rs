@@ -5,6 +5,7 @@
 //! a Rust panic is caught and raised as `SimulationError`, never propagated.
 
 mod convert;
+mod py_cc;
 
 use fabricsim_core::units::SimTime;
 use fabricsim_core::{Progress, Scenario, Simulation as CoreSim};
@@ -33,8 +34,11 @@ fn panic_message(e: Box<dyn std::any::Any + Send>) -> String {
 
 /// Runs `f`, turning a panic into `SimulationError`.
 fn guarded<T>(f: impl FnOnce() -> T) -> PyResult<T> {
-    catch_unwind(AssertUnwindSafe(f))
-        .map_err(|e| SimulationError::new_err(format!("internal error in the simulation core: {}", panic_message(e))))
+    catch_unwind(AssertUnwindSafe(f)).map_err(|e| match py_cc::take_failure(e) {
+        // A Python congestion controller raised: its exception, as itself.
+        Ok(err) => err,
+        Err(e) => SimulationError::new_err(format!("internal error in the simulation core: {}", panic_message(e))),
+    })
 }
 
 /// A simulation built from a resolved scenario.
@@ -180,6 +184,16 @@ fn build_flavor() -> &'static str {
     }
 }
 
+/// The cargo features this core was built with (`example-extensions`: the
+/// example crate's controllers are registered when the module loads).
+fn features() -> Vec<&'static str> {
+    let mut f = Vec::new();
+    if cfg!(feature = "example-extensions") {
+        f.push("example-extensions");
+    }
+    f
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Simulation>()?;
@@ -189,5 +203,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SimulationError", m.py().get_type::<SimulationError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("BUILD", build_flavor())?;
+    py_cc::add(m)?;
+    #[cfg(feature = "example-extensions")]
+    fabricsim_ext_example::register();
+    m.add("FEATURES", features())?;
     Ok(())
 }

@@ -2,9 +2,10 @@
 
 from typing import Annotated, Any, Literal, Optional
 
-from pydantic import Field, PlainSerializer, PlainValidator, WithJsonSchema, model_validator
+from pydantic import BeforeValidator, Field, PlainSerializer, PlainValidator, WithJsonSchema, model_validator
 
 from fabricsim import units
+from fabricsim.errors import unknown_value
 from fabricsim.schema._base import (
     U32_MAX,
     Count32,
@@ -35,6 +36,33 @@ RtoFormula = Literal["linux", "rfc6298"]
 SsthreshFrom = Literal["flight", "pipe", "cwnd"]
 PacingMode = Literal["off", "fixed", "internal", "fq"]
 WakeupKind = Literal["constant", "exponential", "empirical"]
+
+
+def _cc_name(value: Any) -> Any:
+    """``tcp.cc``: a built-in controller, or one registered with the core (``fabricsim.extensions``)."""
+    if isinstance(value, str) and value in BUILT_IN_CC:
+        return value
+    from fabricsim import extensions
+
+    names = extensions.cc_names()
+    if not isinstance(value, str) or value not in names:
+        raise ValueError(unknown_value(value, names))
+    return value
+
+
+BUILT_IN_CC = ("newreno", "cubic", "dctcp", "htcp")
+CcName = Annotated[
+    str,
+    BeforeValidator(_cc_name),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"enum": list(BUILT_IN_CC)},
+                {"type": "string", "description": "a registered controller (fabricsim.extensions.registered_cc())"},
+            ]
+        }
+    ),
+]
 
 
 def _ratio(value: Any) -> float:
@@ -291,7 +319,8 @@ class Tcp(Model):
     is a socket buffer set by the application, which turns autotuning off."""
 
     profile: Annotated[TcpProfileName, one_of(TcpProfileName)] = "linux"
-    cc: Optional[Annotated[CongestionControl, one_of(CongestionControl)]] = None
+    cc: Optional[CcName] = None
+    cc_params: Optional[dict[str, Any]] = None
     mtu: PacketSize = 1500
     header: HeaderSize = 52
     l2_header: HeaderSize = 18
@@ -394,12 +423,22 @@ class Tcp(Model):
             issues += [(n, "needs sack: true (without SACK the sender uses NewReno recovery)") for n in _NEEDS_SACK if getattr(self, n)]
         if self.hystart == "classic" and self.cc != "cubic":
             issues.append(("hystart", f"'classic' is part of CUBIC (cc is '{self.cc}'); use 'hystart++' or 'off'"))
+        if self.cc in BUILT_IN_CC and self.cc_params is not None:
+            issues.append(("cc_params", f"only a registered controller takes parameters (cc is the built-in '{self.cc}')"))
+        elif self.cc not in BUILT_IN_CC:
+            from fabricsim import extensions
+
+            bad = extensions.check_cc_params(self.cc, self.cc_params)
+            if bad is not None:
+                issues.append((f"cc_params.{bad[0]}" if bad[0] else "cc_params", bad[1]))
         if issues:
             raise issues_error(*issues)
         return self
 
     def to_resolved(self) -> dict[str, Any]:
         out = self._resolved()
+        if self.cc_params is not None:
+            out["cc_params"] = self.cc_params
         if self.receiver_app is not None:
             out["receiver_app"] = self.receiver_app.to_resolved()
         # Always written: the core's default follows its own profile table, and

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from fabricsim import extensions
 from fabricsim.schema import load
 from fabricsim.sweeps.backends import local_backend, ray_backend
 from fabricsim.sweeps.catalog import BASE_COLUMNS, INTEGER_METRICS, TIMING_COLUMNS, Catalog, grid_number
@@ -96,6 +97,16 @@ def run_sweep(
     """
     scenario_path = str(Path(scenario).resolve())
     base = load(scenario_path, list(overrides))  # validates the file and overrides before anything runs
+    python_cc = extensions.python_cc_used(base) or next(
+        (str(v) for p, values in grid if p.rpartition(".")[2] == "cc" for v in values if v in extensions.python_cc_names()),
+        None,
+    )
+    if python_cc is not None:
+        raise SweepError(
+            f"tcp.cc: {python_cc!r} is a Python controller registered in this process, and a sweep runs its points in "
+            "worker processes, which do not have it; register it in Rust (docs/extending/congestion-control.md) "
+            "or run the points with fabricsim.run in this process"
+        )
     clash = [p for p, _ in grid if p in BASE_COLUMNS or p in INTEGER_METRICS or p in TIMING_COLUMNS
              or p.startswith("fct_")]
     if clash:

@@ -18,7 +18,7 @@ use crate::packet::{Packet, PacketKind, ECN_CE, ECN_ECT, ECN_NOT_ECT};
 use crate::rng::{mix64, RandomStream};
 use crate::stats::{Column, FlowKind, FlowStats, Table};
 use crate::transport::apps::{TcpBulkConfig, TcpFlowsConfig, TcpIncastConfig};
-use crate::transport::tcp::cc::SlowStartExit;
+use crate::transport::tcp::cc::{CcInit, CongestionControl, SlowStartExit};
 use crate::transport::tcp::reader::ReaderState;
 use crate::transport::tcp::sender::SenderState;
 use crate::transport::tcp::{Connection, SackBlocks, SegKind, Segment, TcpConfig};
@@ -251,7 +251,13 @@ impl Simulation {
     pub(super) fn tcp_config(&mut self, cfg: &Option<TcpConfig>, path: &str) -> Result<u32, ConfigError> {
         let c = cfg.clone().unwrap_or_else(|| self.tcp_default.clone());
         c.validate(path)?;
+        let cc = match &c.cc_ext {
+            // The scenario's own `tcp` when the entry has none.
+            Some(ext) => Some(crate::extension::tcp_cc::resolve(ext, if cfg.is_some() { path } else { "tcp" })?),
+            None => None,
+        };
         self.tcp_cfgs.push(c);
+        self.tcp_cc.push(cc);
         Ok(self.tcp_cfgs.len() as u32 - 1)
     }
 
@@ -287,6 +293,16 @@ impl Simulation {
         };
         let wscale = c.rcv_wscale();
         let mut conn = conn;
+        if let (Some(f), Some(ext)) = (&self.tcp_cc[cfg as usize], &c.cc_ext) {
+            // A registered controller, with a random stream of its own.
+            let init = CcInit {
+                mss: c.mss() as u64,
+                window: conn.sender.window,
+                flow: flow.0,
+                rng: RandomStream::new(self.seed, "tcp-cc", flow.0 as u64),
+            };
+            conn.sender.cc = CongestionControl::Custom(f.create(&ext.params, init));
+        }
         if let Some(app) = &mut conn.receiver.app {
             // The receiving application's wake-up delays and preemptions: streams of their own per flow.
             app.seed(
@@ -1007,20 +1023,18 @@ impl Simulation {
             "srtt_ps",
             Column::I64((0..n).map(|f| get(f).and_then(|x| x.conn.sender.srtt()).map_or(-1, |s| s.0 as i64)).collect()),
         );
-        let labels = vec!["".to_string(), "newreno".to_string(), "cubic".to_string(), "dctcp".to_string()];
-        t.push(
-            "cc",
-            Column::Cat {
-                codes: (0..n)
-                    .map(|f| match get(f).map(|x| x.conn.sender.cc.name()) {
-                        None => 0,
-                        Some("newreno") => 1,
-                        Some("cubic") => 2,
-                        _ => 3,
-                    })
-                    .collect(),
-                labels,
-            },
-        );
+        // The first four labels are fixed; other controllers' names follow
+        // in the order their flows come.
+        let mut labels = vec!["".to_string(), "newreno".to_string(), "cubic".to_string(), "dctcp".to_string()];
+        let codes = (0..n)
+            .map(|f| match get(f).map(|x| x.conn.sender.cc.name()) {
+                None => 0,
+                Some(name) => labels.iter().position(|l| l == name).unwrap_or_else(|| {
+                    labels.push(name.to_string());
+                    labels.len() - 1
+                }) as u32,
+            })
+            .collect();
+        t.push("cc", Column::Cat { codes, labels });
     }
 }

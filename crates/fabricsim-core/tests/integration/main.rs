@@ -19,6 +19,7 @@ mod shared_buffer;
 mod stall;
 mod switch_buffers;
 mod tcp;
+mod tcp_cc;
 mod tcp_limits;
 mod tcp_sack;
 mod timing;

@@ -136,6 +136,10 @@ impl Pacing {
 pub struct TcpConfig {
     pub profile: TcpProfile,
     pub cc: CcKind,
+    /// The registered controller and its parameters when `cc` is
+    /// [`CcKind::Registered`] (`tcp.cc` names it, `tcp.cc_params` holds them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cc_ext: Option<CcExtension>,
     /// IP MTU; MSS = mtu - header_bytes.
     pub mtu_bytes: u32,
     /// IP + TCP header bytes per segment, options included (20 + 20 + 12 with timestamps).
@@ -264,6 +268,7 @@ impl TcpConfig {
         TcpConfig {
             profile,
             cc,
+            cc_ext: None,
             mtu_bytes: 1500,
             header_bytes: 52,
             l2_bytes: 18,
@@ -369,6 +374,17 @@ impl TcpConfig {
     /// Checks ranges; `path` prefixes the field names in errors.
     pub fn validate(&self, path: &str) -> Result<(), ConfigError> {
         let err = |field: &str, msg: String| Err(ConfigError::new(format!("{path}.{field}"), msg));
+        match (&self.cc_ext, self.cc) {
+            (Some(_), CcKind::Registered) => {}
+            (Some(_), cc) => {
+                return err(
+                    "cc_params",
+                    format!("only a registered controller takes parameters (cc is the built-in '{}')", cc.name()),
+                )
+            }
+            (None, CcKind::Registered) => return err("cc", "a registered controller needs its name".to_string()),
+            (None, _) => {}
+        }
         // Linux's smallest segment: tcp_min_snd_mss (48) less 12 B of timestamp option.
         if self.header_bytes >= self.mtu_bytes || self.mtu_bytes - self.header_bytes < 36 {
             return err(
@@ -459,6 +475,24 @@ impl TcpConfig {
     }
 }
 
+/// A controller registered by name from outside the core
+/// (`extension/tcp_cc.rs`) and the parameters its factory checks.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CcExtension {
+    pub name: String,
+    #[serde(default)]
+    pub params: serde_json::Value,
+}
+
+/// `tcp.cc` as written: a built-in controller, or the name of a registered one.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum CcChoice {
+    BuiltIn(CcKind),
+    Registered(String),
+}
+
 /// A field that tells "absent" (the profile's default) from JSON `null`.
 fn some_or_null<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
 where
@@ -473,7 +507,9 @@ where
 #[serde(default, deny_unknown_fields)]
 pub struct TcpConfigSpec {
     pub profile: Option<TcpProfile>,
-    pub cc: Option<CcKind>,
+    pub cc: Option<CcChoice>,
+    /// Parameters of a registered controller (an object; only with one).
+    pub cc_params: Option<serde_json::Value>,
     pub mtu_bytes: Option<u32>,
     pub header_bytes: Option<u32>,
     pub l2_bytes: Option<u32>,
@@ -532,13 +568,25 @@ pub struct TcpConfigSpec {
 
 impl From<TcpConfigSpec> for TcpConfig {
     fn from(s: TcpConfigSpec) -> Self {
-        let d = TcpConfig::for_profile(s.profile.unwrap_or_default(), s.cc);
+        let (cc, cc_ext) = match s.cc {
+            None => (None, None),
+            // Parameters with a built-in controller are kept to be refused by `validate`.
+            Some(CcChoice::BuiltIn(k)) => {
+                (Some(k), s.cc_params.clone().map(|params| CcExtension { name: k.name().to_string(), params }))
+            }
+            Some(CcChoice::Registered(name)) => (
+                Some(CcKind::Registered),
+                Some(CcExtension { name, params: s.cc_params.clone().unwrap_or(serde_json::Value::Null) }),
+            ),
+        };
+        let d = TcpConfig::for_profile(s.profile.unwrap_or_default(), cc);
         let sack = s.sack.unwrap_or(d.sack);
         // Mechanisms that need SACK default to off when SACK is turned off.
         let with_sack = |v: Option<bool>, default: bool| v.unwrap_or(default && sack);
         TcpConfig {
             profile: d.profile,
             cc: d.cc,
+            cc_ext,
             mtu_bytes: s.mtu_bytes.unwrap_or(d.mtu_bytes),
             header_bytes: s.header_bytes.unwrap_or(d.header_bytes),
             l2_bytes: s.l2_bytes.unwrap_or(d.l2_bytes),

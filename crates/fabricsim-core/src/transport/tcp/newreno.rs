@@ -65,7 +65,7 @@ impl SenderCore {
             if self.snd_nxt < self.snd_una {
                 self.snd_nxt = self.snd_una;
             }
-            let info = self.ack_info(now, seg, ack, acked, true);
+            let info = self.ack_info(now, seg, (ack, acked), true, nr.ca);
             let reduced = match self.ecn_on_ack(now, &info, acked, nr.ca != CaState::Recovery, None) {
                 EcnCut::None => false,
                 EcnCut::Controller { .. } => true,

@@ -32,7 +32,7 @@
 //! D-SACK undo), and without RACK no RFC 6675 NextSeg rule 3 or rescue
 //! retransmission (rule 4).
 
-use super::cc::{AckInfo, SlowStartExit};
+use super::cc::{AckInfo, CcState, SlowStartExit};
 use super::limits::Burst;
 use super::prr::Prr;
 use super::rack::{Rack, Tlp};
@@ -47,6 +47,18 @@ pub enum CaState {
     Cwr,
     Recovery,
     Loss,
+}
+
+impl From<CaState> for CcState {
+    #[inline(always)]
+    fn from(s: CaState) -> CcState {
+        match s {
+            CaState::Open => CcState::Open,
+            CaState::Cwr => CcState::Cwr,
+            CaState::Recovery => CcState::Recovery,
+            CaState::Loss => CcState::Loss,
+        }
+    }
 }
 
 /// Counters of the SACK machinery, for the flows table.
@@ -185,7 +197,7 @@ impl SenderCore {
         self.snd_una = ack;
         self.snd_nxt = self.snd_nxt.max(ack);
 
-        let info = self.ack_info(now, seg, ack, cum_acked, advanced);
+        let info = self.ack_info(now, seg, (ack, cum_acked), advanced, s.ca);
         self.tlp_on_ack(s, now, ack, advanced, newly_sacked, dsack);
         let reduced = advanced && self.ecn_on_ack_sack(s, now, &info, cum_acked);
         self.detect_losses(s, now, latest.is_some());

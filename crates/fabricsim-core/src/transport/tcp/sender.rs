@@ -28,7 +28,7 @@
 //!   Small Queues and the send buffer.
 
 use super::cc::hystart::HystartPlusPlus;
-use super::cc::{AckInfo, CongestionControl, SlowStartExit, Window};
+use super::cc::{AckInfo, CongestionControl, LossInfo, SlowStartExit, Window};
 use super::config::{Hystart, Pacing, SsthreshFrom};
 use super::limits::{Burst, SendLimits};
 use super::newreno::NewReno;
@@ -311,9 +311,13 @@ impl SenderCore {
         (len + self.frame_overhead as u64).max(self.min_frame as u64)
     }
 
-    /// Linux's `tcp_update_pacing_rate`, after an ACK has been processed.
+    /// Linux's `tcp_update_pacing_rate`, after an ACK has been processed;
+    /// a controller's own rate, if it sets one, replaces the fixed pacer's.
     #[inline(always)]
     pub(super) fn update_pacing_rate(&mut self) {
+        if let Some(r) = self.cc.pacing_rate() {
+            self.pacing = (r.0 > 0).then_some(r);
+        }
         let (cwnd, ssthresh, out, srtt) = (self.window.cwnd, self.window.ssthresh, self.flight(), self.rtt.srtt());
         if let Some(l) = &mut self.limits {
             l.update_rate(cwnd, ssthresh, out, srtt);
@@ -467,7 +471,7 @@ impl SenderCore {
             SsthreshFrom::Pipe => pipe.unwrap_or(flight),
             SsthreshFrom::Cwnd => self.window.cwnd,
         };
-        self.cc.ssthresh_after_loss(now, &self.window, base)
+        self.cc.ssthresh(&self.window, &LossInfo { now, flight: base })
     }
 
     pub(super) fn sending_stopped(&self, now: SimTime) -> bool {
@@ -480,7 +484,14 @@ impl SenderCore {
     /// 7323, RFC 6298 2.2-2.3), clears the timer's backoff (RFC 6298 5.7)
     /// and gives the controller its delay sample. Both machines build it here.
     #[inline]
-    pub(super) fn ack_info(&mut self, now: SimTime, seg: &Segment, ack: u64, acked: u64, advanced: bool) -> AckInfo {
+    pub(super) fn ack_info(
+        &mut self,
+        now: SimTime,
+        seg: &Segment,
+        (ack, acked): (u64, u64),
+        advanced: bool,
+        state: CaState,
+    ) -> AckInfo {
         let rtt_sample = if advanced { Self::rtt_sample(now, seg) } else { None };
         if let Some(r) = rtt_sample {
             self.rtt.sample(r);
@@ -494,6 +505,8 @@ impl SenderCore {
             srtt: self.rtt.srtt(),
             min_rtt: self.rtt.min_rtt(),
             rtt_sample,
+            flight: self.snd_max - self.snd_una,
+            state: state.into(),
         };
         if advanced {
             self.backoff = 0;
@@ -523,7 +536,7 @@ impl SenderCore {
         }
         if self.cc.handles_ecn() {
             let before = self.window;
-            if !self.cc.observe(&mut self.window, info) {
+            if !self.cc.on_ecn(&mut self.window, info) {
                 return EcnCut::None;
             }
             self.note_ecn_reduction(now, before);
@@ -561,15 +574,16 @@ impl SenderCore {
             }
         }
         if allowed {
-            self.cc.increase(&mut self.window, info);
+            self.cc.cong_avoid(&mut self.window, info);
         }
     }
 
-    /// Delay sample for the controller (Linux CUBIC and its HyStart).
+    /// An ACK of new data for the controller (Linux `pkts_acked`: CUBIC's
+    /// delay sample and its HyStart, H-TCP's RTT bounds).
     pub(super) fn on_rtt_sample(&mut self, info: &AckInfo) {
-        self.cc.on_rtt_sample(&mut self.window, info);
+        self.cc.on_ack(&mut self.window, info);
         if self.ss_exit.is_none() {
-            if let Some(reason) = self.cc.hystart_exit() {
+            if let Some(reason) = self.cc.slow_start_exit() {
                 self.ss_exit = Some((info.now, self.window.cwnd, reason));
             }
         }
@@ -649,6 +663,7 @@ impl SenderCore {
                 self.recovery_ends += 1;
             }
         }
+        self.cc.set_state(&self.window, to.into(), now);
     }
 
     /// Before a call of the send loop from outside the machine: whether the
@@ -905,7 +920,7 @@ impl Sender {
         if !repeated && !reduced_already {
             core.window.ssthresh = core.ssthresh_after_loss(now, flight, pipe);
         }
-        core.cc.on_timeout();
+        core.cc.on_timeout(&core.window, now);
         core.window.cwnd = core.window.mss;
         core.rto_deadline = None;
         let ca = match loss {

@@ -7,7 +7,7 @@
 //! `W_est`, which grows by `3 (1 - beta) / (1 + beta)` segments per window.
 //! Slow start is standard (no HyStart).
 
-use super::{AckInfo, Window};
+use super::{AckInfo, CongestionOps, LossInfo, Window};
 use crate::units::SimTime;
 
 const C: f64 = 0.4;
@@ -76,6 +76,26 @@ impl Cubic {
     }
 }
 
+impl CongestionOps for Cubic {
+    fn name(&self) -> &str {
+        "cubic"
+    }
+
+    #[inline(always)]
+    fn cong_avoid(&mut self, w: &mut Window, ack: &AckInfo) {
+        self.increase(w, ack);
+    }
+
+    #[inline(always)]
+    fn ssthresh(&mut self, w: &Window, _loss: &LossInfo) -> u64 {
+        self.ssthresh_after_loss(w)
+    }
+
+    fn clone_box(&self) -> Box<dyn CongestionOps> {
+        Box::new(self.clone())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -101,6 +121,8 @@ mod tests {
                     srtt: Some(rtt),
                     min_rtt: Some(rtt),
                     rtt_sample: None,
+                    flight: 0,
+                    state: crate::transport::tcp::cc::CcState::Open,
                 };
                 c.increase(&mut w, &info);
             }

@@ -41,7 +41,7 @@
 //! Linux computes `K` with a table-based cube root; here it is exact.
 
 use super::hystart::ClassicHystart;
-use super::{AckInfo, Window};
+use super::{AckInfo, CongestionOps, LossInfo, SlowStartExit, Window};
 use crate::units::SimTime;
 
 const BETA_SCALE: u64 = 1024;
@@ -110,7 +110,7 @@ impl LinuxCubic {
     }
 
     /// `cubictcp_state(TCP_CA_Loss)`: a retransmission timeout forgets `W_max`.
-    pub fn on_timeout(&mut self) {
+    pub fn forget(&mut self) {
         let hystart = self.hystart.is_some();
         *self = LinuxCubic::new(hystart, self.hz).with_hold_hz32(self.hold_hz32);
     }
@@ -240,6 +240,42 @@ impl LinuxCubic {
     }
 }
 
+impl CongestionOps for LinuxCubic {
+    fn name(&self) -> &str {
+        "cubic"
+    }
+
+    /// `cubictcp_acked`: the delay sample (and classic HyStart).
+    #[inline(always)]
+    fn on_ack(&mut self, w: &mut Window, ack: &AckInfo) {
+        self.on_rtt_sample(w, ack);
+    }
+
+    #[inline(always)]
+    fn cong_avoid(&mut self, w: &mut Window, ack: &AckInfo) {
+        self.increase(w, ack);
+    }
+
+    #[inline(always)]
+    fn ssthresh(&mut self, w: &Window, _loss: &LossInfo) -> u64 {
+        self.ssthresh_after_loss(w)
+    }
+
+    #[inline(always)]
+    fn on_timeout(&mut self, _w: &Window, _now: SimTime) {
+        self.forget();
+    }
+
+    #[inline(always)]
+    fn slow_start_exit(&self) -> Option<SlowStartExit> {
+        self.hystart.as_ref().and_then(|h| h.exit)
+    }
+
+    fn clone_box(&self) -> Box<dyn CongestionOps> {
+        Box::new(self.clone())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -256,6 +292,8 @@ mod tests {
             srtt: None,
             min_rtt: None,
             rtt_sample: Some(SimTime::from_ms(100)),
+            flight: 0,
+            state: crate::transport::tcp::cc::CcState::Open,
         }
     }
 

@@ -7,8 +7,8 @@
 //! `cwnd (1 - alpha / 2)`. Growth and loss handling are Reno's. `g` defaults to
 //! 1/16 and alpha starts at 1, as in Linux.
 
-use super::newreno::reno_increase;
-use super::{AckInfo, Window};
+use super::newreno::{half_flight, reno_increase};
+use super::{AckInfo, CongestionOps, LossInfo, Window};
 
 #[derive(Clone, Debug)]
 pub struct Dctcp {
@@ -74,13 +74,55 @@ impl Dctcp {
     }
 }
 
+impl CongestionOps for Dctcp {
+    fn name(&self) -> &str {
+        "dctcp"
+    }
+
+    #[inline(always)]
+    fn handles_ecn(&self) -> bool {
+        true
+    }
+
+    #[inline(always)]
+    fn on_ecn(&mut self, w: &mut Window, ack: &AckInfo) -> bool {
+        self.observe(w, ack)
+    }
+
+    #[inline(always)]
+    fn cong_avoid(&mut self, w: &mut Window, ack: &AckInfo) {
+        self.increase(w, ack);
+    }
+
+    /// Loss handling is Reno's (RFC 8257 3.5).
+    #[inline(always)]
+    fn ssthresh(&mut self, w: &Window, loss: &LossInfo) -> u64 {
+        half_flight(w, loss.flight)
+    }
+
+    fn clone_box(&self) -> Box<dyn CongestionOps> {
+        Box::new(self.clone())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::units::SimTime;
 
     fn ack(ack: u64, acked: u64, snd_nxt: u64, ece: bool) -> AckInfo {
-        AckInfo { now: SimTime::ZERO, acked, ack, snd_nxt, ece, srtt: None, min_rtt: None, rtt_sample: None }
+        AckInfo {
+            now: SimTime::ZERO,
+            acked,
+            ack,
+            snd_nxt,
+            ece,
+            srtt: None,
+            min_rtt: None,
+            rtt_sample: None,
+            flight: 0,
+            state: crate::transport::tcp::cc::CcState::Open,
+        }
     }
 
     #[test]

@@ -40,7 +40,7 @@
 //! found spurious (the sender has none); "outside loss recovery" is the span
 //! from the first window increase after a reduction to the next reduction.
 
-use super::{AckInfo, Window};
+use super::{AckInfo, CongestionOps, LossInfo, Window};
 use crate::units::SimTime;
 
 /// Linux's fixed point: 1.0 is 128.
@@ -198,7 +198,7 @@ impl Htcp {
     }
 
     /// `htcp_acked` with `measure_rtt` and `measure_achieved_throughput`.
-    pub fn on_ack(&mut self, w: &Window, info: &AckInfo) {
+    pub fn on_rtt_sample(&mut self, w: &Window, info: &AckInfo) {
         let now = info.now;
         if self.last_cong.is_none() {
             self.last_cong = Some(now);
@@ -277,6 +277,33 @@ impl Htcp {
     }
 }
 
+impl CongestionOps for Htcp {
+    fn name(&self) -> &str {
+        "htcp"
+    }
+
+    /// RTT bounds and achieved throughput.
+    #[inline(always)]
+    fn on_ack(&mut self, w: &mut Window, ack: &AckInfo) {
+        self.on_rtt_sample(w, ack);
+    }
+
+    #[inline(always)]
+    fn cong_avoid(&mut self, w: &mut Window, ack: &AckInfo) {
+        self.increase(w, ack);
+    }
+
+    /// The adaptive backoff, which restarts H-TCP's clock at `now`.
+    #[inline(always)]
+    fn ssthresh(&mut self, w: &Window, loss: &LossInfo) -> u64 {
+        self.ssthresh_after_loss(loss.now, w, loss.flight)
+    }
+
+    fn clone_box(&self) -> Box<dyn CongestionOps> {
+        Box::new(self.clone())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -301,6 +328,8 @@ mod tests {
             srtt: Some(rtt),
             min_rtt: None,
             rtt_sample: Some(rtt),
+            flight: 0,
+            state: crate::transport::tcp::cc::CcState::Open,
         }
     }
 
@@ -308,9 +337,9 @@ mod tests {
     fn first_backoff_is_one_half_then_rtt_min_over_rtt_max() {
         let mut h = Htcp::new(false, false);
         let w = Window { cwnd: 100_000, ssthresh: u64::MAX, mss: 1000 };
-        h.on_ack(&w, &rtt_ack(SimTime::from_ms(0), SimTime::from_ms(50)));
+        h.on_rtt_sample(&w, &rtt_ack(SimTime::from_ms(0), SimTime::from_ms(50)));
         for i in 1..=10 {
-            h.on_ack(&w, &rtt_ack(SimTime::from_ms(i), SimTime::from_ms(50 + 5 * i)));
+            h.on_rtt_sample(&w, &rtt_ack(SimTime::from_ms(i), SimTime::from_ms(50 + 5 * i)));
         }
         assert_eq!(h.ssthresh_after_loss(SimTime::from_ms(20), &w, w.cwnd), 50_000);
         assert_eq!(h.beta(), 0.5);
@@ -325,8 +354,8 @@ mod tests {
     fn beta_is_clamped_to_eight_tenths() {
         let mut h = Htcp::new(false, false);
         let w = Window { cwnd: 100_000, ssthresh: u64::MAX, mss: 1000 };
-        h.on_ack(&w, &rtt_ack(SimTime::from_ms(0), SimTime::from_ms(100)));
-        h.on_ack(&w, &rtt_ack(SimTime::from_ms(1), SimTime::from_ms(101)));
+        h.on_rtt_sample(&w, &rtt_ack(SimTime::from_ms(0), SimTime::from_ms(100)));
+        h.on_rtt_sample(&w, &rtt_ack(SimTime::from_ms(1), SimTime::from_ms(101)));
         h.ssthresh_after_loss(SimTime::from_ms(2), &w, w.cwnd);
         let mut w2 = w;
         h.increase(&mut w2, &rtt_ack(SimTime::from_ms(3), SimTime::from_ms(100)));
@@ -374,7 +403,7 @@ mod tests {
         let mut h = Htcp::new(rtt_scaling, false);
         let rtt = SimTime::from_ms(rtt_ms);
         let mut w = Window { cwnd: 2000 * 1000, ssthresh: u64::MAX, mss: 1000 };
-        h.on_ack(&w, &rtt_ack(SimTime::ZERO, rtt));
+        h.on_rtt_sample(&w, &rtt_ack(SimTime::ZERO, rtt));
         w.ssthresh = h.ssthresh_after_loss(SimTime::ZERO, &w, w.cwnd);
         w.cwnd = w.ssthresh;
         let mut cwnds = vec![w.cwnd / 1000];
@@ -384,7 +413,7 @@ mod tests {
             for i in 0..n {
                 let now = SimTime::from_ps(r * rtt.ps() + rtt.ps() * i / n);
                 let info = rtt_ack(now, rtt);
-                h.on_ack(&w, &info);
+                h.on_rtt_sample(&w, &info);
                 h.increase(&mut w, &info);
             }
             cwnds.push(w.cwnd / 1000);

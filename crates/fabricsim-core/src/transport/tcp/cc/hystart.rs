@@ -260,6 +260,8 @@ mod tests {
             srtt: Some(rtt),
             min_rtt: Some(SimTime::from_ms(50)),
             rtt_sample: Some(rtt),
+            flight: 0,
+            state: crate::transport::tcp::cc::CcState::Open,
         }
     }
 

@@ -1,4 +1,5 @@
-//! Congestion controllers, one file each, behind one closed enum.
+//! Congestion controllers, one file each, behind one interface
+//! ([`CongestionOps`], `ops.rs`) and one enum that dispatches to it.
 //!
 //! The sender owns the window ([`Window`]) and the loss-recovery machinery; a
 //! controller decides how the window grows on new ACKs and where `ssthresh`
@@ -10,15 +11,17 @@ pub mod dctcp;
 pub mod htcp;
 pub mod hystart;
 pub mod newreno;
+pub mod ops;
 
 use super::config::{CubicFlavor, Hystart, TcpConfig};
-use crate::units::SimTime;
+use crate::units::{Rate, SimTime};
 pub use cubic::Cubic;
 pub use cubic_linux::LinuxCubic;
 pub use dctcp::Dctcp;
 pub use htcp::Htcp;
 pub use hystart::SlowStartExit;
 pub use newreno::NewReno;
+pub use ops::{CcInit, CcState, CongestionOps, LossInfo};
 
 /// The congestion window and slow-start threshold, in bytes.
 #[derive(Clone, Copy, Debug)]
@@ -50,6 +53,10 @@ pub struct AckInfo {
     pub min_rtt: Option<SimTime>,
     /// The RTT measured with this ACK (timestamp echo), if any.
     pub rtt_sample: Option<SimTime>,
+    /// Bytes in flight once this ACK is taken into account (`snd_max - snd_una`).
+    pub flight: u64,
+    /// The recovery state when the ACK arrived (before what it changes).
+    pub state: CcState,
 }
 
 /// Which controller, as named in scenarios.
@@ -60,6 +67,10 @@ pub enum CcKind {
     Cubic,
     Dctcp,
     Htcp,
+    /// A controller registered by name (`extension/tcp_cc.rs`); its name and
+    /// parameters are [`TcpConfig::cc_ext`](super::config::TcpConfig).
+    #[serde(skip_deserializing)]
+    Registered,
 }
 
 impl CcKind {
@@ -69,10 +80,15 @@ impl CcKind {
             CcKind::Cubic => "cubic",
             CcKind::Dctcp => "dctcp",
             CcKind::Htcp => "htcp",
+            CcKind::Registered => "registered",
         }
     }
 }
 
+/// The connection's controller: one of the built-ins, each called through
+/// its [`CongestionOps`] implementation without a virtual call, or one made
+/// outside the core (`Custom`: a controller registered by name, see
+/// `extension/tcp_cc.rs`).
 #[derive(Clone, Debug)]
 pub enum CongestionControl {
     NewReno(NewReno),
@@ -80,12 +96,29 @@ pub enum CongestionControl {
     CubicLinux(LinuxCubic),
     Dctcp(Dctcp),
     Htcp(Htcp),
+    Custom(Box<dyn CongestionOps>),
+}
+
+/// `$c.$call` on whichever controller `$self` holds.
+macro_rules! dispatch {
+    ($self:expr, $c:ident => $call:expr) => {
+        match $self {
+            CongestionControl::NewReno($c) => $call,
+            CongestionControl::Cubic($c) => $call,
+            CongestionControl::CubicLinux($c) => $call,
+            CongestionControl::Dctcp($c) => $call,
+            CongestionControl::Htcp($c) => $call,
+            CongestionControl::Custom($c) => $call,
+        }
+    };
 }
 
 impl CongestionControl {
+    /// The built-in controller `cfg` names (a registered one is made by the
+    /// simulation, which replaces this one with [`CongestionControl::Custom`]).
     pub fn new(cfg: &TcpConfig) -> Self {
         match (cfg.cc, cfg.cubic_flavor) {
-            (CcKind::Newreno, _) => CongestionControl::NewReno(NewReno::new(cfg.byte_counting)),
+            (CcKind::Newreno | CcKind::Registered, _) => CongestionControl::NewReno(NewReno::new(cfg.byte_counting)),
             (CcKind::Cubic, CubicFlavor::Rfc9438) => CongestionControl::Cubic(Cubic::new()),
             (CcKind::Cubic, CubicFlavor::Linux) => CongestionControl::CubicLinux(
                 LinuxCubic::new(cfg.hystart == Hystart::Classic, cfg.cubic_hz).with_hold_hz32(cfg.cubic_hold_hz32),
@@ -95,77 +128,63 @@ impl CongestionControl {
         }
     }
 
-    pub fn name(&self) -> &'static str {
-        match self {
-            CongestionControl::NewReno(_) => "newreno",
-            CongestionControl::Cubic(_) | CongestionControl::CubicLinux(_) => "cubic",
-            CongestionControl::Dctcp(_) => "dctcp",
-            CongestionControl::Htcp(_) => "htcp",
-        }
+    pub fn name(&self) -> &str {
+        dispatch!(self, c => c.name())
     }
 
-    /// An ACK of new data with its RTT sample (Linux `pkts_acked`): CUBIC's
-    /// minimum delay and classic HyStart, which may set `ssthresh`; H-TCP's
-    /// RTT bounds and achieved throughput.
-    pub fn on_rtt_sample(&mut self, w: &mut Window, info: &AckInfo) {
-        match self {
-            CongestionControl::CubicLinux(c) => c.on_rtt_sample(w, info),
-            CongestionControl::Htcp(h) => h.on_ack(w, info),
-            _ => {}
-        }
+    /// Linux `pkts_acked`: every ACK of new data ([`CongestionOps::on_ack`]).
+    #[inline(always)]
+    pub fn on_ack(&mut self, w: &mut Window, info: &AckInfo) {
+        dispatch!(self, c => c.on_ack(w, info))
     }
 
-    /// Why classic HyStart ended slow start, once it has.
-    pub fn hystart_exit(&self) -> Option<SlowStartExit> {
-        match self {
-            CongestionControl::CubicLinux(c) => c.hystart.as_ref().and_then(|h| h.exit),
-            _ => None,
-        }
+    /// Why the controller ended slow start (classic HyStart), once it has.
+    #[inline(always)]
+    pub fn slow_start_exit(&self) -> Option<SlowStartExit> {
+        dispatch!(self, c => c.slow_start_exit())
     }
 
-    /// A retransmission timeout (Linux CUBIC forgets its state).
-    pub fn on_timeout(&mut self) {
-        if let CongestionControl::CubicLinux(c) = self {
-            c.on_timeout();
-        }
+    /// A retransmission timeout ([`CongestionOps::on_timeout`]).
+    #[inline(always)]
+    pub fn on_timeout(&mut self, w: &Window, now: SimTime) {
+        dispatch!(self, c => c.on_timeout(w, now))
     }
 
-    /// DCTCP reacts to ECN-Echo in proportion to the marked fraction; the others
-    /// treat an echo like a loss (RFC 3168), which the sender handles.
+    /// Whether the controller reacts to ECN-Echo itself ([`CongestionOps::handles_ecn`]).
+    #[inline(always)]
     pub fn handles_ecn(&self) -> bool {
-        matches!(self, CongestionControl::Dctcp(_))
+        dispatch!(self, c => c.handles_ecn())
     }
 
-    /// Every ACK of new data, in recovery or not (DCTCP's marked-fraction bookkeeping).
-    /// Returns true if the controller cut the window in response to ECN.
-    pub fn observe(&mut self, w: &mut Window, info: &AckInfo) -> bool {
-        match self {
-            CongestionControl::Dctcp(d) => d.observe(w, info),
-            _ => false,
-        }
+    /// Every ACK of new data of an ECN connection whose controller handles
+    /// ECN; true if it cut the window ([`CongestionOps::on_ecn`]).
+    #[inline(always)]
+    pub fn on_ecn(&mut self, w: &mut Window, info: &AckInfo) -> bool {
+        dispatch!(self, c => c.on_ecn(w, info))
     }
 
-    /// Window growth on an ACK of new data outside loss recovery.
-    pub fn increase(&mut self, w: &mut Window, info: &AckInfo) {
-        match self {
-            CongestionControl::NewReno(c) => c.increase(w, info),
-            CongestionControl::Cubic(c) => c.increase(w, info),
-            CongestionControl::CubicLinux(c) => c.increase(w, info),
-            CongestionControl::Dctcp(c) => c.increase(w, info),
-            CongestionControl::Htcp(c) => c.increase(w, info),
-        }
+    /// Window growth on an ACK of new data outside loss recovery ([`CongestionOps::cong_avoid`]).
+    #[inline(always)]
+    pub fn cong_avoid(&mut self, w: &mut Window, info: &AckInfo) {
+        dispatch!(self, c => c.cong_avoid(w, info))
     }
 
     /// New `ssthresh` on entering loss recovery, on a (first) retransmission
-    /// timeout, or on a classic ECN echo: the same rule for all three
-    /// (RFC 5681 equation 4, RFC 9438 4.6 and 4.8, RFC 3168 6.1.2).
-    /// H-TCP's backoff is adaptive and restarts its clock at `now`.
-    pub fn ssthresh_after_loss(&mut self, now: SimTime, w: &Window, flight: u64) -> u64 {
-        match self {
-            CongestionControl::Htcp(c) => c.ssthresh_after_loss(now, w, flight),
-            CongestionControl::NewReno(_) | CongestionControl::Dctcp(_) => newreno::half_flight(w, flight),
-            CongestionControl::Cubic(c) => c.ssthresh_after_loss(w),
-            CongestionControl::CubicLinux(c) => c.ssthresh_after_loss(w),
-        }
+    /// timeout, or on a classic ECN echo ([`CongestionOps::ssthresh`]).
+    #[inline(always)]
+    pub fn ssthresh(&mut self, w: &Window, loss: &LossInfo) -> u64 {
+        dispatch!(self, c => c.ssthresh(w, loss))
+    }
+
+    /// The recovery state changed ([`CongestionOps::set_state`]).
+    #[inline(always)]
+    pub fn set_state(&mut self, w: &Window, state: CcState, now: SimTime) {
+        dispatch!(self, c => c.set_state(w, state, now))
+    }
+
+    /// The controller's pacing rate, if it sets one ([`CongestionOps::pacing_rate`]).
+    #[inline(always)]
+    pub fn pacing_rate(&self) -> Option<Rate> {
+        dispatch!(self, c => c.pacing_rate())
     }
 }

@@ -6,7 +6,7 @@
 //! ACK and congestion avoidance adds one SMSS per cwnd of acknowledged bytes, so
 //! delayed ACKs do not slow growth down.
 
-use super::{AckInfo, Window};
+use super::{AckInfo, CongestionOps, LossInfo, Window};
 
 #[derive(Clone, Debug)]
 pub struct NewReno {
@@ -46,6 +46,26 @@ pub fn half_flight(w: &Window, flight: u64) -> u64 {
     (flight / 2).max(2 * w.mss)
 }
 
+impl CongestionOps for NewReno {
+    fn name(&self) -> &str {
+        "newreno"
+    }
+
+    #[inline(always)]
+    fn cong_avoid(&mut self, w: &mut Window, ack: &AckInfo) {
+        self.increase(w, ack);
+    }
+
+    #[inline(always)]
+    fn ssthresh(&mut self, w: &Window, loss: &LossInfo) -> u64 {
+        half_flight(w, loss.flight)
+    }
+
+    fn clone_box(&self) -> Box<dyn CongestionOps> {
+        Box::new(self.clone())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -61,6 +81,8 @@ mod tests {
             srtt: None,
             min_rtt: None,
             rtt_sample: None,
+            flight: 0,
+            state: crate::transport::tcp::cc::CcState::Open,
         }
     }
 
