@@ -41,6 +41,7 @@ pub mod buffer;
 pub mod config;
 pub mod error;
 pub mod event_queue;
+pub mod extension;
 pub mod histogram;
 pub mod host;
 pub mod ids;

@@ -20,6 +20,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("device models", &["power", "buffer", "pipeline", "transport"]),
     ("hosts and network", &["host", "network"]),
     ("traffic", &["traffic"]),
+    ("extensions", &["extension"]),
     ("scenario", &["config"]),
     ("simulation", &["sim"]),
 ];
