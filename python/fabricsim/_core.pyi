@@ -16,6 +16,14 @@ BUILD: str
 def fill_defaults(scenario_json: str) -> str:
     """The resolved scenario with the core's defaults filled in for every field it leaves out."""
 
+def extensions() -> str:
+    """JSON ``{"buffer": {name: {"summary", "schema"}}, "rate_cc": {...}}``: the buffer admission policies
+    and RoCE rate controllers registered in this build of the core (docs/extending/)."""
+
+def check_extension_params(kind: str, name: str, params_json: str, classes: int) -> None:
+    """Check the parameters of registered model ``name`` (``kind``: "buffer" or "rate_cc") as its factory
+    would; raises ConfigError "params.<field>: ..." (buffer) or "cc_params.<field>: ..." (rate_cc)."""
+
 def _panic_in_core(message: str) -> None:
     """Panic inside the binding's guard: raises SimulationError (tests only)."""
 

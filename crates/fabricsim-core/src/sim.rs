@@ -263,13 +263,23 @@ impl Simulation {
                         Some(c) => (c, format!("network.switch_overrides.{name}.buffer")),
                         None => (&net.switch, "network.switch.buffer".to_string()),
                     };
-                    let b = BufferModel::build(&cfg.buffer, &port_rates[i], classes, &path)?;
+                    let b = match &cfg.buffer {
+                        BufferConfig::Custom(c) => {
+                            let ctx = crate::extension::buffer_policy::DeviceContext {
+                                port_rates_bps: &port_rates[i],
+                                classes,
+                            };
+                            let policy = crate::extension::buffer_policy::build(&c.model, &c.params, &ctx, &path)?;
+                            BufferModel::custom(&c.model, policy, port_rates[i].len(), classes)
+                        }
+                        builtin => BufferModel::build(builtin, &port_rates[i], classes, &path)?,
+                    };
                     let mtu = cfg.mtu_bytes.unwrap_or(u32::MAX);
                     (SimTime(cfg.latency_ps), cfg.forwarding, cfg.cut_through_bytes, mtu, b)
                 }
                 NodeKind::Host => {
                     let b = BufferModel::build(
-                        &BufferConfig::Static(StaticLimits {
+                        &BufferConfig::static_limits(StaticLimits {
                             port_bytes: net.host.nic_buffer_bytes,
                             queue_bytes: None,
                             queue_packets: None,
@@ -913,6 +923,7 @@ impl Simulation {
                     self.mark_packet(node, out, c, id, fabric::MarkReason::Afd);
                 }
             }
+            Verdict::Mark => self.mark_packet(node, out, class, id, fabric::MarkReason::Policy),
         }
         if red == AqmAction::Mark {
             self.mark_packet(node, out, class, id, fabric::MarkReason::Red);
@@ -1252,6 +1263,13 @@ impl Simulation {
             let queued: u64 = (0..n.num_ports).map(|l| self.ports[n.port(l).idx()].total_queued_bytes).sum();
             buffer_in_use += n.buffer.used_bytes();
             buffer_ok &= n.buffer.used_bytes() == queued;
+            // A registered policy's books agree with the ports, port by port.
+            if let BufferModel::Custom(m) = &n.buffer {
+                let view = m.view();
+                for l in 0..n.num_ports {
+                    buffer_ok &= view.port_bytes(l as usize) == self.ports[n.port(l).idx()].total_queued_bytes;
+                }
+            }
         }
         let completed = self.flows.iter().filter(|f| f.completed()).count();
 

@@ -164,6 +164,47 @@ fn fill_defaults(scenario_json: &str) -> PyResult<String> {
     guarded(|| sc.to_json())
 }
 
+/// The models registered from outside the core, as JSON:
+/// `{"buffer": {name: {"summary", "schema"}}, "rate_cc": {...}}`.
+#[pyfunction]
+fn extensions() -> PyResult<String> {
+    use fabricsim_core::extension::{buffer_policy, rate_cc};
+    guarded(|| {
+        let mut buffer = serde_json::Map::new();
+        for n in buffer_policy::names() {
+            if let Some(i) = buffer_policy::info(&n) {
+                buffer.insert(n, serde_json::json!({"summary": i.summary, "schema": i.schema}));
+            }
+        }
+        let mut rate = serde_json::Map::new();
+        for n in rate_cc::names() {
+            if let Some(i) = rate_cc::info(&n) {
+                rate.insert(n, serde_json::json!({"summary": i.summary, "schema": i.schema}));
+            }
+        }
+        serde_json::json!({"buffer": buffer, "rate_cc": rate}).to_string()
+    })
+}
+
+/// Checks the parameters of registered model `name` (`kind`: "buffer" or
+/// "rate_cc") as its factory would; raises `ConfigError` with the field
+/// (`params.<field>` / `cc_params.<field>`, or `model` / `cc` for an
+/// unknown name). `classes`: the scenario's classes.
+#[pyfunction]
+fn check_extension_params(kind: &str, name: &str, params_json: &str, classes: usize) -> PyResult<()> {
+    use fabricsim_core::extension::{buffer_policy, rate_cc};
+    let params: serde_json::Value =
+        serde_json::from_str(params_json).map_err(|e| ConfigError::new_err(format!("params: {e}")))?;
+    let res = guarded(|| match kind {
+        "buffer" => buffer_policy::validate(name, &params, &[100_000_000_000; 2], classes.clamp(1, 8)),
+        "rate_cc" => rate_cc::validate(name, &params),
+        other => {
+            Err(fabricsim_core::ConfigError::new("kind", format!("unknown value '{other}'; allowed: buffer, rate_cc")))
+        }
+    })?;
+    res.map_err(|e| ConfigError::new_err(e.to_string()))
+}
+
 /// Panics inside the same guard as every call into the core, to check that a
 /// panic reaches Python as `SimulationError` (used by the tests only).
 #[pyfunction]
@@ -191,6 +232,9 @@ fn features() -> Vec<&'static str> {
     if cfg!(feature = "example-extensions") {
         f.push("example-extensions");
     }
+    if cfg!(feature = "example-buffer") {
+        f.push("example-buffer");
+    }
     f
 }
 
@@ -199,6 +243,11 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Simulation>()?;
     m.add_function(wrap_pyfunction!(_panic_in_core, m)?)?;
     m.add_function(wrap_pyfunction!(fill_defaults, m)?)?;
+    m.add_function(wrap_pyfunction!(extensions, m)?)?;
+    m.add_function(wrap_pyfunction!(check_extension_params, m)?)?;
+    // Models built into this package from crates outside the core.
+    #[cfg(feature = "example-buffer")]
+    fabricsim_ext_example_buffer::register();
     m.add("ConfigError", m.py().get_type::<ConfigError>())?;
     m.add("SimulationError", m.py().get_type::<SimulationError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -42,6 +42,7 @@ from fabricsim.schema._base import (
     quantity,
     show,
 )
+from fabricsim.schema import extensions
 from fabricsim.schema.egress import Egress, HostOverride, PortShaper
 from fabricsim.schema.host import HostModel
 from fabricsim.schema.pipeline import Arbitration, Pipeline
@@ -155,7 +156,13 @@ _MODEL_FIELDS = {
     "voq": _VOQ_FIELDS,
     "intelligent": _INTELLIGENT_FIELDS,
 }
-_ALL_BUFFER_FIELDS = tuple(dict.fromkeys(f for fields in _MODEL_FIELDS.values() for f in fields))
+#: A policy registered in the core (``_core.extensions()``) takes only ``params``.
+_REGISTERED_FIELDS = ("params",)
+_ALL_BUFFER_FIELDS = tuple(dict.fromkeys(f for fields in _MODEL_FIELDS.values() for f in fields)) + _REGISTERED_FIELDS
+
+
+def _own_fields(model: str) -> tuple[str, ...]:
+    return _MODEL_FIELDS.get(model, _REGISTERED_FIELDS)
 
 
 def _size_or_time(value: Any) -> tuple[str, int]:
@@ -222,10 +229,13 @@ ClassPg = Annotated[list[Annotated[int, Field(ge=0, le=7)]], BeforeValidator(_cl
 class Buffer(Model):
     """Packet buffer of a switch: ``static`` per-port drop-tail, ``shared``
     with dynamic thresholds, ``voq`` (deep-buffer virtual output queues) or
-    ``intelligent`` (dynamic thresholds + elephant trap, AFD and DPP). Only the
-    fields of the chosen model may be set."""
+    ``intelligent`` (dynamic thresholds + elephant trap, AFD and DPP), or an
+    admission policy registered in the core by name, with its ``params``
+    (docs/extending/buffer-policy.md). Only the fields of the chosen model may be set."""
 
-    model: Annotated[BufferModel, one_of(BufferModel)] = "static"
+    model: Annotated[str, BeforeValidator(extensions.buffer_model)] = "static"
+    # a registered policy: its parameters, checked by the policy's factory
+    params: Optional[dict[str, Any]] = None
     # static
     port_size: Size = 1_000_000
     queue_size: Optional[Size] = None
@@ -262,15 +272,18 @@ class Buffer(Model):
     dpp_age: Duration = 5_000_000_000
     dpp_class: Optional[int] = Field(default=None, ge=0, le=7)
 
-    def issues(self) -> list[tuple[str, str]]:
-        """Fields that do not belong to the chosen model, and missing required ones."""
-        own = _MODEL_FIELDS[self.model]
+    def issues(self, classes: int = 8) -> list[tuple[str, str]]:
+        """Fields that do not belong to the chosen model, missing required ones, and a registered
+        policy's objections to its ``params`` (for a device of ``classes`` classes)."""
+        own = _own_fields(self.model)
         found = []
         for name in _ALL_BUFFER_FIELDS:
             if name in own or name not in self.model_fields_set:
                 continue
-            owners = " or ".join(m for m, fields in _MODEL_FIELDS.items() if name in fields)
+            owners = " or ".join(m for m, fields in _MODEL_FIELDS.items() if name in fields) or "a registered policy"
             found.append((name, f"only for model {owners} (model is {self.model})"))
+        if self.model not in _MODEL_FIELDS:
+            return found + extensions.param_issues("buffer", self.model, self.params or {}, classes)
         if self.model != "static" and self.size is None:
             found.append(("size", f"required field is missing for model {self.model}"))
         if self.model == "voq" and self.voq_limit is None:
@@ -280,10 +293,12 @@ class Buffer(Model):
     @model_serializer(mode="wrap")
     def _own_fields_only(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data = handler(self)
-        own = _MODEL_FIELDS[self.model]
+        own = _own_fields(self.model)
         return {key: value for key, value in data.items() if key == "model" or key in own}
 
     def to_resolved(self) -> dict[str, Any]:
+        if self.model not in _MODEL_FIELDS:
+            return {"model": self.model, "params": self.params or {}}
         if self.model == "static":
             return {"model": self.model, "port_bytes": self.port_size, "queue_bytes": self.queue_size,
                     "queue_packets": self.queue_packets}
@@ -610,10 +625,10 @@ class Network(Model):
                 name: o if o.egress is None else o.model_copy(update={"egress": _overlay(base, o.egress)})
                 for name, o in self.host_overrides.items()
             }
-        issues = [(f"switch.buffer.{field}", message) for field, message in self.switch.buffer.issues()]
+        issues = [(f"switch.buffer.{field}", message) for field, message in self.switch.buffer.issues(self.classes)]
         for name, spec in self.switch_overrides.items():
             path = f"switch_overrides.{name}.buffer"
-            issues.extend((f"{path}.{field}", message) for field, message in spec.buffer.issues())
+            issues.extend((f"{path}.{field}", message) for field, message in spec.buffer.issues(self.classes))
         if issues:
             raise issues_error(*issues)
         return self

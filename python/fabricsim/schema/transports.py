@@ -6,6 +6,7 @@ from pydantic import BeforeValidator, Field, PlainSerializer, PlainValidator, Wi
 
 from fabricsim import units
 from fabricsim.errors import unknown_value
+from fabricsim.schema import extensions
 from fabricsim.schema._base import (
     U32_MAX,
     Count32,
@@ -545,7 +546,9 @@ class Roce(Model):
     IP 20 + UDP 8 + BTH 12 + ICRC 4 + FCS 4), ACK every ``ack_every`` packets and
     at message ends, ACK/NACK and CNP classes, go-back-N timeout ``rto`` (default
     the NIC local ACK timeout 4.096 us x 2^14 = 67.108864 ms; time the QP's NIC
-    spends paused by PFC does not count)."""
+    spends paused by PFC does not count). ``cc``: the rate controller, ``dcqcn``
+    (the ``dcqcn`` section) or one registered in the core by name, with its
+    ``cc_params`` (docs/extending/rate-control.md)."""
 
     mtu: PacketSize = 1024
     header: HeaderSize = 62
@@ -555,9 +558,26 @@ class Roce(Model):
     rto: Duration = 67_108_864_000
     ecn: bool = True
     dcqcn: Dcqcn = Field(default_factory=Dcqcn)
+    cc: Annotated[str, BeforeValidator(extensions.rate_controller)] = "dcqcn"
+    cc_params: Optional[dict[str, Any]] = None
+
+    @model_validator(mode="after")
+    def _cc_params(self) -> "Roce":
+        if self.cc == "dcqcn":
+            if self.cc_params is not None:
+                raise issues_error(("cc_params", "only for a registered rate controller (cc is dcqcn)"))
+            return self
+        issues = extensions.param_issues("rate_cc", self.cc, self.cc_params or {})
+        if issues:
+            raise issues_error(*issues)
+        return self
 
     def to_resolved(self) -> dict[str, Any]:
+        # A registered controller is named only when chosen, so that runs with
+        # DCQCN resolve to the same document as before.
+        chosen = {} if self.cc == "dcqcn" else {"cc": self.cc, "cc_params": self.cc_params or {}}
         return {
+            **chosen,
             "mtu_bytes": self.mtu,
             "header_bytes": self.header,
             "ack_every": self.ack_every,

@@ -4,11 +4,15 @@
 //! queue, the device asks the model to [`admit`](BufferModel::admit) it; the
 //! model charges the packet to its accounting or answers with a drop reason. When
 //! the packet leaves the queue (starts transmission) the device
-//! [`release`](BufferModel::release)s it. Models are a closed enum, one file
-//! each, so dispatch is a `match` the compiler can inline.
+//! [`release`](BufferModel::release)s it. The built-in models are an enum,
+//! one file each, so dispatch is a `match` the compiler can inline; a policy
+//! from outside the core implements [`AdmissionPolicy`] and runs as
+//! [`BufferModel::Custom`] inside a [`PolicyBuffer`] that keeps its books
+//! (`policy.rs`, `docs/extending/buffer-policy.md`).
 
 pub mod intelligent;
 pub mod pfc;
+pub mod policy;
 pub mod shared;
 pub mod static_buffer;
 pub mod voq;
@@ -17,16 +21,64 @@ use crate::error::ConfigError;
 use crate::stats::DropReason;
 use crate::units::{Rate, SimTime};
 pub use intelligent::{IntelligentBuffer, IntelligentConfig};
+pub use policy::{AdmissionPolicy, BufferView, PolicyBuffer};
 use serde::{Deserialize, Serialize};
 pub use shared::{Reservations, SharedBuffer, SharedBufferConfig, SharedParams};
 pub use static_buffer::{Occupancy, StaticBuffer, StaticLimits};
 pub use voq::{VoqBuffer, VoqConfig};
 
 /// Buffer (MMU) model of a device, chosen by `model`; each model's module
-/// holds its configuration.
+/// holds its configuration. A `model` that is not one of the built-in names
+/// is a [`CustomBufferConfig`]: a policy registered by that name
+/// (`extension::buffer_policy`) with its `params`.
+#[derive(Clone, Debug, Serialize)]
+#[serde(untagged)]
+pub enum BufferConfig {
+    Builtin(BuiltinBufferConfig),
+    Custom(CustomBufferConfig),
+}
+
+/// A registered admission policy by name, with its parameters (checked by the
+/// policy's factory when the world is built).
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CustomBufferConfig {
+    pub model: String,
+    #[serde(default)]
+    pub params: serde_json::Value,
+}
+
+/// Names of the built-in models, as written in `model`.
+pub const BUILTIN_MODELS: [&str; 4] = ["static", "shared", "voq", "intelligent"];
+
+impl<'de> Deserialize<'de> for BufferConfig {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let v = serde_json::Value::deserialize(d)?;
+        let builtin = match v.get("model") {
+            None => true,
+            Some(serde_json::Value::String(m)) => BUILTIN_MODELS.contains(&m.as_str()),
+            Some(_) => return Err(D::Error::custom("buffer `model` must be a string")),
+        };
+        if builtin {
+            serde_json::from_value(v).map(BufferConfig::Builtin).map_err(D::Error::custom)
+        } else {
+            serde_json::from_value(v).map(BufferConfig::Custom).map_err(D::Error::custom)
+        }
+    }
+}
+
+impl BufferConfig {
+    /// A static buffer with these limits.
+    pub fn static_limits(limits: StaticLimits) -> BufferConfig {
+        BufferConfig::Builtin(BuiltinBufferConfig::Static(limits))
+    }
+}
+
+/// The built-in models' configurations, chosen by `model`.
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(tag = "model", rename_all = "snake_case", deny_unknown_fields)]
-pub enum BufferConfig {
+pub enum BuiltinBufferConfig {
     /// Static per-port drop-tail buffer, optionally with per-queue caps in
     /// bytes and in packets (see `buffer/static_buffer.rs`).
     Static(StaticLimits),
@@ -40,7 +92,7 @@ pub enum BufferConfig {
 
 impl Default for BufferConfig {
     fn default() -> Self {
-        BufferConfig::Static(StaticLimits { port_bytes: 1_000_000, queue_bytes: None, queue_packets: None })
+        BufferConfig::static_limits(StaticLimits { port_bytes: 1_000_000, queue_bytes: None, queue_packets: None })
     }
 }
 
@@ -71,38 +123,58 @@ pub enum Verdict {
     Admit,
     Drop(DropReason),
     /// Admitted into queue `class` of the egress port (which may differ from
-    /// the packet's class), CE-marked if `mark`.
+    /// the packet's class), CE-marked if `mark` (built-in models only).
     Steer {
         class: u8,
         mark: bool,
     },
+    /// Admitted into its own queue and CE-marked if it is ECN-capable (an
+    /// admission policy's mark; the `marks` table's reason `policy`).
+    Mark,
 }
 
 /// The buffer models; see each variant's module for its rules.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub enum BufferModel {
     Static(StaticBuffer),
     Shared(SharedBuffer),
     Voq(VoqBuffer),
     Intelligent(Box<IntelligentBuffer>),
+    /// A policy from outside the core, with the books kept for it.
+    Custom(Box<PolicyBuffer>),
 }
 
 impl BufferModel {
+    /// The model of a registered policy (built by its factory) for a device
+    /// with `ports` ports and `classes` classes.
+    pub fn custom(name: &str, policy: Box<dyn AdmissionPolicy>, ports: usize, classes: usize) -> Self {
+        BufferModel::Custom(Box::new(PolicyBuffer::new(name, policy, ports, classes)))
+    }
+
     /// Builds the model for a device with `ports` ports (of rates
     /// `port_rates`, bit/s) and `classes` classes.
     pub fn build(cfg: &BufferConfig, port_rates: &[u64], classes: usize, path: &str) -> Result<Self, ConfigError> {
         let ports = port_rates.len();
+        let cfg = match cfg {
+            BufferConfig::Builtin(c) => c,
+            BufferConfig::Custom(c) => {
+                return Err(ConfigError::new(
+                    format!("{path}.model"),
+                    format!("'{}' is a registered policy; it is built by its factory", c.model),
+                ))
+            }
+        };
         match cfg {
-            BufferConfig::Static(limits) => {
+            BuiltinBufferConfig::Static(limits) => {
                 limits.validate(path)?;
                 Ok(BufferModel::Static(StaticBuffer::new(ports, *limits)))
             }
-            BufferConfig::Shared(c) => {
+            BuiltinBufferConfig::Shared(c) => {
                 let p = c.params(port_rates, classes, path)?;
                 Ok(BufferModel::Shared(SharedBuffer::new(ports, classes, &p)))
             }
-            BufferConfig::Voq(v) => Ok(BufferModel::Voq(VoqBuffer::new(v, ports, classes, path)?)),
-            BufferConfig::Intelligent(c) => {
+            BuiltinBufferConfig::Voq(v) => Ok(BufferModel::Voq(VoqBuffer::new(v, ports, classes, path)?)),
+            BuiltinBufferConfig::Intelligent(c) => {
                 Ok(BufferModel::Intelligent(Box::new(IntelligentBuffer::new(c, ports, classes, 0, 0, path)?)))
             }
         }
@@ -117,6 +189,7 @@ impl BufferModel {
                 m.reseed(seed, node);
                 m.set_port_rates(rates);
             }
+            BufferModel::Custom(m) => m.attach(rates),
             _ => {}
         }
     }
@@ -166,6 +239,7 @@ impl BufferModel {
             BufferModel::Shared(m) => m.capacity_bytes(),
             BufferModel::Voq(m) => m.capacity_bytes(),
             BufferModel::Intelligent(m) => m.base().capacity_bytes(),
+            BufferModel::Custom(m) => m.capacity_bytes(),
         }
     }
 
@@ -186,6 +260,7 @@ impl BufferModel {
             BufferModel::Shared(m) => m.admit(req),
             BufferModel::Voq(m) => m.admit(req),
             BufferModel::Intelligent(m) => m.admit(req),
+            BufferModel::Custom(m) => m.admit(*req),
         }
     }
 
@@ -197,6 +272,7 @@ impl BufferModel {
             BufferModel::Shared(m) => m.release(req),
             BufferModel::Voq(m) => m.release(req),
             BufferModel::Intelligent(m) => m.release(req),
+            BufferModel::Custom(m) => m.release(*req),
         }
     }
 
@@ -207,6 +283,7 @@ impl BufferModel {
             BufferModel::Shared(m) => m.used_bytes(),
             BufferModel::Voq(m) => m.used_bytes(),
             BufferModel::Intelligent(m) => m.used_bytes(),
+            BufferModel::Custom(m) => m.used_bytes(),
         }
     }
 
@@ -237,16 +314,18 @@ impl BufferModel {
             BufferModel::Shared(m) => m.high_water_bytes(),
             BufferModel::Voq(m) => m.high_water_bytes(),
             BufferModel::Intelligent(m) => m.base().high_water_bytes(),
+            BufferModel::Custom(m) => m.high_water_bytes(),
         }
     }
 
     /// Name of the model as written in scenarios.
-    pub fn name(&self) -> &'static str {
+    pub fn name(&self) -> &str {
         match self {
             BufferModel::Static(_) => "static",
             BufferModel::Shared(_) => "shared",
             BufferModel::Voq(_) => "voq",
             BufferModel::Intelligent(_) => "intelligent",
+            BufferModel::Custom(m) => m.name(),
         }
     }
 }

@@ -9,6 +9,13 @@
 //! and the registered code, never on the order of registration.
 //!
 //! - [`tcp_cc`]: TCP congestion controllers (`tcp.cc`, `tcp.cc_params`),
-//!   implementing [`CongestionOps`](crate::transport::tcp::cc::CongestionOps).
+//!   implementing [`CongestionOps`](crate::transport::tcp::cc::CongestionOps);
+//! - [`buffer_policy`]: admission policies of switch buffers (`buffer.model`
+//!   with its `params`);
+//! - [`rate_cc`]: rate controllers of RoCE queue pairs (`roce.cc`, `roce.cc_params`).
+//!
+//! See `docs/extending/`.
 
+pub mod buffer_policy;
+pub mod rate_cc;
 pub mod tcp_cc;

@@ -19,7 +19,7 @@
 //! filtering costs nothing per packet.
 
 use super::Simulation;
-use crate::buffer::BufferConfig;
+use crate::buffer::{BufferConfig, BuiltinBufferConfig};
 use crate::config::Scenario;
 use crate::error::ConfigError;
 use crate::network::topology::NodeKind;
@@ -56,7 +56,7 @@ impl Simulation {
                     "a broadcast fabric delivers from the header on: forwarding must be cut_through",
                 ));
             }
-            if !matches!(cfg.buffer, BufferConfig::Static(_)) {
+            if !matches!(cfg.buffer, BufferConfig::Builtin(BuiltinBufferConfig::Static(_))) {
                 return Err(ConfigError::new(
                     format!("{path}.buffer.model"),
                     "a broadcast fabric has one receive buffer per adapter: the buffer model must be static",

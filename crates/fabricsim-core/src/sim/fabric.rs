@@ -22,9 +22,13 @@ pub enum MarkReason {
     Red = 0,
     /// AFD of the intelligent buffer in ECN mode.
     Afd = 1,
+    /// A registered admission policy's mark ([`crate::buffer::Verdict::Mark`]).
+    Policy = 2,
 }
 
-const MARK_LABELS: [&str; 2] = ["red", "afd"];
+/// Mark reasons' labels; `policy` is listed only in runs with such marks, so
+/// runs of the built-in models keep their two labels.
+const MARK_LABELS: [&str; 3] = ["red", "afd", "policy"];
 /// Pool column labels: the whole device, then service pools 0..7.
 const POOL_LABELS: [&str; 9] = ["total", "pool0", "pool1", "pool2", "pool3", "pool4", "pool5", "pool6", "pool7"];
 
@@ -143,7 +147,10 @@ impl Simulation {
             "reason",
             Column::Cat {
                 codes: f.marks.keys().map(|k| k.3 as u32).collect(),
-                labels: MARK_LABELS.iter().map(|x| x.to_string()).collect(),
+                labels: MARK_LABELS[..if f.marks.keys().any(|k| k.3 == MarkReason::Policy) { 3 } else { 2 }]
+                    .iter()
+                    .map(|x| x.to_string())
+                    .collect(),
             },
         );
         t.push("packets", Column::U64(f.marks.values().map(|v| v.0).collect()));
@@ -167,21 +174,20 @@ impl Simulation {
         let switches: Vec<usize> = (0..self.nodes.len()).filter(|&i| self.nodes[i].kind == NodeKind::Switch).collect();
         let mut t = Table::default();
         t.push("node", Column::U32(switches.iter().map(|&i| i as u32).collect()));
-        t.push(
-            "model",
-            Column::Cat {
-                codes: switches
-                    .iter()
-                    .map(|&i| match self.nodes[i].buffer.name() {
-                        "static" => 0,
-                        "shared" => 1,
-                        "voq" => 2,
-                        _ => 3,
-                    })
-                    .collect(),
-                labels: ["static", "shared", "voq", "intelligent"].iter().map(|x| x.to_string()).collect(),
-            },
-        );
+        // Built-in model names, then each registered policy's name in order of first use.
+        let mut labels: Vec<String> = crate::buffer::BUILTIN_MODELS.iter().map(|x| x.to_string()).collect();
+        let mut codes = Vec::with_capacity(switches.len());
+        for &i in &switches {
+            let name = self.nodes[i].buffer.name();
+            codes.push(match labels.iter().position(|l| l == name) {
+                Some(k) => k as u32,
+                None => {
+                    labels.push(name.to_string());
+                    labels.len() as u32 - 1
+                }
+            });
+        }
+        t.push("model", Column::Cat { codes, labels });
         t.push(
             "capacity_bytes",
             Column::U64(switches.iter().map(|&i| self.nodes[i].buffer.capacity_bytes()).collect()),

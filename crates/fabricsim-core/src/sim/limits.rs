@@ -33,7 +33,7 @@
 //! over the three tables on the quick start with 1 ns bins).
 
 use super::transport::TcpFlow;
-use crate::buffer::BufferConfig;
+use crate::buffer::{BufferConfig, BuiltinBufferConfig};
 use crate::config::{Scenario, TrafficConfig};
 use crate::error::ConfigError;
 use crate::network::topology::{ExplicitNode, HostsPerLeaf, NodeKindConfig, TopologyConfig};
@@ -330,7 +330,7 @@ pub fn estimated_world_bytes(sc: &Scenario) -> Result<u64, ConfigError> {
             Some(c) => (c, format!("network.switch_overrides.{name}.buffer")),
             None => (&sc.network.switch, "network.switch.buffer".to_string()),
         };
-        if let BufferConfig::Voq(_) = cfg.buffer {
+        if let BufferConfig::Builtin(BuiltinBufferConfig::Voq(_)) = cfg.buffer {
             let p = *ports as u128;
             let voqs = p * (p + 1) * classes;
             if voqs > MAX_VOQS as u128 {

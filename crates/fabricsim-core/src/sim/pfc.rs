@@ -13,7 +13,7 @@
 use super::{Event, Simulation};
 use crate::buffer::pfc::{PfcIngress, Xoff};
 use crate::buffer::shared::alpha_exponent;
-use crate::buffer::BufferConfig;
+use crate::buffer::{BufferConfig, BuiltinBufferConfig};
 use crate::config::Scenario;
 use crate::error::ConfigError;
 use crate::ids::{NodeId, PacketId, PortId};
@@ -81,7 +81,7 @@ impl Simulation {
             let path = format!("{path}.pfc");
             let err = |f: &str, m: String| ConfigError::new(format!("{path}.{f}"), m);
             let cell = match &cfg.buffer {
-                BufferConfig::Shared(c) => c.cell_bytes as u64,
+                BufferConfig::Builtin(BuiltinBufferConfig::Shared(c)) => c.cell_bytes as u64,
                 _ => return Err(err("classes", "PFC needs buffer model shared".into())),
             };
             if p.classes.is_empty() {

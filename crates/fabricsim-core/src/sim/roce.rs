@@ -1,5 +1,6 @@
 //! RoCEv2 RC queue pairs inside the simulation: the `rdma_write` application,
-//! rate-based sending with DCQCN, PSNs, ACK coalescing, NACK and go-back-N,
+//! rate-based sending with DCQCN or a registered rate controller
+//! (`transport/roce/rate.rs`, `extension/rate_cc.rs`), PSNs, ACK coalescing, NACK and go-back-N,
 //! the retransmission timer, CNP generation at the receiver, and the RoCE
 //! columns of the flows table.
 //!
@@ -22,9 +23,58 @@ use crate::packet::{Packet, PacketKind, ECN_CE, ECN_ECT, ECN_NOT_ECT};
 use crate::rng::mix64;
 use crate::stats::{Column, FlowKind, FlowStats, Table};
 use crate::transport::roce::dcqcn::Dcqcn;
-use crate::transport::roce::{RdmaWriteConfig, RoceConfig, FLAG_LAST, FLAG_RETX, OP_ACK, OP_CNP, OP_DATA, OP_NACK};
+use crate::transport::roce::rate::{AckFeedback, RateControl};
+use crate::transport::roce::{
+    RdmaWriteConfig, RoceConfig, FLAG_ECE, FLAG_LAST, FLAG_RETX, OP_ACK, OP_CNP, OP_DATA, OP_NACK,
+};
 use crate::units::SimTime;
 use std::collections::{BTreeMap, VecDeque};
+
+/// A QP's rate controller: DCQCN called directly, or a registered one.
+/// DCQCN is kept in place (the common case; a QP is large anyway).
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
+enum QpCc {
+    Dcqcn(Dcqcn),
+    Custom { cc: Box<dyn RateControl>, cnps: u64 },
+}
+
+impl QpCc {
+    fn cnps(&self) -> u64 {
+        match self {
+            QpCc::Dcqcn(d) => d.cnps,
+            QpCc::Custom { cnps, .. } => *cnps,
+        }
+    }
+    fn cuts(&self) -> u64 {
+        match self {
+            QpCc::Dcqcn(d) => d.cuts,
+            QpCc::Custom { cc, .. } => cc.cuts(),
+        }
+    }
+    #[inline]
+    fn rate_bps(&self) -> u64 {
+        match self {
+            QpCc::Dcqcn(d) => d.rate_bps(),
+            QpCc::Custom { cc, .. } => cc.rate_bps().max(1),
+        }
+    }
+    #[inline]
+    fn timer_at(&self) -> Option<SimTime> {
+        match self {
+            QpCc::Dcqcn(d) => d.inc_at,
+            QpCc::Custom { cc, .. } => cc.timer_at(),
+        }
+    }
+    /// The controller's window, if it keeps one.
+    #[inline]
+    fn window_bytes(&self) -> Option<u64> {
+        match self {
+            QpCc::Dcqcn(_) => None,
+            QpCc::Custom { cc, .. } => cc.window_bytes(),
+        }
+    }
+}
 
 #[derive(Debug)]
 pub(super) struct Qp {
@@ -47,7 +97,9 @@ pub(super) struct Qp {
     rto_at: Option<SimTime>,
     /// Paused time of the QP's NIC class when the timer was armed.
     rto_paused_mark: u64,
-    cc: Dcqcn,
+    cc: QpCc,
+    /// Frame bytes of a full data packet (for the controller's window).
+    frame: u64,
     gen: u32,
     timer_at: Option<SimTime>,
     blocked: bool,
@@ -56,6 +108,8 @@ pub(super) struct Qp {
     unacked: u32,
     nack_for: u64,
     last_cnp: Option<SimTime>,
+    /// A CE-marked data packet arrived since the last ACK or NACK (echoed on the next one).
+    ce_unechoed: bool,
     delivered: u64,
     // statistics
     retransmits: u64,
@@ -124,7 +178,8 @@ impl Simulation {
             return Err(ConfigError::new(format!("{path}.message_size"), "must be > 0"));
         }
         let cfg = r.roce.clone().unwrap_or_else(|| self.roce.default.clone());
-        cfg.validate(&format!("{path}.roce"), self.classes)?;
+        let roce_path = if r.roce.is_some() { format!("{path}.roce") } else { "roce".to_string() };
+        cfg.validate(&roce_path, self.classes)?;
         let mtu = cfg.mtu_bytes as u64;
         let ppm = r.message_bytes.div_ceil(mtu);
         let last_payload = (r.message_bytes - (ppm - 1) * mtu) as u32;
@@ -165,7 +220,21 @@ impl Simulation {
                 let q = self.roce.qps.len() as u32;
                 self.roce.flow_qp.resize(self.flows.len(), u32::MAX);
                 self.roce.flow_qp[flow.idx()] = q;
-                let cc = Dcqcn::new(&self.roce.cfgs[cfg_idx as usize].dcqcn, line);
+                let c = &self.roce.cfgs[cfg_idx as usize];
+                let cc = if c.custom_cc() {
+                    let ctx = crate::extension::rate_cc::QpContext {
+                        line_rate_bps: line,
+                        mtu_bytes: c.mtu_bytes,
+                        frame_bytes: c.data_frame(c.mtu_bytes),
+                        qp: q,
+                        seed: self.seed,
+                    };
+                    let cc = crate::extension::rate_cc::build(&c.cc, &c.cc_params, &ctx, &roce_path)?;
+                    QpCc::Custom { cc, cnps: 0 }
+                } else {
+                    QpCc::Dcqcn(Dcqcn::new(&c.dcqcn, line))
+                };
+                let frame = c.data_frame(c.mtu_bytes) as u64;
                 self.roce.qps.push(Qp {
                     flow,
                     src,
@@ -185,6 +254,7 @@ impl Simulation {
                     rto_at: None,
                     rto_paused_mark: 0,
                     cc,
+                    frame,
                     gen: 0,
                     timer_at: None,
                     blocked: false,
@@ -192,6 +262,7 @@ impl Simulation {
                     unacked: 0,
                     nack_for: u64::MAX,
                     last_cnp: None,
+                    ce_unechoed: false,
                     delivered: 0,
                     retransmits: 0,
                     timeouts: 0,
@@ -215,7 +286,10 @@ impl Simulation {
         let now = self.now;
         let qp = &mut self.roce.qps[q as usize];
         self.flows[qp.flow.idx()].start_ps = now.0;
-        qp.cc.start(now);
+        match &mut qp.cc {
+            QpCc::Dcqcn(d) => d.start(now),
+            QpCc::Custom { cc, .. } => cc.start(now),
+        }
         qp.next_send = now;
         self.roce_pump(q);
     }
@@ -248,14 +322,24 @@ impl Simulation {
                 qp.rto_at = None;
             }
         }
-        if qp.cc.inc_at.is_some_and(|t| t <= now) {
-            qp.cc.on_timer(&cfg.dcqcn, now);
+        match &mut qp.cc {
+            QpCc::Dcqcn(d) => {
+                if d.inc_at.is_some_and(|t| t <= now) {
+                    d.on_timer(&cfg.dcqcn, now);
+                }
+            }
+            QpCc::Custom { cc, .. } => {
+                if cc.timer_at().is_some_and(|t| t <= now) {
+                    cc.on_timer(now);
+                }
+            }
         }
         self.roce_pump(q);
     }
 
     /// A free slot opened in the NIC queue of port `pid`: wake one waiting QP.
-    #[inline]
+    /// Out of line: `start_next` keeps its registers for runs without RoCE.
+    #[inline(never)]
     pub(super) fn roce_wake(&mut self, pid: PortId) {
         if let Some(q) = self.roce.wait[pid.idx()].pop_front() {
             self.roce.qps[q as usize].blocked = false;
@@ -265,7 +349,9 @@ impl Simulation {
 
     #[inline]
     fn can_send(qp: &Qp) -> bool {
-        qp.snd_nxt < qp.total && qp.snd_nxt / qp.ppm < qp.snd_una / qp.ppm + qp.window
+        qp.snd_nxt < qp.total
+            && qp.snd_nxt / qp.ppm < qp.snd_una / qp.ppm + qp.window
+            && qp.cc.window_bytes().is_none_or(|w| (qp.snd_nxt - qp.snd_una) * qp.frame < w.max(qp.frame))
     }
 
     /// Sends if a packet is due, then re-arms the QP's timer.
@@ -277,7 +363,7 @@ impl Simulation {
         }
         let qp = &mut self.roce.qps[q as usize];
         let send = (!qp.blocked && !qp.done && Self::can_send(qp)).then(|| qp.next_send.max(now));
-        let inc = if qp.done { None } else { qp.cc.inc_at };
+        let inc = if qp.done { None } else { qp.cc.timer_at() };
         let deadline = [send, qp.rto_at, inc].into_iter().flatten().min();
         if let Some(d) = deadline {
             if qp.timer_at.map_or(true, |cur| d < cur) {
@@ -321,14 +407,24 @@ impl Simulation {
             let paused = self.ports[qp.port.idx()].paused & (1 << qp.class) != 0;
             qp.rto_paused_mark = self.pfc.paused_ps(qp.port, qp.class, now, paused);
         }
-        if cfg.dcqcn.enabled {
-            qp.cc.on_sent(&cfg.dcqcn, size as u64);
-        }
-        let rate = if cfg.dcqcn.enabled { qp.cc.rate_bps() } else { self.ports[qp.port.idx()].rate.bps() };
+        let rate = match &mut qp.cc {
+            QpCc::Dcqcn(d) => {
+                if cfg.dcqcn.enabled {
+                    d.on_sent(&cfg.dcqcn, size as u64);
+                    d.rate_bps()
+                } else {
+                    self.ports[qp.port.idx()].rate.bps()
+                }
+            }
+            QpCc::Custom { cc, .. } => {
+                cc.on_sent(size as u64, now);
+                cc.rate_bps().max(1)
+            }
+        };
         qp.next_send = now + crate::units::Rate(rate).serialization_time(size as u64 + self.overhead);
         let ecn = if cfg.ecn { ECN_ECT } else { ECN_NOT_ECT };
         let (src, dst, class, hash) = (qp.src, qp.dst, qp.class, qp.hash);
-        self.roce_emit(q, src, dst, class, hash, flags, psn, 0, payload, size, ecn);
+        self.roce_emit(q, src, dst, class, hash, flags, psn, 0, payload, size, ecn, SimTime::ZERO);
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -345,6 +441,7 @@ impl Simulation {
         len: u32,
         size: u32,
         ecn: u8,
+        ts_echo: SimTime,
     ) {
         let now = self.now;
         let flow = self.roce.qps[q as usize].flow;
@@ -354,20 +451,27 @@ impl Simulation {
             len,
             flags,
             ecn,
+            ts_echo,
             ..Packet::new(flow, src, dst, size, PacketKind::Roce, class, hash, now)
         };
         let id = self.create_packet(pkt);
         self.inject(src, id);
     }
 
-    /// Sends an ACK, NACK or CNP from the receiver of QP `q`.
-    fn roce_control(&mut self, q: u32, op: u8, epsn: u64) {
-        let qp = &self.roce.qps[q as usize];
+    /// Sends an ACK, NACK or CNP from the receiver of QP `q`; an ACK or NACK
+    /// echoes `sent` (the send time of the data packet that triggered it) and
+    /// any CE mark seen since the previous one.
+    fn roce_control(&mut self, q: u32, op: u8, epsn: u64, sent: SimTime) {
+        let qp = &mut self.roce.qps[q as usize];
         let cfg = &self.roce.cfgs[qp.cfg as usize];
         let (size, class) =
             if op == OP_CNP { (cfg.cnp_frame(), cfg.cnp_class) } else { (cfg.ack_frame(), cfg.ack_class()) };
+        let mut flags = op;
+        if op != OP_CNP && std::mem::take(&mut qp.ce_unechoed) {
+            flags |= FLAG_ECE;
+        }
         let (src, dst, hash) = (qp.dst, qp.src, mix64(qp.hash ^ 0xac));
-        self.roce_emit(q, src, dst, class, hash, op, 0, epsn, 0, size, ECN_NOT_ECT);
+        self.roce_emit(q, src, dst, class, hash, flags, 0, epsn, 0, size, ECN_NOT_ECT, sent);
     }
 
     /// A RoCE packet reached host `node` (its destination).
@@ -382,7 +486,8 @@ impl Simulation {
                 let mut cnp = false;
                 if pkt.ecn == ECN_CE {
                     qp.ce += 1;
-                    if cfg.dcqcn.enabled && qp.last_cnp.map_or(true, |t| (now - t).0 >= cfg.dcqcn.cnp_interval_ps) {
+                    qp.ce_unechoed = true;
+                    if cfg.sends_cnps() && qp.last_cnp.map_or(true, |t| (now - t).0 >= cfg.dcqcn.cnp_interval_ps) {
                         qp.last_cnp = Some(now);
                         cnp = true;
                     }
@@ -409,14 +514,25 @@ impl Simulation {
                     reply = Some((OP_ACK, qp.epsn));
                 }
                 if cnp {
-                    self.roce_control(q, OP_CNP, 0);
+                    self.roce_control(q, OP_CNP, 0, SimTime::ZERO);
                 }
                 if let Some((op, e)) = reply {
-                    self.roce_control(q, op, e);
+                    self.roce_control(q, op, e, pkt.ts);
                 }
             }
             OP_ACK | OP_NACK => {
                 let a = pkt.ack;
+                if let QpCc::Custom { cc, .. } = &mut qp.cc {
+                    cc.on_ack(&AckFeedback {
+                        now,
+                        expected_psn: a,
+                        newly_acked: a.saturating_sub(qp.snd_una),
+                        nack: op == OP_NACK,
+                        ecn_echo: pkt.flags & FLAG_ECE != 0,
+                        rtt: Some(now - pkt.ts_echo),
+                        int: &[],
+                    });
+                }
                 if a > qp.snd_una {
                     for _ in qp.snd_una / qp.ppm..a / qp.ppm {
                         let st = qp.msg_starts.pop_front().unwrap_or(now);
@@ -447,8 +563,16 @@ impl Simulation {
                 self.roce_pump(q);
             }
             _ => {
-                if cfg.dcqcn.enabled {
-                    qp.cc.on_cnp(&cfg.dcqcn, now);
+                match &mut qp.cc {
+                    QpCc::Dcqcn(d) => {
+                        if cfg.dcqcn.enabled {
+                            d.on_cnp(&cfg.dcqcn, now);
+                        }
+                    }
+                    QpCc::Custom { cc, cnps } => {
+                        *cnps += 1;
+                        cc.on_cnp(now);
+                    }
                 }
                 self.roce_pump(q);
             }
@@ -507,8 +631,8 @@ impl Simulation {
         }
         let u64col = |g: &dyn Fn(&Qp) -> u64| Column::U64((0..n).map(|f| get(f).map_or(0, g)).collect());
         t.push("nacks", u64col(&|q| q.nacks));
-        t.push("cnps", u64col(&|q| q.cc.cnps));
-        t.push("rate_cuts", u64col(&|q| q.cc.cuts));
+        t.push("cnps", u64col(&|q| q.cc.cnps()));
+        t.push("rate_cuts", u64col(&|q| q.cc.cuts()));
         t.push("messages_completed", u64col(&|q| q.msgs_done));
         t.push(
             "msg_time_mean_ps",
@@ -539,6 +663,6 @@ impl Simulation {
         s.insert("rdma_retransmits".into(), sum(&|q| q.retransmits));
         s.insert("rdma_timeouts".into(), sum(&|q| q.timeouts));
         s.insert("rdma_nacks".into(), sum(&|q| q.nacks));
-        s.insert("rdma_cnps".into(), sum(&|q| q.cc.cnps));
+        s.insert("rdma_cnps".into(), sum(&|q| q.cc.cnps()));
     }
 }

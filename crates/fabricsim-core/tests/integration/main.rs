@@ -14,6 +14,7 @@ mod outputs;
 mod pcap;
 mod pipeline;
 mod power;
+mod rate_control;
 mod roce;
 mod shared_buffer;
 mod stall;

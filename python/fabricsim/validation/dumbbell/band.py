@@ -7,6 +7,7 @@ the band), or too few drops to form a ratio."""
 
 from __future__ import annotations
 
+import multiprocessing
 import statistics
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -143,7 +144,9 @@ def grid_points(records: Sequence[dict[str, Any]], seed: int = 1, workers: int =
     jobs = [(record, seed) for record in records]
     if workers <= 1 or len(jobs) <= 1:
         return [_point_job(job) for job in jobs]
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    # Fresh interpreters: a process that has run simulations holds the core's
+    # threads, which a fork would copy mid-lock.
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         return list(pool.map(_point_job, jobs))
 
 

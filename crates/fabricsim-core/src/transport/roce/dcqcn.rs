@@ -14,11 +14,15 @@
 //!   Rc <- (Rt + Rc)/2. Rates are capped at line rate; the timer stops once
 //!   both reach it.
 
+use super::rate::{AckFeedback, RateControl};
 use super::DcqcnConfig;
 use crate::units::SimTime;
 
+/// The reaction point's state; it keeps a copy of its parameters, so that it
+/// also answers as a [`RateControl`].
 #[derive(Clone, Debug)]
 pub struct Dcqcn {
+    cfg: DcqcnConfig,
     /// Current rate Rc and target rate Rt in bit/s.
     pub rc: f64,
     pub rt: f64,
@@ -41,6 +45,7 @@ impl Dcqcn {
     pub fn new(cfg: &DcqcnConfig, line_bps: u64) -> Self {
         let scale = line_bps as f64 / 25e9;
         Dcqcn {
+            cfg: *cfg,
             rc: line_bps as f64,
             rt: line_bps as f64,
             alpha: cfg.initial_alpha,
@@ -131,6 +136,36 @@ impl Dcqcn {
     }
 }
 
+/// DCQCN as a [`RateControl`]: the calls above with the kept parameters.
+/// ACKs carry nothing DCQCN reads (it reacts to CNPs).
+impl RateControl for Dcqcn {
+    fn start(&mut self, now: SimTime) {
+        Dcqcn::start(self, now)
+    }
+    fn on_sent(&mut self, bytes: u64, _now: SimTime) {
+        let cfg = self.cfg;
+        Dcqcn::on_sent(self, &cfg, bytes)
+    }
+    fn on_cnp(&mut self, now: SimTime) {
+        let cfg = self.cfg;
+        Dcqcn::on_cnp(self, &cfg, now)
+    }
+    fn on_ack(&mut self, _fb: &AckFeedback<'_>) {}
+    fn timer_at(&self) -> Option<SimTime> {
+        self.inc_at
+    }
+    fn on_timer(&mut self, now: SimTime) {
+        let cfg = self.cfg;
+        Dcqcn::on_timer(self, &cfg, now)
+    }
+    fn rate_bps(&self) -> u64 {
+        Dcqcn::rate_bps(self)
+    }
+    fn cuts(&self) -> u64 {
+        self.cuts
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,5 +215,32 @@ mod tests {
         d.t = 1;
         d.on_timer(&cfg, SimTime::ZERO); // T = 2 > F: hyper, i = 1 (200 Mb/s)
         assert!((d.rt - 10.2e9).abs() < 1.0);
+    }
+
+    /// The same calls through the trait and directly give the same rates.
+    #[test]
+    fn trait_calls_match_direct_calls() {
+        let cfg = DcqcnConfig { byte_counter_bytes: Some(30_000), ..Default::default() };
+        let mut a = Dcqcn::new(&cfg, 100_000_000_000);
+        let mut b: Box<dyn RateControl> = Box::new(a.clone());
+        a.start(SimTime::ZERO);
+        b.start(SimTime::ZERO);
+        let mut now = SimTime::ZERO;
+        for step in 0..2000u64 {
+            now += SimTime::from_us(3);
+            if step.is_multiple_of(97) {
+                a.on_cnp(&cfg, now);
+                b.on_cnp(now);
+            }
+            a.on_sent(&cfg, 1086);
+            b.on_sent(1086, now);
+            if a.inc_at.is_some_and(|t| t <= now) {
+                assert_eq!(b.timer_at(), a.inc_at);
+                a.on_timer(&cfg, now);
+                b.on_timer(now);
+            }
+            assert_eq!(a.rate_bps(), b.rate_bps());
+        }
+        assert!(a.cuts > 10 && a.cuts == b.cuts());
     }
 }

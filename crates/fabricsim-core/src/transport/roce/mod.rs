@@ -2,13 +2,16 @@
 //!
 //! - `mod.rs`: parameters ([`RoceConfig`], resolved units) and the
 //!   `rdma_write` application description;
-//! - `dcqcn.rs`: the DCQCN reaction point (rate state machine), pure logic.
+//! - `dcqcn.rs`: the DCQCN reaction point (rate state machine), pure logic;
+//! - `rate.rs`: the [`rate::RateControl`] interface DCQCN and registered
+//!   controllers (`roce.cc`) implement.
 //!
 //! The queue pairs themselves (PSNs, ACK coalescing, NACK and go-back-N,
 //! retransmission timer, CNP generation) run inside the simulation
 //! (`sim/roce.rs`), one timer event per QP as for TCP.
 
 pub mod dcqcn;
+pub mod rate;
 
 use crate::ConfigError;
 use serde::{Deserialize, Serialize};
@@ -22,6 +25,9 @@ pub const OP_CNP: u8 = 3;
 pub const FLAG_LAST: u8 = 8;
 /// Flag bit on data packets: a retransmission.
 pub const FLAG_RETX: u8 = 16;
+/// Flag bit on ACKs and NACKs: a CE-marked data packet arrived since the
+/// receiver's previous ACK or NACK (ECN echo, for rate controllers).
+pub const FLAG_ECE: u8 = 32;
 
 /// DCQCN parameters (resolved); missing fields take [`DcqcnConfig::default`].
 /// Defaults: the DCQCN paper's timing as used by HPCC's `dcqcn_paper` variant
@@ -30,7 +36,7 @@ pub const FLAG_RETX: u8 = 16;
 /// `RdmaHw` (the byte counter, 10 MB in the paper, is available but off), with
 /// HPCC's increase steps scaled by link speed (5 / 50 Mb/s per 25G) and the
 /// `RdmaHw` minimum rate of 100 Mb/s.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct DcqcnConfig {
     /// Run DCQCN; otherwise QPs always send at line rate.
@@ -105,6 +111,30 @@ pub struct RoceConfig {
     /// Data packets are ECN-capable (ECT(0)).
     pub ecn: bool,
     pub dcqcn: DcqcnConfig,
+    /// Rate controller: `dcqcn` (the `dcqcn` section), or a controller
+    /// registered by this name (`extension::rate_cc`) with `cc_params`.
+    pub cc: String,
+    /// Parameters of a registered controller (checked by its factory).
+    pub cc_params: serde_json::Value,
+}
+
+/// The built-in rate controller's name.
+pub const DCQCN: &str = "dcqcn";
+
+impl RoceConfig {
+    /// Whether the QPs run a registered controller rather than DCQCN.
+    #[inline]
+    pub fn custom_cc(&self) -> bool {
+        self.cc != DCQCN
+    }
+
+    /// Whether receivers send CNPs for CE-marked data: with DCQCN enabled, and
+    /// always with a registered controller (at most one per
+    /// `dcqcn.cnp_interval` per QP in both cases).
+    #[inline]
+    pub fn sends_cnps(&self) -> bool {
+        self.dcqcn.enabled || self.custom_cc()
+    }
 }
 
 impl Default for RoceConfig {
@@ -118,6 +148,8 @@ impl Default for RoceConfig {
             rto_ps: DEFAULT_RTO_PS,
             ecn: true,
             dcqcn: DcqcnConfig::default(),
+            cc: DCQCN.to_string(),
+            cc_params: serde_json::Value::Null,
         }
     }
 }

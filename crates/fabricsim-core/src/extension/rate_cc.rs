@@ -1,0 +1,144 @@
+//! The registry of RoCE rate controllers
+//! ([`RateControl`](crate::transport::roce::rate::RateControl)) by name.
+//!
+//! As for buffer policies (`buffer_policy.rs`): [`register`] a name, a JSON
+//! Schema of the parameters and a factory; a scenario's `roce.cc: <name>` with
+//! `roce.cc_params` makes the core call the factory once per queue pair, the
+//! parameters read through [`Params`] (errors at `...roce.cc_params.<field>`).
+//! `dcqcn` is built in (its parameters are the `roce.dcqcn` section).
+
+use super::buffer_policy::{check_name, ParamError, Params};
+use crate::error::ConfigError;
+use crate::transport::roce::rate::RateControl;
+use crate::transport::roce::DCQCN;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::RwLock;
+
+/// What a factory knows of the queue pair it builds a controller for.
+#[derive(Clone, Copy, Debug)]
+pub struct QpContext {
+    /// The sender's NIC line rate, bit/s.
+    pub line_rate_bps: u64,
+    /// Payload bytes per data packet and frame bytes of a full data packet.
+    pub mtu_bytes: u32,
+    pub frame_bytes: u32,
+    /// The QP's index among all QPs of the run (a stream key for seeded randomness).
+    pub qp: u32,
+    /// The scenario's seed.
+    pub seed: u64,
+}
+
+/// Builds a controller for one queue pair from its checked parameters.
+pub type RateControlFactory = fn(&Params<'_>, &QpContext) -> Result<Box<dyn RateControl>, ParamError>;
+
+/// A registered controller.
+#[derive(Clone, Debug)]
+pub struct RateControlInfo {
+    /// The name scenarios give as `roce.cc`.
+    pub name: String,
+    pub summary: String,
+    /// JSON Schema of `roce.cc_params`.
+    pub schema: Value,
+    pub factory: RateControlFactory,
+}
+
+static REGISTRY: RwLock<BTreeMap<String, RateControlInfo>> = RwLock::new(BTreeMap::new());
+
+/// Registers a controller (the same name and factory again: no-op; `dcqcn` or
+/// a name another factory holds: refused).
+pub fn register(info: RateControlInfo) -> Result<(), String> {
+    if info.name == DCQCN {
+        return Err(format!("'{DCQCN}' is the built-in rate controller"));
+    }
+    check_name(&info.name)?;
+    let mut r = REGISTRY.write().unwrap_or_else(|e| e.into_inner());
+    if let Some(old) = r.get(&info.name) {
+        if old.factory as usize == info.factory as usize {
+            return Ok(());
+        }
+        return Err(format!("rate controller '{}' is already registered", info.name));
+    }
+    r.insert(info.name.clone(), info);
+    Ok(())
+}
+
+/// Names of the registered controllers, sorted.
+pub fn names() -> Vec<String> {
+    REGISTRY.read().unwrap_or_else(|e| e.into_inner()).keys().cloned().collect()
+}
+
+/// The registered controller `name`, if any.
+pub fn info(name: &str) -> Option<RateControlInfo> {
+    REGISTRY.read().unwrap_or_else(|e| e.into_inner()).get(name).cloned()
+}
+
+/// The JSON Schema of controller `name`'s parameters.
+pub fn schema(name: &str) -> Option<Value> {
+    info(name).map(|i| i.schema)
+}
+
+/// Every name `roce.cc` may take: `dcqcn`, then the registered ones.
+pub fn allowed() -> Vec<String> {
+    std::iter::once(DCQCN.to_string()).chain(names()).collect()
+}
+
+/// Builds controller `name` for a QP; `path` names the `roce` section.
+pub fn build(name: &str, params: &Value, ctx: &QpContext, path: &str) -> Result<Box<dyn RateControl>, ConfigError> {
+    let Some(info) = info(name) else {
+        return Err(ConfigError::new(
+            format!("{path}.cc"),
+            format!("unknown value '{name}'; allowed: {}", allowed().join(", ")),
+        ));
+    };
+    let at = format!("{path}.cc_params");
+    let p = Params::new(params).map_err(|e| e.at(&at))?;
+    let cc = (info.factory)(&p, ctx).map_err(|e| e.at(&at))?;
+    p.finish().map_err(|e| e.at(&at))?;
+    Ok(cc)
+}
+
+/// Checks `params` of controller `name` as [`build`] would for a QP of a
+/// 100 Gb/s NIC with 1024-byte packets; errors name `cc` or `cc_params.<field>`.
+pub fn validate(name: &str, params: &Value) -> Result<(), ConfigError> {
+    let ctx = QpContext { line_rate_bps: 100_000_000_000, mtu_bytes: 1024, frame_bytes: 1086, qp: 0, seed: 0 };
+    build(name, params, &ctx, "roce")
+        .map(|_| ())
+        .map_err(|e| ConfigError::new(e.path.strip_prefix("roce.").unwrap_or(&e.path).to_string(), e.message))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[derive(Debug)]
+    struct Fixed(u64);
+    impl RateControl for Fixed {
+        fn rate_bps(&self) -> u64 {
+            self.0
+        }
+    }
+    fn fixed(p: &Params<'_>, ctx: &QpContext) -> Result<Box<dyn RateControl>, ParamError> {
+        Ok(Box::new(Fixed(p.u64("rate_bps", Some(ctx.line_rate_bps), 1, ctx.line_rate_bps)?)))
+    }
+
+    #[test]
+    fn registry_builds_by_name_and_checks_params() {
+        let info = RateControlInfo { name: "test_fixed".into(), summary: "".into(), schema: json!({}), factory: fixed };
+        register(info.clone()).unwrap();
+        register(info.clone()).unwrap();
+        assert!(register(RateControlInfo { name: "dcqcn".into(), ..info }).is_err());
+        assert!(allowed().starts_with(&["dcqcn".to_string()]));
+        let ctx = QpContext { line_rate_bps: 100, mtu_bytes: 1024, frame_bytes: 1086, qp: 0, seed: 0 };
+        assert_eq!(build("test_fixed", &json!({"rate_bps": 40}), &ctx, "t.roce").unwrap().rate_bps(), 40);
+        assert_eq!(build("test_fixed", &Value::Null, &ctx, "t.roce").unwrap().rate_bps(), 100);
+        let e = build("test_fixed", &json!({"rate_bps": 400}), &ctx, "t.roce").unwrap_err();
+        assert_eq!(e.path, "t.roce.cc_params.rate_bps");
+        let e = build("nope", &json!({}), &ctx, "t.roce").unwrap_err();
+        assert_eq!(e.path, "t.roce.cc");
+        assert!(e.message.starts_with("unknown value 'nope'; allowed: dcqcn"), "{}", e.message);
+        let e = validate("test_fixed", &json!({"rate": 1})).unwrap_err();
+        assert_eq!(e.path, "cc_params.rate");
+    }
+}

@@ -1,0 +1,92 @@
+//! The rate-controller interface of RoCE queue pairs: what a congestion
+//! controller hears from the queue pair and what it answers.
+//!
+//! The core calls, per queue pair (see [`RateControl`]):
+//!
+//! - [`start`](RateControl::start) when the QP opens;
+//! - [`on_sent`](RateControl::on_sent) after each data packet is handed to the NIC;
+//! - [`on_cnp`](RateControl::on_cnp) when a CNP from the receiver arrives;
+//! - [`on_ack`](RateControl::on_ack) when an ACK or NACK arrives, with
+//!   [`AckFeedback`]: the PSN expected next, packets newly acknowledged,
+//!   whether a CE-marked data packet arrived since the receiver's previous
+//!   ACK (ECN echo), the RTT sample of the packet that triggered the ACK, and
+//!   per-hop telemetry ([`IntHop`]) where the path's switches add it;
+//! - [`on_timer`](RateControl::on_timer) at the time [`timer_at`](RateControl::timer_at)
+//!   names (the QP's one timer event is armed at the earliest of its send
+//!   time, its retransmission timeout and this).
+//!
+//! It answers with [`rate_bps`](RateControl::rate_bps), read after each
+//! packet sent to space the next one (`frame bits / rate`), and optionally
+//! [`window_bytes`](RateControl::window_bytes), bytes in flight beyond which
+//! the QP waits for ACKs. DCQCN ([`super::dcqcn::Dcqcn`]) implements it; other
+//! controllers are registered by name (`extension::rate_cc`). See
+//! `docs/extending/rate-control.md`.
+
+use crate::units::SimTime;
+
+/// One hop's telemetry as an INT-capable switch would stamp it on a data
+/// packet at its egress (HPCC's fields). The core's switches do not stamp
+/// packets yet: [`AckFeedback::int`] is empty in every run; the type and the
+/// hook exist so that a controller written against them runs unchanged once
+/// they do.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IntHop {
+    /// Bytes queued at the egress queue when the packet left it.
+    pub queue_bytes: u64,
+    /// Bytes the egress port had sent in all when the packet left it.
+    pub tx_bytes: u64,
+    /// When the packet left the egress queue.
+    pub timestamp: SimTime,
+    /// The egress link's rate, bit/s.
+    pub link_rate_bps: u64,
+}
+
+/// What an ACK or NACK tells the sender.
+#[derive(Clone, Copy, Debug)]
+pub struct AckFeedback<'a> {
+    pub now: SimTime,
+    /// The PSN the receiver expects next (cumulative acknowledgement).
+    pub expected_psn: u64,
+    /// Packets acknowledged by this ACK that were not before.
+    pub newly_acked: u64,
+    /// A NACK (the receiver saw a PSN gap) rather than an ACK.
+    pub nack: bool,
+    /// The receiver got a CE-marked data packet since its previous ACK.
+    pub ecn_echo: bool,
+    /// Time from sending the data packet that triggered this ACK to the
+    /// ACK's arrival; `None` where the ACK answers no packet of this QP's
+    /// current send (never, today; kept for future ACK kinds).
+    pub rtt: Option<SimTime>,
+    /// Per-hop telemetry of that data packet, first hop first; empty where
+    /// no switch added it.
+    pub int: &'a [IntHop],
+}
+
+/// A RoCE queue pair's rate controller. Implementations must be
+/// deterministic (see `docs/extending/rate-control.md`).
+pub trait RateControl: Send + Sync + std::fmt::Debug {
+    /// The QP opens at `now`.
+    fn start(&mut self, _now: SimTime) {}
+    /// A data packet of `bytes` (frame bytes) was handed to the NIC at `now`.
+    fn on_sent(&mut self, _bytes: u64, _now: SimTime) {}
+    /// A CNP arrived at `now`.
+    fn on_cnp(&mut self, _now: SimTime) {}
+    /// An ACK or NACK arrived.
+    fn on_ack(&mut self, _fb: &AckFeedback<'_>) {}
+    /// When the controller wants [`on_timer`](RateControl::on_timer) called; `None`: not armed.
+    fn timer_at(&self) -> Option<SimTime> {
+        None
+    }
+    /// Its timer is due (`now >= timer_at()`).
+    fn on_timer(&mut self, _now: SimTime) {}
+    /// Sending rate in bit/s (at least 1).
+    fn rate_bps(&self) -> u64;
+    /// Bytes in flight allowed, if the controller keeps a window.
+    fn window_bytes(&self) -> Option<u64> {
+        None
+    }
+    /// Rate decreases so far (the flows table's `rate_cuts`).
+    fn cuts(&self) -> u64 {
+        0
+    }
+}
