@@ -26,6 +26,7 @@ use crate::error::{ConfigError, RunError};
 use crate::event_queue::EventQueue;
 use crate::ids::{ChannelId, FlowId, NodeId, PacketId, PortId, SourceId};
 use crate::network::aqm::AqmAction;
+use crate::network::balance::{Balancer, LoadBalancingConfig};
 use crate::network::multicast::MCAST_TAG;
 use crate::network::routing::RoutingTable;
 use crate::network::topology::{Graph, NodeKind};
@@ -198,6 +199,8 @@ pub struct Simulation {
     tcp_trace: tcp_trace::TcpTrace,
     /// Software prefetch of the next events' state; see `sim/prefetch.rs`.
     prefetch: prefetch::Prefetch,
+    /// Per-switch load balancing over equal-cost next hops (`network/balance.rs`).
+    lb: Balancer,
 }
 
 impl Simulation {
@@ -323,6 +326,19 @@ impl Simulation {
         let ports: Vec<Port> = port_slots.into_iter().map(|p| p.expect("every port belongs to a link")).collect();
         let num_channels = channels.len();
         let routing = RoutingTable::build(&graph.kinds, &adj, sc.seed);
+        let mut lb_configs: Vec<Option<LoadBalancingConfig>> = vec![None; n];
+        for (i, c) in lb_configs.iter_mut().enumerate() {
+            if graph.kinds[i] == NodeKind::Switch {
+                let name = &graph.names[i];
+                let (cfg, path) = match net.switch_overrides.get(name) {
+                    Some(c) => (c, format!("network.switch_overrides.{name}.load_balancing")),
+                    None => (&net.switch, "network.switch.load_balancing".to_string()),
+                };
+                cfg.load_balancing.validate(&path)?;
+                *c = Some(cfg.load_balancing);
+            }
+        }
+        let lb = Balancer::new(&lb_configs, sc.seed);
 
         let mut sim = Simulation {
             name: sc.name.clone(),
@@ -385,6 +401,7 @@ impl Simulation {
             pkt_lat: packet_latency::PacketLatency::default(),
             tcp_trace: tcp_trace::TcpTrace::default(),
             prefetch: prefetch::Prefetch::default(),
+            lb,
         };
         sim.setup_fabric(sc)?;
         sim.setup_pfc(sc)?;
@@ -852,7 +869,7 @@ impl Simulation {
         if pkt.dst.0 & MCAST_TAG != 0 {
             return self.multicast_replicate(node, id, None, None);
         }
-        match self.routing.route(node.idx(), pkt.dst.idx(), pkt.hash) {
+        match self.route(node, pkt.dst, pkt.hash) {
             Some(out) => self.enqueue(node, out, id, None, None),
             None => self.drop_packet(node, 0, id, DropReason::NoRoute),
         }

@@ -9,6 +9,7 @@ mod flow_deps;
 mod host;
 mod host_egress;
 mod htcp;
+mod load_balancing;
 mod multicast;
 mod outputs;
 mod pcap;

@@ -1,0 +1,86 @@
+"""Per-switch load balancing from the scenario: the modes and their
+parameters, errors that name the field, and the modes' effect on a run."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+import fabricsim
+from fabricsim import ScenarioError, loads
+
+LEAF_SPINE = """
+duration: 200us
+topology:
+  kind: leaf_spine
+  leaves: 2
+  spines: 4
+  hosts_per_leaf: 1
+  host_link: {rate: 100Gbps, delay: 1us}
+  fabric_link: {rate: 100Gbps, delay: 1us}
+traffic: [{kind: udp_cbr, src: h0, dst: h1, rate: 40Gbps, frame_size: 1500B}]
+"""
+
+
+def _with(lb: str) -> str:
+    return LEAF_SPINE + f"network: {{switch: {{load_balancing: {lb}}}}}\n"
+
+
+def _resolved_lb(lb: str):
+    return loads(_with(lb)).to_resolved()["network"]["switch"].get("load_balancing")
+
+
+def test_ecmp_is_the_default_and_is_left_out_of_the_resolved_scenario():
+    assert loads(LEAF_SPINE).network.switch.load_balancing.mode == "ecmp"
+    assert _resolved_lb("ecmp") is None
+
+
+def test_a_mode_alone_or_with_parameters():
+    assert _resolved_lb("spray_rr") == {"mode": "spray_rr", "flowlet_gap_ps": 0}
+    assert _resolved_lb("flowlet") == {"mode": "flowlet", "flowlet_gap_ps": 50_000_000}
+    assert _resolved_lb("{mode: flowlet, flowlet_gap: 20us}") == {"mode": "flowlet", "flowlet_gap_ps": 20_000_000}
+    assert _resolved_lb("{mode: adaptive}") == {"mode": "adaptive", "flowlet_gap_ps": 0}
+    assert _resolved_lb("{mode: adaptive, flowlet_gap: 5us}") == {"mode": "adaptive", "flowlet_gap_ps": 5_000_000}
+
+
+@pytest.mark.parametrize(
+    "lb, field, needles",
+    [
+        ("spray", "network.switch.load_balancing.mode", ["spray_random", "spray_rr", "flowlet", "adaptive", "ecmp"]),
+        ("{mode: spray_rr, flowlet_gap: 5us}", "network.switch.load_balancing.flowlet_gap", ["flowlet and adaptive"]),
+        ("{mode: flowlet, flowlet_gap: 0us}", "network.switch.load_balancing.flowlet_gap", []),
+        ("{mode: flowlet, gap: 5us}", "network.switch.load_balancing.gap", []),
+    ],
+)
+def test_bad_load_balancing_names_the_field(lb, field, needles):
+    with pytest.raises(ScenarioError) as err:
+        loads(_with(lb))
+    text = str(err.value)
+    assert field in text, text
+    for needle in needles:
+        assert needle in text, text
+
+
+def _uplinks(result) -> list[int]:
+    links = result.links.with_columns(pl.col("src").cast(pl.Utf8), pl.col("dst").cast(pl.Utf8))
+    return [
+        int(links.filter((pl.col("src") == "leaf0") & (pl.col("dst") == f"spine{s}"))["packets"].sum())
+        for s in range(4)
+    ]
+
+
+def test_spraying_uses_every_uplink_ecmp_one():
+    ecmp = _uplinks(fabricsim.run(loads(LEAF_SPINE), seed=1))
+    assert sum(1 for f in ecmp if f > 0) == 1, ecmp
+    rr = _uplinks(fabricsim.run(loads(_with("spray_rr")), seed=1))
+    assert max(rr) - min(rr) <= 1 and sum(rr) == sum(ecmp), rr
+
+
+def test_a_per_switch_override_balances_only_that_switch():
+    text = LEAF_SPINE + "network: {switch_overrides: {leaf0: {load_balancing: spray_random}}}\n"
+    sc = loads(text)
+    resolved = sc.to_resolved()["network"]
+    assert resolved["switch_overrides"]["leaf0"]["load_balancing"]["mode"] == "spray_random"
+    assert "load_balancing" not in resolved["switch"]
+    up = _uplinks(fabricsim.run(sc, seed=1))
+    assert all(f > 0 for f in up), up
