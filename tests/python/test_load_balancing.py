@@ -84,3 +84,37 @@ def test_a_per_switch_override_balances_only_that_switch():
     assert "load_balancing" not in resolved["switch"]
     up = _uplinks(fabricsim.run(sc, seed=1))
     assert all(f > 0 for f in up), up
+
+
+UNEQUAL_PATHS = """
+duration: 2ms
+network: {switch: {load_balancing: spray_rr}}
+topology:
+  kind: explicit
+  nodes: [{name: h0, kind: host}, {name: h1, kind: host}, {name: s0, kind: switch}, {name: a, kind: switch},
+          {name: b, kind: switch}, {name: s1, kind: switch}]
+  links:
+    - {a: h0, b: s0, rate: 10Gbps, delay: 1us}
+    - {a: s0, b: a, rate: 10Gbps, delay: 1us}
+    - {a: s0, b: b, rate: 10Gbps, delay: 1us}
+    - {a: a, b: s1, rate: 10Gbps, delay: 1us}
+    - {a: b, b: s1, rate: 10Gbps, delay: 11us}
+    - {a: s1, b: h1, rate: 10Gbps, delay: 1us}
+traffic: [{kind: udp_cbr, src: h0, dst: h1, rate: 1Gbps, frame_size: 980B, max_frames: 100}]
+"""
+
+
+def test_reordering_is_in_the_flows_table_and_its_parquet_file(tmp_path):
+    # Round robin over two paths, one 10 us longer, a frame every 8 us: each
+    # frame of the long path is overtaken by the next one (distance 1).
+    result = fabricsim.run(loads(UNEQUAL_PATHS), seed=1)
+    row = result.flows.row(0, named=True)
+    assert row["reordered_packets"] in (49, 50)
+    assert row["reorder_distance_max"] == 1 and row["reorder_distance_mean"] == 1.0
+    result.write(tmp_path / "out")
+    written = pl.read_parquet(tmp_path / "out" / "flows.parquet")
+    assert written["reordered_packets"].to_list() == [row["reordered_packets"]]
+    # One path per flow: nothing reordered, no distance.
+    ecmp = fabricsim.run(loads(UNEQUAL_PATHS.replace("load_balancing: spray_rr", "load_balancing: ecmp")), seed=1)
+    assert ecmp.flows["reordered_packets"].to_list() == [0]
+    assert ecmp.flows["reorder_distance_max"].to_list() == [None]

@@ -33,7 +33,9 @@ use crate::network::topology::{Graph, NodeKind};
 use crate::network::{Channel, Forwarding, Node, Port};
 use crate::packet::{Packet, PacketKind, PacketPool, CONTROL_FLOW, ECN_ECT, ECN_NOT_ECT, LOCAL_PORT};
 use crate::rng::{mix64, RandomStream};
-use crate::stats::{Column, DropCounters, DropReason, FlowKind, FlowStats, QueueSamples, RunOutput, Table, Value};
+use crate::stats::{
+    Column, DropCounters, DropReason, FlowKind, FlowStats, QueueSamples, Reordering, RunOutput, Table, Value,
+};
 use crate::traffic::Source;
 use crate::units::{Rate, SimTime};
 use std::collections::BTreeMap;
@@ -825,13 +827,16 @@ impl Simulation {
     /// Allocates a packet made at its source node now and counts it as created
     /// (and as sent by its flow, unless it is a control frame).
     #[inline(always)]
-    fn create_packet(&mut self, pkt: Packet) -> PacketId {
+    fn create_packet(&mut self, mut pkt: Packet) -> PacketId {
         self.created_packets += 1;
         self.created_bytes += pkt.size as u64;
         if pkt.flow != CONTROL_FLOW {
             let f = &mut self.flows[pkt.flow.idx()];
             f.packets_sent += 1;
             f.bytes_sent += pkt.size as u64;
+            if pkt.src.0 == f.src && Reordering::numbered(&pkt) {
+                pkt.aux = f.reorder_stamp();
+            }
         }
         let id = self.pool.alloc(pkt);
         if self.pkt_lat.on {
@@ -1169,6 +1174,9 @@ impl Simulation {
         if pkt.dst.0 != f.src {
             f.latency_sum_ps += lat as u128;
             f.latency.record(lat);
+            if pkt.dst.0 == f.dst && Reordering::numbered(pkt) {
+                f.reorder_delivered(pkt.aux);
+            }
             self.carried.on_flow(pkt.flow.0, now, pkt.size as u64);
         }
         if pkt.kind == PacketKind::Data {
@@ -1402,6 +1410,26 @@ impl Simulation {
             ),
         );
         t.push("fct_ps", Column::I64(f.iter().map(|x| x.fct_ps().map_or(-1, |v| v as i64)).collect()));
+        t.push("reordered_packets", Column::U64(f.iter().map(|x| x.reorder.packets).collect()));
+        t.push(
+            "reorder_distance_max",
+            Column::I64(f.iter().map(|x| opt(x.reorder.packets > 0, x.reorder.distance_max as u64)).collect()),
+        );
+        t.push(
+            "reorder_distance_mean",
+            Column::F64(
+                f.iter()
+                    .map(|x| {
+                        let r = &x.reorder;
+                        if r.packets > 0 {
+                            r.distance_sum as f64 / r.packets as f64
+                        } else {
+                            f64::NAN
+                        }
+                    })
+                    .collect(),
+            ),
+        );
         t.push(
             "latency_mean_ps",
             Column::F64(

@@ -15,6 +15,7 @@ mod outputs;
 mod pcap;
 mod pipeline;
 mod power;
+mod reordering;
 mod roce;
 mod shared_buffer;
 mod stall;
