@@ -118,3 +118,41 @@ def test_reordering_is_in_the_flows_table_and_its_parquet_file(tmp_path):
     ecmp = fabricsim.run(loads(UNEQUAL_PATHS.replace("load_balancing: spray_rr", "load_balancing: ecmp")), seed=1)
     assert ecmp.flows["reordered_packets"].to_list() == [0]
     assert ecmp.flows["reorder_distance_max"].to_list() == [None]
+
+
+def _fat_tree_permutation(lb: str) -> dict:
+    # k=4 fat-tree, every host at line rate to the host 5 places on (a
+    # permutation across pods); 100 KB per port, so that colliding flows drop.
+    flows = "\n".join(
+        f"  - {{kind: udp_cbr, src: h{i}, dst: h{(i + 5) % 16}, rate: 10Gbps, frame_size: 1500B, stop: 500us}}"
+        for i in range(16)
+    )
+    text = f"""
+duration: 500us
+network: {{switch: {{load_balancing: {lb}, buffer: {{model: static, port_size: 100KB}}}}}}
+topology: {{kind: fat_tree, k: 4, link: {{rate: 10Gbps, delay: 1us}}}}
+traffic:
+{flows}
+"""
+    return fabricsim.run(loads(text), seed=1).summary
+
+
+def test_spraying_carries_a_fat_tree_permutation_that_ecmp_drops():
+    ecmp = _fat_tree_permutation("ecmp")
+    assert ecmp["conservation_ok"]
+    assert ecmp["packets_dropped"] > 0.2 * ecmp["packets_created"], ecmp["packets_dropped"]
+    for mode in ("spray_rr", "spray_random"):
+        sprayed = _fat_tree_permutation(mode)
+        assert sprayed["conservation_ok"] and sprayed["packets_dropped"] == 0, mode
+
+
+def test_the_json_schema_takes_the_mode_alone_or_the_mapping():
+    jsonschema = pytest.importorskip("jsonschema")
+    from fabricsim.schema.jsonschema import scenario_json_schema
+
+    validator = jsonschema.Draft202012Validator(scenario_json_schema())
+    base = {"duration": "1ms", "topology": {"kind": "star", "hosts": 2, "link": {"rate": "10Gbps", "delay": "1us"}}}
+    for lb, ok in [("spray_rr", True), ({"mode": "flowlet", "flowlet_gap": "20us"}, True), ("spray", False),
+                   ({"mode": "spray"}, False)]:
+        doc = {**base, "network": {"switch": {"load_balancing": lb}}}
+        assert validator.is_valid(doc) is ok, lb

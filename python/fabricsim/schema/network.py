@@ -7,7 +7,7 @@ A switch may name a device preset (``device: tomahawk-like``, see
 explicit ones before validation.
 """
 
-from typing import Annotated, Any, Literal, Optional, TypeVar
+from typing import Annotated, Any, Literal, Optional, TypeVar, get_args
 
 from pydantic import (
     BaseModel,
@@ -418,6 +418,13 @@ def _lb_shorthand(value: Any) -> Any:
     return {"mode": value} if isinstance(value, str) else value
 
 
+class _ModeOrMapping:
+    """JSON Schema of ``load_balancing``: the mode alone, or the mapping."""
+
+    def __get_pydantic_json_schema__(self, core_schema: Any, handler: Any) -> Any:
+        return {"anyOf": [{"type": "string", "enum": list(get_args(LoadBalancingMode))}, handler(core_schema)]}
+
+
 class LoadBalancing(Model):
     """How a switch spreads packets over its equal-cost next hops
     (``docs/models/load-balancing.md``): ``ecmp`` (one path per flow, by the
@@ -507,7 +514,9 @@ class Switch(Model):
     #: Egress ports shaped like an htb class; see :mod:`fabricsim.schema.egress`.
     shaper: Optional[PortShaper] = None
     #: Spreading over equal-cost next hops; see :class:`LoadBalancing`.
-    load_balancing: Annotated[LoadBalancing, BeforeValidator(_lb_shorthand)] = Field(default_factory=LoadBalancing)
+    load_balancing: Annotated[LoadBalancing, BeforeValidator(_lb_shorthand), _ModeOrMapping()] = Field(
+        default_factory=LoadBalancing
+    )
 
     _expand = model_validator(mode="before")(classmethod(lambda cls, data: _expand_device(data)))
 

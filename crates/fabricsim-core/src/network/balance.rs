@@ -9,9 +9,9 @@
 //! |---|---|
 //! | `ecmp` | hash of the flow's 5-tuple with the switch's salt: one path per flow (the routing table's own choice) |
 //! | `spray_random` | uniformly at random, per packet |
-//! | `spray_rr` | round robin over the set, one counter per switch and next-hop set (its start drawn at random) |
+//! | `spray_rr` | round robin over the set, per flow (its start drawn at random): a flow's packets take the ports in turn |
 //! | `flowlet` | a flow keeps its port while its packets are at most `flowlet_gap` apart; after a longer gap it draws a new one at random (LetFlow) |
-//! | `adaptive` | the eligible port with the fewest queued bytes, ties broken at random (dynamic load balancing by local egress queue depth); with a `flowlet_gap`, decided once per flowlet instead of per packet |
+//! | `adaptive` | the eligible port with the fewest bytes queued or in transmission, ties broken at random (dynamic load balancing by local egress queue depth); with a `flowlet_gap`, decided once per flowlet instead of per packet |
 //!
 //! Random draws come from one stream per switch derived from the seed, so a
 //! run is reproducible; a switch in `ecmp` mode draws nothing.
@@ -89,8 +89,8 @@ pub struct Balancer {
     modes: Vec<LbMode>,
     gaps: Vec<u64>,
     rngs: Vec<Option<RandomStream>>,
-    /// Round-robin position per (node, next-hop set).
-    rr: HashMap<(u32, u32), u32>,
+    /// Round-robin position per (node, destination, flow hash).
+    rr: HashMap<(u32, u32, u64), u32>,
     /// Current flowlet per (node, destination, flow hash).
     flowlets: HashMap<(u32, u32, u64), Flowlet>,
 }
@@ -122,16 +122,13 @@ impl Balancer {
     }
 
     /// The port (one of `hops`, at least two) `node` sends a packet towards
-    /// `dst` of the flow with `hash` on at time `now_ps`. `group` names the
-    /// next-hop set (equal sets, equal names); `queued(p)` is the bytes
-    /// queued at local port `p`.
-    #[allow(clippy::too_many_arguments)]
+    /// `dst` of the flow with `hash` on at time `now_ps`; `queued(p)` is the
+    /// bytes queued or in transmission at local port `p`.
     pub fn choose(
         &mut self,
         node: usize,
         dst: u32,
         hash: u64,
-        group: u32,
         hops: &[u16],
         now_ps: u64,
         queued: impl Fn(u16) -> u64,
@@ -143,7 +140,7 @@ impl Balancer {
             LbMode::Ecmp => unreachable!("ECMP is the routing table's own choice"),
             LbMode::SprayRandom => hops[rng.below(n) as usize],
             LbMode::SprayRr => {
-                let next = self.rr.entry((node as u32, group)).or_insert_with(|| rng.below(n) as u32);
+                let next = self.rr.entry((node as u32, dst, hash)).or_insert_with(|| rng.below(n) as u32);
                 let p = hops[(*next as u64 % n) as usize];
                 *next = next.wrapping_add(1);
                 p
@@ -216,7 +213,7 @@ mod tests {
         let mut b = one(LbMode::SprayRandom, 0);
         let mut counts = HashMap::new();
         for i in 0..40_000u64 {
-            *counts.entry(b.choose(0, 1, 42, 0, &HOPS, i, |_| 0)).or_insert(0u32) += 1;
+            *counts.entry(b.choose(0, 1, 42, &HOPS, i, |_| 0)).or_insert(0u32) += 1;
         }
         assert_eq!(counts.len(), 4);
         for (_, c) in counts {
@@ -226,26 +223,27 @@ mod tests {
     }
 
     #[test]
-    fn spray_rr_cycles_through_the_set_per_group() {
+    fn spray_rr_cycles_each_flow_through_the_set() {
         let mut b = one(LbMode::SprayRr, 0);
-        let seq: Vec<u16> = (0..8).map(|i| b.choose(0, 1, i, 0, &HOPS, i, |_| 0)).collect();
+        let seq: Vec<u16> = (0..8).map(|i| b.choose(0, 1, 42, &HOPS, i, |_| 0)).collect();
         let start = HOPS.iter().position(|&p| p == seq[0]).unwrap();
         for (i, &p) in seq.iter().enumerate() {
             assert_eq!(p, HOPS[(start + i) % 4], "{seq:?}");
         }
-        // Another next-hop set has its own counter: the first set's position is kept.
-        b.choose(0, 2, 0, 1, &[1, 2], 9, |_| 0);
-        assert_eq!(b.choose(0, 1, 0, 0, &HOPS, 10, |_| 0), HOPS[start % 4]);
+        // Another flow has its own position: the first flow's turn is kept.
+        b.choose(0, 1, 43, &HOPS, 9, |_| 0);
+        b.choose(0, 2, 42, &HOPS, 9, |_| 0);
+        assert_eq!(b.choose(0, 1, 42, &HOPS, 10, |_| 0), HOPS[start % 4]);
     }
 
     #[test]
     fn flowlet_keeps_its_port_within_the_gap_and_may_change_after_it() {
         let gap = 50_000_000; // 50 us
         let mut b = one(LbMode::Flowlet, gap);
-        let first = b.choose(0, 1, 42, 0, &HOPS, 0, |_| 0);
+        let first = b.choose(0, 1, 42, &HOPS, 0, |_| 0);
         // Packets 10 us apart: one flowlet, one port.
         for i in 1..100u64 {
-            assert_eq!(b.choose(0, 1, 42, 0, &HOPS, i * 10_000_000, |_| 0), first);
+            assert_eq!(b.choose(0, 1, 42, &HOPS, i * 10_000_000, |_| 0), first);
         }
         // After gaps longer than 50 us the port is drawn again: over many
         // flowlets every port is used.
@@ -253,7 +251,7 @@ mod tests {
         let mut t = 1_000_000_000u64;
         for _ in 0..64 {
             t += gap + 1;
-            seen.insert(b.choose(0, 1, 42, 0, &HOPS, t, |_| 0));
+            seen.insert(b.choose(0, 1, 42, &HOPS, t, |_| 0));
         }
         assert_eq!(seen.len(), 4);
     }
@@ -268,12 +266,12 @@ mod tests {
             _ => 1501,
         };
         for i in 0..100 {
-            assert_eq!(b.choose(0, 1, i, 0, &HOPS, i, q), 5);
+            assert_eq!(b.choose(0, 1, i, &HOPS, i, q), 5);
         }
         let tie = |p: u16| if p == 3 || p == 9 { 0 } else { 100 };
         let mut seen = std::collections::BTreeSet::new();
         for i in 0..100 {
-            seen.insert(b.choose(0, 1, i, 0, &HOPS, i, tie));
+            seen.insert(b.choose(0, 1, i, &HOPS, i, tie));
         }
         assert_eq!(seen, [3, 9].into_iter().collect());
     }
@@ -281,11 +279,11 @@ mod tests {
     #[test]
     fn adaptive_with_a_gap_decides_once_per_flowlet() {
         let mut b = one(LbMode::Adaptive, 1000);
-        assert_eq!(b.choose(0, 1, 42, 0, &HOPS, 0, |p| if p == 6 { 0 } else { 10 }), 6);
+        assert_eq!(b.choose(0, 1, 42, &HOPS, 0, |p| if p == 6 { 0 } else { 10 }), 6);
         // Port 6 is now the busiest, but the flowlet goes on.
-        assert_eq!(b.choose(0, 1, 42, 0, &HOPS, 500, |p| if p == 6 { 99 } else { 10 }), 6);
+        assert_eq!(b.choose(0, 1, 42, &HOPS, 500, |p| if p == 6 { 99 } else { 10 }), 6);
         // A new flowlet goes to the least queued port.
-        assert_eq!(b.choose(0, 1, 42, 0, &HOPS, 2000, |p| if p == 9 { 0 } else { 10 }), 9);
+        assert_eq!(b.choose(0, 1, 42, &HOPS, 2000, |p| if p == 9 { 0 } else { 10 }), 9);
     }
 
     #[test]
@@ -293,7 +291,7 @@ mod tests {
         let run = |seed| {
             let mut b =
                 Balancer::new(&[Some(LoadBalancingConfig { mode: LbMode::SprayRandom, flowlet_gap_ps: 0 })], seed);
-            (0..64).map(|i| b.choose(0, 1, 0, 0, &HOPS, i, |_| 0)).collect::<Vec<_>>()
+            (0..64).map(|i| b.choose(0, 1, 0, &HOPS, i, |_| 0)).collect::<Vec<_>>()
         };
         assert_eq!(run(1), run(1));
         assert_ne!(run(1), run(2));

@@ -196,21 +196,6 @@ impl RoutingTable {
         &self.ports[start as usize..(start + len) as usize]
     }
 
-    /// The next-hop set from `node` towards host `dst` with a name for it:
-    /// its interned ECMP group, equal for equal sets (`u32::MAX` for the
-    /// single ports of a host without a table or of a host's own switch).
-    #[inline]
-    pub fn next_hop_group(&self, node: usize, dst: usize) -> (u32, &[u16]) {
-        let row = self.node_row[node];
-        let d = &self.dests[dst];
-        if row == NO_TABLE || d.switch == node as u32 || d.class == NO_CLASS {
-            return (u32::MAX, self.next_hops(node, dst));
-        }
-        let g = self.rows[row as usize + d.class as usize];
-        let (start, len) = self.groups[g as usize];
-        (g, &self.ports[start as usize..(start + len) as usize])
-    }
-
     /// The port a flow with `hash` takes from `node` towards `dst`, if any.
     #[inline]
     pub fn route(&self, node: usize, dst: usize, hash: u64) -> Option<u16> {

@@ -513,15 +513,18 @@ impl Simulation {
     /// [`Simulation::route`] at a switch whose mode is not ECMP.
     #[inline(never)]
     fn route_balanced(&mut self, node: NodeId, dst: NodeId, hash: u64) -> Option<u16> {
-        let (group, hops) = self.routing.next_hop_group(node.idx(), dst.idx());
+        let hops = self.routing.next_hops(node.idx(), dst.idx());
         match hops.len() {
             0 => None,
             1 => Some(hops[0]),
             _ => {
                 let first = self.nodes[node.idx()].first_port as usize;
-                let ports = &self.ports;
-                let queued = |p: u16| ports[first + p as usize].total_queued_bytes;
-                Some(self.lb.choose(node.idx(), dst.0, hash, group, hops, self.now.0, queued))
+                let (ports, pool) = (&self.ports, &self.pool);
+                let queued = |p: u16| {
+                    let port = &ports[first + p as usize];
+                    port.total_queued_bytes + port.in_tx().map_or(0, |id| pool.get(id).size as u64)
+                };
+                Some(self.lb.choose(node.idx(), dst.0, hash, hops, self.now.0, queued))
             }
         }
     }
