@@ -18,6 +18,7 @@ use crate::host::egress::EgressConfig;
 use crate::host::HostModelConfig;
 use crate::network::aqm::EcnConfig;
 use crate::network::arbitration::ArbitrationConfig;
+use crate::network::balance::LoadBalancingConfig;
 use crate::network::multicast::MulticastConfig;
 use crate::network::pfc::PfcConfig;
 use crate::network::port::SchedulerConfig;
@@ -148,6 +149,9 @@ pub struct SwitchConfig {
     /// Egress ports shaped like an htb class (see `network/shaper.rs`).
     #[serde(default)]
     pub shaper: Option<PortShaperConfig>,
+    /// How packets are spread over equal-cost next hops (see `network/balance.rs`).
+    #[serde(default)]
+    pub load_balancing: LoadBalancingConfig,
 }
 
 fn default_switch_latency() -> u64 {
@@ -176,6 +180,7 @@ impl Default for SwitchConfig {
             pipeline: None,
             arbitration: Default::default(),
             shaper: None,
+            load_balancing: LoadBalancingConfig::default(),
         }
     }
 }

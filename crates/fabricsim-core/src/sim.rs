@@ -26,13 +26,16 @@ use crate::error::{ConfigError, RunError};
 use crate::event_queue::EventQueue;
 use crate::ids::{ChannelId, FlowId, NodeId, PacketId, PortId, SourceId};
 use crate::network::aqm::AqmAction;
+use crate::network::balance::{Balancer, LoadBalancingConfig};
 use crate::network::multicast::MCAST_TAG;
 use crate::network::routing::RoutingTable;
 use crate::network::topology::{Graph, NodeKind};
 use crate::network::{Channel, Forwarding, Node, Port};
 use crate::packet::{Packet, PacketKind, PacketPool, CONTROL_FLOW, ECN_ECT, ECN_NOT_ECT, LOCAL_PORT};
 use crate::rng::{mix64, RandomStream};
-use crate::stats::{Column, DropCounters, DropReason, FlowKind, FlowStats, QueueSamples, RunOutput, Table, Value};
+use crate::stats::{
+    Column, DropCounters, DropReason, FlowKind, FlowStats, QueueSamples, Reordering, RunOutput, Table, Value,
+};
 use crate::traffic::Source;
 use crate::units::{Rate, SimTime};
 use std::collections::BTreeMap;
@@ -200,6 +203,8 @@ pub struct Simulation {
     tcp_trace: tcp_trace::TcpTrace,
     /// Software prefetch of the next events' state; see `sim/prefetch.rs`.
     prefetch: prefetch::Prefetch,
+    /// Per-switch load balancing over equal-cost next hops (`network/balance.rs`).
+    lb: Balancer,
 }
 
 impl Simulation {
@@ -335,6 +340,19 @@ impl Simulation {
         let ports: Vec<Port> = port_slots.into_iter().map(|p| p.expect("every port belongs to a link")).collect();
         let num_channels = channels.len();
         let routing = RoutingTable::build(&graph.kinds, &adj, sc.seed);
+        let mut lb_configs: Vec<Option<LoadBalancingConfig>> = vec![None; n];
+        for (i, c) in lb_configs.iter_mut().enumerate() {
+            if graph.kinds[i] == NodeKind::Switch {
+                let name = &graph.names[i];
+                let (cfg, path) = match net.switch_overrides.get(name) {
+                    Some(c) => (c, format!("network.switch_overrides.{name}.load_balancing")),
+                    None => (&net.switch, "network.switch.load_balancing".to_string()),
+                };
+                cfg.load_balancing.validate(&path)?;
+                *c = Some(cfg.load_balancing);
+            }
+        }
+        let lb = Balancer::new(&lb_configs, sc.seed);
 
         let mut sim = Simulation {
             name: sc.name.clone(),
@@ -398,6 +416,7 @@ impl Simulation {
             pkt_lat: packet_latency::PacketLatency::default(),
             tcp_trace: tcp_trace::TcpTrace::default(),
             prefetch: prefetch::Prefetch::default(),
+            lb,
         };
         sim.setup_fabric(sc)?;
         sim.setup_pfc(sc)?;
@@ -821,13 +840,16 @@ impl Simulation {
     /// Allocates a packet made at its source node now and counts it as created
     /// (and as sent by its flow, unless it is a control frame).
     #[inline(always)]
-    fn create_packet(&mut self, pkt: Packet) -> PacketId {
+    fn create_packet(&mut self, mut pkt: Packet) -> PacketId {
         self.created_packets += 1;
         self.created_bytes += pkt.size as u64;
         if pkt.flow != CONTROL_FLOW {
             let f = &mut self.flows[pkt.flow.idx()];
             f.packets_sent += 1;
             f.bytes_sent += pkt.size as u64;
+            if pkt.src.0 == f.src && Reordering::numbered(&pkt) {
+                pkt.aux = f.reorder_stamp();
+            }
         }
         let id = self.pool.alloc(pkt);
         if self.pkt_lat.on {
@@ -865,7 +887,7 @@ impl Simulation {
         if pkt.dst.0 & MCAST_TAG != 0 {
             return self.multicast_replicate(node, id, None, None);
         }
-        match self.routing.route(node.idx(), pkt.dst.idx(), pkt.hash) {
+        match self.route(node, pkt.dst, pkt.hash) {
             Some(out) => self.enqueue(node, out, id, None, None),
             None => self.drop_packet(node, 0, id, DropReason::NoRoute),
         }
@@ -1166,6 +1188,9 @@ impl Simulation {
         if pkt.dst.0 != f.src {
             f.latency_sum_ps += lat as u128;
             f.latency.record(lat);
+            if pkt.dst.0 == f.dst && Reordering::numbered(pkt) {
+                f.reorder_delivered(pkt.aux);
+            }
             self.carried.on_flow(pkt.flow.0, now, pkt.size as u64);
         }
         if pkt.kind == PacketKind::Data {
@@ -1406,6 +1431,26 @@ impl Simulation {
             ),
         );
         t.push("fct_ps", Column::I64(f.iter().map(|x| x.fct_ps().map_or(-1, |v| v as i64)).collect()));
+        t.push("reordered_packets", Column::U64(f.iter().map(|x| x.reorder.packets).collect()));
+        t.push(
+            "reorder_distance_max",
+            Column::I64(f.iter().map(|x| opt(x.reorder.packets > 0, x.reorder.distance_max as u64)).collect()),
+        );
+        t.push(
+            "reorder_distance_mean",
+            Column::F64(
+                f.iter()
+                    .map(|x| {
+                        let r = &x.reorder;
+                        if r.packets > 0 {
+                            r.distance_sum as f64 / r.packets as f64
+                        } else {
+                            f64::NAN
+                        }
+                    })
+                    .collect(),
+            ),
+        );
         t.push(
             "latency_mean_ps",
             Column::F64(

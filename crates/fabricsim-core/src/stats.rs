@@ -178,8 +178,10 @@ impl DropReason {
 ///
 /// Laid out by cache line (`repr(C)`): what a delivery updates (counters,
 /// latency sum, the source compared with the destination, then the latency
-/// histogram's header, which keeps the exact min and max) fills the first
-/// two lines; what a packet's creation updates and the rest come after.
+/// histogram's header, which keeps the exact min and max, and the highest
+/// packet number delivered) and what a packet's creation updates (the next
+/// packet number, packets and bytes sent) fill the first two lines; the
+/// rest comes after.
 #[derive(Clone, Debug, Default)]
 #[repr(C, align(64))]
 pub struct FlowStats {
@@ -196,16 +198,22 @@ pub struct FlowStats {
     pub dst: u32,
     // Bytes 48-103 (lines 0 and 1).
     pub latency: crate::histogram::LogHistogram,
-    pub name: u32,
-    pub kind: FlowKind,
-    // Line 2.
+    /// Reordering: the highest packet number delivered plus one, 0 before
+    /// the first (read at every delivery; see [`Reordering`]).
+    pub reorder_high: u32,
+    /// Reordering: the number the source stamps on its next data packet.
+    pub reorder_next: u32,
+    // Bytes 112-127: what a creation updates (with `src` in line 0).
     pub packets_sent: u64,
     pub bytes_sent: u64,
+    // Line 2.
     /// Multicast: copies made by devices from this flow's packets.
     pub packets_replicated: u64,
     pub packets_dropped: u64,
     pub bytes_dropped: u64,
     pub start_ps: u64,
+    pub name: u32,
+    pub kind: FlowKind,
     /// TCP: application bytes to transfer (`None`: until a deadline).
     pub size_bytes: Option<u64>,
     /// TCP: when the application completed (all bytes received, or the
@@ -215,11 +223,68 @@ pub struct FlowStats {
     pub source_done: bool,
     /// A TCP flow (completion is decided by its application, not by packets).
     pub tcp: bool,
+    /// Reordering at the receiver: what late packets there were.
+    pub reorder: Reordering,
+}
+
+/// Reordering of a flow's data packets at its receiver.
+///
+/// Every packet the flow's source creates in the data direction (TCP ACK
+/// segments aside) is numbered in creation order, 0, 1, 2, ...
+/// ([`FlowStats::reorder_next`]); a retransmission is a new packet and gets
+/// a new number. A packet delivered after one with a higher number is
+/// *reordered*, and its *reorder distance* is the highest number delivered
+/// before it ([`FlowStats::reorder_high`] minus one) minus its own: how many
+/// packets created after it had overtaken it, counting up to the furthest
+/// one (the sequence displacement of RFC 4737's reordering extent, in
+/// packets).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Reordering {
+    pub packets: u64,
+    pub distance_sum: u64,
+    pub distance_max: u32,
+}
+
+impl Reordering {
+    /// Whether a packet carries a reordering number: every packet but a TCP
+    /// ACK segment, whose `aux` holds a SACK edge.
+    #[inline(always)]
+    pub fn numbered(pkt: &crate::packet::Packet) -> bool {
+        pkt.kind != crate::packet::PacketKind::Tcp || pkt.flags & 3 != 3
+    }
+}
+
+impl FlowStats {
+    /// The number of the source's next data packet.
+    #[inline(always)]
+    pub fn reorder_stamp(&mut self) -> u32 {
+        let n = self.reorder_next;
+        self.reorder_next = n.wrapping_add(1);
+        n
+    }
+
+    /// A data packet numbered `n` delivered (numbers compare as serial
+    /// numbers, RFC 1982, so a flow may number more than 2^32 packets).
+    #[inline(always)]
+    pub fn reorder_delivered(&mut self, n: u32) {
+        let next = n.wrapping_add(1);
+        let behind = self.reorder_high.wrapping_sub(next) as i32;
+        if self.reorder_high != 0 && behind > 0 {
+            let r = &mut self.reorder;
+            r.packets += 1;
+            r.distance_sum += behind as u64;
+            r.distance_max = r.distance_max.max(behind as u32);
+        } else {
+            self.reorder_high = next;
+        }
+    }
 }
 
 const _: () = assert!(std::mem::offset_of!(FlowStats, dst) + 4 <= 64);
 const _: () =
     assert!(std::mem::offset_of!(FlowStats, latency) + std::mem::size_of::<crate::histogram::LogHistogram>() <= 128);
+const _: () = assert!(std::mem::offset_of!(FlowStats, bytes_sent) + 8 <= 128);
+const _: () = assert!(std::mem::size_of::<FlowStats>() == 256);
 
 impl FlowStats {
     pub fn in_network(&self) -> u64 {

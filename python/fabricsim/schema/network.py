@@ -7,7 +7,7 @@ A switch may name a device preset (``device: tomahawk-like``, see
 explicit ones before validation.
 """
 
-from typing import Annotated, Any, Literal, Optional, TypeVar
+from typing import Annotated, Any, Literal, Optional, TypeVar, get_args
 
 from pydantic import (
     BaseModel,
@@ -47,7 +47,7 @@ from fabricsim.schema.egress import Egress, HostOverride, PortShaper
 from fabricsim.schema.host import HostModel
 from fabricsim.schema.pipeline import Arbitration, Pipeline
 
-__all__ = ["Buffer", "DevicePower", "Ecn", "Host", "Network", "Pfc", "Switch"]
+__all__ = ["Buffer", "DevicePower", "Ecn", "Host", "LoadBalancing", "Network", "Pfc", "Switch"]
 
 DeviceKind = Literal["switch", "broadcast"]
 HeaderSize = Annotated[
@@ -423,6 +423,49 @@ class Pfc(Model):
         }
 
 
+LoadBalancingMode = Literal["ecmp", "spray_random", "spray_rr", "flowlet", "adaptive"]
+DEFAULT_FLOWLET_GAP = 50_000_000
+"""The flowlet gap of ``mode: flowlet`` when none is given: 50 us."""
+
+
+def _lb_shorthand(value: Any) -> Any:
+    """``load_balancing: spray_rr`` is ``load_balancing: {mode: spray_rr}``."""
+    return {"mode": value} if isinstance(value, str) else value
+
+
+class _ModeOrMapping:
+    """JSON Schema of ``load_balancing``: the mode alone, or the mapping."""
+
+    def __get_pydantic_json_schema__(self, core_schema: Any, handler: Any) -> Any:
+        return {"anyOf": [{"type": "string", "enum": list(get_args(LoadBalancingMode))}, handler(core_schema)]}
+
+
+class LoadBalancing(Model):
+    """How a switch spreads packets over its equal-cost next hops
+    (``docs/models/load-balancing.md``): ``ecmp`` (one path per flow, by the
+    5-tuple hash), ``spray_random`` (a random port per packet), ``spray_rr``
+    (round robin per packet), ``flowlet`` (a new random port after an idle gap
+    of ``flowlet_gap``, 50us unless given) or ``adaptive`` (the port with the
+    fewest queued bytes, ties at random; per packet, or once per flowlet
+    when ``flowlet_gap`` is given). Written as the mode alone or as a
+    mapping with ``mode`` and ``flowlet_gap``."""
+
+    mode: Annotated[LoadBalancingMode, one_of(LoadBalancingMode)] = "ecmp"
+    flowlet_gap: Optional[Duration] = None
+
+    @model_validator(mode="after")
+    def _gap_of_mode(self) -> "LoadBalancing":
+        if self.flowlet_gap is not None and self.mode not in ("flowlet", "adaptive"):
+            raise issues_error(("flowlet_gap", f"only for modes flowlet and adaptive (mode is {self.mode})"))
+        return self
+
+    def to_resolved(self) -> dict[str, Any]:
+        gap = self.flowlet_gap
+        if gap is None:
+            gap = DEFAULT_FLOWLET_GAP if self.mode == "flowlet" else 0
+        return {"mode": self.mode, "flowlet_gap_ps": gap}
+
+
 class DevicePower(Model):
     """Power model of a device (``docs/models/power.md``): ``idle`` with no
     port in use, plus ``port`` per port in use, plus ``per_bit`` and
@@ -485,6 +528,10 @@ class Switch(Model):
     arbitration: Arbitration = Field(default_factory=Arbitration)
     #: Egress ports shaped like an htb class; see :mod:`fabricsim.schema.egress`.
     shaper: Optional[PortShaper] = None
+    #: Spreading over equal-cost next hops; see :class:`LoadBalancing`.
+    load_balancing: Annotated[LoadBalancing, BeforeValidator(_lb_shorthand), _ModeOrMapping()] = Field(
+        default_factory=LoadBalancing
+    )
 
     _expand = model_validator(mode="before")(classmethod(lambda cls, data: _expand_device(data)))
 
@@ -553,6 +600,8 @@ class Switch(Model):
             out["pipeline"] = self.pipeline.to_resolved()
         if self.arbitration.kind != "fifo" or self.arbitration.input_queue_size is not None:
             out["arbitration"] = self.arbitration.to_resolved()
+        if self.load_balancing.mode != "ecmp":
+            out["load_balancing"] = self.load_balancing.to_resolved()
         return out
 
 

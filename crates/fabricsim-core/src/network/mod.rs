@@ -8,6 +8,7 @@
 
 pub mod aqm;
 pub mod arbitration;
+pub mod balance;
 pub mod fifo;
 pub mod multicast;
 pub mod pfc;

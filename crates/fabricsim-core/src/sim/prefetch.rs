@@ -490,11 +490,17 @@ impl Simulation {
         self.prefetch_egress(src.src, src.dst, src.hash);
     }
 
-    /// The route from `node` towards `dst` for `hash`: what
-    /// `RoutingTable::route` returns, taken from the memo stage 3 filled
-    /// when the hints are on and it holds the same key.
+    /// The route from `node` towards `dst` for `hash`, the one route
+    /// function of every unicast frame a node sends or forwards: at a switch
+    /// that balances other than by ECMP, its mode's choice
+    /// (`network/balance.rs`); otherwise what `RoutingTable::route`
+    /// returns, taken from the memo stage 3 filled when the hints are on and
+    /// it holds the same key (the memo holds ECMP routes only).
     #[inline(always)]
-    pub(super) fn route(&self, node: NodeId, dst: NodeId, hash: u64) -> Option<u16> {
+    pub(super) fn route(&mut self, node: NodeId, dst: NodeId, hash: u64) -> Option<u16> {
+        if self.lb.active && self.lb.balances(node.idx()) {
+            return self.route_balanced(node, dst, hash);
+        }
         if self.prefetch.on {
             if let Some(out) = self.prefetch.routes.get(node, dst, hash) {
                 debug_assert_eq!(Some(out), self.routing.route(node.idx(), dst.idx(), hash));
@@ -502,6 +508,25 @@ impl Simulation {
             }
         }
         self.routing.route(node.idx(), dst.idx(), hash)
+    }
+
+    /// [`Simulation::route`] at a switch whose mode is not ECMP.
+    #[inline(never)]
+    fn route_balanced(&mut self, node: NodeId, dst: NodeId, hash: u64) -> Option<u16> {
+        let hops = self.routing.next_hops(node.idx(), dst.idx());
+        match hops.len() {
+            0 => None,
+            1 => Some(hops[0]),
+            _ => {
+                let first = self.nodes[node.idx()].first_port as usize;
+                let (ports, pool) = (&self.ports, &self.pool);
+                let queued = |p: u16| {
+                    let port = &ports[first + p as usize];
+                    port.total_queued_bytes + port.in_tx().map_or(0, |id| pool.get(id).size as u64)
+                };
+                Some(self.lb.choose(node.idx(), dst.0, hash, hops, self.now.0, queued))
+            }
+        }
     }
 
     /// A node's first line and the three lines of the egress port its route
