@@ -35,7 +35,8 @@ def _tables(result) -> dict:
     for name, frame in result.tables().items():
         if name == "flows":
             frame = frame.drop("cc")
-        out[name] = frame.to_dicts()
+        # NaN (a mean over no reordered packets) compares unequal to itself: compare its text.
+        out[name] = json.dumps(frame.to_dicts(), sort_keys=True, default=str)
     summary = {k: v for k, v in result.summary.items() if k not in ("scenario",)}
     out["summary"] = json.dumps(summary, sort_keys=True, default=str)
     return out

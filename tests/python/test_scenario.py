@@ -71,6 +71,8 @@ TCP_DEFAULTS = {
     "rcv_autotune": True,
     "rmem": [4096, 131_072, 6_291_456],
     "rcv_scaling_ratio": 128,
+    "rcv_truesize_overhead": None,
+    "rcvbuf_growth": "linux_6_18",
     "wmem": [4096, 16_384, 4_194_304],
     "sndbuf_bytes": None,
     "min_rto_ps": 200_000_000_000,

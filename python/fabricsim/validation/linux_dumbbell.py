@@ -28,6 +28,7 @@ from fabricsim.validation.dumbbell.measurement import (  # noqa: F401
     payload_rate_bps,
 )
 from fabricsim.validation.dumbbell.setup import (  # noqa: F401
+    GRID_RESULTS,
     MTU9000_AGAIN_RESULTS,
     REFERENCE_SETUPS,
     RESULTS,
@@ -39,7 +40,9 @@ from fabricsim.validation.dumbbell.setup import (  # noqa: F401
     DumbbellSetup,
     _jobs,
     _mean_sd,
+    default_flight_bytes,
     dumbbells,
+    grid_setups,
     jain_index,
     recorded,
     topology,
