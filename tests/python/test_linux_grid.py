@@ -67,8 +67,7 @@ def test_the_recorded_grid_is_the_whole_grid() -> None:
 
 def test_every_grid_point_is_in_its_band_or_listed() -> None:
     points = grid_points(_records(), seed=1, workers=2)
-    misses = {p.name: tuple(m for m in p.misses if not any(r.startswith(m.replace("_", " ")) for r in p.reasons)) for p in points}
-    misses = {name: m for name, m in misses.items() if m}
+    misses = {p.name: tuple(p.unexplained) for p in points if p.unexplained}
     assert misses == KNOWN_MISSES, band_markdown([p for p in points if p.name in set(misses) ^ set(KNOWN_MISSES)])
     assert all(p.twin["goodput"] > 0 for p in points)
 

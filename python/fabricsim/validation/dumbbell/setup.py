@@ -171,16 +171,27 @@ GRID_CCS = ("reno", "cubic")
 #: The grid's bfifo sizes, as multiples of the largest flight the default
 #: buffers allow (:func:`default_flight_bytes` per sender).
 GRID_BUFFER_SCALES = (0.25, 1.0, 4.0)
-#: The lab's receive-window bytes per byte of receive buffer, in 256ths, by MTU: the
-#: kernel's ``scaling_ratio`` for its segments (measured; see ``LAB_TRUESIZE_OVERHEAD``).
-LAB_SCALING_RATIO = {1500: 162, 9000: 234}
+#: The memory a segment received in the lab takes beyond its payload
+#: (``skb->truesize - skb->len``, ``tcp.rcv_truesize_overhead``): the receivers'
+#: ``rcv_ssthresh`` never passed 162/256 of ``sk_rcvbuf`` at MTU 1500 and 234/256 at
+#: MTU 9000 (``ss -tmin`` polled through 300 Mbps runs, 2026-12-01), the scaling
+#: ratios ``len * 256 / (len + overhead)`` gives for 831-840 B at 1448 B and
+#: 800-841 B at 8948 B (docs/validation/linux.md, "The receive window").
+LAB_TRUESIZE_OVERHEAD = 832
+
+
+def lab_scaling_ratio(mtu: int) -> int:
+    """The lab kernel's ``scaling_ratio`` (256ths) for full segments at ``mtu``
+    (IP + TCP headers with timestamps: 52 B): 162 at 1500, 234 at 9000."""
+    mss = mtu - 52
+    return mss * 256 // (mss + LAB_TRUESIZE_OVERHEAD)
 
 
 def default_flight_bytes(mtu: int) -> int:
     """The largest flight one connection can have before its receive buffer
     grows: the window of ``tcp_rmem[1]`` (128 KiB) at the lab's scaling ratio."""
     rmem_default = int(TCP_SYSCTLS["net.ipv4.tcp_rmem"].split()[1])
-    return rmem_default * LAB_SCALING_RATIO[mtu] // 256
+    return rmem_default * lab_scaling_ratio(mtu) // 256
 
 
 def grid_setups(mtu: int = 9000, duration_s: float = 10.0) -> tuple[DumbbellSetup, ...]:

@@ -8,7 +8,7 @@ import statistics
 from typing import Any, Optional, Sequence
 
 from fabricsim.units import parse_rate
-from fabricsim.validation.dumbbell.setup import _CC_TO_FABRICSIM, DumbbellSetup, jain_index
+from fabricsim.validation.dumbbell.setup import _CC_TO_FABRICSIM, LAB_TRUESIZE_OVERHEAD, DumbbellSetup, jain_index
 from fabricsim.validation.linux import ETH_HEADER
 
 #: The lab kernel's ``CONFIG_HZ`` (its /proc/config.gz; recorded as ``config_hz`` in
@@ -21,13 +21,6 @@ LAB_CONFIG_HZ = 250
 #: from the running 6.18.44 kernel; docs/validation/linux.md, "The lab kernel's CUBIC
 #: holds for HZ / 32"). The senders' ``ss`` trajectories show the same steps.
 LAB_CUBIC_HOLD_HZ32 = True
-#: The memory a segment received in the lab takes beyond its payload
-#: (``skb->truesize - skb->len``, ``tcp.rcv_truesize_overhead``): the receivers'
-#: ``rcv_ssthresh`` never passed 162/256 of ``sk_rcvbuf`` at MTU 1500 and 234/256 at
-#: MTU 9000 (``ss -tmin`` polled through 300 Mbps runs, 2026-12-01), the scaling
-#: ratios ``len * 256 / (len + overhead)`` gives for 831-840 B at 1448 B and
-#: 800-841 B at 8948 B (docs/validation/linux.md, "The receive window").
-LAB_TRUESIZE_OVERHEAD = 832
 #: Default congestion controls whose ``init`` leaves a socket paced for good:
 #: BBR sets ``SK_PACING_NEEDED``, which a later ``TCP_CONGESTION`` switch does not undo.
 PACING_DEFAULT_CCS = frozenset({"bbr"})
