@@ -24,6 +24,9 @@ def check_extension_params(kind: str, name: str, params_json: str, classes: int)
     """Check the parameters of registered model ``name`` (``kind``: "buffer" or "rate_cc") as its factory
     would; raises ConfigError "params.<field>: ..." (buffer) or "cc_params.<field>: ..." (rate_cc)."""
 
+def estimate_memory(scenario_json: str) -> int:
+    """Estimated bytes of the world before the first event; raises ConfigError where a limit is passed."""
+
 def _panic_in_core(message: str) -> None:
     """Panic inside the binding's guard: raises SimulationError (tests only)."""
 

@@ -10,7 +10,7 @@ import time
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Callable
 
-from fabricsim import units
+from fabricsim import machine_memory, units
 from fabricsim.errors import FabricsimError, RunInterrupted, ScenarioError, SimulationError
 from fabricsim.schema import Scenario, load
 
@@ -57,9 +57,25 @@ def _build(core: ModuleType, scenario: Scenario, resolved: str) -> Any:
     """The core's simulation of ``scenario`` (``resolved``: its resolved JSON,
     :func:`_resolved_json`): the world built, nothing run yet."""
     try:
+        _check_memory(core, scenario, resolved)
         return core.Simulation(resolved)
     except core.ConfigError as exc:
         raise _config_error(exc, scenario) from None
+
+
+def _check_memory(core: ModuleType, scenario: Scenario, resolved: str) -> None:
+    """Refuses a world whose estimated memory (the core's ``estimate_memory``)
+    is more than this process may still take (:mod:`fabricsim.machine_memory`)."""
+    estimate = core.estimate_memory(resolved)
+    available = machine_memory.available_bytes()
+    if available is not None and estimate > available:
+        gib = 1 << 30
+        raise ScenarioError(
+            [("topology", f"the world would take about {estimate / gib:.1f} GiB before the first event; "
+                          f"this machine has {available / gib:.1f} GiB available to the run (fewer hosts, ports, "
+                          "classes or flows)")],
+            scenario.source,
+        )
 
 
 def _preload(progress: bool) -> Any:

@@ -324,3 +324,66 @@ def test_throughput_bins_too_many_to_hold_are_refused_before_the_run(tmp_path, c
                  "--set", "stats.throughput_interval=500ps", "--no-progress"])
     err = capsys.readouterr().err
     assert code == 2 and "stats.throughput_interval" in err and "GiB held until the run ends" in err
+
+
+# --------------------------------------------------------------------------- memory bounded at run time
+
+
+def test_a_nic_queue_holds_txqueuelen_datagrams_and_refuses_the_rest():
+    """A host offering twice its line rate in UDP: its NIC queue stops at
+    ``txqueuelen`` (Linux's 1000) and the rest is dropped there, named; before,
+    the queue grew to the 1 GB NIC buffer (3.2 GB of packets for the fairness
+    scenario with its traffic entry repeated 50 times)."""
+    text = """
+duration: 200us
+topology: {kind: star, hosts: 3, link: {rate: 10Gbps, delay: 1us}}
+traffic:
+  - {kind: udp_cbr, src: h0, dst: h1, rate: 100%, frame_size: 1500B}
+  - {kind: udp_cbr, src: h0, dst: h2, rate: 100%, frame_size: 64B}
+"""
+    result = fabricsim.run(loads(text))
+    assert result.summary["conservation_ok"] and result.summary["buffer_accounting_ok"]
+    assert 1000 <= result.summary["peak_packets_alive"] < 1100, result.summary["peak_packets_alive"]
+    drops = result.drops
+    assert drops["reason"].unique().to_list() == ["nic_queue_full"]
+    assert drops["node"].unique().to_list() == ["h0"]
+    # a larger txqueuelen holds more
+    bigger = fabricsim.run(loads(text + "network: {host: {txqueuelen: 2000}}\n"))
+    assert bigger.summary["peak_packets_alive"] > 1100
+    assert bigger.drops["packets"].sum() < drops["packets"].sum()
+
+
+def test_repeated_traffic_entries_stay_within_the_nic_queues():
+    """The fuzz campaign's esg-fairness with its traffic entries repeated 50
+    times: 6 sources offering 50 times their line rate keep at most
+    txqueuelen packets each in their NICs."""
+    import yaml
+
+    doc = yaml.safe_load((ROOT / "scenarios" / "esg-fairness.yaml").read_text())
+    doc["traffic"] = [dict(t, name=f"{t['name']}{i}") for i in range(50) for t in doc["traffic"]]
+    doc["duration"] = "50us"
+    result = fabricsim.run(loads(yaml.safe_dump(doc)))
+    assert result.summary["conservation_ok"]
+    # two classes in use (the ACL sets DSCP by class): a queue of 1000 each
+    assert result.summary["peak_packets_alive"] < 6 * 2 * 1000 + 2000, result.summary["peak_packets_alive"]
+    assert "nic_queue_full" in result.drops["reason"].to_list()
+
+
+def test_a_world_larger_than_the_memory_left_is_refused_before_the_run(monkeypatch):
+    """Input arbitration keeps a sub-queue per (egress port, class, input):
+    a 1,000-port tomahawk-like switch with 8 classes takes about 0.47 GB (2,000
+    hosts, 1.9 GB; 5,000 aborted the core at 11 GB). Refused when the machine
+    has less left, with the estimate, before anything is built."""
+    from fabricsim import machine_memory
+
+    text = """
+duration: 10us
+network: {classes: 8, switch: {device: tomahawk-like}}
+topology: {kind: star, hosts: 1000, link: {rate: 100Gbps, delay: 1us}}
+traffic: []
+"""
+    monkeypatch.setattr(machine_memory, "available_bytes", lambda: 200 << 20)
+    with pytest.raises(ScenarioError, match=r"topology: the world would take about 0\.4 GiB .* 0\.2 GiB available"):
+        fabricsim.check(loads(text))
+    monkeypatch.setattr(machine_memory, "available_bytes", lambda: 8 << 30)
+    fabricsim.check(loads(text))

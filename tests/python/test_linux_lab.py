@@ -654,6 +654,23 @@ def test_tiny_topology_runs_iperf3_and_leaves_no_namespace() -> None:
 
 
 @pytest.mark.linux
+@needs_lab("ip", "tc", "sysctl", "ethtool")
+def test_a_host_nic_queue_holds_txqueuelen_packets_as_the_models_default() -> None:
+    """``network.host.txqueuelen`` defaults to what a Linux NIC has: the device's
+    txqueuelen (1000) is what a pfifo given no limit holds."""
+    import fabricsim
+
+    with Lab(Topology.from_dict({"hosts": ["a", "b"], "links": [{"a": "a", "b": "b"}]})) as lab:
+        dev = lab.device("a", "b")
+        link = lab.run("a", ["ip", "-o", "link", "show", "dev", dev]).stdout
+        lab.run("a", ["tc", "qdisc", "replace", "dev", dev, "root", "pfifo"])
+        qdisc = lab.run("a", ["tc", "qdisc", "show", "dev", dev]).stdout
+    default = fabricsim.loads("duration: 1ms\ntopology: {kind: star, hosts: 2, link: {rate: 1Gbps, delay: 1us}}\n")
+    assert f"qlen {default.network.host.txqueuelen}" in link, link
+    assert f"limit {default.network.host.txqueuelen}p" in qdisc, qdisc
+
+
+@pytest.mark.linux
 @needs_lab("ip", "sysctl", "ethtool")
 def test_namespaces_take_a_default_congestion_control_the_machine_restricts() -> None:
     """A namespace may make only an allowed congestion control its default;

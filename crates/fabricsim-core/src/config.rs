@@ -192,6 +192,13 @@ pub struct HostConfig {
     pub latency_ps: u64,
     #[serde(default = "default_nic_buffer")]
     pub nic_buffer_bytes: u64,
+    /// Packets a host NIC's class queue holds before it refuses a UDP
+    /// datagram: the device's `txqueuelen` (Linux: 1000), which each band of
+    /// the default qdisc holds. TCP segments are never refused (TCP Small
+    /// Queues and the kernel's retry on a full qdisc hold them back) and RoCE
+    /// bypasses the qdisc. `u32::MAX`: no limit.
+    #[serde(default = "default_txqueuelen")]
+    pub txqueuelen: u32,
     /// Match-action pipeline of every host's NIC, on receive and transmit (see `pipeline/`).
     #[serde(default)]
     pub pipeline: Option<PipelineConfig>,
@@ -216,9 +223,20 @@ fn default_nic_buffer() -> u64 {
     1_000_000_000
 }
 
+fn default_txqueuelen() -> u32 {
+    1000
+}
+
 impl Default for HostConfig {
     fn default() -> Self {
-        HostConfig { latency_ps: 0, nic_buffer_bytes: default_nic_buffer(), pipeline: None, model: None, egress: None }
+        HostConfig {
+            latency_ps: 0,
+            nic_buffer_bytes: default_nic_buffer(),
+            txqueuelen: default_txqueuelen(),
+            pipeline: None,
+            model: None,
+            egress: None,
+        }
     }
 }
 

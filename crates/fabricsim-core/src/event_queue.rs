@@ -372,6 +372,29 @@ impl<E: Copy> EventQueue<E> {
         Some((SimTime(e.time), e.event))
     }
 
+    /// Drops every event for which `dead` holds from the buckets (the sorted
+    /// run is left as it is), keeping the others in order, and gives back
+    /// the slots they held. `dead` must name events that stay dead, as for
+    /// [`EventQueue::peek_live`]: dropping them now is the same as dropping
+    /// them when their bucket is emptied.
+    pub fn purge<F: Fn(&E) -> bool>(&mut self, dead: &F) {
+        let mut bits = self.nonempty;
+        while bits != 0 {
+            let b = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            let v = &mut self.buckets[b];
+            v.retain(|e| !dead(&e.event));
+            v.shrink_to(2 * v.len());
+            match v.iter().map(|e| e.time).min() {
+                Some(m) => self.mins[b] = m,
+                None => {
+                    self.mins[b] = u64::MAX;
+                    self.nonempty &= !(1 << b);
+                }
+            }
+        }
+    }
+
     /// Bytes allocated for pending events.
     pub fn memory_bytes(&self) -> usize {
         let slots = self.current.capacity() + self.buckets.iter().map(|b| b.capacity()).sum::<usize>();
@@ -466,6 +489,52 @@ mod tests {
             assert_eq!((t.0, e), want);
         }
         assert!(q.is_empty() && q.pop().is_none() && q.peek().is_none());
+    }
+
+    #[test]
+    fn purging_dead_events_keeps_the_live_ones_in_order_and_frees_their_slots() {
+        // Events with odd values are dead; the queue with purges between pops
+        // returns exactly the live events of a queue that drops them on the way.
+        let mut r = RandomStream::new(7, "purge", 0);
+        let (mut q, mut plain) = (EventQueue::new(), EventQueue::new());
+        let (mut now, mut seq) = (0u64, 0u32);
+        let dead = |e: &u32| e % 2 == 1;
+        // Takes out dead events up to the next live one, and that one.
+        let next_live = |q: &mut EventQueue<u32>| loop {
+            let (t, e) = q.peek_live(&dead)?;
+            q.take_peeked();
+            if !dead(&e) {
+                return Some((t, e));
+            }
+        };
+        for round in 0..300 {
+            for _ in 0..(r.below(300) + 1) {
+                let t = now + r.below(1 << 20);
+                q.push(SimTime(t), seq);
+                plain.push(SimTime(t), seq);
+                seq += 1;
+            }
+            if round % 7 == 0 {
+                let before = q.memory_bytes();
+                q.purge(&dead);
+                assert!(q.memory_bytes() <= before);
+            }
+            for _ in 0..r.below(250) {
+                let (got, want) = (next_live(&mut q), next_live(&mut plain));
+                assert_eq!(got, want);
+                match want {
+                    Some((t, _)) => now = t.0,
+                    None => break,
+                }
+            }
+        }
+        loop {
+            let (got, want) = (next_live(&mut q), next_live(&mut plain));
+            assert_eq!(got, want);
+            if want.is_none() {
+                break;
+            }
+        }
     }
 
     /// Like a simulation: take out one event, schedule 0-3 at or after it.

@@ -67,6 +67,11 @@ use crate::transport::tcp::{Outbox, TcpConfig};
 pub use memory::MemoryUse;
 use transport::{IncastApp, TcpFlow, ThroughputBins};
 
+/// Events between checks of the event queue for cancelled timers to purge.
+const PURGE_CHECK_EVERY: u64 = 1 << 20;
+/// Pending events below which the queue is never purged.
+const PURGE_AT_LEAST: usize = 1 << 20;
+
 #[derive(Clone, Copy, Debug)]
 enum Event {
     TxDone(PortId),
@@ -123,7 +128,11 @@ pub struct Simulation {
     end_cap: SimTime,
     overhead: u64,
     classes: usize,
+    /// Packets a host NIC's class queue holds before it refuses a datagram (`HostConfig::txqueuelen`).
+    txqueuelen: usize,
     queue: EventQueue<Event>,
+    /// Queue length beyond which cancelled timers are purged (`purge_cancelled_events`).
+    purge_at: usize,
     nodes: Vec<Node>,
     ports: Vec<Port>,
     channels: Vec<Channel>,
@@ -366,6 +375,8 @@ impl Simulation {
             },
             overhead: net.ethernet_overhead_bytes as u64,
             classes,
+            txqueuelen: net.host.txqueuelen as usize,
+            purge_at: PURGE_AT_LEAST,
             queue: EventQueue::new(),
             nodes,
             ports,
@@ -707,6 +718,36 @@ impl Simulation {
     /// for interrupts, report progress) however long a stretch of simulated
     /// time takes. Once it failed, every call returns the same error.
     pub fn advance(&mut self, limit: SimTime, max_events: u64) -> Result<Progress, RunError> {
+        let mut left = max_events;
+        loop {
+            self.purge_cancelled_events();
+            let slice = left.min(PURGE_CHECK_EVERY);
+            let progress = self.advance_slice(limit, slice)?;
+            left -= slice;
+            if progress != Progress::Paused || left == 0 {
+                return Ok(progress);
+            }
+        }
+    }
+
+    /// Drops cancelled timers from the event queue once it has doubled since
+    /// the last time: a timer re-armed earlier leaves its older event behind,
+    /// and without this, timers re-armed faster than they fall due (a QP
+    /// woken by its NIC, with its retransmission deadline far ahead) grow the
+    /// queue without bound. Cancelled events neither count nor move the
+    /// clock, so when they go changes no result.
+    fn purge_cancelled_events(&mut self) {
+        if self.queue.len() <= self.purge_at {
+            return;
+        }
+        let mut queue = std::mem::take(&mut self.queue);
+        queue.purge(&|e: &Event| self.is_cancelled(*e));
+        self.purge_at = (2 * queue.len()).max(PURGE_AT_LEAST);
+        self.queue = queue;
+    }
+
+    /// [`Simulation::advance`] for at most `max_events` events.
+    fn advance_slice(&mut self, limit: SimTime, max_events: u64) -> Result<Progress, RunError> {
         if let Some(e) = &self.failure {
             return Err(e.clone());
         }
@@ -883,12 +924,21 @@ impl Simulation {
 
     /// Sends a packet of host `node` to the egress port its route picks.
     fn host_send(&mut self, node: NodeId, id: PacketId) {
-        let pkt = self.pool.get(id);
+        let pkt = *self.pool.get(id);
         if pkt.dst.0 & MCAST_TAG != 0 {
             return self.multicast_replicate(node, id, None, None);
         }
         match self.route(node, pkt.dst, pkt.hash) {
-            Some(out) => self.enqueue(node, out, id, None, None),
+            Some(out) => {
+                if pkt.kind == PacketKind::Data {
+                    // The default qdisc's band of the class holds `txqueuelen` packets.
+                    let pid = self.nodes[node.idx()].port(out);
+                    if self.ports[pid.idx()].queue(pkt.class as usize).len() >= self.txqueuelen {
+                        return self.refuse(node, out, pid, id, DropReason::NicQueueFull);
+                    }
+                }
+                self.enqueue(node, out, id, None, None)
+            }
             None => self.drop_packet(node, 0, id, DropReason::NoRoute),
         }
     }

@@ -112,10 +112,13 @@ pub enum DropReason {
     ShaperQueueFull = 23,
     /// A host egress delay line held its limit of packets (netem's `limit`).
     EgressDelayFull = 24,
+    /// A host NIC's class queue held `txqueuelen` packets when a datagram came
+    /// (Linux's default qdisc refusing a UDP datagram).
+    NicQueueFull = 25,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 25] = [
+    pub const ALL: [DropReason; 26] = [
         DropReason::PortBufferFull,
         DropReason::QueueLimit,
         DropReason::NoRoute,
@@ -141,6 +144,7 @@ impl DropReason {
         DropReason::QueuePacketLimit,
         DropReason::ShaperQueueFull,
         DropReason::EgressDelayFull,
+        DropReason::NicQueueFull,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -170,6 +174,7 @@ impl DropReason {
             DropReason::QueuePacketLimit => "queue_packet_limit",
             DropReason::ShaperQueueFull => "shaper_queue_full",
             DropReason::EgressDelayFull => "egress_delay_full",
+            DropReason::NicQueueFull => "nic_queue_full",
         }
     }
 }

@@ -164,6 +164,16 @@ fn fill_defaults(scenario_json: &str) -> PyResult<String> {
     guarded(|| sc.to_json())
 }
 
+/// The estimated bytes the world of a resolved scenario takes before its
+/// first event (`sim/limits.rs`); raises ConfigError where a limit is passed,
+/// as building it would.
+#[pyfunction]
+fn estimate_memory(scenario_json: &str) -> PyResult<u64> {
+    let sc = guarded(|| Scenario::from_json(scenario_json))?.map_err(|e| ConfigError::new_err(e.to_string()))?;
+    guarded(|| fabricsim_core::sim::limits::estimated_world_bytes(&sc))?
+        .map_err(|e| ConfigError::new_err(e.to_string()))
+}
+
 /// The models registered from outside the core, as JSON:
 /// `{"buffer": {name: {"summary", "schema"}}, "rate_cc": {...}}`.
 #[pyfunction]
@@ -243,6 +253,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Simulation>()?;
     m.add_function(wrap_pyfunction!(_panic_in_core, m)?)?;
     m.add_function(wrap_pyfunction!(fill_defaults, m)?)?;
+    m.add_function(wrap_pyfunction!(estimate_memory, m)?)?;
     m.add_function(wrap_pyfunction!(extensions, m)?)?;
     m.add_function(wrap_pyfunction!(check_extension_params, m)?)?;
     // Models built into this package from crates outside the core.

@@ -611,6 +611,10 @@ class Host(Model):
 
     latency: Time = 0
     nic_buffer: Size = 1_000_000_000
+    #: Packets each class queue of a host NIC holds before it refuses a UDP datagram: the
+    #: device's ``txqueuelen``, 1000 on Linux, held by each band of the default qdisc. TCP
+    #: segments are held back instead (TCP Small Queues), and RoCE bypasses the qdisc.
+    txqueuelen: int = Field(default=1000, ge=1, le=U32_MAX)
     pipeline: Optional[deferred(Pipeline)] = None
     #: CPU cores, software stack and NIC DMA of every host (``None``: ideal hosts); see :mod:`fabricsim.schema.host`.
     model: Optional[deferred(HostModel)] = None
@@ -618,7 +622,11 @@ class Host(Model):
     egress: Optional[Egress] = None
 
     def to_resolved(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"latency_ps": self.latency, "nic_buffer_bytes": self.nic_buffer}
+        out: dict[str, Any] = {
+            "latency_ps": self.latency,
+            "nic_buffer_bytes": self.nic_buffer,
+            "txqueuelen": self.txqueuelen,
+        }
         if self.pipeline is not None:
             out["pipeline"] = self.pipeline.to_resolved()
         if self.model is not None:

@@ -69,6 +69,12 @@ pub struct Arbiter {
 }
 
 impl ArbitrationConfig {
+    /// Whether the device's egress ports keep a sub-queue per input (every
+    /// kind but a plain `fifo`).
+    pub fn uses_input_queues(&self) -> bool {
+        !matches!(self, ArbitrationConfig::Fifo { input_queue_bytes: None })
+    }
+
     /// The arbiter for a device with `ports` ports; `pipes` is the pipe of
     /// each port when the device has a pipeline. `None` for a plain `fifo`.
     pub fn arbiter(&self, ports: usize, pipes: Option<&[u16]>, path: &str) -> Result<Option<Arbiter>, ConfigError> {

@@ -109,6 +109,10 @@ pub struct SubQueues {
 }
 
 impl SubQueues {
+    /// Bytes one sub-queue holds before any packet (its deque and counters).
+    pub const BYTES_PER_INPUT: usize =
+        std::mem::size_of::<VecDeque<(PacketId, u32)>>() + 3 * std::mem::size_of::<u64>() + std::mem::size_of::<u16>();
+
     /// `inputs` sub-queues plus one for locally created packets; sub-queue `i`
     /// is in group `group[i]`, the local one in a group of its own.
     fn new(inputs: usize, group: &[u16]) -> SubQueues {

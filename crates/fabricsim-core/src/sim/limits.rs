@@ -15,7 +15,9 @@
 //! The memory estimate counts what the world holds before the first event:
 //! `size_of` of each arena element, the per-class state of every port, the
 //! routing state as `network/routing.rs` builds it, the VOQ counters and
-//! sub-queues, and the per-flow state. Routing is counted at its peak while
+//! sub-queues, the per-input sub-queues of devices with input arbitration
+//! (a port's classes times its device's ports plus one each), and the
+//! per-flow state. Routing is counted at its peak while
 //! it is built: a matrix of one 4-byte ECMP group id per (node with a table,
 //! destination class), where nodes with a table are the switches and the
 //! multi-homed hosts, and a destination class is a switch's single-homed
@@ -36,6 +38,7 @@ use super::transport::TcpFlow;
 use crate::buffer::{BufferConfig, BuiltinBufferConfig};
 use crate::config::{Scenario, TrafficConfig};
 use crate::error::ConfigError;
+use crate::network::port::SubQueues;
 use crate::network::topology::{ExplicitNode, HostsPerLeaf, NodeKindConfig, TopologyConfig};
 use crate::network::{Channel, Node, Port};
 use crate::stats::FlowStats;
@@ -325,12 +328,19 @@ pub fn estimated_world_bytes(sc: &Scenario) -> Result<u64, ConfigError> {
 
     // VOQ state grows with the square of a device's port count.
     let mut voq_bytes: u128 = 0;
+    let mut input_queue_bytes: u128 = 0;
     for (name, ports) in &s.switches {
         let (cfg, path) = match sc.network.switch_overrides.get(name) {
             Some(c) => (c, format!("network.switch_overrides.{name}.buffer")),
             None => (&sc.network.switch, "network.switch.buffer".to_string()),
         };
-        if let BufferConfig::Builtin(BuiltinBufferConfig::Voq(_)) = cfg.buffer {
+        let voq = matches!(cfg.buffer, BufferConfig::Builtin(BuiltinBufferConfig::Voq(_)));
+        if !voq && cfg.arbitration.uses_input_queues() {
+            // Input arbitration: every egress port and class keeps a sub-queue per input.
+            let p = *ports as u128;
+            input_queue_bytes += p * (p + 1) * classes * SubQueues::BYTES_PER_INPUT as u128;
+        }
+        if voq {
             let p = *ports as u128;
             let voqs = p * (p + 1) * classes;
             if voqs > MAX_VOQS as u128 {
@@ -379,6 +389,7 @@ pub fn estimated_world_bytes(sc: &Scenario) -> Result<u64, ConfigError> {
         + ports * size_of::<Channel>() as u128
         + routing_bytes(&s)
         + voq_bytes
+        + input_queue_bytes
         + flows * size_of::<FlowStats>() as u128
         + tcp_flows * size_of::<TcpFlow>() as u128;
     if world > MAX_WORLD_BYTES as u128 {

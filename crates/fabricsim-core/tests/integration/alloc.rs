@@ -189,10 +189,25 @@ fn the_world_size_estimate_is_close_to_what_building_it_takes() {
         ),
         ("star of 2,000 hosts", format!(r#"{{"kind": "star", "hosts": 2000, "link": {link}}}"#), perm(2000)),
     ];
-    for (name, topology, traffic) in cases {
+    let static_buffer = r#"{"switch": {"buffer": {"model": "static", "port_bytes": 1000000, "queue_packets": 100}}}"#;
+    // Input arbitration by pipe (the tomahawk-like preset's): every egress
+    // port and class keeps a sub-queue per input, ports squared.
+    let arbitration = r#"{"classes": 8, "switch": {"buffer": {"model": "static", "port_bytes": 1000000},
+        "pipeline": {"pipes": 4, "rate_pps": 850000000}, "arbitration": {"kind": "hierarchical"}}}"#;
+    let cases: Vec<(&str, String, String, &str)> = cases
+        .into_iter()
+        .map(|(n, t, f)| (n, t, f, static_buffer))
+        .chain([(
+            "star of 1,000 hosts, 8 classes, arbitration by pipe",
+            format!(r#"{{"kind": "star", "hosts": 1000, "link": {link}}}"#),
+            perm(1000),
+            arbitration,
+        )])
+        .collect();
+    for (name, topology, traffic, network) in cases {
         let json = format!(
             r#"{{"duration_ps": 1000000000, "seed": 1,
-            "network": {{"switch": {{"buffer": {{"model": "static", "port_bytes": 1000000, "queue_packets": 100}}}}}},
+            "network": {network},
             "topology": {topology}, "traffic": {traffic}}}"#
         );
         let sc = Scenario::from_json(&json).expect("valid scenario JSON");
