@@ -778,6 +778,41 @@ mod tests {
     }
 
     #[test]
+    fn a_lost_last_segment_waits_for_the_probe_at_the_rto_when_it_is_alone_in_flight() {
+        // Linux `tcp_schedule_loss_probe`: with one segment out the probe timeout is
+        // 2 SRTT + TCP_RTO_MIN, capped by the RTO. A flow of 9 full segments and a
+        // short last one; everything but the last is ACKed: nothing was sent after
+        // it, so RACK cannot find it, and the probe goes at the RTO (~200 ms).
+        let total = 9 * M + 112;
+        let mut s = Sender::new(&linux(), total, None);
+        let mut out = Vec::new();
+        s.open(SimTime(0), &mut out);
+        s.on_segment(SimTime::from_us(10), &Segment::control(SegKind::SynAck, SimTime(0)), &mut out);
+        assert_eq!(s.snd_max, total);
+        out.clear();
+        let now = SimTime::from_us(20);
+        s.on_segment(now, &ack(9, &[]), &mut out);
+        assert!(out.is_empty());
+        let srtt = s.srtt().unwrap();
+        let rto_at = s.rto_deadline.unwrap();
+        assert!(s.sack().unwrap().reo_deadline.is_none(), "RACK has no later delivery to go by");
+        let pto = s.next_deadline().unwrap();
+        assert_eq!(pto, (now + SimTime(2 * srtt.0) + SimTime::from_ms(200)).min(rto_at));
+        assert!(pto >= now + SimTime::from_ms(200));
+        s.on_timer(pto, &mut out);
+        assert_eq!(retransmitted(&out), vec![9], "the probe resends the last segment");
+        assert_eq!((s.sack_stats().tlp_probes, s.timeouts), (1, 0));
+        // The probe's ACK covers the flow: its end equals the probe's end, not beyond
+        // it, so no loss is counted as repaired (`tcp_process_tlp_ack`).
+        let mut a = Segment::control(SegKind::Ack, SimTime(0));
+        a.ack = total;
+        a.ts_echo = pto;
+        s.on_segment(pto + SimTime::from_us(10), &a, &mut out);
+        assert_eq!(s.snd_una, total);
+        assert_eq!(s.sack_stats().tlp_recoveries, 0);
+    }
+
+    #[test]
     fn a_probe_with_new_data_available_sends_new_data_beyond_the_window() {
         let mut s = established(&linux(), 1 << 30, None);
         let mut out = Vec::new();
