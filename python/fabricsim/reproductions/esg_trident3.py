@@ -931,34 +931,7 @@ _PIPE_SPACE = tuple(
      "at 64 B per pipe) with hierarchical arbitration by pipe", _pipes(n, mpps))
     for n, mpps in ((4, 1000), (4, 850), (4, 700))
 )
-#: The servers' TCP is not described beyond iPerf and 256 KB windows (the models run the default
-#: Linux profile: CUBIC, SACK, RACK-TLP). The space: Linux settings of servers of that time that
-#: change how a flow finds and repairs its losses, nearest first.
-_HOST_TCP_SPACE = (
-    ("the servers pace TCP with the fq qdisc (tcp.pacing: fq; the report names no qdisc)", {"tcp.pacing": "fq"}),
-    ("the servers run a kernel without RACK, finding losses by duplicate ACKs and SACK (RFC 6675; the "
-     "linux-3.10 profile, as mainline Linux before 4.4; the report names no OS)",
-     {"tcp.profile": "linux-3.10"}),
-)
-#: The competitor's buffer is not public beyond its class (the report states no size; the
-#: spectrum-like preset has the 16 MB of a public Spectrum figure) and its guidelines' ingress
-#: settings are not public. The space: less buffer for the one congested queue, nearest first.
-_COMP_BUFFER_SPACE = (
-    ("the competitor also limits each ingress port at alpha 1/8 of the free buffer (an ingress dynamic "
-     "threshold)", {"network.switch.buffer.ingress_alpha": 0.125}),
-    ("the competitor's pool is 12 MB, not 16 MB", {"network.switch.buffer.size": "12MB"}),
-    ("the competitor's pool is 8 MB, not 16 MB", {"network.switch.buffer.size": "8MB"}),
-)
 ASSUMPTIONS = (
-    Assumption("server TCP (incast)", "incast", {}, _HOST_TCP_SPACE,
-               why="the report names neither the servers' kernel nor their qdisc; what these settings add at "
-                   "the default scale is a few 200 ms stalls per job (a timeout, or the probe for a lost last "
-                   "segment, which waits 2 SRTT plus the 200 ms minimum RTO): half of a 0.4 s job, 0.2 % of the "
-                   "report's 93 s"),
-    Assumption("competitor buffer (incast)", "incast", {"device": "competitor-16mb-a8"}, _COMP_BUFFER_SPACE,
-               why="the report states neither the competitor's buffer size nor its ingress settings; the less "
-                   "buffer each of the 256 flows has, the more of its losses end in a 200 ms timeout; the port "
-                   "idles only while every flow waits, so the job time grows by the stalls left at its end"),
     Assumption("competitor pipes (ACL)", "acl", {"device": "competitor-16mb-a8"}, _PIPE_SPACE,
                why="the competitor's pipeline packet rate and arbitration are not public"),
     Assumption("competitor pipes (fairness)", "fairness", {"device": "competitor-16mb-a8"}, _PIPE_SPACE,
