@@ -116,6 +116,7 @@ def fake_core(monkeypatch: pytest.MonkeyPatch, core_output: Dict[str, Any]) -> M
     module.ConfigError = ConfigError
     module.SimulationError = SimulationError
     module.Simulation = Simulation
+    module.estimate_memory = lambda scenario_json: 1 << 20
     module.simulations = []
     monkeypatch.setitem(sys.modules, "fabricsim._core", module)
     return module

@@ -129,7 +129,7 @@ def test_minimal_scenario_resolves_with_every_default():
                 "latency_ps": 500_000,
                 "buffer": {"model": "static", "port_bytes": 1_000_000, "queue_bytes": None, "queue_packets": None},
             },
-            "host": {"latency_ps": 0, "nic_buffer_bytes": 1_000_000_000},
+            "host": {"latency_ps": 0, "nic_buffer_bytes": 1_000_000_000, "txqueuelen": 1000},
             "switch_overrides": {},
         },
         "topology": {"kind": "star", "hosts": 4, "link": {"rate_bps": 100_000_000_000, "delay_ps": 1_000_000, "loss": 0.0}},
@@ -157,7 +157,7 @@ def test_full_scenario_resolves_exactly():
         "latency_ps": 300_000,
         "buffer": {"model": "static", "port_bytes": 32 * 2**20, "queue_bytes": 1_000_000, "queue_packets": None},
     }
-    assert network["host"] == {"latency_ps": 100_000, "nic_buffer_bytes": 64_000_000}
+    assert network["host"] == {"latency_ps": 100_000, "nic_buffer_bytes": 64_000_000, "txqueuelen": 1000}
     assert resolved["topology"] == {
         "kind": "leaf_spine",
         "leaves": 2,

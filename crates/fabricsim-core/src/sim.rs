@@ -519,7 +519,7 @@ impl Simulation {
         let host = |name: &str, field: &str| resolve_host(index, graph, name, &format!("{path}.{field}"));
         let (name, srcs, dst, class, frame, dscp, dport, jitter) = match t {
             TrafficConfig::UdpCbr(u) | TrafficConfig::UdpPoisson(u) => {
-                (&u.name, &u.src, &u.dst, u.class, u.frame_bytes, u.dscp, u.dst_port, u.start_jitter_ps)
+                (&u.name, &u.src, &u.dst, u.class, u.frame_bytes, u.dscp, u.dst_port, Some(u.start_jitter_ps))
             }
             TrafficConfig::Burst(b) => {
                 (&b.name, &b.src, &b.dst, b.class, b.frame_bytes, b.dscp, b.dst_port, b.start_jitter_ps)
@@ -607,6 +607,9 @@ impl Simulation {
                     unreachable!("TCP, RDMA and application traffic is added by their own functions")
                 }
             };
+            // A burst's default: a random phase within one frame's time on its link.
+            let jitter =
+                jitter.unwrap_or_else(|| (wire as u128 * 8 * 1_000_000_000_000 / nic_rate.max(1) as u128) as u64);
             let start = if jitter > 0 {
                 start + RandomStream::new(self.seed, "start-jitter", sid.0 as u64).below(jitter)
             } else {

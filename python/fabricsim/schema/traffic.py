@@ -200,14 +200,22 @@ class UdpTraffic(_Datagrams):
 
 
 class Burst(_Datagrams):
-    """``frames`` frames queued at once on each ``src`` host at ``start``."""
+    """``frames`` frames queued at once on each ``src`` host at ``start``. Unless
+    ``start_jitter`` is given, each source starts at a random phase within one
+    frame's time on its link: the bursts start together, but their frames do not
+    reach a shared queue in the same order at every seed (0: all at the same
+    picosecond)."""
 
     kind: Literal["burst"]
     frames: int = Field(ge=1, le=U64_MAX)
     ecn: bool = False
+    start_jitter: Optional[Time] = None  # type: ignore[assignment]
 
     def to_resolved(self) -> dict[str, Any]:
-        return {**self._resolved({"frames": self.frames}, {}, self.ecn), **self._marking()}
+        out = {**self._resolved({"frames": self.frames}, {}, self.ecn), **self._marking()}
+        if self.start_jitter is not None:
+            out["start_jitter_ps"] = self.start_jitter
+        return out
 
 
 class _TcpTraffic(Model):

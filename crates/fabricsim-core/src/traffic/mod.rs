@@ -86,9 +86,12 @@ pub struct BurstConfig {
     #[serde(default)]
     pub dst_port: Option<u16>,
     /// Each source starts at `start_ps` plus a uniform random offset below
-    /// this (traffic generators' ports are not phase-locked); 0: all at once.
+    /// this; 0: all at once. `None`: below one frame's time on the source's
+    /// link, so that the sources' frames meet a shared queue in a random
+    /// order (real senders are not phase-locked to the picosecond) while the
+    /// bursts still start together.
     #[serde(default)]
-    pub start_jitter_ps: u64,
+    pub start_jitter_ps: Option<u64>,
 }
 
 fn default_frame() -> u32 {
