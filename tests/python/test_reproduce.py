@@ -61,6 +61,21 @@ def test_full_scale_uses_the_report_sizes():
     assert {p.params["duration_s"] for p in fct} == {300}
 
 
+def test_miercom_expected_flow_count_is_the_generator_rate_times_the_share_of_mice():
+    """The 5-minute count of the requester's flows <= 100 KB against the closed form from the table's
+    published statistics (../shared/workloads/summary.csv: mean 12,658,199 B with linear interpolation,
+    82.31 % of flows <= 100 KB): 300 s x 2 Gb/s / (8 x mean) x share on the payload basis; the wire basis
+    offers fewer flows by the headers' share of a flow's wire bytes."""
+    from fabricsim.reproductions.miercom_buffers import expected_mice
+
+    payload = expected_mice("datamining_vl2_hkust", "linear", "payload", 20)
+    assert payload == pytest.approx(300 * 2e9 / (8 * 12_658_199) * 0.8231, rel=1e-4)
+    assert expected_mice("datamining_vl2_hkust", "linear", "payload", 95) == pytest.approx(payload * 95 / 20)
+    assert 0.93 < expected_mice("datamining_vl2_hkust", "linear", "wire", 20) / payload < 0.95
+    points = [p.params for p in plan(get("miercom-buffers"), False)]
+    assert {p["datamining_cdf"] for p in points} == {"datamining_vl2_hkust"}
+
+
 def test_a_second_run_skips_finished_points_and_reruns_only_missing_ones(core, tmp_path):
     out = tmp_path / "r"
     first = run_reproduction("tolly-lightfleet", out, tests=["power"], workers=1, page=False)
