@@ -169,8 +169,8 @@ fn a_frame_that_finds_its_port_busy_when_the_header_is_in_is_stored_and_forwarde
         "network": {"switch": {"forwarding": "cut_through", "latency_ps": 300000,
                                "buffer": {"model": "static", "port_bytes": 1000000}}},
         "topology": {"kind": "star", "hosts": 3, "link": {"rate_bps": 10000000000, "delay_ps": 1000000}},
-        "traffic": [{"kind": "burst", "src": ["h0"], "dst": "h1", "frames": 1, "frame_bytes": 64},
-                    {"kind": "burst", "src": ["h2"], "dst": "h1", "frames": 1, "frame_bytes": 1500}]}"#;
+        "traffic": [{"kind": "burst", "src": ["h0"], "dst": "h1", "frames": 1, "frame_bytes": 64, "start_jitter_ps": 0},
+                    {"kind": "burst", "src": ["h2"], "dst": "h1", "frames": 1, "frame_bytes": 1500, "start_jitter_ps": 0}]}"#;
     let lat = i64_col(&run_json(json), "flows", "latency_max_ps");
     let g10 = 10_000_000_000;
     assert_eq!(lat[0], 1_000_000 + ser(64, g10) + 300_000 + ser(84, g10) + 1_000_000);
@@ -197,7 +197,7 @@ fn line_rate_burst_is_back_to_back() {
     let json = r#"{"duration_ps": 10000000000,
         "network": {"switch": {"latency_ps": 0, "buffer": {"model": "static", "port_bytes": 10000000}}},
         "topology": {"kind": "star", "hosts": 2, "link": {"rate_bps": 10000000000, "delay_ps": 0}},
-        "traffic": [{"kind": "burst", "src": ["h0"], "dst": "h1", "frames": 1000, "frame_bytes": 1000}]}"#;
+        "traffic": [{"kind": "burst", "src": ["h0"], "dst": "h1", "frames": 1000, "frame_bytes": 1000, "start_jitter_ps": 0}]}"#;
     let out = run_json(json);
     assert_eq!(i64_col(&out, "flows", "end_ps")[0], 1001 * 816_000);
     assert_eq!(i64_col(&out, "links", "queue_high_water_bytes").iter().max().copied(), Some(1000));
