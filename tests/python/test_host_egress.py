@@ -260,7 +260,8 @@ def test_burst_senders_start_at_random_phases_so_no_sender_is_spared_at_every_se
     locked = [_burst_incast_drops(seed, "0s") for seed in range(1, 9)]
     assert len({d.index(0) for d in locked}) == 1, locked
     phased = [_burst_incast_drops(seed, None) for seed in range(1, 9)]
-    assert all(sum(d) == sum(phased[0]) or abs(sum(d) - sum(phased[0])) <= 4 for d in phased), phased
+    # the phase moves who loses, not how much is lost
+    assert max(map(sum, phased)) - min(map(sum, phased)) <= 4, phased
     assert len({d.index(min(d)) for d in phased}) >= 3, phased
     totals = [sum(d[i] for d in phased) for i in range(4)]
     assert min(totals) >= 0.5 * sum(totals) / 4, totals
