@@ -40,10 +40,13 @@ class ScenarioError(FabricsimError):
     """A scenario is invalid; carries every problem found.
 
     ``str()`` gives one line per issue, prefixed by the source (usually the
-    file name)::
+    file name), the first :attr:`SHOWN` of them and then how many more there
+    are (all are in :attr:`issues`)::
 
         scenario.yaml: topology.hosts: must be >= 1 (got -3)
     """
+
+    SHOWN = 20
 
     def __init__(self, issues: Iterable[tuple[str, str]], source: str | None = None) -> None:
         self.issues = [Issue(*issue) for issue in issues]
@@ -52,7 +55,11 @@ class ScenarioError(FabricsimError):
 
     def __str__(self) -> str:
         prefix = f"{self.source}: " if self.source else ""
-        return "\n".join(f"{prefix}{issue}" for issue in self.issues)
+        lines = [f"{prefix}{issue}" for issue in self.issues[: self.SHOWN]]
+        hidden = len(self.issues) - self.SHOWN
+        if hidden > 0:
+            lines.append(f"{prefix}... and {hidden:,} more {'issue' if hidden == 1 else 'issues'} of the same scenario")
+        return "\n".join(lines)
 
 
 class OutputError(FabricsimError):

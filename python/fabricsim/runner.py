@@ -65,17 +65,29 @@ def _build(core: ModuleType, scenario: Scenario, resolved: str) -> Any:
 
 def _check_memory(core: ModuleType, scenario: Scenario, resolved: str) -> None:
     """Refuses a world whose estimated memory (the core's ``estimate_memory``)
-    is more than this process may still take (:mod:`fabricsim.machine_memory`)."""
+    is more than this process may still take (:mod:`fabricsim.machine_memory`),
+    naming the traffic entry with the most flows when the flows take most of
+    it, else ``topology``."""
     estimate = core.estimate_memory(resolved)
     available = machine_memory.available_bytes()
-    if available is not None and estimate > available:
-        gib = 1 << 30
-        raise ScenarioError(
-            [("topology", f"the world would take about {estimate / gib:.1f} GiB before the first event; "
-                          f"this machine has {available / gib:.1f} GiB available to the run (fewer hosts, ports, "
-                          "classes or flows)")],
-            scenario.source,
-        )
+    if available is None or estimate <= available:
+        return
+    document = json.loads(resolved)
+    traffic = document.get("traffic") or []
+    field, what = "topology", "fewer hosts, ports or classes"
+    if traffic:
+        without = core.estimate_memory(json.dumps({**document, "traffic": []}))
+        if estimate - without > estimate / 2:
+            index = max(range(len(traffic)), key=lambda i: len(traffic[i].get("flows") or ()))
+            listed = len(traffic[index].get("flows") or ())
+            field, what = ((f"traffic[{index}]", f"fewer than its {listed:,} flows") if listed
+                           else ("traffic", f"fewer than its {len(traffic):,} entries"))
+    gib = 1 << 30
+    raise ScenarioError(
+        [(field, f"the world would take about {estimate / gib:.1f} GiB before the first event; "
+                 f"this machine has {available / gib:.1f} GiB available to the run ({what})")],
+        scenario.source,
+    )
 
 
 def _preload(progress: bool) -> Any:

@@ -387,3 +387,70 @@ traffic: []
         fabricsim.check(loads(text))
     monkeypatch.setattr(machine_memory, "available_bytes", lambda: 8 << 30)
     fabricsim.check(loads(text))
+
+
+def _flow_list(n: int) -> dict:
+    return {
+        "name": "many-flows",
+        "duration": "1ms",
+        "topology": {"kind": "star", "hosts": 4, "link": {"rate": "100Gbps", "delay": "1us"}},
+        "traffic": [{"kind": "tcp_flows",
+                     "flows": [{"src": f"h{i % 4}", "dst": f"h{(i + 1) % 4}", "size": 1000, "start": f"{i}ns"}
+                               for i in range(n)]}],
+    }
+
+
+def test_an_explicit_flow_list_larger_than_the_memory_left_is_refused_naming_it(monkeypatch):
+    """The fuzz campaign's 10^6 explicit flows ended in an internal
+    MemoryError at 3.8 GB after 50 s. Validating a listed flow takes about
+    1.7 KB (the document's copy, the model, the resolved form): refused before
+    validation, naming the list, where that is more than is left."""
+    from fabricsim import machine_memory
+    from fabricsim.schema.scenario import from_dict
+
+    monkeypatch.setattr(machine_memory, "available_bytes", lambda: 30 << 20)
+    with pytest.raises(ScenarioError) as err:
+        from_dict(_flow_list(20_000))
+    assert err.value.issues[0].path == "traffic[0].flows"
+    assert "validating 20,000 listed entries" in str(err.value) and "0.0 GiB available" in str(err.value)
+    monkeypatch.setattr(machine_memory, "available_bytes", lambda: 8 << 30)
+    assert len(from_dict(_flow_list(20_000)).traffic[0].flows) == 20_000
+
+
+def test_a_yaml_document_too_large_to_read_is_refused_before_it_is_parsed(monkeypatch, tmp_path):
+    """Reading YAML takes about 72 bytes per character at its peak (PyYAML
+    composes the whole node tree first): a 53 MB flow list needs 3.7 GiB."""
+    import yaml
+    from fabricsim import machine_memory
+
+    path = tmp_path / "flows.yaml"
+    path.write_text(yaml.safe_dump(_flow_list(30_000)))
+    assert path.stat().st_size > 1 << 20
+    monkeypatch.setattr(machine_memory, "available_bytes", lambda: 20 << 20)
+    with pytest.raises(ScenarioError, match=r"reading this \d+ MB document would take about 0\.\d GiB"):
+        fabricsim.load(path)
+
+
+def test_a_world_whose_flows_take_most_of_the_memory_names_the_traffic_entry(monkeypatch):
+    from fabricsim import machine_memory
+    from fabricsim.schema.scenario import from_dict
+
+    scenario = from_dict(_flow_list(20_000))
+    monkeypatch.setattr(machine_memory, "available_bytes", lambda: 10 << 20)
+    with pytest.raises(ScenarioError, match=r"traffic\[0\]: the world would take .*\(fewer than its 20,000 flows"):
+        fabricsim.check(scenario)
+
+
+def test_an_error_with_many_issues_shows_the_first_twenty_and_counts_the_rest():
+    """10^6 flows each with a bad start printed a million lines."""
+    from fabricsim.schema.scenario import from_dict
+
+    doc = _flow_list(1000)
+    for i, flow in enumerate(doc["traffic"][0]["flows"]):
+        flow["start"] = i + 1  # no unit
+    with pytest.raises(ScenarioError) as err:
+        from_dict(doc)
+    assert len(err.value.issues) == 1000
+    lines = str(err.value).splitlines()
+    assert len(lines) == 21
+    assert lines[-1] == "... and 980 more issues of the same scenario"
