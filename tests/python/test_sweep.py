@@ -97,6 +97,26 @@ def test_editing_the_scenario_file_reruns_the_sweep_into_the_same_out(core, tmp_
         assert summary["sim_time_s"] >= 300e-6
 
 
+def test_points_recorded_by_another_build_are_run_again(core, tmp_path):
+    """An upgrade (a rebuilt core, an edited model) must not mix old results
+    into the new sweep: each point.json holds the build's fingerprint."""
+    from fabricsim import build
+
+    path = tmp_path / "small.yaml"
+    path.write_text(SMALL)
+    grid = parse_grid(["traffic.1.rate=1Gbps,2Gbps"])
+    first = run_sweep(path, grid, tmp_path / "out", workers=2, report=False)
+    markers = sorted((tmp_path / "out" / "points").glob("*/point.json"))
+    assert len(markers) == 2
+    assert {json.loads(m.read_text())["build"] for m in markers} == {build.fingerprint()}
+    old = json.loads(markers[0].read_text())
+    old["build"] = "0123456789abcdef"
+    markers[0].write_text(json.dumps(old))
+    again = run_sweep(path, grid, tmp_path / "out", workers=2, report=False)
+    assert (first.ran, again.ran, again.skipped) == (2, 1, 1)
+    assert json.loads(markers[0].read_text())["build"] == build.fingerprint()
+
+
 def test_identical_sweeps_give_byte_identical_files(core, tmp_path):
     """Everything but the DuckDB catalog (timestamps, wall times, its own file
     layout) and the timing.json files is reproducible byte for byte."""

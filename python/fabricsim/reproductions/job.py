@@ -11,7 +11,9 @@ Layout of the output directory ``DIR``::
 
 A point is keyed by its test, parameters, scale and the contents of the scenario
 files its test runs (:func:`point_id`): after an edit of one of those files the
-same ``--out`` reruns the points that use it. The resumable loop is the sweeps'
+same ``--out`` reruns the points that use it, and a point recorded by another
+build of fabricsim (:mod:`fabricsim.build`: the core or a model changed) is run
+again. The resumable loop is the sweeps'
 (:mod:`fabricsim.sweeps.loop`).
 """
 
@@ -26,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
+from fabricsim import build
 from fabricsim.reproductions.base import ReproduceError, data_dir
 from fabricsim.sweeps.loop import PointJob, run_points
 
@@ -134,7 +137,8 @@ def execute_point(report_name: str, test: str, params: dict[str, Any], full: boo
             frame = pl.DataFrame(table_rows, infer_schema_length=None)
             frame.write_parquet(directory / f"{name}.parquet")
             files.append(f"{name}.parquet")
-        record = {"status": "done", "error": None, "files": files, "seed": 1, "metrics": {}}
+        record = {"status": "done", "error": None, "files": files, "seed": 1, "metrics": {},
+                  "build": build.fingerprint()}
         marker = directory / "point.json"
         marker.with_suffix(".tmp").write_text(json.dumps(record, sort_keys=True), encoding="utf-8")
         os.replace(marker.with_suffix(".tmp"), marker)
@@ -151,7 +155,9 @@ def _adopt(directory: Path) -> Optional[dict[str, Any]]:
         record = json.loads((directory / "point.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if record.get("status") != "done" or not all((directory / f).exists() for f in record.get("files", [])):
+    if record.get("status") != "done" or record.get("build") != build.fingerprint():
+        return None
+    if not all((directory / f).exists() for f in record.get("files", [])):
         return None
     return record
 

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
+from fabricsim import build
 from fabricsim.runner import run
 from fabricsim.schema import load
 from fabricsim.sweeps.catalog import metrics_of
@@ -38,7 +39,8 @@ def run_point(scenario_path: str, overrides: Sequence[str], seed: int, out_dir: 
         files = [p.name for p in result.write(directory, report=False) if p.suffix == ".parquet"]
         metrics = metrics_of(result)
         timing = dict(result.timing)
-        record = {"status": "done", "error": None, "metrics": metrics, "files": files, "seed": seed}
+        record = {"status": "done", "error": None, "metrics": metrics, "files": files, "seed": seed,
+                  "build": build.fingerprint()}
         marker = directory / "point.json"
         marker.with_suffix(".tmp").write_text(json.dumps(record, sort_keys=True, default=str), encoding="utf-8")
         os.replace(marker.with_suffix(".tmp"), marker)

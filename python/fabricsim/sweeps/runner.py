@@ -11,7 +11,7 @@ Layout of the output directory ``DIR``::
 
 A point is identified by its parameters, seed, the sweep's fixed ``--set``
 overrides and the scenario file's contents (an edited file reruns every point). A second invocation skips points whose status is ``done`` (and
-whose files are there), adopts points whose ``point.json`` was written before an
+whose files are there, recorded by this build of fabricsim: :mod:`fabricsim.build`), adopts points whose ``point.json`` was written before an
 interruption, and reruns ``failed`` and unfinished ones (the loop of
 :mod:`fabricsim.sweeps.loop`, shared with reproductions). Only the parent
 process writes the catalog, as each point finishes.
@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from fabricsim import extensions
+from fabricsim import build, extensions
 from fabricsim.schema import load
 from fabricsim.sweeps.backends import local_backend, ray_backend
 from fabricsim.sweeps.catalog import BASE_COLUMNS, INTEGER_METRICS, TIMING_COLUMNS, Catalog, grid_number
@@ -64,7 +64,7 @@ def _adopt(marker: Path, point: Point) -> Optional[dict[str, Any]]:
         record = json.loads(marker.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if record.get("status") != "done" or record.get("seed") != point.seed:
+    if record.get("status") != "done" or record.get("seed") != point.seed or record.get("build") != build.fingerprint():
         return None
     if not all((marker.parent / f).exists() for f in record.get("files", [])):
         return None
