@@ -95,9 +95,9 @@ def test_presets_carry_their_pipes_and_arbitration():
     assert th["pipeline"]["pipes"] == 4 and th["pipeline"]["rate_pps"] == 850_000_000
     assert th["arbitration"]["kind"] == "hierarchical"
     # An arbitration of another kind replaces the preset's; one without a kind merges.
-    merged = devices.merge(devices.get("tomahawk-like").switch, {"arbitration": {"kind": "fifo"}})
+    merged = devices.merged("tomahawk-like", {"arbitration": {"kind": "fifo"}})
     assert merged["arbitration"] == {"kind": "fifo"}
-    merged = devices.merge(devices.get("tomahawk-like").switch, {"arbitration": {"input_queue_size": "64KB"}})
+    merged = devices.merged("tomahawk-like", {"arbitration": {"input_queue_size": "64KB"}})
     assert merged["arbitration"] == {"kind": "hierarchical", "input_queue_size": "64KB"}
     # Stages given by the scenario keep the preset's pipes and rate.
     sw = scenario(switch={"device": "tomahawk-like", **pipeline({"kind": "parse"})}).to_resolved()

@@ -53,7 +53,7 @@ def configure(data: dict[str, Any], config: str) -> dict[str, Any]:
         model = {"preset": model} if isinstance(model, str) else dict(model)
         from fabricsim import hosts
 
-        base = hosts.merge(hosts.get(model.get("preset", "linux-kernel")).model, model)
+        base = hosts.merged(model.get("preset", "linux-kernel"), model)
         stages = list(base["stages"])
         # The kernel's conntrack hook runs after the IP layer, before TCP: insert it before the tcp stage.
         at = next((i for i, s in enumerate(stages) if s["kind"] == "tcp"), len(stages))

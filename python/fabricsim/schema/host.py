@@ -156,7 +156,7 @@ def _expand_preset(value: Any) -> Any:
     if not isinstance(name, str) or name not in hosts.names():
         raise issues_error(("preset", unknown_value(name, hosts.names())))
     explicit = {k: v for k, v in value.items() if k != "preset"}
-    return {"preset": name, **hosts.merge(hosts.get(name).model, explicit)}
+    return {"preset": name, **hosts.merged(name, explicit)}
 
 
 class HostModel(DeferredModel):

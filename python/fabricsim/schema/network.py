@@ -487,7 +487,7 @@ def _expand_device(data: Any) -> Any:
     name = data["device"]
     if not isinstance(name, str) or name not in devices.names():
         raise issues_error(("device", unknown_value(name, devices.names())))
-    return devices.merge(devices.get(name).switch, data)
+    return devices.merged(name, data)
 
 
 class Switch(Model):
