@@ -13,15 +13,18 @@ use crate::units::SimTime;
 pub enum PacketKind {
     /// A UDP datagram.
     Data = 0,
-    /// A TCP segment; its fields are `seq`, `ack`, `len`, `flags`, `ts`, `ts_echo`.
-    /// An ACK that carries SACK blocks reuses `seq`, `ts`, `len` and `aux`
-    /// for them (see `sim/transport.rs`).
+    /// A TCP segment; its fields are `seq`, `ack`, `len`, `flags` (the
+    /// segment kind, [`Packet::tcp_segment`], in the low two bits), `ts`,
+    /// `ts_echo`. An ACK that carries SACK blocks reuses `seq`, `ts`, `len`
+    /// and `aux` for them (see `sim/transport.rs`); [`Packet::tcp_payload`]
+    /// tells the payload.
     Tcp = 1,
-    /// A PFC PAUSE frame (MAC control): `class` is the priority, `seq` the
-    /// pause quanta (0 = XON). Belongs to no flow (`flow` is [`CONTROL_FLOW`]).
+    /// A PFC PAUSE frame (MAC control): `class` is the priority,
+    /// [`Packet::pause_quanta`] the pause time (0 = XON). Belongs to no flow
+    /// (`flow` is [`CONTROL_FLOW`]).
     Pause = 2,
     /// A RoCEv2 packet: `flags` holds the opcode (see `transport::roce`),
-    /// `seq` the PSN, `ack` the expected PSN of an ACK/NACK, `len` the payload.
+    /// [`Packet::psn`] the PSN, `ack` the expected PSN of an ACK/NACK, `len` the payload.
     Roce = 3,
 }
 
@@ -44,7 +47,9 @@ pub struct Packet {
     pub ecn: u8,
     /// Flow hash of the 5-tuple, used by ECMP.
     pub hash: u64,
-    /// Sequence number within the flow (TCP: first payload byte).
+    /// Sequence number within the flow (TCP: first payload byte; a UDP
+    /// datagram's or message's number); a PAUSE frame's quanta and a RoCE
+    /// packet's PSN, read through [`Packet::pause_quanta`] and [`Packet::psn`].
     pub seq: u64,
     /// TCP: cumulative acknowledgment.
     pub ack: u64,
@@ -55,8 +60,9 @@ pub struct Packet {
     /// TCP: timestamp value and echo.
     pub ts: SimTime,
     pub ts_echo: SimTime,
-    /// A spare word for transport use (TCP: the last SACK edge of an ACK).
-    /// It fits in what would be padding: the packet does not grow.
+    /// A TCP pure ACK's last SACK edge; on every other packet its flow's
+    /// reordering number ([`Packet::reorder_number`]). It fits in what would
+    /// be padding: the packet does not grow.
     pub aux: u32,
     /// TCP: the receive window an ACK advertises, in units of the
     /// receiver's window scale (RFC 7323); 0 when the window is fixed.
@@ -132,6 +138,82 @@ impl Packet {
         (self.size - self.encap as u32) as u64
     }
 }
+
+/// Typed views of the fields that mean different things per kind. Each view
+/// reads its kind's fields only (checked in debug builds); the encoders and
+/// decoders of the transports (`sim/transport.rs`, `sim/roce.rs`) write them.
+impl Packet {
+    /// A PFC PAUSE frame from `node` to its link peer for priority `class`,
+    /// carrying `quanta` (0 = XON). It belongs to no flow.
+    #[inline]
+    pub fn pause_frame(node: NodeId, peer: NodeId, size: u32, class: u8, quanta: u16, now: SimTime) -> Packet {
+        Packet { seq: quanta as u64, ..Packet::new(CONTROL_FLOW, node, peer, size, PacketKind::Pause, class, 0, now) }
+    }
+
+    /// A PAUSE frame's quanta (0 = XON); they travel in `seq`.
+    #[inline]
+    pub fn pause_quanta(&self) -> u16 {
+        debug_assert_eq!(self.kind, PacketKind::Pause);
+        self.seq as u16
+    }
+
+    /// A RoCEv2 packet's PSN; it travels in `seq`.
+    #[inline]
+    pub fn psn(&self) -> u64 {
+        debug_assert_eq!(self.kind, PacketKind::Roce);
+        self.seq
+    }
+
+    /// A TCP packet's segment kind, [`TCP_SYN`], [`TCP_SYN_ACK`], [`TCP_DATA`]
+    /// or [`TCP_ACK`]: the low two bits of `flags`.
+    #[inline]
+    pub fn tcp_segment(&self) -> u8 {
+        debug_assert_eq!(self.kind, PacketKind::Tcp);
+        self.flags & TCP_SEGMENT_MASK
+    }
+
+    /// Payload bytes of a TCP data segment: its `len`; 0 for a SYN, SYN-ACK or
+    /// pure ACK and for every other kind (a pure ACK lends `seq`, `ts`, `len`
+    /// and `aux` to its SACK blocks, so `len` alone does not tell).
+    #[inline]
+    pub fn tcp_payload(&self) -> u32 {
+        if self.kind == PacketKind::Tcp && self.flags & TCP_SEGMENT_MASK == TCP_DATA {
+            self.len
+        } else {
+            0
+        }
+    }
+
+    /// Whether the packet takes a reordering number in `aux` when its flow's
+    /// source creates it: every packet but a TCP pure ACK, whose `aux` holds
+    /// a SACK edge ([`crate::stats::Reordering`]).
+    #[inline]
+    pub fn numbered(&self) -> bool {
+        self.kind != PacketKind::Tcp || self.flags & TCP_SEGMENT_MASK != TCP_ACK
+    }
+
+    /// The reordering number of a [`Packet::numbered`] packet; it travels in `aux`.
+    #[inline]
+    pub fn reorder_number(&self) -> u32 {
+        debug_assert!(self.numbered());
+        self.aux
+    }
+
+    /// Numbers a [`Packet::numbered`] packet for reordering statistics.
+    #[inline]
+    pub fn set_reorder_number(&mut self, n: u32) {
+        debug_assert!(self.numbered());
+        self.aux = n;
+    }
+}
+
+/// The low bits of a TCP packet's `flags` that give its segment kind.
+pub const TCP_SEGMENT_MASK: u8 = 3;
+/// TCP segment kinds ([`Packet::tcp_segment`]).
+pub const TCP_SYN: u8 = 0;
+pub const TCP_SYN_ACK: u8 = 1;
+pub const TCP_DATA: u8 = 2;
+pub const TCP_ACK: u8 = 3;
 
 // The packet slab's memory per packet in flight: 104 bytes (99 bytes of
 // fields, 8-byte aligned). TCP's `aux` word and `wnd` take 6 of the 7 spare bytes.
@@ -235,5 +317,30 @@ mod tests {
     fn a_packet_stays_compact() {
         // The pool holds every packet in flight; keep each well under 200 B.
         assert!(std::mem::size_of::<Packet>() <= 112, "{} B", std::mem::size_of::<Packet>());
+    }
+
+    #[test]
+    fn the_views_read_each_kinds_own_fields() {
+        let now = SimTime(7);
+        let pause = Packet::pause_frame(NodeId(1), NodeId(2), 64, 3, 0xffff, now);
+        assert_eq!(
+            (pause.kind, pause.flow, pause.class, pause.pause_quanta()),
+            (PacketKind::Pause, CONTROL_FLOW, 3, 0xffff)
+        );
+        let tcp = |flags: u8| Packet {
+            flags,
+            len: 1448,
+            ..Packet::new(FlowId(0), NodeId(0), NodeId(1), 1514, PacketKind::Tcp, 0, 0, now)
+        };
+        let (data, ack, syn) = (tcp(TCP_DATA | 16), tcp(TCP_ACK | 1 << 5), tcp(TCP_SYN));
+        assert_eq!((data.tcp_segment(), data.tcp_payload()), (TCP_DATA, 1448));
+        // a pure ACK's `len` is a SACK edge, not payload, and its `aux` is not a reordering number
+        assert_eq!((ack.tcp_segment(), ack.tcp_payload(), ack.numbered()), (TCP_ACK, 0, false));
+        assert_eq!((syn.tcp_payload(), syn.numbered()), (0, true));
+        let mut udp = Packet::new(FlowId(0), NodeId(0), NodeId(1), 1000, PacketKind::Data, 0, 0, now);
+        udp.set_reorder_number(41);
+        assert_eq!((udp.tcp_payload(), udp.reorder_number()), (0, 41));
+        let roce = Packet { seq: 9, ..Packet::new(FlowId(0), NodeId(0), NodeId(1), 1000, PacketKind::Roce, 3, 0, now) };
+        assert_eq!(roce.psn(), 9);
     }
 }

@@ -892,7 +892,7 @@ impl Simulation {
             f.packets_sent += 1;
             f.bytes_sent += pkt.size as u64;
             if pkt.src.0 == f.src && Reordering::numbered(&pkt) {
-                pkt.aux = f.reorder_stamp();
+                pkt.set_reorder_number(f.reorder_stamp());
             }
         }
         let id = self.pool.alloc(pkt);
@@ -1242,7 +1242,7 @@ impl Simulation {
             f.latency_sum_ps += lat as u128;
             f.latency.record(lat);
             if pkt.dst.0 == f.dst && Reordering::numbered(pkt) {
-                f.reorder_delivered(pkt.aux);
+                f.reorder_delivered(pkt.reorder_number());
             }
             self.carried.on_flow(pkt.flow.0, now, pkt.size as u64);
         }

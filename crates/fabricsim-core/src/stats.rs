@@ -255,7 +255,7 @@ impl Reordering {
     /// ACK segment, whose `aux` holds a SACK edge.
     #[inline(always)]
     pub fn numbered(pkt: &crate::packet::Packet) -> bool {
-        pkt.kind != crate::packet::PacketKind::Tcp || pkt.flags & 3 != 3
+        pkt.numbered()
     }
 }
 

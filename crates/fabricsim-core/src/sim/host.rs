@@ -22,7 +22,6 @@
 //! Latency per packet is split into components (`COMPONENTS`) and summed per
 //! flow: where host time went, for latency breakdowns.
 
-use super::transport::tcp_payload;
 use super::{Event, Simulation};
 use crate::config::Scenario;
 use crate::error::ConfigError;
@@ -342,7 +341,7 @@ impl Simulation {
             return;
         }
         self.pool.get_mut(id).enqueued = now;
-        let tcp_data = tcp_payload(&pkt) > 0;
+        let tcp_data = pkt.tcp_payload() > 0;
         c.push_tx(inline, dp, pkt.flow.0, id, pkt.size, tcp_data, now, self.host.gso_bytes);
         self.core_kick(core);
     }
@@ -537,7 +536,7 @@ impl Simulation {
         let mut kept = 0;
         let first = *self.pool.get(serving[0]);
         let tcp = first.kind == PacketKind::Tcp;
-        let pure_ack = tcp && serving.len() == 1 && tcp_payload(&first) == 0;
+        let pure_ack = tcp && serving.len() == 1 && first.tcp_payload() == 0;
         let mut bytes = 0u64;
         let mut msgs = 0u64;
         let m = self.host.message_bytes(first.flow.0);
@@ -549,7 +548,7 @@ impl Simulation {
             let mut pkt = *self.pool.get(id);
             bytes += pkt.flow_bytes();
             msgs += if tcp {
-                if tcp_payload(&pkt) > 0 && pkt.flags & super::transport::FLAG_RETX == 0 {
+                if pkt.tcp_payload() > 0 && pkt.flags & super::transport::FLAG_RETX == 0 {
                     messages_started(pkt.seq, pkt.len as u64, m)
                 } else {
                     0
@@ -617,7 +616,7 @@ impl Simulation {
             let p = self.pool.get(id);
             frames.push(GroFrame {
                 flow: p.flow.0,
-                tcp_data: tcp_payload(p) > 0,
+                tcp_data: p.tcp_payload() > 0,
                 seq: p.seq,
                 len: p.len,
                 ecn: p.ecn,
@@ -651,10 +650,10 @@ impl Simulation {
             e.0 += 1;
             e.1 += p.flow_bytes();
             e.2 = tcp;
-            e.3 = tcp && tcp_payload(&p) == 0;
+            e.3 = tcp && p.tcp_payload() == 0;
             e.4 += if !tcp {
                 1
-            } else if tcp_payload(&p) > 0 {
+            } else if p.tcp_payload() > 0 {
                 messages_completed(p.seq, p.len as u64, self.host.message_bytes(p.flow.0))
             } else {
                 0
@@ -783,7 +782,7 @@ impl Simulation {
                         let p = *self.pool.get(id);
                         merged.get_or_insert(p);
                         self.host_record(id, p.flow.0, RX_CPU, (now - since).0);
-                        frames += (tcp_payload(&p) > 0) as u64;
+                        frames += (p.tcp_payload() > 0) as u64;
                         len += p.len;
                         self.deliver(id, &p);
                     }

@@ -131,7 +131,7 @@ impl Simulation {
         }
         let kind = match pkt.kind {
             PacketKind::Data => 0,
-            PacketKind::Tcp if super::transport::tcp_payload(pkt) > 0 => 1,
+            PacketKind::Tcp if pkt.tcp_payload() > 0 => 1,
             PacketKind::Tcp => 2,
             _ => 3,
         };

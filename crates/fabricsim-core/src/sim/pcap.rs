@@ -279,7 +279,7 @@ impl Simulation {
         // PFC PAUSE frames (IEEE 802.1Qbb): one priority per frame, quanta 0 = XON.
         let pause = |r: &Record| r.pkt.kind == PacketKind::Pause;
         col!("pause_classes", U8, |r| if pause(r) { 1u8 << (r.pkt.class & 7) } else { 0 });
-        col!("pause_quanta", U32, |r| if pause(r) { r.pkt.seq.min(0xffff) as u32 } else { 0 });
+        col!("pause_quanta", U32, |r| if pause(r) { r.pkt.pause_quanta() as u32 } else { 0 });
         tables.insert("captures".to_string(), t);
 
         let taps = &self.capture.taps;

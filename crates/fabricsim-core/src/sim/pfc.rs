@@ -19,7 +19,7 @@ use crate::error::ConfigError;
 use crate::ids::{NodeId, PacketId, PortId};
 use crate::network::pfc::{headroom_bytes, pause_time, PAUSE_FRAME_BYTES};
 use crate::network::topology::NodeKind;
-use crate::packet::{Packet, PacketKind, CONTROL_FLOW};
+use crate::packet::Packet;
 use crate::stats::{Column, Table, Value};
 use crate::units::SimTime;
 use std::collections::BTreeMap;
@@ -174,11 +174,7 @@ impl Simulation {
             ps.xoff_tx[class as usize] += 1;
         }
         let peer = self.channels[self.ports[pid.idx()].channel.idx()].to_node;
-        // The pause quanta travel in `seq`.
-        let pkt = Packet {
-            seq: quanta as u64,
-            ..Packet::new(CONTROL_FLOW, node, peer, PAUSE_FRAME_BYTES, PacketKind::Pause, class, 0, now)
-        };
+        let pkt = Packet::pause_frame(node, peer, PAUSE_FRAME_BYTES, class, quanta, now);
         let id = self.create_packet(pkt);
         self.pfc.ctrl_created += 1;
         let port = &mut self.ports[pid.idx()];
@@ -217,7 +213,7 @@ impl Simulation {
         self.pool.free(id);
         let pid = self.nodes[node.idx()].port(ingress);
         let c = pkt.class as usize;
-        let quanta = pkt.seq as u16;
+        let quanta = pkt.pause_quanta();
         if quanta == 0 {
             self.pfc.ports[pid.idx()].xon_rx[c] += 1;
             self.pfc_resume(pid, pkt.class);

@@ -492,7 +492,7 @@ impl Simulation {
                         cnp = true;
                     }
                 }
-                let psn = pkt.seq;
+                let psn = pkt.psn();
                 let last = pkt.flags & FLAG_LAST != 0;
                 let mut reply = None;
                 if psn == qp.epsn {
@@ -591,7 +591,7 @@ impl Simulation {
         let msn = (epsn / qp.ppm.max(1)) as u32 & 0xff_ffff;
         match pkt.flags & 7 {
             OP_DATA => {
-                let first = pkt.seq.is_multiple_of(qp.ppm.max(1));
+                let first = pkt.psn().is_multiple_of(qp.ppm.max(1));
                 let last = pkt.flags & FLAG_LAST != 0;
                 let op = match (first, last) {
                     (true, false) => 1,
@@ -599,7 +599,7 @@ impl Simulation {
                     (false, true) => 3,
                     (true, true) => 4,
                 };
-                RoceWire { op, psn: pkt.seq, dst_qp: responder, msn: 0, retransmit: pkt.flags & FLAG_RETX != 0 }
+                RoceWire { op, psn: pkt.psn(), dst_qp: responder, msn: 0, retransmit: pkt.flags & FLAG_RETX != 0 }
             }
             OP_ACK => RoceWire { op: 5, psn: epsn.wrapping_sub(1), dst_qp: requester, msn, retransmit: false },
             OP_NACK => RoceWire { op: 6, psn: epsn, dst_qp: requester, msn, retransmit: false },

@@ -14,7 +14,7 @@ use super::{resolve_host, Event, Simulation};
 use crate::error::ConfigError;
 use crate::ids::{FlowId, NodeId};
 use crate::network::topology::Graph;
-use crate::packet::{Packet, PacketKind, ECN_CE, ECN_ECT, ECN_NOT_ECT};
+use crate::packet::{Packet, PacketKind, ECN_CE, ECN_ECT, ECN_NOT_ECT, TCP_ACK, TCP_DATA, TCP_SYN, TCP_SYN_ACK};
 use crate::rng::{mix64, RandomStream};
 use crate::stats::{Column, FlowKind, FlowStats, Table};
 use crate::transport::apps::{TcpBulkConfig, TcpFlowsConfig, TcpIncastConfig};
@@ -138,24 +138,12 @@ const FLAG_PIGGY: u8 = 1 << 5;
 const SACK_SHIFT: u8 = 5;
 const SACK_MASK: u8 = 3 << SACK_SHIFT;
 
-/// Payload bytes of TCP packet `p`: its `len` for a data segment, 0 for a
-/// SYN, SYN-ACK or pure ACK (a pure ACK lends `seq` and `len` to its SACK
-/// blocks, see `pack_sack`, so `len` alone does not tell).
-#[inline]
-pub(super) fn tcp_payload(p: &Packet) -> u32 {
-    if p.kind == PacketKind::Tcp && p.flags & 3 == 2 {
-        p.len
-    } else {
-        0
-    }
-}
-
 fn seg_kind_bits(k: SegKind) -> u8 {
     match k {
-        SegKind::Syn => 0,
-        SegKind::SynAck => 1,
-        SegKind::Data => 2,
-        SegKind::Ack => 3,
+        SegKind::Syn => TCP_SYN,
+        SegKind::SynAck => TCP_SYN_ACK,
+        SegKind::Data => TCP_DATA,
+        SegKind::Ack => TCP_ACK,
     }
 }
 
@@ -177,10 +165,10 @@ fn pack_sack(p: &mut Packet, seg: &Segment) {
 }
 
 fn packet_segment(p: &Packet, wscale: u32) -> Segment {
-    let kind = match p.flags & 3 {
-        0 => SegKind::Syn,
-        1 => SegKind::SynAck,
-        2 => SegKind::Data,
+    let kind = match p.tcp_segment() {
+        TCP_SYN => SegKind::Syn,
+        TCP_SYN_ACK => SegKind::SynAck,
+        TCP_DATA => SegKind::Data,
         _ => SegKind::Ack,
     };
     let mut seg = Segment {
@@ -632,7 +620,7 @@ impl Simulation {
     /// A TCP packet reached host `node` (its destination).
     #[inline(always)]
     pub(super) fn tcp_arrive(&mut self, node: NodeId, pkt: &Packet) {
-        self.tcp_arrive_frames_inline(node, pkt, (tcp_payload(pkt) > 0) as u64);
+        self.tcp_arrive_frames_inline(node, pkt, (pkt.tcp_payload() > 0) as u64);
     }
 
     /// A TCP segment (`data_frames` data frames on the wire, merged by GRO
