@@ -48,6 +48,8 @@ mod egress;
 mod fabric;
 mod flow_deps;
 pub mod guard;
+mod hooks;
+use hooks::Hooks;
 mod host;
 pub mod limits;
 mod memory;
@@ -151,10 +153,9 @@ pub struct Simulation {
     delivered_packets: u64,
     delivered_bytes: u64,
     finished: bool,
-    /// Whether a port shaper, a RoCE wait list or a capture tap exists: the
-    /// one test `start_next` makes for them while none does (set when a run
-    /// starts, `true` before, so nothing is skipped during set-up).
-    tx_hooks: bool,
+    /// The features hooked into each step of the packet path (`sim/hooks.rs`),
+    /// assembled once the world is built.
+    hooks: hooks::PacketHooks,
     /// Every event up to this time has been processed.
     horizon: SimTime,
     // TCP connections, their configurations and applications.
@@ -396,7 +397,7 @@ impl Simulation {
             delivered_packets: 0,
             delivered_bytes: 0,
             finished: false,
-            tx_hooks: true,
+            hooks: hooks::PacketHooks::default(),
             horizon: SimTime::ZERO,
             tcp: Vec::new(),
             tcp_timer_gen: Vec::new(),
@@ -457,6 +458,7 @@ impl Simulation {
             sim.queue.push(SimTime::ZERO, Event::Sample);
         }
         sim.guard = guard::StallGuard::new(sim.stall_limit());
+        sim.hooks = sim.packet_hooks();
         Ok(sim)
     }
 
@@ -757,7 +759,7 @@ impl Simulation {
         if self.finished {
             return Ok(Progress::Finished);
         }
-        self.tx_hooks = self.port_shapers.components() != 0 || !self.roce.wait.is_empty() || self.capture.on;
+        debug_assert_eq!(self.hooks, self.packet_hooks(), "a feature was turned on after the world was built");
         let limit = limit.min(self.end_cap);
         let mut budget = max_events;
         // A TCP timer re-armed earlier leaves its older event behind, stale
@@ -896,7 +898,7 @@ impl Simulation {
             }
         }
         let id = self.pool.alloc(pkt);
-        if self.pkt_lat.on {
+        if self.hooks.created.has(Hooks::PACKET_LATENCY) {
             self.pkt_lat.reset(id);
         }
         id
@@ -1051,7 +1053,7 @@ impl Simulation {
 
     /// Starts transmitting the next queued packet of `pid` at time `at`.
     fn start_next(&mut self, pid: PortId, at: SimTime) {
-        if self.tx_hooks && self.port_shapers.components() != 0 && !self.port_shaper_allows(pid, at) {
+        if self.hooks.tx_gate.has(Hooks::PORT_SHAPER) && !self.port_shaper_allows(pid, at) {
             return;
         }
         let port = &mut self.ports[pid.idx()];
@@ -1064,7 +1066,7 @@ impl Simulation {
             port.tx_start = at;
             let end = at + port.tx_duration(pkt.size as u64 + self.overhead);
             self.queue.push(end, Event::TxDone(pid));
-            if self.capture.on {
+            if self.hooks.tx_started.has(Hooks::CAPTURE) {
                 self.capture_tx(pid, id, at);
             }
             return;
@@ -1078,7 +1080,7 @@ impl Simulation {
         let end = at + port.tx_duration(pkt.size as u64 + self.overhead);
         let (in_port, flow, ecn, local) = (pkt.in_port, pkt.flow.0, pkt.ecn, port.local);
         let node = port.node;
-        if self.tx_hooks && self.port_shapers.components() != 0 {
+        if self.hooks.tx_charge.has(Hooks::PORT_SHAPER) {
             self.port_shaper_charge(pid, at, size);
         }
         let sig = match &mut self.nodes[node.idx()].buffer {
@@ -1105,11 +1107,12 @@ impl Simulation {
         if let Some(sig) = sig {
             self.pfc_signal(node, sig);
         }
-        if self.tx_hooks {
-            if !self.roce.wait.is_empty() && !self.roce.wait[pid.idx()].is_empty() {
+        let started = self.hooks.tx_started;
+        if started.any() {
+            if started.has(Hooks::ROCE_WAKE) && !self.roce.wait[pid.idx()].is_empty() {
                 self.roce_wake(pid);
             }
-            if self.capture.on {
+            if started.has(Hooks::CAPTURE) {
                 self.capture_tx(pid, id, at);
             }
         }
@@ -1161,7 +1164,7 @@ impl Simulation {
                 return;
             }
         }
-        if self.capture.on {
+        if self.hooks.received.has(Hooks::CAPTURE) {
             self.capture_rx(cid, id);
         }
         if self.pool.get(id).kind == PacketKind::Pause {
@@ -1249,10 +1252,11 @@ impl Simulation {
         if pkt.kind == PacketKind::Data {
             self.throughput.add(pkt.flow.0, now, pkt.flow_bytes());
         }
-        if self.mcast.active {
+        let delivered = self.hooks.delivered;
+        if delivered.has(Hooks::MULTICAST) {
             self.multicast_delivered(pkt, lat);
         }
-        if self.pkt_lat.on {
+        if delivered.has(Hooks::PACKET_LATENCY) {
             self.packet_latency_delivered(id, pkt);
         }
         self.delivered_packets += 1;
@@ -1271,7 +1275,7 @@ impl Simulation {
             let f = &mut self.flows[pkt.flow.idx()];
             f.packets_dropped += 1;
             f.bytes_dropped += pkt.flow_bytes();
-            if self.mcast.active {
+            if self.hooks.dropped.has(Hooks::MULTICAST) {
                 self.multicast_dropped(&pkt);
             }
         }

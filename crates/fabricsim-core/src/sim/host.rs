@@ -22,7 +22,7 @@
 //! Latency per packet is split into components (`COMPONENTS`) and summed per
 //! flow: where host time went, for latency breakdowns.
 
-use super::{Event, Simulation};
+use super::{Event, Hooks, Simulation};
 use crate::config::Scenario;
 use crate::error::ConfigError;
 use crate::host::cpu::{Core, Ring, Work};
@@ -214,7 +214,7 @@ impl Simulation {
     #[inline]
     fn host_record(&mut self, id: PacketId, flow: u32, component: usize, ps: u64) {
         self.host.record(flow, component, ps);
-        if self.pkt_lat.on {
+        if self.hooks.host_time.has(Hooks::PACKET_LATENCY) {
             self.pkt_lat.add(id, component, ps);
         }
     }

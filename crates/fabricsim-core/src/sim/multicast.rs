@@ -16,7 +16,7 @@
 //! message is settled once every member has received it or the copy meant for
 //! it was dropped; settled messages give the delivery time to the last member.
 
-use super::Simulation;
+use super::{Hooks, Simulation};
 use crate::config::Scenario;
 use crate::error::ConfigError;
 use crate::ids::{FlowId, NodeId, PacketId, SourceId};
@@ -322,7 +322,7 @@ impl Simulation {
                 self.mcast.replicated += 1;
                 self.flows[orig.flow.idx()].packets_replicated += 1;
                 let cid = self.pool.alloc(orig);
-                if self.pkt_lat.on {
+                if self.hooks.copied.has(Hooks::PACKET_LATENCY) {
                     self.pkt_lat.copy(id, cid);
                 }
                 cid
