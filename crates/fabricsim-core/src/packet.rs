@@ -217,7 +217,10 @@ pub const TCP_ACK: u8 = 3;
 
 // The packet slab's memory per packet in flight: 104 bytes (99 bytes of
 // fields, 8-byte aligned). TCP's `aux` word and `wnd` take 6 of the 7 spare bytes.
-const _: () = assert!(std::mem::size_of::<Packet>() <= 104);
+const _: () = assert!(
+    std::mem::size_of::<Packet>() <= 104,
+    "a packet slot stays 104 bytes: the pool is most of the memory per packet in flight"
+);
 
 /// `Packet::vni` of a packet that is not tunnelled.
 pub const NO_VNI: u32 = u32::MAX;

@@ -285,11 +285,19 @@ impl FlowStats {
     }
 }
 
-const _: () = assert!(std::mem::offset_of!(FlowStats, dst) + 4 <= 64);
-const _: () =
-    assert!(std::mem::offset_of!(FlowStats, latency) + std::mem::size_of::<crate::histogram::LogHistogram>() <= 128);
-const _: () = assert!(std::mem::offset_of!(FlowStats, bytes_sent) + 8 <= 128);
-const _: () = assert!(std::mem::size_of::<FlowStats>() == 256);
+const _: () = assert!(
+    std::mem::offset_of!(FlowStats, dst) + 4 <= 64,
+    "a delivery reads src and dst in the flow's first cache line"
+);
+const _: () = assert!(
+    std::mem::offset_of!(FlowStats, latency) + std::mem::size_of::<crate::histogram::LogHistogram>() <= 128,
+    "a delivery's latency histogram stays in the flow's first two cache lines"
+);
+const _: () = assert!(
+    std::mem::offset_of!(FlowStats, bytes_sent) + 8 <= 128,
+    "a packet's creation counts in the flow's first two cache lines"
+);
+const _: () = assert!(std::mem::size_of::<FlowStats>() == 256, "a flow's state is four cache lines");
 
 impl FlowStats {
     pub fn in_network(&self) -> u64 {

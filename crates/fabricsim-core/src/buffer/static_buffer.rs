@@ -67,7 +67,7 @@ pub struct StaticBuffer {
     full_reason: DropReason,
 }
 
-const _: () = assert!(std::mem::size_of::<StaticBuffer>() <= 48);
+const _: () = assert!(std::mem::size_of::<StaticBuffer>() <= 48, "the static model fits in the node's line it shares");
 
 impl StaticBuffer {
     pub fn new(ports: usize, limits: StaticLimits) -> Self {

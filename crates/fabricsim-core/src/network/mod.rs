@@ -72,7 +72,8 @@ pub struct Node {
     pub name: String,
 }
 
-const _: () = assert!(std::mem::offset_of!(Node, buffer) == 16);
+const _: () =
+    assert!(std::mem::offset_of!(Node, buffer) == 16, "admission reads a node's buffer model in its first cache line");
 
 impl Node {
     #[inline]
@@ -112,5 +113,6 @@ pub struct Channel {
 }
 
 // One line for a hop's two events, one for the rest.
-const _: () = assert!(std::mem::size_of::<Channel>() == 128);
-const _: () = assert!(std::mem::offset_of!(Channel, lossy) < 64);
+const _: () = assert!(std::mem::size_of::<Channel>() == 128, "a wire is two cache lines");
+const _: () =
+    assert!(std::mem::offset_of!(Channel, lossy) < 64, "an arrival reads `lossy` in the wire's first cache line");

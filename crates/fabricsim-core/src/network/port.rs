@@ -75,7 +75,7 @@ pub struct ClassQueue {
     pub packets: Packets,
 }
 
-const _: () = assert!(std::mem::size_of::<ClassQueue>() == 64);
+const _: () = assert!(std::mem::size_of::<ClassQueue>() == 64, "a traffic class's queue is one cache line");
 
 /// The packets of one class: `(packet, frame bytes)`.
 #[derive(Debug)]
@@ -320,12 +320,19 @@ pub struct Port {
 }
 
 const NO_PACKET: u32 = u32::MAX;
-const _: () = assert!(std::mem::offset_of!(Port, high_water_bytes) + 8 <= 64);
-const _: () = assert!(std::mem::offset_of!(Port, tx_bytes) + 8 <= 128);
-const _: () = assert!(std::mem::size_of::<Sched>() == 8);
-const _: () = assert!(std::mem::offset_of!(Port, upper) + 16 <= 128);
-const _: () = assert!(std::mem::offset_of!(Port, class0) == 128);
-const _: () = assert!(std::mem::size_of::<Port>() == 256);
+const _: () = assert!(
+    std::mem::offset_of!(Port, high_water_bytes) + 8 <= 64,
+    "admission's port counters are in the port's first cache line"
+);
+const _: () = assert!(
+    std::mem::offset_of!(Port, tx_bytes) + 8 <= 128,
+    "a transmission's counters are in the port's first two cache lines"
+);
+const _: () = assert!(std::mem::size_of::<Sched>() == 8, "the scheduler's state is one word");
+const _: () =
+    assert!(std::mem::offset_of!(Port, upper) + 16 <= 128, "the port's hot fields end before its first class queue");
+const _: () = assert!(std::mem::offset_of!(Port, class0) == 128, "class 0's queue is the port's third cache line");
+const _: () = assert!(std::mem::size_of::<Port>() == 256, "a port is four cache lines");
 
 /// Class reported by [`Port::pop`] for a MAC control frame.
 pub const CTRL_CLASS: u8 = u8::MAX;
