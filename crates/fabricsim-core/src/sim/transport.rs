@@ -7,8 +7,9 @@
 //! one is ignored when it fires (the event queue drops it when it next moves
 //! it); when the deadline moves later, the pending event fires early, finds
 //! nothing expired and re-arms. The deadline is recomputed only after the
-//! sender or receiver changed (`TcpFlow::sender_deadline`, `TcpFlow::deadline`):
-//! a transmit completion that wakes nothing leaves both as they were.
+//! sender or receiver changed ([`deadline_memo::Memoized`]: every mutable
+//! access to a side forgets what that side's change can move): a transmit
+//! completion that wakes nothing leaves both as they were.
 
 use super::{resolve_host, Event, Simulation};
 use crate::error::ConfigError;
@@ -28,7 +29,7 @@ use std::collections::BTreeMap;
 /// A TCP flow's simulation state.
 #[derive(Debug)]
 pub(super) struct TcpFlow {
-    conn: Connection,
+    conn: deadline_memo::Memoized,
     cfg: u32,
     flow: FlowId,
     src: NodeId,
@@ -38,17 +39,6 @@ pub(super) struct TcpFlow {
     /// The receiver's window scale: ACKs carry `wnd >> wscale`.
     wscale: u32,
     timer_at: Option<SimTime>,
-    /// The sender's next deadline (`Sender::next_deadline`) as of the last
-    /// re-arm, or `None` when the sender may have changed since: set to
-    /// `None` wherever the sender is handed `&mut`, so that a re-arm after
-    /// something that leaves the sender as it was (most transmit
-    /// completions, a receiver's segment) skips recomputing it.
-    sender_deadline: Option<Option<SimTime>>,
-    /// The connection's next deadline (sender and receiver) as of the last
-    /// re-arm, while neither side has been handed `&mut` since (`None`
-    /// otherwise): a transmit completion that wakes nothing then knows
-    /// whether re-arming would do anything.
-    deadline: Option<Option<SimTime>>,
     incast: Option<u32>,
     /// The connection carrying data the other way between the same two
     /// sockets (`tcp_couple`), or `u32::MAX`: its pending ACK rides on this
@@ -317,7 +307,7 @@ impl Simulation {
         self.flow_tcp[flow.idx()] = t;
         self.tcp_timer_gen.push(0);
         self.tcp.push(TcpFlow {
-            conn,
+            conn: deadline_memo::Memoized::new(conn),
             cfg,
             flow,
             src,
@@ -326,8 +316,6 @@ impl Simulation {
             hash,
             wscale,
             timer_at: None,
-            sender_deadline: None,
-            deadline: None,
             incast,
             peer: u32::MAX,
             round,
@@ -502,7 +490,7 @@ impl Simulation {
 
     /// The sending side of TCP connection `t`.
     pub(super) fn tcp_sender(&self, t: u32) -> &crate::transport::tcp::Sender {
-        &self.tcp[t as usize].conn.sender
+        &self.tcp[t as usize].conn.get().sender
     }
 
     /// The name of the traffic entry that opened TCP connection `t`.
@@ -516,9 +504,7 @@ impl Simulation {
         let now = self.now;
         let f = &mut self.tcp[t as usize];
         self.flows[f.flow.idx()].start_ps = now.0;
-        f.sender_deadline = None;
-        f.deadline = None;
-        f.conn.sender.open(now, &mut self.outbox);
+        f.conn.sender_mut().open(now, &mut self.outbox);
         self.tcp_flush(t);
     }
 
@@ -533,10 +519,8 @@ impl Simulation {
         }
         let f = &mut self.tcp[t as usize];
         f.timer_at = None;
-        f.sender_deadline = None;
-        f.deadline = None;
-        f.conn.on_timer(now, &mut self.outbox);
-        let (flow, reads) = (f.flow, f.conn.receiver.app.is_some());
+        f.conn.both_mut().on_timer(now, &mut self.outbox);
+        let (flow, reads) = (f.flow, f.conn.get().receiver.app.is_some());
         if self.tcp_trace.on {
             self.tcp_trace_record(t, false);
         }
@@ -555,7 +539,7 @@ impl Simulation {
     fn tcp_reader_enqueue(&mut self, t: u32) {
         let now = self.now;
         let f = &mut self.tcp[t as usize];
-        let Some(app) = &mut f.conn.receiver.app else { return };
+        let Some(app) = &mut f.conn.receiver_mut().app else { return };
         if app.state != ReaderState::Runnable {
             return;
         }
@@ -569,8 +553,7 @@ impl Simulation {
     pub(super) fn tcp_reader_run(&mut self, t: u32) -> Option<SimTime> {
         let now = self.now;
         let f = &mut self.tcp[t as usize];
-        f.deadline = None;
-        f.conn.receiver.core_run(now)
+        f.conn.receiver_mut().core_run(now)
     }
 
     /// The turn of connection `t`'s receiving application on its core
@@ -581,8 +564,7 @@ impl Simulation {
     pub(super) fn tcp_reader_done(&mut self, t: u32) -> Option<bool> {
         let now = self.now;
         let f = &mut self.tcp[t as usize];
-        f.deadline = None;
-        f.conn.receiver.core_done(now, &mut self.outbox);
+        f.conn.receiver_mut().core_done(now, &mut self.outbox);
         let flow = f.flow;
         if self.tcp_trace.on {
             self.tcp_trace_record(t, false);
@@ -592,7 +574,7 @@ impl Simulation {
         if more {
             self.app_tcp_delivered(flow, delivered, 0);
         }
-        let copying = match self.tcp[t as usize].conn.receiver.app.as_deref() {
+        let copying = match self.tcp[t as usize].conn.get().receiver.app.as_deref() {
             Some(a) if matches!(a.state, ReaderState::Copying { .. }) => Some(a.sliced()),
             _ => None,
         };
@@ -608,7 +590,7 @@ impl Simulation {
     #[inline(always)]
     fn tcp_note_delivered(&mut self, t: u32) -> (u64, bool) {
         let f = &mut self.tcp[t as usize];
-        let delivered = f.conn.receiver.delivered();
+        let delivered = f.conn.get().receiver.delivered();
         if delivered <= f.reported {
             return (delivered, false);
         }
@@ -645,18 +627,15 @@ impl Simulation {
         let f = &mut self.tcp[t as usize];
         let flow = f.flow;
         if node == f.dst {
-            f.deadline = None;
-            f.conn.receiver.on_segment(now, &seg, pkt.ecn == ECN_CE, &mut self.outbox);
+            f.conn.receiver_mut().on_segment(now, &seg, pkt.ecn == ECN_CE, &mut self.outbox);
             let (delivered, _) = self.tcp_note_delivered(t);
             // What the receiver sends goes before anything the application writes.
             self.tcp_flush(t);
             self.app_tcp_delivered(flow, delivered, data_frames);
         } else {
-            let was_open = f.conn.sender.state == SenderState::Established;
-            f.sender_deadline = None;
-            f.deadline = None;
-            f.conn.sender.on_segment_inline(now, &seg, &mut self.outbox);
-            let opened = !was_open && f.conn.sender.state == SenderState::Established;
+            let was_open = f.conn.get().sender.state == SenderState::Established;
+            f.conn.sender_mut().on_segment_inline(now, &seg, &mut self.outbox);
+            let opened = !was_open && f.conn.get().sender.state == SenderState::Established;
             if self.tcp_trace.on {
                 self.tcp_trace_record(t, true);
             }
@@ -669,7 +648,7 @@ impl Simulation {
 
     /// Connection `t`'s sender has completed its handshake.
     pub(super) fn tcp_established(&self, t: u32) -> bool {
-        self.tcp[t as usize].conn.sender.state == SenderState::Established
+        self.tcp[t as usize].conn.get().sender.state == SenderState::Established
     }
 
     /// Couples connections `a` and `b`, which carry data in opposite
@@ -683,9 +662,7 @@ impl Simulation {
     /// Makes connection `t` application-driven: it sends only what `tcp_write` gives it.
     pub(super) fn tcp_app_driven(&mut self, t: u32) {
         let f = &mut self.tcp[t as usize];
-        f.sender_deadline = None;
-        f.deadline = None;
-        f.conn.sender.make_app_driven();
+        f.conn.sender_mut().make_app_driven();
     }
 
     /// The application at connection `t`'s source writes `bytes` more.
@@ -694,13 +671,10 @@ impl Simulation {
         let peer = self.tcp[t as usize].peer;
         if peer != u32::MAX {
             let p = &mut self.tcp[peer as usize];
-            p.deadline = None;
-            p.conn.receiver.note_reverse_write(now);
+            p.conn.receiver_mut().note_reverse_write(now);
         }
         let f = &mut self.tcp[t as usize];
-        f.sender_deadline = None;
-        f.deadline = None;
-        f.conn.sender.write(now, bytes, &mut self.outbox);
+        f.conn.sender_mut().write(now, bytes, &mut self.outbox);
         self.tcp_flush(t);
     }
 
@@ -714,9 +688,7 @@ impl Simulation {
         seg.ece = pkt.flags & FLAG_ECE != 0;
         seg.ts_echo = pkt.ts_echo;
         seg.wnd = (pkt.wnd as u64) << f.wscale;
-        f.sender_deadline = None;
-        f.deadline = None;
-        f.conn.sender.on_segment(now, &seg, &mut self.outbox);
+        f.conn.sender_mut().on_segment(now, &seg, &mut self.outbox);
         if self.tcp_trace.on {
             self.tcp_trace_record(t, true);
         }
@@ -767,8 +739,7 @@ impl Simulation {
             pack_sack(&mut pkt, seg);
             if peer != u32::MAX && !from_receiver && seg.kind == SegKind::Data {
                 let p = &mut self.tcp[peer as usize];
-                if let Some(a) = p.conn.receiver.take_piggyback(now) {
-                    p.deadline = None;
+                if let Some(a) = p.conn.take_piggyback(now) {
                     pkt.flags |= FLAG_PIGGY | if a.ece { FLAG_ECE } else { 0 };
                     pkt.ack = a.ack;
                     pkt.ts_echo = a.ts_echo;
@@ -807,15 +778,13 @@ impl Simulation {
         let t = self.flow_tcp[flow.idx()];
         let now = self.now;
         let f = &mut self.tcp[t as usize];
-        if f.conn.sender.on_tx_complete(now, frame) {
-            // A throttled sender wakes: its TSQ deadline moved.
-            f.sender_deadline = None;
-            f.deadline = None;
-        } else if let Some(d) = f.deadline {
+        if f.conn.tx_complete(now, frame) {
+            // A throttled sender woke: its TSQ deadline moved.
+        } else if let Some(d) = f.conn.deadline() {
             // Nothing the deadline depends on changed since the last re-arm:
             // re-arming pushes or cancels only if the timer is not armed at
             // or before it.
-            debug_assert_eq!(d, f.conn.next_deadline(), "connection changed without clearing its deadline");
+            debug_assert_eq!(d, f.conn.get().next_deadline(), "connection changed without clearing its deadline");
             let armed = match (d, f.timer_at) {
                 (None, None) => true,
                 (Some(d), Some(x)) => x <= d,
@@ -832,22 +801,7 @@ impl Simulation {
     fn tcp_rearm(&mut self, t: u32) {
         let now = self.now;
         let f = &mut self.tcp[t as usize];
-        let sender = match f.sender_deadline {
-            Some(d) => {
-                debug_assert_eq!(d, f.conn.sender.next_deadline(), "sender changed without clearing its deadline");
-                d
-            }
-            None => {
-                let d = f.conn.sender.next_deadline();
-                f.sender_deadline = Some(d);
-                d
-            }
-        };
-        let deadline = match (sender, f.conn.receiver.next_deadline()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        f.deadline = Some(deadline);
+        let deadline = f.conn.next_deadline();
         match deadline {
             None => {
                 if f.timer_at.take().is_some() {
@@ -873,7 +827,7 @@ impl Simulation {
         if f.completed {
             return;
         }
-        let done = if f.sized { f.conn.receiver.complete_at } else { f.conn.sender.done_at };
+        let done = if f.sized { f.conn.get().receiver.complete_at } else { f.conn.get().sender.done_at };
         let Some(at) = done else { return };
         f.completed = true;
         let fs = &mut self.flows[f.flow.idx()];
@@ -949,13 +903,13 @@ impl Simulation {
         }
         let mut t = Table::default();
         let u64col = |g: &dyn Fn(&TcpFlow) -> u64| Column::U64(self.tcp.iter().map(g).collect());
-        let app = |f: &TcpFlow| f.conn.receiver.app.as_ref().map(|a| a.stats).unwrap_or_default();
+        let app = |f: &TcpFlow| f.conn.get().receiver.app.as_ref().map(|a| a.stats).unwrap_or_default();
         t.push("flow", Column::U32(self.tcp.iter().map(|f| f.flow.0).collect()));
-        t.push("data_segments", u64col(&|f| f.conn.receiver.data_segments));
-        t.push("acks_sent", u64col(&|f| f.conn.receiver.acks_sent));
-        t.push("acks_at_read", u64col(&|f| f.conn.receiver.acks_at_read));
-        t.push("acks_out_of_order", u64col(&|f| f.conn.receiver.acks_out_of_order));
-        t.push("acks_compressed", u64col(&|f| f.conn.receiver.acks_compressed));
+        t.push("data_segments", u64col(&|f| f.conn.get().receiver.data_segments));
+        t.push("acks_sent", u64col(&|f| f.conn.get().receiver.acks_sent));
+        t.push("acks_at_read", u64col(&|f| f.conn.get().receiver.acks_at_read));
+        t.push("acks_out_of_order", u64col(&|f| f.conn.get().receiver.acks_out_of_order));
+        t.push("acks_compressed", u64col(&|f| f.conn.get().receiver.acks_compressed));
         t.push("reads", u64col(&|f| app(f).reads));
         t.push("bytes_read", u64col(&|f| app(f).bytes_read));
         t.push("wakeups", u64col(&|f| app(f).wakeups));
@@ -969,8 +923,8 @@ impl Simulation {
         t.push("core_waits", u64col(&|f| app(f).core_waits));
         t.push("core_wait_ps", u64col(&|f| app(f).core_wait_ps));
         // Receive-buffer autotuning (`sk_rcvbuf` at the end and its growths; 0 without autotuning).
-        t.push("rcvbuf_bytes", u64col(&|f| f.conn.receiver.rcvbuf.as_ref().map_or(0, |r| r.rcvbuf)));
-        t.push("rcvbuf_grows", u64col(&|f| f.conn.receiver.rcvbuf.as_ref().map_or(0, |r| r.grows)));
+        t.push("rcvbuf_bytes", u64col(&|f| f.conn.get().receiver.rcvbuf.as_ref().map_or(0, |r| r.rcvbuf)));
+        t.push("rcvbuf_grows", u64col(&|f| f.conn.get().receiver.rcvbuf.as_ref().map_or(0, |r| r.grows)));
         tables.insert("tcp_receivers".to_string(), t);
     }
 
@@ -982,21 +936,21 @@ impl Simulation {
         };
         let u64col = |g: &dyn Fn(&TcpFlow) -> u64| Column::U64((0..n).map(|f| get(f).map_or(0, g)).collect());
         t.push("size_bytes", Column::I64(self.flows.iter().map(|f| f.size_bytes.map_or(-1, |b| b as i64)).collect()));
-        t.push("app_bytes_delivered", u64col(&|x| x.conn.receiver.delivered()));
-        t.push("retransmits", u64col(&|x| x.conn.sender.retransmits));
-        t.push("fast_retransmits", u64col(&|x| x.conn.sender.fast_retransmits));
-        t.push("timeouts", u64col(&|x| x.conn.sender.timeouts));
-        t.push("ecn_marked", u64col(&|x| x.conn.receiver.ce_segments));
-        t.push("ecn_reductions", u64col(&|x| x.conn.sender.ecn_reductions));
-        t.push("recovery_retransmits", u64col(&|x| x.conn.sender.recovery_retransmits));
+        t.push("app_bytes_delivered", u64col(&|x| x.conn.get().receiver.delivered()));
+        t.push("retransmits", u64col(&|x| x.conn.get().sender.retransmits));
+        t.push("fast_retransmits", u64col(&|x| x.conn.get().sender.fast_retransmits));
+        t.push("timeouts", u64col(&|x| x.conn.get().sender.timeouts));
+        t.push("ecn_marked", u64col(&|x| x.conn.get().receiver.ce_segments));
+        t.push("ecn_reductions", u64col(&|x| x.conn.get().sender.ecn_reductions));
+        t.push("recovery_retransmits", u64col(&|x| x.conn.get().sender.recovery_retransmits));
         let now = self.now;
-        t.push("recovery_time_ps", u64col(&|x| x.conn.sender.recovery_time_until(now).0));
-        t.push("rack_losses", u64col(&|x| x.conn.sender.sack_stats().rack_losses));
-        t.push("tlp_probes", u64col(&|x| x.conn.sender.sack_stats().tlp_probes));
-        t.push("tlp_recoveries", u64col(&|x| x.conn.sender.sack_stats().tlp_recoveries));
-        t.push("dsacks", u64col(&|x| x.conn.sender.sack_stats().dsacks));
-        t.push("spurious_retransmits", u64col(&|x| x.conn.sender.sack_stats().spurious_retransmits));
-        let ss = |f: usize| get(f).and_then(|x| x.conn.sender.ss_exit);
+        t.push("recovery_time_ps", u64col(&|x| x.conn.get().sender.recovery_time_until(now).0));
+        t.push("rack_losses", u64col(&|x| x.conn.get().sender.sack_stats().rack_losses));
+        t.push("tlp_probes", u64col(&|x| x.conn.get().sender.sack_stats().tlp_probes));
+        t.push("tlp_recoveries", u64col(&|x| x.conn.get().sender.sack_stats().tlp_recoveries));
+        t.push("dsacks", u64col(&|x| x.conn.get().sender.sack_stats().dsacks));
+        t.push("spurious_retransmits", u64col(&|x| x.conn.get().sender.sack_stats().spurious_retransmits));
+        let ss = |f: usize| get(f).and_then(|x| x.conn.get().sender.ss_exit);
         t.push("ss_exit_ps", Column::I64((0..n).map(|f| ss(f).map_or(-1, |e| e.0 .0 as i64)).collect()));
         t.push("ss_exit_cwnd", Column::I64((0..n).map(|f| ss(f).map_or(-1, |e| e.1 as i64)).collect()));
         t.push(
@@ -1009,13 +963,15 @@ impl Simulation {
         t.push("round", Column::U32((0..n).map(|f| get(f).map_or(0, |x| x.round)).collect()));
         t.push(
             "srtt_ps",
-            Column::I64((0..n).map(|f| get(f).and_then(|x| x.conn.sender.srtt()).map_or(-1, |s| s.0 as i64)).collect()),
+            Column::I64(
+                (0..n).map(|f| get(f).and_then(|x| x.conn.get().sender.srtt()).map_or(-1, |s| s.0 as i64)).collect(),
+            ),
         );
         // The first four labels are fixed; other controllers' names follow
         // in the order their flows come.
         let mut labels = vec!["".to_string(), "newreno".to_string(), "cubic".to_string(), "dctcp".to_string()];
         let codes = (0..n)
-            .map(|f| match get(f).map(|x| x.conn.sender.cc.name()) {
+            .map(|f| match get(f).map(|x| x.conn.get().sender.cc.name()) {
                 None => 0,
                 Some(name) => labels.iter().position(|l| l == name).unwrap_or_else(|| {
                     labels.push(name.to_string());
@@ -1024,5 +980,114 @@ impl Simulation {
             })
             .collect();
         t.push("cc", Column::Cat { codes, labels });
+    }
+}
+/// A connection with the memo of its next deadlines, so that a re-arm after
+/// something that left the connection as it was (most transmit completions)
+/// skips recomputing them. The connection is reached only through methods
+/// that forget what their change can move: the sender's deadline and the
+/// connection's when the sender is handed `&mut`, the connection's when the
+/// receiver is; no caller clears the memo by hand.
+mod deadline_memo {
+    use crate::transport::tcp::{Connection, Receiver, Segment, Sender};
+    use crate::units::SimTime;
+
+    #[derive(Debug)]
+    pub(in crate::sim) struct Memoized {
+        conn: Connection,
+        /// The sender's next deadline (`Sender::next_deadline`) as of the
+        /// last re-arm, `None` when the sender may have changed since.
+        sender: Option<Option<SimTime>>,
+        /// The connection's next deadline as of the last re-arm, `None` when
+        /// either side may have changed since.
+        both: Option<Option<SimTime>>,
+    }
+
+    impl Memoized {
+        pub fn new(conn: Connection) -> Self {
+            Memoized { conn, sender: None, both: None }
+        }
+
+        /// The connection, to read.
+        #[inline(always)]
+        pub fn get(&self) -> &Connection {
+            &self.conn
+        }
+
+        /// The sender, to change: both deadlines are forgotten.
+        #[inline(always)]
+        pub fn sender_mut(&mut self) -> &mut Sender {
+            self.sender = None;
+            self.both = None;
+            &mut self.conn.sender
+        }
+
+        /// The receiver, to change: the connection's deadline is forgotten.
+        #[inline(always)]
+        pub fn receiver_mut(&mut self) -> &mut Receiver {
+            self.both = None;
+            &mut self.conn.receiver
+        }
+
+        /// The whole connection, to change: both deadlines are forgotten.
+        #[inline(always)]
+        pub fn both_mut(&mut self) -> &mut Connection {
+            self.sender = None;
+            self.both = None;
+            &mut self.conn
+        }
+
+        /// `Sender::on_tx_complete`: whether the sender woke (then its
+        /// deadlines are forgotten; a sender that did not wake is unchanged).
+        #[inline(always)]
+        pub fn tx_complete(&mut self, now: SimTime, frame: u64) -> bool {
+            let woke = self.conn.sender.on_tx_complete(now, frame);
+            if woke {
+                self.sender = None;
+                self.both = None;
+            }
+            woke
+        }
+
+        /// `Receiver::take_piggyback`: the delayed ACK a data segment of the
+        /// coupled connection carries, if one is due (the receiver changed then).
+        #[inline(always)]
+        pub fn take_piggyback(&mut self, now: SimTime) -> Option<Segment> {
+            let a = self.conn.receiver.take_piggyback(now);
+            if a.is_some() {
+                self.both = None;
+            }
+            a
+        }
+
+        /// The connection's deadline as of the last [`Memoized::next_deadline`],
+        /// if nothing changed since.
+        #[inline(always)]
+        pub fn deadline(&self) -> Option<Option<SimTime>> {
+            self.both
+        }
+
+        /// The connection's next deadline (the earlier of the sender's and
+        /// the receiver's), from the memo where it holds; remembered.
+        #[inline(always)]
+        pub fn next_deadline(&mut self) -> Option<SimTime> {
+            let sender = match self.sender {
+                Some(d) => {
+                    debug_assert_eq!(d, self.conn.sender.next_deadline(), "the sender changed behind its memo");
+                    d
+                }
+                None => {
+                    let d = self.conn.sender.next_deadline();
+                    self.sender = Some(d);
+                    d
+                }
+            };
+            let deadline = match (sender, self.conn.receiver.next_deadline()) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            self.both = Some(deadline);
+            deadline
+        }
     }
 }
