@@ -18,6 +18,8 @@ from fabricsim.reproductions.claims import (
     evaluate,
     load_claims,
     parse_claims,
+    rule_out,
+    summary_line,
     verdict,
 )
 
@@ -72,6 +74,27 @@ def test_counts_say_matches_n_of_the_judged_claims():
     assert rows[0].ratio == 1.0
     with pytest.raises(KeyError, match="neither an extractor nor a stated reason"):
         evaluate([c], {}, {}, False)
+
+
+def test_a_ruled_out_note_stays_on_a_miss_and_is_counted_apart():
+    rows = evaluate([claim(id="a"), claim(id="b")],
+                    {"a": lambda t, f: Simulated(3.0), "b": lambda t, f: Simulated(10.0)}, {}, False)
+    ruled = rule_out(rows, {"a": "a class at 3 carries at most 3", "b": "would not apply"})
+    assert [(r.verdict, r.ruled_out) for r in ruled] == [("misses", "a class at 3 carries at most 3"),
+                                                         ("matches", None)]
+    assert counts(ruled)["ruled out"] == 1 and counts(ruled)["misses"] == 1
+    assert "1 missed with the experiment that rules the models out" in summary_line(ruled)
+    with pytest.raises(KeyError, match="do not exist: nope"):
+        rule_out(rows, {"nope": "x"})
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_ruled_out_notes_name_claims_of_the_report(name):
+    report = get(name)
+    ids = {c.id for c in load_claims(name)}
+    assert set(report.ruled_out) <= ids
+    for cid, text in report.ruled_out.items():
+        assert callable(report.claims[cid]) and len(text) > 40, cid
 
 
 @pytest.mark.parametrize("name", NAMES)

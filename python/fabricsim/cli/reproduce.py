@@ -51,8 +51,9 @@ def _print_claims(name: str, outcome: Any, as_json: bool, wall: float) -> int:
     table = Table("claim", "conditions", "report", "simulated", "sim/report", "verdict", show_lines=False)
     for r in rows:
         sim = r.simulated_text() + (f" [{r.simulated.scale}]" if r.simulated and r.simulated.scale else "")
-        verdict = r.verdict + (" (explained)" if r.explained else "")
-        note = (r.reason or "") + (f" [explanation: {r.explanation}]" if r.explanation else "")
+        verdict = r.verdict + (" (explained)" if r.explained else " (ruled out)" if r.ruled_out else "")
+        note = ((r.reason or "") + (f" [explanation: {r.explanation}]" if r.explanation else "")
+                + (f" [ruled out: {r.ruled_out}]" if r.ruled_out else ""))
         table.add_row(r.claim.id, C.conditions_text(r.claim.conditions), r.claim.report_text(),
                       sim + note, f"{r.ratio:.3g}" if r.ratio is not None else "", verdict)
     console.print(table)

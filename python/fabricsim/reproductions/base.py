@@ -112,6 +112,9 @@ class Report:
     claims: Mapping[str, Any] = field(default_factory=dict)
     #: The assumptions searched to explain the claims the models miss (see :class:`Assumption`).
     assumptions: tuple[Assumption, ...] = ()
+    #: Claim id -> the experiment or argument that rules the models out for a claim they
+    #: miss (shown beside the miss, counted apart; :func:`.claims.rule_out`).
+    ruled_out: Mapping[str, str] = field(default_factory=dict)
 
     def test(self, name: str) -> Test:
         for t in self.tests:

@@ -21,7 +21,10 @@ The verdict rule (:func:`verdict`), the same for every report:
   is *not simulated*.
 
 Counts (:func:`counts`) are "matches N of M", M being the claims judged
-(matches, direction only, misses). A value met only under an assumption that
+(matches, direction only, misses). A claim the prediction misses may carry
+the experiment or argument that rules the models out for it (a report's
+``ruled_out``, :func:`rule_out`): shown beside the verdict, which stays a miss,
+and counted apart. A value met only under an assumption that
 is not the public-facts model (an *explanation*) is never a ``Simulated``
 prediction: it would be counted apart.
 """
@@ -47,6 +50,7 @@ __all__ = [
     "frame",
     "pick",
     "evaluate",
+    "rule_out",
     "load_claims",
     "verdict",
 ]
@@ -120,6 +124,9 @@ class ClaimRow:
     explanation: Optional[str] = None
     #: Whether ``explanation`` names a setting under which the claim matches.
     explained: bool = False
+    #: For a claim the prediction misses and no assumption explains: the
+    #: experiment or argument that rules the models out for it.
+    ruled_out: Optional[str] = None
 
     @property
     def ratio(self) -> Optional[float]:
@@ -150,7 +157,7 @@ class ClaimRow:
             "direction": c.direction, "simulated_value": s.value if s else None,
             "simulated_text": self.simulated_text() or None, "direction_holds": s.holds if s else None,
             "scale": s.scale if s else None, "ratio": self.ratio, "verdict": self.verdict, "reason": self.reason,
-            "explanation": self.explanation, "explained": self.explained,
+            "explanation": self.explanation, "explained": self.explained, "ruled_out": self.ruled_out,
         }
 
 
@@ -311,6 +318,26 @@ def explain(rows: Sequence[ClaimRow], mapping: ClaimMap, assumptions: Sequence[A
     return out
 
 
+def rule_out(rows: Sequence[ClaimRow], ruled_out: Mapping[str, str]) -> list[ClaimRow]:
+    """``rows`` with the report's ``ruled_out`` text on each claim the prediction
+    misses (or gets right in direction only) that no assumption explains. A
+    claim that matches, or that an assumption explains, keeps no such text:
+    the note is about a miss. Raises ``KeyError`` for an id that is no claim."""
+    from dataclasses import replace
+
+    unknown = sorted(set(ruled_out) - {r.claim.id for r in rows})
+    if unknown:
+        raise KeyError(f"ruled_out names claims that do not exist: {', '.join(unknown)}")
+    out = []
+    for row in rows:
+        text = ruled_out.get(row.claim.id)
+        if text and row.verdict in ("misses", "direction only") and not row.explained:
+            out.append(replace(row, ruled_out=text))
+        else:
+            out.append(row)
+    return out
+
+
 def counts(rows: Sequence[ClaimRow]) -> dict[str, int]:
     """How many rows got each verdict, plus ``judged`` (matches + direction only + misses)
     and ``explained`` (claims the prediction misses that a named assumption reproduces)."""
@@ -319,6 +346,7 @@ def counts(rows: Sequence[ClaimRow]) -> dict[str, int]:
         out[r.verdict] += 1
     out["judged"] = sum(out[v] for v in JUDGED)
     out["explained"] = sum(1 for r in rows if r.explained)
+    out["ruled out"] = sum(1 for r in rows if r.ruled_out)
     return out
 
 
@@ -326,7 +354,9 @@ def summary_line(rows: Sequence[ClaimRow]) -> str:
     c = counts(rows)
     extra = [f"{c[v]} {v}" for v in ("direction only", "misses", "not run", "not simulated") if c[v]]
     explained = f"; {c['explained']} more explained by a named assumption" if c["explained"] else ""
-    return f"matches {c['matches']} of {c['judged']}" + (f" ({', '.join(extra)})" if extra else "") + explained
+    ruled = f"; {c['ruled out']} missed with the experiment that rules the models out" if c["ruled out"] else ""
+    return (f"matches {c['matches']} of {c['judged']}" + (f" ({', '.join(extra)})" if extra else "")
+            + explained + ruled)
 
 
 def to_json(rows: Sequence[ClaimRow]) -> str:

@@ -37,6 +37,8 @@ def claims_table(rows: Sequence[Any]) -> str:
             kind = "explained" if r.explained else "unexplained"
             sim += (f'<br><span class="{kind}"><b>Explanation, not a prediction</b>: '
                     f"{html.escape(r.explanation)}</span>")
+        if r.ruled_out:
+            sim += f'<br><span class="ruled-out"><b>Ruled out</b>: {html.escape(r.ruled_out)}</span>'
         ratio = f"{r.ratio:.3g}" if r.ratio is not None else ""
         cls = "v-" + r.verdict.replace(" ", "-")
         body.append(
@@ -176,14 +178,14 @@ def claim_rows(report: Any, tables: dict[str, pl.DataFrame], full: bool,
                explanations: Optional[dict[tuple[str, int], dict[str, pl.DataFrame]]] = None) -> list[Any]:
     """Every claim of ``report`` evaluated against ``tables`` (empty for a report without claims),
     with the explanations the assumptions' tables give the claims the prediction misses."""
-    from fabricsim.reproductions.claims import evaluate, explain, load_claims
+    from fabricsim.reproductions.claims import evaluate, explain, load_claims, rule_out
 
     if not report.claims:
         return []
     rows = evaluate(load_claims(report.name), report.claims, tables, full, tests)
     if explanations:
         rows = explain(rows, report.claims, report.assumptions, tables, explanations, full)
-    return rows
+    return rule_out(rows, report.ruled_out)
 
 
 def write_page(report: Any, tables: dict[str, pl.DataFrame], path: Path, *, full: bool = False,

@@ -50,7 +50,7 @@ table.claims th:nth-child(1){width:25%} table.claims th:nth-child(2){width:16%} 
 table.claims th:nth-child(4){width:31%} table.claims th:nth-child(5){width:7%} table.claims th:nth-child(6){width:9%}
 .verdict{display:inline-block;padding:.05rem .4rem;border-radius:3px;font-size:.8rem;white-space:nowrap}
 .v-matches{background:#e3f4e6;color:#0d5c18} .v-direction-only{background:#eef0f7;color:#33437a}
-.explained{color:#0d5c18} .unexplained{color:#555}
+.explained{color:#0d5c18} .unexplained{color:#555} .ruled-out{color:#555}
 .v-misses{background:#f1e4f5;color:#5e1f73} .v-not-run,.v-not-simulated{background:#f0f0f0;color:#555}
 """
 
