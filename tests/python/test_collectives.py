@@ -206,3 +206,54 @@ def test_ring_all_reduce_matches_its_closed_form_within_one_percent(core):
     assert row["busbw_gbps"] == pytest.approx(row["algbw_gbps"] * 2 * (n - 1) / n)
     # The wire overheads (headers, ACKs) and latencies keep the bus bandwidth below the link's 100 Gb/s.
     assert 85 < row["busbw_gbps"] < 100
+
+
+def test_halving_doubling_moves_the_rings_bytes_in_log_steps():
+    """Rabenseifner: 2 log2(n) steps, partner r XOR d, the same 2(n-1)/n x S
+    bytes per rank as the ring; integer halves stay exact."""
+    from fabricsim.workloads.collectives import halving_doubling_steps
+
+    n, size = 8, 64_000_003
+    steps = halving_doubling_steps("all_reduce", n, size)
+    assert [step[0][0] for step in steps] == [4, 2, 1, 1, 2, 4]
+    for step in steps:
+        assert all(step[step[r][0]][0] == r for r in range(n))  # pairwise exchanges
+    per_rank = [sum(step[r][1] for step in steps) for r in range(n)]
+    assert all(abs(b - 2 * (n - 1) / n * size) <= 3 for b in per_rank), per_rank
+    # reduce-scatter leaves every byte with exactly one rank
+    assert sum(steps[2][r][1] for r in range(n)) == size
+    entry = fabricsim.loads(
+        "duration: 1ms\ntopology: {kind: star, hosts: 8, link: {rate: 100Gbps, delay: 1us}}\n"
+        "traffic: [{kind: collective, schedule: halving_doubling, hosts: [h0, h1, h2, h3, h4, h5, h6, h7], "
+        "size: 8MB, channels: 2}]\n").traffic[0]
+    flows, _ = expand(entry)
+    assert len(flows) == entry.flows_per_iteration() == 8 * 6 * 2
+
+
+@pytest.mark.parametrize("hosts, algorithm, message", [
+    ("[h0, h1, h2]", "all_reduce", r"hosts: halving_doubling needs a power of two ranks \(got 3\)"),
+    ("[h0, h1]", "all_to_all", "schedule: halving_doubling applies to all_reduce"),
+])
+def test_halving_doubling_is_refused_where_it_does_not_apply(hosts, algorithm, message):
+    with pytest.raises(fabricsim.ScenarioError, match=message):
+        fabricsim.loads("duration: 1ms\ntopology: {kind: star, hosts: 4, link: {rate: 100Gbps, delay: 1us}}\n"
+                        f"traffic: [{{kind: collective, algorithm: {algorithm}, schedule: halving_doubling, "
+                        f"hosts: {hosts}, size: 1MB}}]\n")
+
+
+def test_halving_doubling_all_reduce_matches_its_closed_form_within_one_percent(core):
+    """Each step is a pairwise exchange: a rank's uplink carries its data and
+    the ACKs of its partner's stream, as in a ring step, with that step's
+    chunk: the time is the sum of the ring-step formula over the six chunks."""
+    from fabricsim.workloads.collectives import halving_doubling_steps
+
+    n, size = 8, 64_000_000
+    sc = fabricsim.load(ROOT / "scenarios" / "allreduce-ring.yaml",
+                        overrides=["traffic.0.iterations=1", "traffic.0.schedule=halving_doubling"])
+    row = fabricsim.run(sc).collectives.row(0, named=True)
+    predicted = sum(_ring_step_ps(step[0][1], sc.tcp) for step in halving_doubling_steps("all_reduce", n, size))
+    ring = 2 * (n - 1) * _ring_step_ps(size // n, sc.tcp)
+    assert row["completed"] and row["flows"] == n * 6
+    assert abs(row["time_ps"] - predicted) / predicted < 0.01, (row["time_ps"], predicted)
+    # the same bytes in 6 steps instead of 14: 8 fewer handshakes and last-frame latencies
+    assert row["time_ps"] < ring

@@ -418,11 +418,13 @@ class TcpFlows(_TcpTraffic):
 
 
 CollectiveAlgorithm = Literal["all_reduce", "reduce_scatter", "all_gather", "all_to_all"]
+CollectiveSchedule = Literal["ring", "halving_doubling"]
 
 
 class Collective(_TcpTraffic):
     """A collective operation of distributed training over TCP, NCCL-like:
-    ``algorithm`` over the ranks ``hosts`` (in ring order), ``size`` bytes per
+    ``algorithm`` over the ranks ``hosts`` (in ring order) by ``schedule``
+    (``ring``, or ``halving_doubling`` for a power of two ranks), ``size`` bytes per
     rank (NCCL's message size), split into ``channels`` parallel rings, run
     ``iterations`` times, each rank starting its next iteration ``compute``
     after its part of the previous one is done. Expanded to a ``tcp_flows``
@@ -432,6 +434,7 @@ class Collective(_TcpTraffic):
 
     kind: Literal["collective"]
     algorithm: Annotated[CollectiveAlgorithm, one_of(CollectiveAlgorithm)] = "all_reduce"
+    schedule: Annotated[CollectiveSchedule, one_of(CollectiveSchedule)] = "ring"
     hosts: NodeList
     size: Size
     channels: Count32 = 1
@@ -449,6 +452,12 @@ class Collective(_TcpTraffic):
             if h in seen:
                 raise issues_error((f"hosts[{i}]", f"host {h!r} is already rank {seen[h]}"))
             seen[h] = i
+        if self.schedule == "halving_doubling":
+            if self.algorithm == "all_to_all":
+                raise issues_error(("schedule", "halving_doubling applies to all_reduce, reduce_scatter and "
+                                                "all_gather; all_to_all sends to every peer at once"))
+            if n & (n - 1):
+                raise issues_error(("hosts", f"halving_doubling needs a power of two ranks (got {n})"))
         if self.size < n * self.channels:
             raise issues_error(
                 ("size", f"must be at least ranks x channels = {n * self.channels} B (each flow carries size / ranks "
@@ -460,9 +469,11 @@ class Collective(_TcpTraffic):
         return self
 
     def steps(self) -> int:
-        """Ring steps per iteration (1 for all-to-all: every pair at once)."""
+        """Steps per iteration: of the ring, or log2(ranks) per halving or doubling
+        phase (1 for all-to-all: every pair at once)."""
         n = len(self.hosts)
-        return {"all_reduce": 2 * (n - 1), "reduce_scatter": n - 1, "all_gather": n - 1}.get(self.algorithm, 1)
+        phase = n.bit_length() - 1 if self.schedule == "halving_doubling" else n - 1
+        return {"all_reduce": 2 * phase, "reduce_scatter": phase, "all_gather": phase}.get(self.algorithm, 1)
 
     def flows_per_iteration(self) -> int:
         n = len(self.hosts)

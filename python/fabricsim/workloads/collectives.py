@@ -9,6 +9,16 @@ per rank becomes an explicit ``tcp_flows`` list whose flows wait for others
   step each rank r sends one chunk of S/n bytes to rank r+1 (mod n). Rank r's
   step s starts when its step s-1 is done: its send (r -> r+1) and its receive
   (r-1 -> r) of step s-1 have completed.
+- ``schedule: halving_doubling`` (n a power of two, Rabenseifner's
+  algorithm): reduce-scatter by recursive halving, log2(n) steps at partner
+  distances n/2, n/4, ..., 1, where rank r and its partner r XOR d split the
+  byte range they share and each sends the half the other keeps (S/2, S/4,
+  ..., S/n bytes); all-gather by recursive doubling, log2(n) steps at
+  distances 1, 2, ..., n/2, each rank sending everything it holds to its
+  partner (S/n, 2S/n, ..., S/2). ``all_reduce`` is the two phases: the same
+  2(n-1)/n x S bytes per rank as the ring in 2 log2(n) steps instead of
+  2(n-1). A step starts when the rank's send and receive of the step before
+  have completed.
 - ``all_to_all``: rank r sends S/n bytes (chunk p of its buffer) to every
   other rank p, all at once.
 - ``channels`` = C splits every transfer into C parallel rings of its own
@@ -55,6 +65,37 @@ def _chunk(algorithm: str, n: int, rank: int, step: int) -> int:
     return (rank + 1 - (step - (n - 1))) % n  # all-gather phase of all-reduce
 
 
+def halving_doubling_steps(algorithm: str, n: int, size: int) -> list[list[tuple[int, int]]]:
+    """The halving-doubling schedule of ``n`` ranks (a power of two) over ``size``
+    bytes: per step, per rank ``(partner, bytes it sends)``."""
+    ranges = [(0, size)] * n  # the byte range each rank reduces, narrowed by halving
+    halving: list[list[tuple[int, int]]] = []
+    d = n // 2
+    while d >= 1:
+        step, narrowed = [], list(ranges)
+        for r in range(n):
+            lo, hi = ranges[r]
+            mid = lo + (hi - lo) // 2
+            keep, give = ((lo, mid), (mid, hi)) if r & d == 0 else ((mid, hi), (lo, mid))
+            step.append((r ^ d, give[1] - give[0]))
+            narrowed[r] = keep
+        ranges = narrowed
+        halving.append(step)
+        d //= 2
+    doubling: list[list[tuple[int, int]]] = []
+    held = [hi - lo for lo, hi in ranges]  # each rank's reduced part, then what it has gathered
+    d = 1
+    while d < n:
+        doubling.append([(r ^ d, held[r]) for r in range(n)])
+        held = [held[r] + held[r ^ d] for r in range(n)]
+        d *= 2
+    if algorithm == "reduce_scatter":
+        return halving
+    if algorithm == "all_gather":
+        return doubling
+    return halving + doubling
+
+
 def expand(entry: Any) -> tuple[list[dict[str, Any]], list[tuple[int, int, int]]]:
     """The flows of collective ``entry`` in resolved form (``src``, ``dst``,
     ``bytes``, ``start_ps``, ``after`` and ``compute_ps`` where it waits), and
@@ -88,6 +129,27 @@ def expand(entry: Any) -> tuple[list[dict[str, Any]], list[tuple[int, int, int]]
                         ends[r].append(i)
                         ends[p].append(i)
             boundary = [sorted(e) for e in ends]
+            continue
+        if getattr(entry, "schedule", "ring") == "halving_doubling":
+            # flows[c][r]: rank r's send of the step before, on channel c; received[c][r]: what it received
+            sent: list[list[int]] = [[-1] * n for _ in range(channels)]
+            received: list[list[int]] = [[-1] * n for _ in range(channels)]
+            for s, step in enumerate(halving_doubling_steps(entry.algorithm, n, size)):
+                new_sent = [[-1] * n for _ in range(channels)]
+                new_received = [[-1] * n for _ in range(channels)]
+                for c in range(channels):
+                    for r in range(n):
+                        partner, nbytes = step[r]
+                        if s == 0:
+                            after, wait = list(boundary[r]), compute
+                        else:
+                            after, wait = sorted({sent[c][r], received[c][r]}), 0
+                        i = add(r, partner, _part(nbytes, channels, c), after, wait, k)
+                        new_sent[c][r] = i
+                        new_received[c][partner] = i
+                sent, received = new_sent, new_received
+            boundary = [sorted({sent[c][r] for c in range(channels)} | {received[c][r] for c in range(channels)})
+                        for r in range(n)]
             continue
         sends: list[list[int]] = [[-1] * n for _ in range(channels)]
         for s in range(entry.steps()):
