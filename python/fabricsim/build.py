@@ -3,8 +3,8 @@ reproduction reruns the points an earlier build of fabricsim recorded.
 
 The fingerprint is a digest of the compiled core's library and of every Python
 module of the package except those that only present results (the run and
-sweep reports, the reproduction pages, the command line, the benchmarks and
-the lab tools): upgrading fabricsim, rebuilding the core or editing a model
+sweep reports, the reproduction pages and their claims tables, the command
+line, the benchmarks and the lab tools): upgrading fabricsim, rebuilding the core or editing a model
 changes it; editing a page's layout does not.
 """
 
@@ -20,7 +20,7 @@ __all__ = ["fingerprint"]
 _PACKAGE = Path(__file__).resolve().parent
 
 _PRESENTATION = ("outputs/report/", "cli/", "bench/", "validation/", "sweeps/report.py", "sweeps/progress.py",
-                 "reproductions/page.py")
+                 "reproductions/page.py", "reproductions/claims.py", "reproductions/golden.py")
 """Modules (paths relative to the package) that do not change what a point computes."""
 
 
