@@ -4,8 +4,8 @@ reproduction reruns the points an earlier build of fabricsim recorded.
 The fingerprint is a digest of the compiled core's library and of every Python
 module of the package except those that only present results (the run and
 sweep reports, the reproduction pages and their claims tables, the command
-line, the benchmarks and the lab tools): upgrading fabricsim, rebuilding the core or editing a model
-changes it; editing a page's layout does not.
+line, the benchmarks and the lab tools): upgrading fabricsim, rebuilding the
+core or editing a model changes it; editing a page's layout does not.
 """
 
 from __future__ import annotations
