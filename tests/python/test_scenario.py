@@ -557,7 +557,7 @@ def test_all_problems_are_reported_at_once():
         "s.yaml: topology.hosts: required field is missing",
         "s.yaml: topology.hostz: unknown key 'hostz'; allowed: kind, hosts, link (did you mean 'hosts'?)",
         "s.yaml: colour: unknown key 'colour'; allowed: name, description, seed, duration, drain, drain_limit,"
-        " network, topology, traffic, stats, tcp, load, load_basis, fct, roce, multicast",
+        " network, topology, traffic, stats, tcp, load, load_basis, fct, roce, multicast, failures",
     ]
 
 

@@ -63,6 +63,9 @@ pub struct Scenario {
     /// Multicast groups (see `network/multicast.rs`).
     #[serde(default)]
     pub multicast: MulticastConfig,
+    /// Links that fail during the run (see `network/failure.rs`).
+    #[serde(default)]
+    pub failures: Vec<crate::network::failure::LinkFailureConfig>,
 }
 
 fn default_true() -> bool {

@@ -39,6 +39,7 @@ mod carried;
 mod data_plane;
 mod egress;
 mod fabric;
+mod failures;
 mod flow_deps;
 pub mod guard;
 mod hooks;
@@ -102,6 +103,12 @@ enum Event {
     HostEgress(u32),
     /// A shaped switch port's buckets allow its next frame.
     PortShaper(PortId),
+    /// Failure `i` (`failures[i]`) takes its link down (`sim/failures.rs`).
+    LinkDown(u32),
+    /// Failure `i`'s link comes back.
+    LinkUp(u32),
+    /// Routing reacts to failure `i`'s change: recomputed with its link down (`true`) or up.
+    Reroute(u32, bool),
 }
 
 /// How a call to [`Simulation::advance`] ended.
@@ -209,6 +216,8 @@ pub struct Simulation {
     prefetch: prefetch::Prefetch,
     /// Per-switch load balancing over equal-cost next hops (`network/balance.rs`).
     lb: Balancer,
+    /// Link failures and the routing's view of them (`sim/failures.rs`).
+    failures: failures::Failures,
 }
 
 impl Simulation {
@@ -374,6 +383,9 @@ impl Simulation {
                 Event::AppTimer(a, generation) => self.on_app_timer(a, generation),
                 Event::HostEgress(x) => self.on_host_egress(x),
                 Event::PortShaper(p) => self.on_port_shaper(p),
+                Event::LinkDown(i) => self.on_link_down(i),
+                Event::LinkUp(i) => self.on_link_up(i),
+                Event::Reroute(i, down) => self.on_reroute(i, down),
             }
         }
         self.finished = true;

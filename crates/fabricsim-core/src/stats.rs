@@ -115,10 +115,12 @@ pub enum DropReason {
     /// A host NIC's class queue held `txqueuelen` packets when a datagram came
     /// (Linux's default qdisc refusing a UDP datagram).
     NicQueueFull = 25,
+    /// The frame was on, or arrived over, a link that is down.
+    LinkDown = 26,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 26] = [
+    pub const ALL: [DropReason; 27] = [
         DropReason::PortBufferFull,
         DropReason::QueueLimit,
         DropReason::NoRoute,
@@ -145,6 +147,7 @@ impl DropReason {
         DropReason::ShaperQueueFull,
         DropReason::EgressDelayFull,
         DropReason::NicQueueFull,
+        DropReason::LinkDown,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -175,6 +178,7 @@ impl DropReason {
             DropReason::ShaperQueueFull => "shaper_queue_full",
             DropReason::EgressDelayFull => "egress_delay_full",
             DropReason::NicQueueFull => "nic_queue_full",
+            DropReason::LinkDown => "link_down",
         }
     }
 }

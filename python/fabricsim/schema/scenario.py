@@ -29,6 +29,7 @@ from pydantic import Field, PrivateAttr, ValidationError, model_validator
 from fabricsim.errors import ScenarioError
 from fabricsim.schema import _yaml
 from fabricsim.schema._base import Duration, Load, Model, U64_MAX, issues_error, show, validation_issues
+from fabricsim.schema.failures import LinkFailure
 from fabricsim.schema.multicast import Multicast
 from fabricsim.schema.network import Network
 from fabricsim.schema.stats import FctSettings, Stats
@@ -82,6 +83,7 @@ class Scenario(Model):
     fct: FctSettings = Field(default_factory=FctSettings)
     roce: Optional[Roce] = None  # defaults of rdma_write traffic (core defaults when unset)
     multicast: Multicast = Field(default_factory=Multicast)
+    failures: list[LinkFailure] = Field(default_factory=list)
 
     @model_validator(mode="before")
     @classmethod
@@ -185,6 +187,7 @@ class Scenario(Model):
             "tcp": self.tcp.to_resolved(),
             **({"roce": self.roce.to_resolved()} if self.roce is not None else {}),
             **({"multicast": self.multicast.to_resolved()} if self.multicast.groups else {}),
+            **({"failures": [f.to_resolved() for f in self.failures]} if self.failures else {}),
         }
 
     def to_yaml(self) -> str:

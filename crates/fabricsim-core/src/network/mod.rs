@@ -9,6 +9,7 @@
 pub mod aqm;
 pub mod arbitration;
 pub mod balance;
+pub mod failure;
 pub mod fifo;
 pub mod multicast;
 pub mod pfc;
@@ -101,8 +102,9 @@ pub struct Channel {
     pub to_node: NodeId,
     /// Local index, at `to_node`, of the port on the same link (the ingress port).
     pub to_port_local: u16,
-    /// Whether the wire drops packets at random (`loss > 0`).
-    pub lossy: bool,
+    /// Whether the wire may drop packets: at random (`loss > 0`), or because
+    /// a failure is configured for its link (`sim/failures.rs`).
+    pub impaired: bool,
     // Line 1.
     /// Random loss: probability and the channel's own random stream.
     pub loss: f64,
@@ -115,4 +117,4 @@ pub struct Channel {
 // One line for a hop's two events, one for the rest.
 const _: () = assert!(std::mem::size_of::<Channel>() == 128, "a wire is two cache lines");
 const _: () =
-    assert!(std::mem::offset_of!(Channel, lossy) < 64, "an arrival reads `lossy` in the wire's first cache line");
+    assert!(std::mem::offset_of!(Channel, impaired) < 64, "an arrival reads `impaired` in the wire's first cache line");

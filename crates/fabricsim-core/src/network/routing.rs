@@ -90,7 +90,9 @@ impl RoutingTable {
             }
         }
         let classes = representative.len();
-        let has_table: Vec<bool> = (0..n).map(|u| kinds[u] == NodeKind::Switch || adj[u].len() > 1).collect();
+        // A host on one link sends everything on it (no table); a host whose
+        // links are all down (a failure, `network/failure.rs`) reaches nothing.
+        let has_table: Vec<bool> = (0..n).map(|u| kinds[u] == NodeKind::Switch || adj[u].len() != 1).collect();
         // Per node with a table: its index among them (the build's matrix has
         // one row per such node, not per node: hosts are most nodes).
         let mut table_of = vec![NO_TABLE; n];

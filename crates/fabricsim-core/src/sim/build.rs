@@ -128,7 +128,7 @@ impl Simulation {
                     arrival_delay: delay + nodes[to].latency,
                     in_flight: Default::default(),
                     loss: cfg.loss,
-                    lossy: cfg.loss > 0.0,
+                    impaired: cfg.loss > 0.0,
                     loss_rng: (cfg.loss > 0.0).then(|| RandomStream::new(sc.seed, "link-loss", ch.0 as u64)),
                 });
             }
@@ -215,6 +215,7 @@ impl Simulation {
             tcp_trace: tcp_trace::TcpTrace::default(),
             prefetch: prefetch::Prefetch::default(),
             lb,
+            failures: Default::default(),
         };
         sim.setup_fabric(sc)?;
         sim.setup_pfc(sc)?;
@@ -232,6 +233,7 @@ impl Simulation {
         let index: BTreeMap<&str, usize> = graph.names.iter().enumerate().map(|(i, s)| (s.as_str(), i)).collect();
         sim.setup_multicast(sc, &index, &graph)?;
         sim.setup_capture(sc, &index)?;
+        sim.setup_failures(sc, &graph, &adj)?;
         let parts = graph.parts();
         for (i, t) in sc.traffic.iter().enumerate() {
             sim.add_traffic(i, t, &index, &graph, &parts)?;

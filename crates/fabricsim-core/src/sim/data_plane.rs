@@ -293,10 +293,9 @@ impl Simulation {
             self.queue.push(next, Event::Arrive(cid));
         }
         let (node, ingress, rate) = (ch.to_node, ch.to_port_local, ch.rate);
-        if ch.lossy {
-            let rng = ch.loss_rng.as_mut().expect("a lossy wire has its stream");
-            if rng.next_open01() < ch.loss {
-                self.drop_packet(node, ingress as u32, id, DropReason::RandomLoss);
+        if ch.impaired {
+            if let Some(reason) = self.wire_loss(cid, id) {
+                self.drop_packet(node, ingress as u32, id, reason);
                 return;
             }
         }

@@ -78,6 +78,8 @@ fn owner(ev: Event) -> (u8, u32, u32) {
         Event::AppTimer(a, _) => (11, a, 0),
         Event::HostEgress(x) => (12, x, 0),
         Event::PortShaper(p) => (13, p.0, 0),
+        Event::LinkDown(i) | Event::LinkUp(i) => (14, i, 0),
+        Event::Reroute(i, _) => (14, i, 1),
     }
 }
 
@@ -185,6 +187,9 @@ impl Simulation {
             9 => format!("host NIC DMA line {id}"),
             10 => format!("the interrupt timer of host receive ring {id}"),
             11 => format!("the timer of ping-pong application {id}"),
+            12 => format!("host egress stage {id}"),
+            13 => format!("the shaper of {}", self.node_port(id)),
+            14 => format!("failure {id} (failures[{id}])"),
             _ => {
                 let what = if detail == 1 { "the timer of the RoCE queue pair" } else { "the RoCE queue pair" };
                 match self.roce.flow_qp.iter().position(|&q| q == id) {

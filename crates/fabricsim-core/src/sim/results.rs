@@ -70,6 +70,10 @@ impl Simulation {
         s.insert("flows_completed".into(), int(completed as u64));
         s.insert("flows_incomplete".into(), int((self.flows.len() - completed) as u64));
         s.insert("flows_lossy".into(), int(self.flows.iter().filter(|f| f.status() == 1).count() as u64));
+        if !self.failures.is_empty() {
+            s.insert("link_failures".into(), int(self.failures.downs));
+            s.insert("reroutes".into(), int(self.failures.reroutes));
+        }
         // Draining was cut short: the time cap (duration + drain_limit) came
         // with events still pending (flows unfinished or packets in flight).
         s.insert("drain_limit_reached".into(), Value::Bool(self.capped && self.end_cap > self.duration));

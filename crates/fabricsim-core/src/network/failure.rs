@@ -1,0 +1,33 @@
+//! Link failures at given times: a link goes down (both directions), and
+//! optionally comes back; routing reacts after a detection delay.
+//!
+//! While a link is down its wires deliver nothing: every frame that arrives
+//! over it, and every frame that was on it when it failed, is dropped with
+//! reason `link_down` (its transmitter keeps draining its queue onto the dead
+//! wire, as a port whose peer vanished does until the routes move away).
+//! `detect` after the failure the routes are recomputed without the link
+//! (ECMP groups shrink; a destination reachable only through it becomes
+//! unreachable, and packets towards it are dropped as `no_route`); `detect`
+//! after the link comes back, they are recomputed with it. Simulation side:
+//! `sim/failures.rs`.
+
+use serde::{Deserialize, Serialize};
+
+/// One link failure (`failures[i]`).
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct LinkFailureConfig {
+    /// The link's two end nodes, by name (either order).
+    pub between: [String; 2],
+    /// Which of the parallel links between them, counted from 0 in topology order.
+    #[serde(default)]
+    pub nth: u32,
+    /// When the link goes down.
+    pub at_ps: u64,
+    /// When it comes back (`None`: never).
+    #[serde(default)]
+    pub until_ps: Option<u64>,
+    /// How long routing takes to react to each change (detection and convergence).
+    #[serde(default)]
+    pub detect_ps: u64,
+}

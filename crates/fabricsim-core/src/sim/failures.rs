@@ -1,0 +1,193 @@
+//! Link failures in the simulation (`network/failure.rs`): the events that
+//! take a link down and bring it back, the drops on its wires, and the routes
+//! recomputed `detect` after each change.
+
+use super::{Event, Simulation};
+use crate::error::ConfigError;
+use crate::ids::{ChannelId, PacketId};
+use crate::network::routing::RoutingTable;
+use crate::network::topology::{Graph, NodeKind};
+use crate::stats::DropReason;
+use crate::units::SimTime;
+
+/// One configured failure, resolved.
+#[derive(Debug, Clone)]
+struct Failure {
+    /// Index of the link in topology order.
+    link: usize,
+    /// Its two wires (one per direction).
+    wires: [ChannelId; 2],
+}
+
+/// The failures of a run and what routing knows of them.
+#[derive(Debug, Default)]
+pub(super) struct Failures {
+    failures: Vec<Failure>,
+    /// Per wire: whether it is down now, and when it last went down (frames
+    /// sent before that and arriving after it were on the wire when it failed).
+    down: Vec<bool>,
+    failed_at: Vec<SimTime>,
+    /// Per link: how many failures routing currently counts it down for.
+    routed_down: Vec<u32>,
+    /// Every node's links as routing sees them (`RoutingTable::build`'s `adj`),
+    /// with the link index of each entry.
+    adj: Vec<Vec<(usize, u16, usize)>>,
+    kinds: Vec<NodeKind>,
+    seed: u64,
+    /// Counts for the summary.
+    pub downs: u64,
+    pub reroutes: u64,
+}
+
+impl Failures {
+    /// Whether the scenario has failures.
+    pub fn is_empty(&self) -> bool {
+        self.failures.is_empty()
+    }
+}
+
+impl Simulation {
+    /// Resolves `failures` against the topology and schedules their events.
+    pub(super) fn setup_failures(
+        &mut self,
+        sc: &crate::config::Scenario,
+        graph: &Graph,
+        adj: &[Vec<(usize, u16)>],
+    ) -> Result<(), ConfigError> {
+        if sc.failures.is_empty() {
+            return Ok(());
+        }
+        let f = &mut self.failures;
+        f.down = vec![false; self.channels.len()];
+        f.failed_at = vec![SimTime::ZERO; self.channels.len()];
+        f.routed_down = vec![0; graph.links.len()];
+        f.kinds = graph.kinds.clone();
+        f.seed = sc.seed;
+        // The link of each adjacency entry: node a's k-th entry is its k-th link in topology order.
+        let mut link_of: Vec<Vec<usize>> = vec![Vec::new(); adj.len()];
+        for (l, &(a, b, _)) in graph.links.iter().enumerate() {
+            link_of[a].push(l);
+            link_of[b].push(l);
+        }
+        f.adj = adj
+            .iter()
+            .enumerate()
+            .map(|(u, row)| row.iter().zip(&link_of[u]).map(|(&(v, p), &l)| (v, p, l)).collect())
+            .collect();
+        let mut wires_of: Vec<Vec<ChannelId>> = vec![Vec::new(); graph.links.len()];
+        for (c, ch) in self.channels.iter().enumerate() {
+            wires_of[ch.link as usize].push(ChannelId(c as u32));
+        }
+        for (i, cfg) in sc.failures.iter().enumerate() {
+            let path = format!("failures[{i}]");
+            let node = |name: &str, k: usize| {
+                graph.names.iter().position(|n| n == name).ok_or_else(|| {
+                    let known: Vec<&str> = graph.names.iter().take(8).map(|s| s.as_str()).collect();
+                    let more = if graph.names.len() > 8 { ", ..." } else { "" };
+                    ConfigError::new(
+                        format!("{path}.between[{k}]"),
+                        format!("no node named {name:?} (nodes: {}{more})", known.join(", ")),
+                    )
+                })
+            };
+            let (a, b) = (node(&cfg.between[0], 0)?, node(&cfg.between[1], 1)?);
+            let parallel: Vec<usize> = (0..graph.links.len())
+                .filter(|&l| {
+                    let (x, y, _) = graph.links[l];
+                    (x, y) == (a, b) || (x, y) == (b, a)
+                })
+                .collect();
+            let Some(&link) = parallel.get(cfg.nth as usize) else {
+                let (field, what) = if parallel.is_empty() {
+                    ("between", format!("no link joins {} and {}", cfg.between[0], cfg.between[1]))
+                } else {
+                    (
+                        "link",
+                        format!(
+                            "{} and {} have {} links (numbered from 0)",
+                            cfg.between[0],
+                            cfg.between[1],
+                            parallel.len()
+                        ),
+                    )
+                };
+                return Err(ConfigError::new(format!("{path}.{field}"), what));
+            };
+            if let Some(until) = cfg.until_ps {
+                if until <= cfg.at_ps {
+                    return Err(ConfigError::new(format!("{path}.until"), "must be after `at`"));
+                }
+            }
+            let w = &wires_of[link];
+            let f = &mut self.failures;
+            f.failures.push(Failure { link, wires: [w[0], w[1]] });
+            self.queue.push(SimTime(cfg.at_ps), Event::LinkDown(i as u32));
+            self.queue.push(SimTime(cfg.at_ps.saturating_add(cfg.detect_ps)), Event::Reroute(i as u32, true));
+            if let Some(until) = cfg.until_ps {
+                self.queue.push(SimTime(until), Event::LinkUp(i as u32));
+                self.queue.push(SimTime(until.saturating_add(cfg.detect_ps)), Event::Reroute(i as u32, false));
+            }
+            for &c in w {
+                self.channels[c.idx()].impaired = true;
+            }
+        }
+        Ok(())
+    }
+
+    /// `LinkDown`: failure `i`'s wires go down.
+    pub(super) fn on_link_down(&mut self, i: u32) {
+        let now = self.now;
+        let f = &mut self.failures;
+        f.downs += 1;
+        for c in f.failures[i as usize].wires {
+            f.down[c.idx()] = true;
+            f.failed_at[c.idx()] = now;
+        }
+    }
+
+    /// `LinkUp`: failure `i`'s wires carry frames again.
+    pub(super) fn on_link_up(&mut self, i: u32) {
+        let f = &mut self.failures;
+        for c in f.failures[i as usize].wires {
+            f.down[c.idx()] = false;
+        }
+    }
+
+    /// `Reroute`: the routes are recomputed with failure `i`'s link down or up.
+    pub(super) fn on_reroute(&mut self, i: u32, down: bool) {
+        let f = &mut self.failures;
+        let link = f.failures[i as usize].link;
+        if down {
+            f.routed_down[link] += 1;
+        } else {
+            f.routed_down[link] -= 1;
+        }
+        f.reroutes += 1;
+        let adj: Vec<Vec<(usize, u16)>> = f
+            .adj
+            .iter()
+            .map(|row| row.iter().filter(|&&(_, _, l)| f.routed_down[l] == 0).map(|&(v, p, _)| (v, p)).collect())
+            .collect();
+        self.routing = RoutingTable::build(&f.kinds, &adj, f.seed);
+        // The memo of recent lookups answers for the old tables.
+        self.prefetch.routes = Default::default();
+    }
+
+    /// Why impaired wire `cid` loses frame `id` arriving now, if it does: its
+    /// link is down, or was when the frame left; else its random loss.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn wire_loss(&mut self, cid: ChannelId, id: PacketId) -> Option<DropReason> {
+        let f = &self.failures;
+        if !f.down.is_empty() {
+            let ch = &self.channels[cid.idx()];
+            let sent = self.pool.get(id).first_bit.0.saturating_sub(ch.delay.0);
+            if f.down[cid.idx()] || sent < f.failed_at[cid.idx()].0 {
+                return Some(DropReason::LinkDown);
+            }
+        }
+        let ch = &mut self.channels[cid.idx()];
+        let rng = ch.loss_rng.as_mut()?;
+        (rng.next_open01() < ch.loss).then_some(DropReason::RandomLoss)
+    }
+}

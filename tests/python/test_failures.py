@@ -1,0 +1,86 @@
+"""Link failures (docs/models/failures.md): drops on a dead link until routing
+reacts, the routes recomputed after `detect`, recovery, bad input."""
+
+from __future__ import annotations
+
+import pytest
+
+import fabricsim
+from fabricsim import ScenarioError, loads
+
+STAR = """
+duration: 1ms
+topology: {kind: star, hosts: 3, link: {rate: 10Gbps, delay: 1us}}
+traffic:
+  - {kind: udp_cbr, name: cbr, src: h1, dst: h0, rate: 1Gbps, frame_size: 1000B}
+failures:
+  - {between: [h1, sw0], at: 100us, until: 400us, detect: 100us}
+"""
+
+
+def _drops(result, reason: str) -> int:
+    d = result.drops.filter(result.drops["reason"] == reason)
+    return int(d["packets"].sum()) if d.height else 0
+
+
+def test_a_failed_host_link_loses_what_is_sent_until_routing_reacts_then_has_no_route(core):
+    """A 1 Gb/s CBR of 1000 B frames (1,020 B on the wire: one every 8.16 us)
+    over a host link that fails at 100 us, routing reacting 100 us later, the
+    link back at 400 us and the routes at 500 us. Closed form: the frames the
+    host sends in [100, 200) us (and one on the wire) die on the link
+    (`link_down`, 12.25 + 1), those of [200, 500) us find no route at the host
+    (36.8), the rest arrive."""
+    result = fabricsim.run(loads(STAR))
+    s = result.summary
+    assert s["conservation_ok"] and s["buffer_accounting_ok"]
+    assert (s["link_failures"], s["reroutes"]) == (1, 2)
+    gap_ps = 1020 * 8 * 1000  # 8.16 us at 1 Gb/s
+    assert abs(_drops(result, "link_down") - 100e6 / gap_ps) <= 1.5
+    assert abs(_drops(result, "no_route") - 300e6 / gap_ps) <= 1
+    flow = result.flows.row(0, named=True)
+    assert flow["packets_delivered"] + flow["packets_dropped"] == flow["packets_sent"]
+    assert flow["packets_delivered"] >= int(600e6 / gap_ps) - 1  # [0, 100) and [500, 1000) us
+
+
+def test_traffic_moves_to_the_other_spine_after_detection_and_every_flow_completes(core):
+    text = """
+duration: 2ms
+topology: {kind: leaf_spine, leaves: 2, spines: 2, hosts_per_leaf: 4,
+           host_link: {rate: 10Gbps, delay: 1us}, fabric_link: {rate: 10Gbps, delay: 1us}}
+traffic:
+  - {kind: tcp_flows, name: across, flows: [
+      {src: h0, dst: h4, size: 2MB}, {src: h1, dst: h5, size: 2MB},
+      {src: h2, dst: h6, size: 2MB}, {src: h3, dst: h7, size: 2MB}]}
+failures:
+  - {between: [leaf0, spine0], at: 200us, detect: 50us}
+"""
+    result = fabricsim.run(loads(text))
+    s = result.summary
+    assert s["conservation_ok"] and s["buffer_accounting_ok"] and s["flows_completed"] == 4
+    lost = _drops(result, "link_down")
+    assert lost > 0
+    # At most what the link carries in the 50 us before the routes move (and what is on it): 10 Gb/s.
+    assert lost <= 50e-6 * 10e9 / (1500 * 8) * 2 + 4
+    # Without the failure nothing is lost and the job ends sooner.
+    plain = fabricsim.run(loads(text.split("failures:")[0]))
+    assert plain.summary["packets_dropped"] == 0
+    assert max(plain.flows["fct_ps"]) < max(result.flows["fct_ps"])
+    again = fabricsim.run(loads(text))
+    assert again.summary == result.summary
+
+
+@pytest.mark.parametrize("failure, field, message", [
+    ("{between: [h1, nowhere], at: 1us}", "failures[0].between[1]", "no node named \"nowhere\""),
+    ("{between: [h1, h2], at: 1us}", "failures[0].between", "no link joins h1 and h2"),
+    ("{between: [h1, sw0], link: 1, at: 1us}", "failures[0].link", "h1 and sw0 have 1 links"),
+    ("{between: [h1, sw0], at: 5us, until: 5us}", "failures[0].until", "must be after `at`"),
+    ("{between: [h1, h1], at: 5us}", "failures[0].between", "two different nodes"),
+    ("{between: [h1], at: 5us}", "failures[0].between", ""),
+])
+def test_a_failure_that_names_no_link_is_refused_naming_the_field(core, failure, field, message):
+    text = STAR.split("failures:")[0] + f"failures: [{failure}]\n"
+    with pytest.raises(ScenarioError) as err:
+        fabricsim.check(loads(text)) if "nowhere" in failure or "h2]" in failure or "link: 1" in failure \
+            else loads(text)
+    assert err.value.issues[0].path == field, str(err.value)
+    assert message in str(err.value)
