@@ -84,3 +84,25 @@ def test_a_failure_that_names_no_link_is_refused_naming_the_field(core, failure,
             else loads(text)
     assert err.value.issues[0].path == field, str(err.value)
     assert message in str(err.value)
+
+
+def test_a_tcp_flow_across_a_link_that_fails_and_recovers_completes_after_it(core):
+    """No other path: the sender's retransmission timer fires into the dead
+    link (then into no route), and once the link and the routes are back the
+    flow completes; nothing is lost from the accounting."""
+    text = """
+duration: 5ms
+topology: {kind: star, hosts: 2, link: {rate: 10Gbps, delay: 1us}}
+tcp: {min_rto: 1ms}
+traffic:
+  - {kind: tcp_flows, name: f, flows: [{src: h1, dst: h0, size: 4MB}]}
+failures:
+  - {between: [h1, sw0], at: 300us, until: 2ms, detect: 50us}
+"""
+    result = fabricsim.run(loads(text))
+    s = result.summary
+    assert s["conservation_ok"] and s["buffer_accounting_ok"] and s["flows_completed"] == 1
+    flow = result.flows.row(0, named=True)
+    assert flow["timeouts"] >= 1
+    assert flow["start_ps"] + flow["fct_ps"] > 2_050_000_000  # after the routes are back
+    assert _drops(result, "link_down") > 0
