@@ -146,7 +146,26 @@ def scenarios(draw):
     }
     if draw(st.booleans()):
         doc["drain_limit"] = draw(st.sampled_from(["1ms", "100ms"]))
+    links = _failable_links(topology, hosts)
+    if links and draw(st.booleans()):
+        doc["failures"] = [
+            {"between": list(draw(st.sampled_from(links))), "at": draw(st.sampled_from(["0s", "5us", "100us"])),
+             "detect": draw(st.sampled_from(["0s", "10us", "1ms"])),
+             **({"until": "150us"} if draw(st.booleans()) else {})}
+            for _ in range(draw(st.integers(1, 2)))
+        ]
     return doc
+
+
+def _failable_links(topology, hosts):
+    """(a, b) pairs of links of the generated topology: host links and, on a
+    leaf-spine, a fabric link."""
+    if topology["kind"] == "star":
+        return [(h, "sw0") for h in hosts]
+    if topology["kind"] == "leaf_spine":
+        per_leaf = topology["hosts_per_leaf"]
+        return [(h, f"leaf{i // per_leaf}") for i, h in enumerate(hosts)] + [("leaf0", "spine0")]
+    return []
 
 
 class _CaseTimeout(Exception):
