@@ -35,7 +35,7 @@ from fabricsim.schema.network import Network
 from fabricsim.schema.stats import FctSettings, Stats
 from fabricsim.schema.topology import Topology
 from fabricsim.schema._base import one_of
-from fabricsim.schema.traffic import Collective, LoadBasis, Traffic, Workload
+from fabricsim.schema.traffic import Collective, LoadBasis, TcpFlows, Traffic, Workload
 from fabricsim.schema.transports import Roce, Tcp
 
 __all__ = ["Scenario", "from_dict", "load", "loads"]
@@ -54,6 +54,8 @@ def _resolve_source(scenario: "Scenario", index: int, source: Any) -> dict[str, 
         from fabricsim.workloads import collectives
 
         return source._resolved("tcp_flows", {"flows": collectives.resolved_flows(scenario, index)})
+    if isinstance(source, TcpFlows):
+        return source.to_resolved(scenario.source, index)
     return source.to_resolved()
 
 
@@ -240,7 +242,8 @@ def _memory_refusal(needed: int, what: str) -> Optional[str]:
         return None
     gib = 1 << 30
     return (f"{what} would take about {needed / gib:.1f} GiB; this machine has {available / gib:.1f} GiB "
-            "available (generate large flow sets with `kind: workload`, or give fewer flows)")
+            "available (give a long flow list as a Parquet or CSV `flows_file`, generate large flow sets "
+            "with `kind: workload`, or give fewer flows)")
 
 
 def _reading_error(text: str) -> Optional[str]:

@@ -361,14 +361,20 @@ def dependency_cycle(after: Sequence[Sequence[int]]) -> Optional[list[int]]:
 
 class TcpFlows(_TcpTraffic):
     """An explicit list of TCP flows (``src``, ``dst``, ``size``, ``start``;
-    ``after`` and ``compute`` for flows that wait for others of the list)."""
+    ``after`` and ``compute`` for flows that wait for others of the list), or
+    a table of them in ``flows_file`` (Parquet or CSV: ``src``, ``dst``,
+    ``size``, ``start``; :mod:`fabricsim.workloads.flowfile`)."""
 
     kind: Literal["tcp_flows"]
-    flows: list[TcpFlowItem] = Field(min_length=1)
+    flows: list[TcpFlowItem] = Field(default_factory=list)
+    flows_file: Optional[str] = Field(default=None, min_length=1)
     _after: list[list[int]] = PrivateAttr(default_factory=list)
 
     @model_validator(mode="after")
     def _dependencies(self) -> "TcpFlows":
+        if (not self.flows) == (self.flows_file is None):
+            raise issues_error(("flows", "give either a list of flows or a flows_file, not both"
+                                if self.flows else "give a list of at least one flow, or a flows_file"))
         self._after = self._resolve_after()
         return self
 
@@ -412,7 +418,12 @@ class TcpFlows(_TcpTraffic):
             raise issues_error((f"flows[{cycle[0]}].after", f"dependency cycle: flow {shown}"))
         return after
 
-    def to_resolved(self) -> dict[str, Any]:
+    def to_resolved(self, scenario_source: Optional[str] = None, index: int = 0) -> dict[str, Any]:
+        if self.flows_file is not None:
+            from fabricsim.workloads.flowfile import read_flows
+
+            flows = read_flows(self.flows_file, f"traffic[{index}].flows_file", scenario_source)
+            return self._resolved(self.kind, {"flows": flows})
         after = self._after if len(self._after) == len(self.flows) else self._resolve_after()
         return self._resolved(self.kind, {"flows": [f.to_resolved(a) for f, a in zip(self.flows, after)]})
 

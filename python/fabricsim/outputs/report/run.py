@@ -519,7 +519,8 @@ def _traffic_text(entry: Any, scenario: Any) -> str:
         return (f"tcp_incast: {len(entry.servers)} server(s) x {entry.flows_per_server} flow(s) of "
                 f"{fmt_bytes(entry.response_size)} -> {entry.client}, {entry.rounds} round(s){cls}")
     if kind == "tcp_flows":
-        return f"tcp_flows: {len(entry.flows)} explicit flows{cls}"
+        listed = f"the flows of {entry.flows_file}" if entry.flows_file else f"{len(entry.flows)} explicit flows"
+        return f"tcp_flows: {listed}{cls}"
     if kind == "workload":
         load = entry.load if entry.load is not None else scenario.load
         load = (load or 0) * entry.load_scale
