@@ -136,6 +136,10 @@ pub struct Simulation {
     queue: EventQueue<Event>,
     /// Queue length beyond which cancelled timers are purged (`purge_cancelled_events`).
     purge_at: usize,
+    /// The least `purge_at` ([`PURGE_AT_LEAST`]; tests set a small one).
+    purge_floor: usize,
+    /// Purges done so far.
+    purges: u64,
     nodes: Vec<Node>,
     ports: Vec<Port>,
     channels: Vec<Channel>,
@@ -304,8 +308,26 @@ impl Simulation {
         }
         let mut queue = std::mem::take(&mut self.queue);
         queue.purge(&|e: &Event| self.is_cancelled(*e));
-        self.purge_at = (2 * queue.len()).max(PURGE_AT_LEAST);
+        self.purge_at = (2 * queue.len()).max(self.purge_floor);
         self.queue = queue;
+        self.purges += 1;
+    }
+
+    /// Replaces the queue length below which cancelled timers are never
+    /// purged (tests use a small one to exercise the purge).
+    pub fn set_purge_floor(&mut self, floor: usize) {
+        self.purge_floor = floor.max(1);
+        self.purge_at = self.purge_floor;
+    }
+
+    /// Purges of cancelled timers done so far.
+    pub fn purges(&self) -> u64 {
+        self.purges
+    }
+
+    /// Events pending in the queue now (cancelled ones not yet dropped included).
+    pub fn pending_events(&self) -> usize {
+        self.queue.len()
     }
 
     /// [`Simulation::advance`] for at most `max_events` events.

@@ -164,6 +164,8 @@ impl Simulation {
             classes,
             txqueuelen: net.host.txqueuelen as usize,
             purge_at: PURGE_AT_LEAST,
+            purge_floor: PURGE_AT_LEAST,
+            purges: 0,
             queue: EventQueue::new(),
             nodes,
             ports,
