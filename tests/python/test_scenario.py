@@ -413,11 +413,11 @@ def test_bad_overrides(override, message):
         ),
         (
             "duration: 1ms\ntopology: {kind: ring, hosts: 4}",
-            "s.yaml: topology.kind: unknown value 'ring'; allowed: star, dumbbell, leaf_spine, fat_tree, explicit",
+            "s.yaml: topology.kind: unknown value 'ring'; allowed: star, dumbbell, leaf_spine, fat_tree, rail, explicit",
         ),
         (
             "duration: 1ms\ntopology: {hosts: 4}",
-            "topology.kind: required field is missing; allowed: star, dumbbell, leaf_spine, fat_tree, explicit",
+            "topology.kind: required field is missing; allowed: star, dumbbell, leaf_spine, fat_tree, rail, explicit",
         ),
         (
             MINIMAL + "network: {switch: {buffer: {model: magic}}}",

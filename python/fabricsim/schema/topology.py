@@ -1,16 +1,17 @@
-"""The ``topology`` section: links and the topology kinds (star, dumbbell, leaf-spine, fat tree, explicit).
+"""The ``topology`` section: links and the topology kinds (star, dumbbell, leaf-spine, fat tree, rail-optimised, explicit).
 
 A new kind is a model with a ``kind: Literal[...]`` field and a
 ``to_resolved()``, added to the :data:`Topology` union.
 """
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import Field, PlainValidator, WithJsonSchema, model_validator
 
 from fabricsim.schema._base import U32_MAX, Model, Rate, Time, issues_error, kind_of, one_of, show
 
-__all__ = ["Dumbbell", "Explicit", "ExplicitLink", "ExplicitNode", "FatTree", "LeafSpine", "Link", "Star", "Topology"]
+__all__ = ["Dumbbell", "Explicit", "ExplicitLink", "ExplicitNode", "FatTree", "LeafSpine", "Link", "Rail", "Star",
+           "Topology"]
 
 NodeKind = Literal["host", "switch"]
 
@@ -173,6 +174,54 @@ class FatTree(Model):
         return {"kind": self.kind, "k": self.k, "link": self.link.to_resolved()}
 
 
+class Rail(Model):
+    """A rail-optimised GPU fabric: ``servers`` servers of ``gpus_per_server``
+    GPUs, each GPU with its own NIC, host ``s{server}g{gpu}``; NIC g of every
+    server on rail leaf ``rail{g}``, every rail leaf joined to every spine
+    ``spine{j}`` by ``links_per_spine`` links (no spine: the rails are not
+    joined). Resolved as an explicit topology (``docs/models/rail-topology.md``)."""
+
+    kind: Literal["rail"]
+    servers: int = Field(ge=1, le=U32_MAX)
+    gpus_per_server: int = Field(ge=1, le=U32_MAX)
+    spines: int = Field(default=0, ge=0, le=U32_MAX)
+    nic_link: Link
+    fabric_link: Optional[Link] = None
+    links_per_spine: int = Field(default=1, ge=1, le=U32_MAX)
+
+    @model_validator(mode="after")
+    def _size(self) -> "Rail":
+        nodes = self.servers * self.gpus_per_server + self.gpus_per_server + self.spines
+        if nodes > MAX_NODES:
+            raise _too_many_nodes("servers", nodes)
+        uplinks = self.spines * self.links_per_spine
+        if self.servers + uplinks > MAX_PORTS:
+            raise _too_many_ports("servers", "a rail leaf", self.servers + uplinks)
+        if self.gpus_per_server * self.links_per_spine > MAX_PORTS:
+            raise _too_many_ports("gpus_per_server", "each spine", self.gpus_per_server * self.links_per_spine)
+        if self.spines and self.fabric_link is None:
+            raise issues_error(("fabric_link", "required when there are spines"))
+        return self
+
+    def hosts(self) -> list[str]:
+        """The GPUs' NICs, server by server."""
+        return [f"s{s}g{g}" for s in range(self.servers) for g in range(self.gpus_per_server)]
+
+    def to_resolved(self) -> dict[str, Any]:
+        nodes = ([{"name": h, "kind": "host"} for h in self.hosts()]
+                 + [{"name": f"rail{g}", "kind": "switch"} for g in range(self.gpus_per_server)]
+                 + [{"name": f"spine{j}", "kind": "switch"} for j in range(self.spines)])
+        nic = self.nic_link.to_resolved()
+        links = [{"a": f"s{s}g{g}", "b": f"rail{g}", **nic}
+                 for s in range(self.servers) for g in range(self.gpus_per_server)]
+        if self.spines:
+            fabric = self.fabric_link.to_resolved()  # type: ignore[union-attr]
+            links += [{"a": f"rail{g}", "b": f"spine{j}", **fabric}
+                      for g in range(self.gpus_per_server) for j in range(self.spines)
+                      for _ in range(self.links_per_spine)]
+        return {"kind": "explicit", "nodes": nodes, "links": links}
+
+
 class ExplicitNode(Model):
     """A named host or switch of an explicit topology."""
 
@@ -212,7 +261,7 @@ class Explicit(Model):
 
 
 Topology = Annotated[
-    Union[Star, Dumbbell, LeafSpine, FatTree, Explicit],
+    Union[Star, Dumbbell, LeafSpine, FatTree, Rail, Explicit],
     Field(discriminator="kind"),
-    kind_of(Star, Dumbbell, LeafSpine, FatTree, Explicit),
+    kind_of(Star, Dumbbell, LeafSpine, FatTree, Rail, Explicit),
 ]

@@ -75,6 +75,8 @@ def host_rates(topology: Any) -> dict[str, int]:
         return {f"h{i}": topology.host_link.rate for i in range(total)}
     if kind == "fat_tree":
         return {f"h{i}": topology.link.rate for i in range(topology.k**3 // 4)}
+    if kind == "rail":
+        return {h: topology.nic_link.rate for h in topology.hosts()}
     if kind == "explicit":
         hosts = [node.name for node in topology.nodes if node.kind == "host"]
         rates: dict[str, int] = {}

@@ -463,6 +463,11 @@ def _topology_text(topology: Any) -> str:
                 f"host links {_link_text(topology.host_link)}, fabric links {_link_text(topology.fabric_link)}")
     if kind == "fat_tree":
         return f"fat-tree k={topology.k}: {topology.k ** 3 // 4} hosts; links {_link_text(topology.link)}"
+    if kind == "rail":
+        spines = (f", {topology.spines} spines, fabric links {_link_text(topology.fabric_link)}"
+                  if topology.spines else ", rails not joined")
+        return (f"rail-optimised: {topology.servers} servers x {topology.gpus_per_server} GPU NICs on "
+                f"{topology.gpus_per_server} rail leaves; NIC links {_link_text(topology.nic_link)}{spines}")
     hosts = sum(1 for n in topology.nodes if n.kind == "host")
     rates = sorted({link.rate for link in topology.links})
     return (f"explicit: {hosts} hosts, {len(topology.nodes) - hosts} switches, {len(topology.links)} links "
