@@ -25,6 +25,7 @@ __all__ = ["SHORT_RUNS", "train"]
 #: second each). Every scenario in scenarios/ has an entry (the golden tests run
 #: the same, and check that).
 SHORT_RUNS: Dict[str, List[str]] = {
+    "ai-rail-alltoall": ["traffic.0.size=1MB"],
     "allreduce-ring": ["traffic.0.size=4MB"],
     "burst-absorption": [],
     "burst-incast": [],
