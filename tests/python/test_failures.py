@@ -106,3 +106,30 @@ failures:
     assert flow["timeouts"] >= 1
     assert flow["start_ps"] + flow["fct_ps"] > 2_050_000_000  # after the routes are back
     assert _drops(result, "link_down") > 0
+
+
+def test_a_spine_failure_takes_all_its_links_down_and_traffic_moves_to_the_other_spine(core):
+    text = """
+duration: 2ms
+topology: {kind: leaf_spine, leaves: 2, spines: 2, hosts_per_leaf: 2,
+           host_link: {rate: 10Gbps, delay: 1us}, fabric_link: {rate: 10Gbps, delay: 1us}}
+traffic:
+  - {kind: tcp_flows, name: across, flows: [{src: h0, dst: h2, size: 2MB}, {src: h1, dst: h3, size: 2MB},
+                                          {src: h2, dst: h0, size: 2MB}, {src: h3, dst: h1, size: 2MB}]}
+failures:
+  - {node: spine0, at: 200us, until: 600us, detect: 50us}
+  - {between: [leaf0, spine0], at: 300us, until: 1ms, detect: 50us}
+"""
+    result = fabricsim.run(loads(text))
+    s = result.summary
+    assert s["conservation_ok"] and s["buffer_accounting_ok"] and s["flows_completed"] == 4
+    assert (s["link_failures"], s["reroutes"]) == (2, 4)
+    lost = result.drops.filter(result.drops["reason"] == "link_down")
+    assert set(lost["node"].to_list()) <= {"spine0", "leaf0", "leaf1"} and lost["packets"].sum() > 0
+
+
+def test_a_failure_names_either_a_link_or_a_node():
+    with pytest.raises(ScenarioError, match="failures.0..between: give either `between`"):
+        loads(STAR.split("failures:")[0] + "failures: [{between: [h1, sw0], node: sw0, at: 1us}]\n")
+    with pytest.raises(ScenarioError, match=r"failures\[0\]\.node: no node named \"spine9\""):
+        fabricsim.check(loads(STAR.split("failures:")[0] + "failures: [{node: spine9, at: 1us}]\n"))

@@ -1,5 +1,6 @@
-//! Link failures at given times: a link goes down (both directions), and
-//! optionally comes back; routing reacts after a detection delay.
+//! Failures at given times: a link goes down (both directions), or a node
+//! (all its links), and optionally comes back; routing reacts after a
+//! detection delay.
 //!
 //! While a link is down its wires deliver nothing: every frame that arrives
 //! over it, and every frame that was on it when it failed, is dropped with
@@ -13,12 +14,16 @@
 
 use serde::{Deserialize, Serialize};
 
-/// One link failure (`failures[i]`).
+/// One failure (`failures[i]`): a link (`between`) or a whole node (`node`).
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct LinkFailureConfig {
     /// The link's two end nodes, by name (either order).
-    pub between: [String; 2],
+    #[serde(default)]
+    pub between: Option<[String; 2]>,
+    /// A node whose links all fail (a switch or host failure).
+    #[serde(default)]
+    pub node: Option<String>,
     /// Which of the parallel links between them, counted from 0 in topology order.
     #[serde(default)]
     pub nth: u32,

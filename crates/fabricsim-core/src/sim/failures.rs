@@ -13,19 +13,20 @@ use crate::units::SimTime;
 /// One configured failure, resolved.
 #[derive(Debug, Clone)]
 struct Failure {
-    /// Index of the link in topology order.
-    link: usize,
-    /// Its two wires (one per direction).
-    wires: [ChannelId; 2],
+    /// Indices of its links in topology order (one, or all of a node's).
+    links: Vec<usize>,
+    /// Their wires (two per link, one per direction).
+    wires: Vec<ChannelId>,
 }
 
 /// The failures of a run and what routing knows of them.
 #[derive(Debug, Default)]
 pub(super) struct Failures {
     failures: Vec<Failure>,
-    /// Per wire: whether it is down now, and when it last went down (frames
-    /// sent before that and arriving after it were on the wire when it failed).
-    down: Vec<bool>,
+    /// Per wire: how many failures have it down now, and when it last went
+    /// down (frames sent before that and arriving after it were on the wire
+    /// when it failed).
+    down: Vec<u32>,
     failed_at: Vec<SimTime>,
     /// Per link: how many failures routing currently counts it down for.
     routed_down: Vec<u32>,
@@ -58,7 +59,7 @@ impl Simulation {
             return Ok(());
         }
         let f = &mut self.failures;
-        f.down = vec![false; self.channels.len()];
+        f.down = vec![0; self.channels.len()];
         f.failed_at = vec![SimTime::ZERO; self.channels.len()];
         f.routed_down = vec![0; graph.links.len()];
         f.kinds = graph.kinds.clone();
@@ -90,45 +91,57 @@ impl Simulation {
                     )
                 })
             };
-            let (a, b) = (node(&cfg.between[0], 0)?, node(&cfg.between[1], 1)?);
-            let parallel: Vec<usize> = (0..graph.links.len())
-                .filter(|&l| {
-                    let (x, y, _) = graph.links[l];
-                    (x, y) == (a, b) || (x, y) == (b, a)
-                })
-                .collect();
-            let Some(&link) = parallel.get(cfg.nth as usize) else {
-                let (field, what) = if parallel.is_empty() {
-                    ("between", format!("no link joins {} and {}", cfg.between[0], cfg.between[1]))
-                } else {
-                    (
-                        "link",
-                        format!(
-                            "{} and {} have {} links (numbered from 0)",
-                            cfg.between[0],
-                            cfg.between[1],
-                            parallel.len()
-                        ),
-                    )
-                };
-                return Err(ConfigError::new(format!("{path}.{field}"), what));
+            let links: Vec<usize> = match (&cfg.between, &cfg.node) {
+                (Some(between), None) => {
+                    let (a, b) = (node(&between[0], 0)?, node(&between[1], 1)?);
+                    let parallel: Vec<usize> = (0..graph.links.len())
+                        .filter(|&l| {
+                            let (x, y, _) = graph.links[l];
+                            (x, y) == (a, b) || (x, y) == (b, a)
+                        })
+                        .collect();
+                    let Some(&link) = parallel.get(cfg.nth as usize) else {
+                        let (field, what) = if parallel.is_empty() {
+                            ("between", format!("no link joins {} and {}", between[0], between[1]))
+                        } else {
+                            (
+                                "link",
+                                format!(
+                                    "{} and {} have {} links (numbered from 0)",
+                                    between[0],
+                                    between[1],
+                                    parallel.len()
+                                ),
+                            )
+                        };
+                        return Err(ConfigError::new(format!("{path}.{field}"), what));
+                    };
+                    vec![link]
+                }
+                (None, Some(name)) => {
+                    let n =
+                        graph.names.iter().position(|x| x == name).ok_or_else(|| {
+                            ConfigError::new(format!("{path}.node"), format!("no node named {name:?}"))
+                        })?;
+                    (0..graph.links.len()).filter(|&l| graph.links[l].0 == n || graph.links[l].1 == n).collect()
+                }
+                _ => return Err(ConfigError::new(path.clone(), "give either `between` (a link) or `node`")),
             };
             if let Some(until) = cfg.until_ps {
                 if until <= cfg.at_ps {
                     return Err(ConfigError::new(format!("{path}.until"), "must be after `at`"));
                 }
             }
-            let w = &wires_of[link];
-            let f = &mut self.failures;
-            f.failures.push(Failure { link, wires: [w[0], w[1]] });
+            let wires: Vec<ChannelId> = links.iter().flat_map(|&l| wires_of[l].iter().copied()).collect();
+            for &c in &wires {
+                self.channels[c.idx()].impaired = true;
+            }
+            self.failures.failures.push(Failure { links, wires });
             self.queue.push(SimTime(cfg.at_ps), Event::LinkDown(i as u32));
             self.queue.push(SimTime(cfg.at_ps.saturating_add(cfg.detect_ps)), Event::Reroute(i as u32, true));
             if let Some(until) = cfg.until_ps {
                 self.queue.push(SimTime(until), Event::LinkUp(i as u32));
                 self.queue.push(SimTime(until.saturating_add(cfg.detect_ps)), Event::Reroute(i as u32, false));
-            }
-            for &c in w {
-                self.channels[c.idx()].impaired = true;
             }
         }
         Ok(())
@@ -139,8 +152,8 @@ impl Simulation {
         let now = self.now;
         let f = &mut self.failures;
         f.downs += 1;
-        for c in f.failures[i as usize].wires {
-            f.down[c.idx()] = true;
+        for &c in &f.failures[i as usize].wires {
+            f.down[c.idx()] += 1;
             f.failed_at[c.idx()] = now;
         }
     }
@@ -148,19 +161,20 @@ impl Simulation {
     /// `LinkUp`: failure `i`'s wires carry frames again.
     pub(super) fn on_link_up(&mut self, i: u32) {
         let f = &mut self.failures;
-        for c in f.failures[i as usize].wires {
-            f.down[c.idx()] = false;
+        for &c in &f.failures[i as usize].wires {
+            f.down[c.idx()] -= 1;
         }
     }
 
     /// `Reroute`: the routes are recomputed with failure `i`'s link down or up.
     pub(super) fn on_reroute(&mut self, i: u32, down: bool) {
         let f = &mut self.failures;
-        let link = f.failures[i as usize].link;
-        if down {
-            f.routed_down[link] += 1;
-        } else {
-            f.routed_down[link] -= 1;
+        for &link in &f.failures[i as usize].links {
+            if down {
+                f.routed_down[link] += 1;
+            } else {
+                f.routed_down[link] -= 1;
+            }
         }
         f.reroutes += 1;
         let adj: Vec<Vec<(usize, u16)>> = f
@@ -182,7 +196,7 @@ impl Simulation {
         if !f.down.is_empty() {
             let ch = &self.channels[cid.idx()];
             let sent = self.pool.get(id).first_bit.0.saturating_sub(ch.delay.0);
-            if f.down[cid.idx()] || sent < f.failed_at[cid.idx()].0 {
+            if f.down[cid.idx()] > 0 || sent < f.failed_at[cid.idx()].0 {
                 return Some(DropReason::LinkDown);
             }
         }
