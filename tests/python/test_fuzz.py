@@ -149,7 +149,8 @@ def scenarios(draw):
     links = _failable_links(topology, hosts)
     if links and draw(st.booleans()):
         doc["failures"] = [
-            {"between": list(draw(st.sampled_from(links))), "at": draw(st.sampled_from(["0s", "5us", "100us"])),
+            {**draw(st.sampled_from([{"between": list(link)} for link in links] + [{"node": links[-1][1]}])),
+             "at": draw(st.sampled_from(["0s", "5us", "100us"])),
              "detect": draw(st.sampled_from(["0s", "10us", "1ms"])),
              **({"until": "150us"} if draw(st.booleans()) else {})}
             for _ in range(draw(st.integers(1, 2)))
