@@ -81,16 +81,14 @@ impl Simulation {
         }
         for (i, cfg) in sc.failures.iter().enumerate() {
             let path = format!("failures[{i}]");
-            let node = |name: &str, k: usize| {
+            let find = |name: &str, field: String| {
                 graph.names.iter().position(|n| n == name).ok_or_else(|| {
                     let known: Vec<&str> = graph.names.iter().take(8).map(|s| s.as_str()).collect();
                     let more = if graph.names.len() > 8 { ", ..." } else { "" };
-                    ConfigError::new(
-                        format!("{path}.between[{k}]"),
-                        format!("no node named {name:?} (nodes: {}{more})", known.join(", ")),
-                    )
+                    ConfigError::new(field, format!("no node named {name:?} (nodes: {}{more})", known.join(", ")))
                 })
             };
+            let node = |name: &str, k: usize| find(name, format!("{path}.between[{k}]"));
             let links: Vec<usize> = match (&cfg.between, &cfg.node) {
                 (Some(between), None) => {
                     let (a, b) = (node(&between[0], 0)?, node(&between[1], 1)?);
@@ -119,10 +117,7 @@ impl Simulation {
                     vec![link]
                 }
                 (None, Some(name)) => {
-                    let n =
-                        graph.names.iter().position(|x| x == name).ok_or_else(|| {
-                            ConfigError::new(format!("{path}.node"), format!("no node named {name:?}"))
-                        })?;
+                    let n = find(name, format!("{path}.node"))?;
                     (0..graph.links.len()).filter(|&l| graph.links[l].0 == n || graph.links[l].1 == n).collect()
                 }
                 _ => return Err(ConfigError::new(path.clone(), "give either `between` (a link) or `node`")),
