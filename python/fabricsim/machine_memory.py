@@ -9,7 +9,7 @@ from __future__ import annotations
 import resource
 from pathlib import Path
 
-__all__ = ["available_bytes"]
+__all__ = ["available_bytes", "shortfall"]
 
 
 def _meminfo_available() -> int | None:
@@ -52,3 +52,13 @@ def available_bytes() -> int | None:
     """The least of the three (module documentation), or ``None``."""
     known = [v for v in (_meminfo_available(), _address_space_left(), _cgroup_left()) if v is not None]
     return min(known) if known else None
+
+
+def shortfall(needed: int) -> str | None:
+    """``"about N GiB; this machine has M GiB available"`` when ``needed`` bytes
+    are more than :func:`available_bytes`, else ``None`` (also where it is unknown)."""
+    available = available_bytes()
+    if available is None or needed <= available:
+        return None
+    gib = 1 << 30
+    return f"about {needed / gib:.1f} GiB; this machine has {available / gib:.1f} GiB available"

@@ -69,8 +69,8 @@ def _check_memory(core: ModuleType, scenario: Scenario, resolved: str) -> None:
     naming the traffic entry with the most flows when the flows take most of
     it, else ``topology``."""
     estimate = core.estimate_memory(resolved)
-    available = machine_memory.available_bytes()
-    if available is None or estimate <= available:
+    short = machine_memory.shortfall(estimate)
+    if short is None:
         return
     document = json.loads(resolved)
     traffic = document.get("traffic") or []
@@ -82,12 +82,7 @@ def _check_memory(core: ModuleType, scenario: Scenario, resolved: str) -> None:
             listed = len(traffic[index].get("flows") or ())
             field, what = ((f"traffic[{index}]", f"fewer than its {listed:,} flows") if listed
                            else ("traffic", f"fewer than its {len(traffic):,} entries"))
-    gib = 1 << 30
-    raise ScenarioError(
-        [(field, f"the world would take about {estimate / gib:.1f} GiB before the first event; "
-                 f"this machine has {available / gib:.1f} GiB available to the run ({what})")],
-        scenario.source,
-    )
+    raise ScenarioError([(field, f"before the first event the world would take {short} ({what})")], scenario.source)
 
 
 def _preload(progress: bool) -> Any:

@@ -383,7 +383,7 @@ topology: {kind: star, hosts: 1000, link: {rate: 100Gbps, delay: 1us}}
 traffic: []
 """
     monkeypatch.setattr(machine_memory, "available_bytes", lambda: 200 << 20)
-    with pytest.raises(ScenarioError, match=r"topology: the world would take about 0\.4 GiB .* 0\.2 GiB available"):
+    with pytest.raises(ScenarioError, match=r"topology: before the first event the world would take about 0\.4 GiB; .* 0\.2 GiB available"):
         fabricsim.check(loads(text))
     monkeypatch.setattr(machine_memory, "available_bytes", lambda: 8 << 30)
     fabricsim.check(loads(text))
@@ -437,7 +437,7 @@ def test_a_world_whose_flows_take_most_of_the_memory_names_the_traffic_entry(mon
 
     scenario = from_dict(_flow_list(20_000))
     monkeypatch.setattr(machine_memory, "available_bytes", lambda: 10 << 20)
-    with pytest.raises(ScenarioError, match=r"traffic\[0\]: the world would take .*\(fewer than its 20,000 flows"):
+    with pytest.raises(ScenarioError, match=r"traffic\[0\]: before the first event the world would take .*\(fewer than its 20,000 flows"):
         fabricsim.check(scenario)
 
 

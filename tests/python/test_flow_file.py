@@ -13,23 +13,17 @@ duration: 200us
 topology: {kind: star, hosts: 4, link: {rate: 10Gbps, delay: 1us}}
 traffic:
 """
-FLOWS = [("h1", "h0", 20_000, 0), ("h2", "h0", "30KB", "5us"), ("h3", "h1", "1500B", 10_000_000)]
-
-
-def _listed() -> str:
-    items = ", ".join(f"{{src: {s}, dst: {d}, size: {b if isinstance(b, str) else f'{b}B'}, "
-                      f"start: {t if isinstance(t, str) else (f'{t}ps' if t else '0')}}}" for s, d, b, t in FLOWS)
-    return HEAD + f"  - {{kind: tcp_flows, name: f, flows: [{items}]}}\n"
+LISTED = HEAD + """  - {kind: tcp_flows, name: f, flows: [{src: h1, dst: h0, size: 20000B, start: 0},
+      {src: h2, dst: h0, size: 30KB, start: 5us}, {src: h3, dst: h1, size: 1500B, start: 10us}]}
+"""
 
 
 def test_a_flow_file_gives_the_same_run_as_the_same_flows_listed_in_yaml(core, tmp_path):
-    frame = pl.DataFrame({"src": [f[0] for f in FLOWS], "dst": [f[1] for f in FLOWS],
-                          "size": [str(f[2]) for f in FLOWS], "start": [str(f[3]) if f[3] else "0" for f in FLOWS]})
-    frame = frame.with_columns(pl.col("start").replace({"10000000": "10us"}))
-    frame.write_csv(tmp_path / "flows.csv")
-    pl.DataFrame({"src": [f[0] for f in FLOWS], "dst": [f[1] for f in FLOWS],
-                  "size": [20_000, 30_000, 1500], "start": [0, 5_000_000, 10_000_000]}).write_parquet(tmp_path / "flows.parquet")
-    listed = fabricsim.run(fabricsim.loads(_listed())).flows
+    # CSV with units in the cells; Parquet with integers (bytes, picoseconds).
+    (tmp_path / "flows.csv").write_text("src,dst,size,start\nh1,h0,20000,0\nh2,h0,30KB,5us\nh3,h1,1500B,10us\n")
+    pl.DataFrame({"src": ["h1", "h2", "h3"], "dst": ["h0", "h0", "h1"], "size": [20_000, 30_000, 1500],
+                  "start": [0, 5_000_000, 10_000_000]}).write_parquet(tmp_path / "flows.parquet")
+    listed = fabricsim.run(fabricsim.loads(LISTED)).flows
     for name in ("flows.csv", "flows.parquet"):
         scenario = tmp_path / f"{name}.yaml"
         scenario.write_text(HEAD + f"  - {{kind: tcp_flows, name: f, flows_file: {name}}}\n")  # beside the scenario

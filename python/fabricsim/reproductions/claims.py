@@ -339,8 +339,9 @@ def rule_out(rows: Sequence[ClaimRow], ruled_out: Mapping[str, str]) -> list[Cla
 
 
 def counts(rows: Sequence[ClaimRow]) -> dict[str, int]:
-    """How many rows got each verdict, plus ``judged`` (matches + direction only + misses)
-    and ``explained`` (claims the prediction misses that a named assumption reproduces)."""
+    """How many rows got each verdict, plus ``judged`` (matches + direction only + misses),
+    ``explained`` (claims the prediction misses that a named assumption reproduces) and
+    ``ruled out`` (misses listed with the experiment that rules the models out)."""
     out = {v: 0 for v in VERDICTS}
     for r in rows:
         out[r.verdict] += 1

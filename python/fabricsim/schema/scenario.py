@@ -237,13 +237,11 @@ def _memory_refusal(needed: int, what: str) -> Optional[str]:
     may still take (:mod:`fabricsim.machine_memory`), else ``None``."""
     from fabricsim import machine_memory
 
-    available = machine_memory.available_bytes()
-    if available is None or needed <= available:
+    short = machine_memory.shortfall(needed)
+    if short is None:
         return None
-    gib = 1 << 30
-    return (f"{what} would take about {needed / gib:.1f} GiB; this machine has {available / gib:.1f} GiB "
-            "available (give a long flow list as a Parquet or CSV `flows_file`, generate large flow sets "
-            "with `kind: workload`, or give fewer flows)")
+    return (f"{what} would take {short} (give a long flow list as a Parquet or CSV `flows_file`, generate "
+            "large flow sets with `kind: workload`, or give fewer flows)")
 
 
 def _reading_error(text: str) -> Optional[str]:

@@ -235,7 +235,7 @@ impl Simulation {
         let index: BTreeMap<&str, usize> = graph.names.iter().enumerate().map(|(i, s)| (s.as_str(), i)).collect();
         sim.setup_multicast(sc, &index, &graph)?;
         sim.setup_capture(sc, &index)?;
-        sim.setup_failures(sc, &graph, &adj)?;
+        sim.setup_failures(sc, &graph)?;
         let parts = graph.parts();
         for (i, t) in sc.traffic.iter().enumerate() {
             sim.add_traffic(i, t, &index, &graph, &parts)?;

@@ -30,11 +30,6 @@ pub(super) struct Failures {
     failed_at: Vec<SimTime>,
     /// Per link: how many failures routing currently counts it down for.
     routed_down: Vec<u32>,
-    /// Every node's links as routing sees them (`RoutingTable::build`'s `adj`),
-    /// with the link index of each entry.
-    adj: Vec<Vec<(usize, u16, usize)>>,
-    kinds: Vec<NodeKind>,
-    seed: u64,
     /// Counts for the summary.
     pub downs: u64,
     pub reroutes: u64,
@@ -49,12 +44,7 @@ impl Failures {
 
 impl Simulation {
     /// Resolves `failures` against the topology and schedules their events.
-    pub(super) fn setup_failures(
-        &mut self,
-        sc: &crate::config::Scenario,
-        graph: &Graph,
-        adj: &[Vec<(usize, u16)>],
-    ) -> Result<(), ConfigError> {
+    pub(super) fn setup_failures(&mut self, sc: &crate::config::Scenario, graph: &Graph) -> Result<(), ConfigError> {
         if sc.failures.is_empty() {
             return Ok(());
         }
@@ -62,19 +52,6 @@ impl Simulation {
         f.down = vec![0; self.channels.len()];
         f.failed_at = vec![SimTime::ZERO; self.channels.len()];
         f.routed_down = vec![0; graph.links.len()];
-        f.kinds = graph.kinds.clone();
-        f.seed = sc.seed;
-        // The link of each adjacency entry: node a's k-th entry is its k-th link in topology order.
-        let mut link_of: Vec<Vec<usize>> = vec![Vec::new(); adj.len()];
-        for (l, &(a, b, _)) in graph.links.iter().enumerate() {
-            link_of[a].push(l);
-            link_of[b].push(l);
-        }
-        f.adj = adj
-            .iter()
-            .enumerate()
-            .map(|(u, row)| row.iter().zip(&link_of[u]).map(|(&(v, p), &l)| (v, p, l)).collect())
-            .collect();
         let mut wires_of: Vec<Vec<ChannelId>> = vec![Vec::new(); graph.links.len()];
         for (c, ch) in self.channels.iter().enumerate() {
             wires_of[ch.link as usize].push(ChannelId(c as u32));
@@ -161,7 +138,7 @@ impl Simulation {
         }
     }
 
-    /// `Reroute`: the routes are recomputed with failure `i`'s link down or up.
+    /// `Reroute`: the routes are recomputed with failure `i`'s links down or up.
     pub(super) fn on_reroute(&mut self, i: u32, down: bool) {
         let f = &mut self.failures;
         for &link in &f.failures[i as usize].links {
@@ -172,12 +149,21 @@ impl Simulation {
             }
         }
         f.reroutes += 1;
-        let adj: Vec<Vec<(usize, u16)>> = f
-            .adj
+        // Every node's live links as routing sees them: (neighbour, local port).
+        let adj: Vec<Vec<(usize, u16)>> = self
+            .nodes
             .iter()
-            .map(|row| row.iter().filter(|&&(_, _, l)| f.routed_down[l] == 0).map(|&(v, p, _)| (v, p)).collect())
+            .map(|n| {
+                (0..n.num_ports)
+                    .filter_map(|local| {
+                        let ch = &self.channels[self.ports[n.port(local).idx()].channel.idx()];
+                        (f.routed_down[ch.link as usize] == 0).then_some((ch.to_node.idx(), local))
+                    })
+                    .collect()
+            })
             .collect();
-        self.routing = RoutingTable::build(&f.kinds, &adj, f.seed);
+        let kinds: Vec<NodeKind> = self.nodes.iter().map(|n| n.kind).collect();
+        self.routing = RoutingTable::build(&kinds, &adj, self.seed);
         // The memo of recent lookups answers for the old tables.
         self.prefetch.routes = Default::default();
     }

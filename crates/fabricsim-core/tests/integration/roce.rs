@@ -273,8 +273,8 @@ fn roce_runs_are_deterministic() {
 /// switch's lossless group fills to its XOFF threshold (1/8 of the free
 /// buffer, ~1.3 MB) and h1's NIC is paused nearly all the time. A QP's packet
 /// waits behind the other QPs' for ~10 ms at 1G, with no ACK in between.
-fn paused_sender(roce: &str) -> RunOutput {
-    let out = run_json(&format!(
+fn paused_sender_json(roce: &str) -> String {
+    format!(
         r#"{{"duration_ps": 1000000000, "seed": 1,
         "network": {{"switch": {sw}}},
         "topology": {{"kind": "explicit",
@@ -286,7 +286,11 @@ fn paused_sender(roce: &str) -> RunOutput {
                       "message_bytes": 30000, "class": 3}}],
         "stats": {{"queue_sample_interval_ps": 0, "throughput_interval_ps": 0}}}}"#,
         sw = switch(PFC3, "null")
-    ));
+    )
+}
+
+fn paused_sender(roce: &str) -> RunOutput {
+    let out = run_json(&paused_sender_json(roce));
     check_ok(&out);
     assert_eq!(int(&out, "packets_dropped"), 0, "PFC loses nothing");
     assert_eq!(int(&out, "rdma_qps_completed"), 100);
@@ -322,19 +326,7 @@ fn purging_cancelled_timers_changes_no_result() {
     // run advanced 64 events at a time, the queue is purged many times over,
     // and every output is the same as the unpurged run's (whose queue
     // peaks at 4,823 events; 233 purged).
-    let json = format!(
-        r#"{{"duration_ps": 1000000000, "seed": 1,
-        "network": {{"switch": {sw}}},
-        "topology": {{"kind": "explicit",
-            "nodes": [{{"name": "h0", "kind": "host"}}, {{"name": "h1", "kind": "host"}}, {{"name": "sw", "kind": "switch"}}],
-            "links": [{{"a": "h1", "b": "sw", "rate_bps": {G100}, "delay_ps": 1000000}},
-                      {{"a": "sw", "b": "h0", "rate_bps": 1000000000, "delay_ps": 1000000}}]}},
-        "roce": {{"dcqcn": {{"enabled": false}}}},
-        "traffic": [{{"kind": "rdma_write", "src": ["h1"], "dst": "h0", "qps": 100, "messages": 2,
-                      "message_bytes": 30000, "class": 3}}],
-        "stats": {{"queue_sample_interval_ps": 0, "throughput_interval_ps": 0}}}}"#,
-        sw = switch(PFC3, "null")
-    );
+    let json = paused_sender_json(r#"{"dcqcn": {"enabled": false}}"#);
     let sc = fabricsim_core::Scenario::from_json(&json).expect("valid scenario JSON");
     let plain = fabricsim_core::Simulation::new(&sc).expect("valid scenario").finish();
     let mut sim = fabricsim_core::Simulation::new(&sc).expect("valid scenario");
