@@ -11,7 +11,7 @@
 //! channel's FIFO and arrives at the far node after the propagation delay plus
 //! that node's fixed latency; a switch routes it on, a host delivers it.
 
-use crate::buffer::{AdmitRequest, BufferConfig, BufferModel, StaticLimits, Verdict};
+use crate::buffer::{AdmitRequest, Buffer, BufferConfig, StaticLimits, Verdict};
 use crate::config::{Scenario, TrafficConfig};
 use crate::error::{ConfigError, RunError};
 use crate::event_queue::EventQueue;

@@ -1,6 +1,6 @@
 //! The ABM-like policy: closed forms of its thresholds, and runs through the core.
 
-use fabricsim_core::buffer::{AdmitRequest, Occupancy, PolicyBuffer, Verdict};
+use fabricsim_core::buffer::{AdmitRequest, Buffer, BufferModel, Occupancy, Verdict};
 use fabricsim_core::stats::{Column, RunOutput, Value};
 use fabricsim_core::units::{Rate, SimTime};
 use fabricsim_core::{Scenario, Simulation};
@@ -16,18 +16,18 @@ fn req(port: u16, class: u8, bytes: u32, now: SimTime) -> AdmitRequest {
 /// Fills `n` queues (one per port, class 0) in turn with 100-byte packets,
 /// nothing leaving, until a whole round is refused; returns each queue's bytes.
 fn fill(policy: Abm, n: usize) -> Vec<u64> {
-    let mut b = PolicyBuffer::new("abm", Box::new(policy), n, 1);
-    b.attach(&vec![Rate(100_000_000_000); n]);
+    let mut b = Buffer::custom("abm", Box::new(policy), n, 1);
+    b.model_mut().attach(0, 0, &vec![Rate(100_000_000_000); n]);
     loop {
         let mut any = false;
         for p in 0..n {
-            any |= b.admit(req(p as u16, 0, PKT, SimTime::ZERO)) == Verdict::Admit;
+            any |= b.admit(req(p as u16, 0, PKT, SimTime::ZERO)).0 == Verdict::Admit;
         }
         if !any {
             break;
         }
     }
-    (0..n).map(|p| b.view().queue_bytes(p, 0)).collect()
+    (0..n).map(|p| b.policy_view().unwrap().queue_bytes(p, 0)).collect()
 }
 
 fn abm(alpha: f64, scale: bool, drain: bool, ports: usize) -> Abm {
@@ -58,38 +58,39 @@ fn n_congested_queues_settle_at_the_closed_form() {
 fn a_queue_draining_at_half_rate_gets_half_the_threshold() {
     // Two ports of 100 Gb/s, class 0; both queues congested. Queue 0 sends at
     // line rate, queue 1 at half of it, for two windows of 10 us.
-    let mut b = PolicyBuffer::new("abm", Box::new(abm(1.0, true, true, 2)), 2, 1);
-    b.attach(&[Rate(100_000_000_000); 2]);
+    let mut b = Buffer::custom("abm", Box::new(abm(1.0, true, true, 2)), 2, 1);
+    b.model_mut().attach(0, 0, &[Rate(100_000_000_000); 2]);
     for _ in 0..40 {
         for p in 0..2 {
-            assert_eq!(b.admit(req(p, 0, 1000, SimTime::ZERO)), Verdict::Admit);
+            assert_eq!(b.admit(req(p, 0, 1000, SimTime::ZERO)).0, Verdict::Admit);
         }
     }
     // 1000 B take 80 ns at 100 Gb/s.
     let mut t = 0u64;
     for k in 0..250u64 {
         t += 80_000;
-        b.release(req(0, 0, 1000, SimTime(t)));
+        b.release_request(req(0, 0, 1000, SimTime(t)));
         b.admit(req(0, 0, 1000, SimTime(t)));
         if k % 2 == 0 {
-            b.release(req(1, 0, 1000, SimTime(t)));
+            b.release_request(req(1, 0, 1000, SimTime(t)));
             b.admit(req(1, 0, 1000, SimTime(t)));
         }
     }
     let now = SimTime(t);
-    let policy = format!("{:?}", b.policy());
+    let BufferModel::Custom(m) = b.model() else { unreachable!("a registered policy") };
+    let policy = format!("{:?}", m.policy());
     assert!(policy.contains("n_congested: [2]"), "{policy}");
     // Full-rate threshold: alpha / 2 x (B - Q); queue 1's is about half of it.
     // A packet reaching 3/4 of the full-rate threshold passes queue 0's test
     // and fails queue 1's.
-    let view = b.view();
+    let view = b.policy_view().unwrap();
     let full = (B - view.used_bytes()) as f64 / 2.0;
     let (q0, q1) = (view.queue_bytes(0, 0) as f64, view.queue_bytes(1, 0) as f64);
     assert!(q0 < full * 0.25 && q1 < full * 0.25, "{q0} {q1} {full}");
     let to_3_4 = |q: f64| (full * 0.75 - q) as u32;
     let drop = Verdict::Drop(fabricsim_core::stats::DropReason::DynamicThreshold);
-    assert_eq!(b.admit(req(1, 0, to_3_4(q1), now)), drop);
-    assert_eq!(b.admit(req(0, 0, to_3_4(q0), now)), Verdict::Admit);
+    assert_eq!(b.admit(req(1, 0, to_3_4(q1), now)).0, drop);
+    assert_eq!(b.admit(req(0, 0, to_3_4(q0), now)).0, Verdict::Admit);
 }
 
 fn run(json: &str) -> RunOutput {

@@ -360,8 +360,9 @@ impl IntelligentBuffer {
         self.port_bytes[r.out_port as usize] -= b;
     }
 
-    pub fn used_bytes(&self) -> u64 {
-        self.base.used_bytes()
+    /// Whether the shared base and the per-port and per-queue bytes are empty.
+    pub fn settled(&self) -> bool {
+        self.base.settled() && self.port_bytes.iter().all(|&b| b == 0) && self.queue_bytes.iter().all(|&b| b == 0)
     }
 
     pub fn base(&self) -> &SharedBuffer {

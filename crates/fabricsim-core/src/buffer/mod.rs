@@ -1,14 +1,16 @@
 //! Buffer admission (the MMU): which packets a device may store.
 //!
-//! Each device owns one [`BufferModel`]. When a packet is about to join an egress
-//! queue, the device asks the model to [`admit`](BufferModel::admit) it; the
-//! model charges the packet to its accounting or answers with a drop reason. When
-//! the packet leaves the queue (starts transmission) the device
-//! [`release`](BufferModel::release)s it. The built-in models are an enum,
+//! Each device owns one [`Buffer`]: a [`BufferModel`] and the bytes it holds.
+//! When a packet is about to join an egress queue, the device asks the buffer to
+//! [`admit`](Buffer::admit) it; the model decides (and keeps whatever state its
+//! rules need: cells, pools, VOQs, flow tables) and the buffer charges the
+//! admitted bytes to its books (bytes held, high-water mark), the same way for
+//! every model. When the packet leaves the queue (starts transmission) the
+//! device [`release`](Buffer::release)s it. The built-in models are an enum,
 //! one file each, so dispatch is a `match` the compiler can inline; a policy
 //! from outside the core implements [`AdmissionPolicy`] and runs as
-//! [`BufferModel::Custom`] inside a [`PolicyBuffer`] that keeps its books
-//! (`policy.rs`, `docs/extending/buffer-policy.md`).
+//! [`BufferModel::Custom`] inside a [`PolicyBuffer`] that keeps the per-queue
+//! books a policy reads (`policy.rs`, `docs/extending/buffer-policy.md`).
 
 pub mod intelligent;
 pub mod pfc;
@@ -96,6 +98,9 @@ impl Default for BufferConfig {
     }
 }
 
+/// An XOFF (`true`) or XON (`false`) decision for (ingress port, class).
+pub type PfcSignal = (u16, u8, bool);
+
 /// What the device knows about a packet asking for buffer.
 #[derive(Clone, Copy, Debug)]
 pub struct AdmitRequest {
@@ -131,6 +136,141 @@ pub enum Verdict {
     /// Admitted into its own queue and CE-marked if it is ECN-capable (an
     /// admission policy's mark; the `marks` table's reason `policy`).
     Mark,
+}
+
+/// A device's buffer: its model and the books every model shares, the bytes
+/// held now and at most. Only the buffer admits and releases, so the books
+/// cannot differ from what the model was asked.
+///
+/// `repr(C)` with the books first: inside its node (at offset 16), the books,
+/// the model's tag and a static model's limits share the node's first cache
+/// line, which the hop reads anyway.
+#[derive(Debug)]
+#[repr(C)]
+pub struct Buffer {
+    used: u64,
+    high_water: u64,
+    model: BufferModel,
+}
+
+impl Buffer {
+    /// A buffer of this model, empty.
+    pub fn new(model: BufferModel) -> Buffer {
+        Buffer { used: 0, high_water: 0, model }
+    }
+
+    /// The buffer of a built-in model (see [`BufferModel::build`]).
+    pub fn build(cfg: &BufferConfig, port_rates: &[u64], classes: usize, path: &str) -> Result<Buffer, ConfigError> {
+        BufferModel::build(cfg, port_rates, classes, path).map(Buffer::new)
+    }
+
+    /// The buffer of a registered policy (see [`BufferModel::custom`]).
+    pub fn custom(name: &str, policy: Box<dyn AdmissionPolicy>, ports: usize, classes: usize) -> Buffer {
+        Buffer::new(BufferModel::custom(name, policy, ports, classes))
+    }
+
+    /// The model, to read (its name, capacity, pools, PFC state).
+    pub fn model(&self) -> &BufferModel {
+        &self.model
+    }
+
+    /// The model, to configure before the run (attach, PFC, a drop reason).
+    pub fn model_mut(&mut self) -> &mut BufferModel {
+        &mut self.model
+    }
+
+    /// Asks the model whether the packet may be stored; charges its bytes if
+    /// it is (admitted, steered or marked). Also answers the XOFF/XON decision
+    /// the admission took (shared model with PFC only); a refused packet
+    /// leaves any decision for the next admission or release.
+    ///
+    /// The static model (the default) is asked in line and reads only the
+    /// queue's counters and the size; the other models are asked out of line,
+    /// with the request by value.
+    #[inline(always)]
+    pub fn admit(&mut self, req: AdmitRequest) -> (Verdict, Option<PfcSignal>) {
+        let (verdict, signal) = match &self.model {
+            BufferModel::Static(m) => (m.admit(&req), None),
+            _ => self.admit_by_model(req),
+        };
+        if !matches!(verdict, Verdict::Drop(_)) {
+            self.used += req.bytes as u64;
+            self.high_water = self.high_water.max(self.used);
+        }
+        (verdict, signal)
+    }
+
+    #[inline(never)]
+    fn admit_by_model(&mut self, req: AdmitRequest) -> (Verdict, Option<PfcSignal>) {
+        let req = &req;
+        let verdict = match &mut self.model {
+            BufferModel::Static(m) => StaticBuffer::admit(m, req),
+            BufferModel::Shared(m) => m.admit(req),
+            BufferModel::Voq(m) => m.admit(req, self.used),
+            BufferModel::Intelligent(m) => m.admit(req),
+            BufferModel::Custom(m) => m.admit(*req, self.used),
+        };
+        let signal = if matches!(verdict, Verdict::Drop(_)) { None } else { self.model.take_pfc_signal() };
+        (verdict, signal)
+    }
+
+    /// Returns the bytes of a packet admitted earlier (`bytes`), then tells
+    /// the model, with the request `request` builds (its `class` is the queue
+    /// the packet was admitted to), and answers the XOFF/XON decision the
+    /// release took. The static model keeps nothing to return, so the request
+    /// is built only for the others.
+    #[inline(always)]
+    pub fn release(&mut self, bytes: u32, request: impl FnOnce() -> AdmitRequest) -> Option<PfcSignal> {
+        self.used -= bytes as u64;
+        if matches!(self.model, BufferModel::Static(_)) {
+            None
+        } else {
+            self.release_by_model(request())
+        }
+    }
+
+    /// [`Buffer::release`] with the request at hand (for driving a buffer
+    /// outside a run, as tests do).
+    pub fn release_request(&mut self, req: AdmitRequest) -> Option<PfcSignal> {
+        self.release(req.bytes, || req)
+    }
+
+    #[inline(never)]
+    fn release_by_model(&mut self, req: AdmitRequest) -> Option<PfcSignal> {
+        let req = &req;
+        match &mut self.model {
+            BufferModel::Static(m) => m.release(req),
+            BufferModel::Shared(m) => m.release(req),
+            BufferModel::Voq(m) => m.release(req),
+            BufferModel::Intelligent(m) => m.release(req),
+            BufferModel::Custom(m) => m.release(*req, self.used),
+        }
+        self.model.take_pfc_signal()
+    }
+
+    /// Bytes held now.
+    pub fn used_bytes(&self) -> u64 {
+        self.used
+    }
+
+    /// The most bytes held at once (the high-water mark).
+    pub fn high_water_bytes(&self) -> u64 {
+        self.high_water
+    }
+
+    /// A registered policy's view of the books (`None` for the built-in models).
+    pub fn policy_view(&self) -> Option<BufferView<'_>> {
+        match &self.model {
+            BufferModel::Custom(m) => Some(m.view(self.used)),
+            _ => None,
+        }
+    }
+
+    /// Whether the model's own state is back to empty (every cell, pool, VOQ
+    /// and queue count at zero); checked with the books at the end of a run.
+    pub fn model_settled(&self) -> bool {
+        self.model.settled()
+    }
 }
 
 /// The buffer models; see each variant's module for its rules.
@@ -212,7 +352,7 @@ impl BufferModel {
 
     /// The XOFF/XON decision of the last admit or release, if any.
     #[inline]
-    pub fn take_pfc_signal(&mut self) -> Option<(u16, u8, bool)> {
+    fn take_pfc_signal(&mut self) -> Option<PfcSignal> {
         match self {
             BufferModel::Shared(m) => m.pfc.as_mut().and_then(|p| p.signal.take()),
             _ => None,
@@ -252,38 +392,14 @@ impl BufferModel {
         }
     }
 
-    /// Decides whether the packet may be stored; charges it if admitted.
-    #[inline]
-    pub fn admit(&mut self, req: &AdmitRequest) -> Verdict {
+    /// Whether the model's own state is back to empty.
+    fn settled(&self) -> bool {
         match self {
-            BufferModel::Static(m) => m.admit(req),
-            BufferModel::Shared(m) => m.admit(req),
-            BufferModel::Voq(m) => m.admit(req),
-            BufferModel::Intelligent(m) => m.admit(req),
-            BufferModel::Custom(m) => m.admit(*req),
-        }
-    }
-
-    /// Returns a previously admitted packet's buffer.
-    #[inline]
-    pub fn release(&mut self, req: &AdmitRequest) {
-        match self {
-            BufferModel::Static(m) => m.release(req),
-            BufferModel::Shared(m) => m.release(req),
-            BufferModel::Voq(m) => m.release(req),
-            BufferModel::Intelligent(m) => m.release(req),
-            BufferModel::Custom(m) => m.release(*req),
-        }
-    }
-
-    /// Bytes currently charged to the model.
-    pub fn used_bytes(&self) -> u64 {
-        match self {
-            BufferModel::Static(m) => m.used_bytes(),
-            BufferModel::Shared(m) => m.used_bytes(),
-            BufferModel::Voq(m) => m.used_bytes(),
-            BufferModel::Intelligent(m) => m.used_bytes(),
-            BufferModel::Custom(m) => m.used_bytes(),
+            BufferModel::Static(_) => true,
+            BufferModel::Shared(m) => m.settled(),
+            BufferModel::Voq(m) => m.settled(),
+            BufferModel::Intelligent(m) => m.settled(),
+            BufferModel::Custom(m) => m.settled(),
         }
     }
 
@@ -305,17 +421,6 @@ impl BufferModel {
             _ => return None,
         };
         Some((m.high_water_cells(), m.capacity_cells(), m.reserved_cells_total()))
-    }
-
-    /// The most bytes charged to the model at once (its high-water mark).
-    pub fn high_water_bytes(&self) -> u64 {
-        match self {
-            BufferModel::Static(m) => m.high_water_bytes(),
-            BufferModel::Shared(m) => m.high_water_bytes(),
-            BufferModel::Voq(m) => m.high_water_bytes(),
-            BufferModel::Intelligent(m) => m.base().high_water_bytes(),
-            BufferModel::Custom(m) => m.high_water_bytes(),
-        }
     }
 
     /// Name of the model as written in scenarios.

@@ -11,11 +11,12 @@
 //! - [`release`](AdmissionPolicy::release): an admitted packet left its queue
 //!   (its transmission started).
 //!
-//! The books (bytes held in all, their high-water mark, bytes per egress port,
-//! bytes and packets per (egress port, class) queue and per class) are kept by
-//! [`PolicyBuffer`], the wrapper every policy runs in, never by the policy: the
-//! wrapper charges a packet after the policy admitted it and credits it before
-//! the policy hears of its release, and a packet that would take the buffer past
+//! The books are never kept by the policy. The bytes held in all and their
+//! high-water mark are the device's [`super::Buffer`]'s, as for every model;
+//! bytes per egress port, bytes and packets per (egress port, class) queue and
+//! per class are kept by [`PolicyBuffer`], the wrapper every policy runs in.
+//! A packet is charged after the policy admitted it and credited before the
+//! policy hears of its release, and a packet that would take the buffer past
 //! the policy's [`capacity_bytes`](AdmissionPolicy::capacity_bytes) is dropped
 //! (`pool_exhausted`) without asking the policy. A policy sees the books only
 //! through the read-only view, so it cannot leave them wrong, and the outputs
@@ -55,12 +56,11 @@ pub trait AdmissionPolicy: Send + Sync + std::fmt::Debug {
     fn release(&mut self, _req: &AdmitRequest, _view: &BufferView<'_>) {}
 }
 
-/// The wrapper's accounting, in frame bytes.
+/// The wrapper's accounting per port, queue and class, in frame bytes (the
+/// total is the device's [`super::Buffer`]'s).
 #[derive(Clone, Debug)]
 pub struct Books {
     capacity: u64,
-    used: u64,
-    high_water: u64,
     classes: usize,
     port_bytes: Vec<u64>,
     queue_bytes: Vec<u64>,
@@ -74,8 +74,6 @@ impl Books {
     pub fn new(capacity: u64, ports: usize, classes: usize) -> Books {
         Books {
             capacity,
-            used: 0,
-            high_water: 0,
             classes,
             port_bytes: vec![0; ports],
             queue_bytes: vec![0; ports * classes],
@@ -88,8 +86,6 @@ impl Books {
     #[inline]
     fn charge(&mut self, out: usize, class: usize, bytes: u64) {
         let q = out * self.classes + class;
-        self.used += bytes;
-        self.high_water = self.high_water.max(self.used);
         self.port_bytes[out] += bytes;
         self.queue_bytes[q] += bytes;
         self.queue_packets[q] += 1;
@@ -99,7 +95,6 @@ impl Books {
     #[inline]
     fn credit(&mut self, out: usize, class: usize, bytes: u64) {
         let q = out * self.classes + class;
-        self.used -= bytes;
         self.port_bytes[out] -= bytes;
         self.queue_bytes[q] -= bytes;
         self.queue_packets[q] -= 1;
@@ -111,6 +106,7 @@ impl Books {
 #[derive(Clone, Copy, Debug)]
 pub struct BufferView<'a> {
     books: &'a Books,
+    used: u64,
 }
 
 impl<'a> BufferView<'a> {
@@ -120,11 +116,11 @@ impl<'a> BufferView<'a> {
     }
     /// Bytes held in all.
     pub fn used_bytes(&self) -> u64 {
-        self.books.used
+        self.used
     }
     /// Bytes not held: `capacity - used`.
     pub fn free_bytes(&self) -> u64 {
-        self.books.capacity - self.books.used
+        self.books.capacity - self.used
     }
     /// Number of egress ports of the device.
     pub fn ports(&self) -> usize {
@@ -183,22 +179,23 @@ impl PolicyBuffer {
         self.policy.attach(rates);
     }
 
-    /// The occupancy as the policy sees it.
-    pub fn view(&self) -> BufferView<'_> {
-        BufferView { books: &self.books }
+    /// The occupancy as the policy sees it, with `held` bytes in all.
+    pub fn view(&self, held: u64) -> BufferView<'_> {
+        BufferView { books: &self.books, used: held }
     }
 
-    /// Asks the policy; charges the packet if it is admitted. Out of line and
-    /// taking the request by value, so that the built-in models' admission
-    /// keeps its request in registers.
+    /// Asks the policy about a packet arriving while the buffer holds `held`
+    /// bytes; charges the packet if it is admitted. Out of line and taking the
+    /// request by value, so that the built-in models' admission keeps its
+    /// request in registers.
     #[inline(never)]
-    pub fn admit(&mut self, req: AdmitRequest) -> Verdict {
+    pub fn admit(&mut self, req: AdmitRequest, held: u64) -> Verdict {
         let req = &req;
         let b = req.bytes as u64;
-        if self.books.used + b > self.books.capacity {
+        if held + b > self.books.capacity {
             return Verdict::Drop(DropReason::PoolExhausted);
         }
-        let v = self.policy.admit(req, &BufferView { books: &self.books });
+        let v = self.policy.admit(req, &BufferView { books: &self.books, used: held });
         match v {
             Verdict::Admit | Verdict::Mark => self.books.charge(req.out_port as usize, req.class as usize, b),
             Verdict::Drop(_) => {}
@@ -208,20 +205,19 @@ impl PolicyBuffer {
         v
     }
 
-    /// Credits the packet, then tells the policy (out of line and by value, as `admit`).
+    /// Credits the packet, then tells the policy; `held` is what the buffer
+    /// holds once the packet left (out of line and by value, as `admit`).
     #[inline(never)]
-    pub fn release(&mut self, req: AdmitRequest) {
+    pub fn release(&mut self, req: AdmitRequest, held: u64) {
         let req = &req;
         self.books.credit(req.out_port as usize, req.class as usize, req.bytes as u64);
-        self.policy.release(req, &BufferView { books: &self.books });
+        self.policy.release(req, &BufferView { books: &self.books, used: held });
     }
 
-    pub fn used_bytes(&self) -> u64 {
-        self.books.used
-    }
-
-    pub fn high_water_bytes(&self) -> u64 {
-        self.books.high_water
+    /// Whether every port, queue and class is back to zero in the books.
+    pub fn settled(&self) -> bool {
+        let b = &self.books;
+        b.port_bytes.iter().chain(&b.queue_bytes).chain(&b.queue_packets).chain(&b.class_bytes).all(|&x| x == 0)
     }
 
     pub fn capacity_bytes(&self) -> u64 {
@@ -268,8 +264,8 @@ impl AdmissionPolicy for super::VoqBuffer {
     fn attach(&mut self, rates: &[Rate]) {
         self.set_port_rates(rates)
     }
-    fn admit(&mut self, req: &AdmitRequest, _view: &BufferView<'_>) -> Verdict {
-        super::VoqBuffer::admit(self, req)
+    fn admit(&mut self, req: &AdmitRequest, view: &BufferView<'_>) -> Verdict {
+        super::VoqBuffer::admit(self, req, view.used_bytes())
     }
     fn release(&mut self, req: &AdmitRequest, _view: &BufferView<'_>) {
         super::VoqBuffer::release(self, req)
@@ -294,7 +290,7 @@ impl AdmissionPolicy for super::IntelligentBuffer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::buffer::{Occupancy, SharedBuffer, SharedParams, StaticBuffer, StaticLimits};
+    use crate::buffer::{Buffer, Occupancy, SharedBuffer, SharedParams, StaticBuffer, StaticLimits};
     use crate::units::SimTime;
 
     fn req(out: u16, class: u8, bytes: u32, queued: Occupancy) -> AdmitRequest {
@@ -318,8 +314,9 @@ mod tests {
     /// it as the ports keep them) and through the wrapper: the verdicts and
     /// the bytes held must agree at every step.
     fn same_through_wrapper(mut direct: impl AdmissionPolicy + Clone + 'static) {
-        let mut wrapped = PolicyBuffer::new("direct", Box::new(direct.clone()), 4, 2);
+        let mut wrapped = Buffer::custom("direct", Box::new(direct.clone()), 4, 2);
         let mut mine = Books::new(direct.capacity_bytes(), 4, 2);
+        let (mut used, mut high_water) = (0u64, 0u64);
         let mut held: Vec<Vec<u32>> = vec![Vec::new(); 8];
         let (mut admitted, mut dropped) = (0, 0);
         for (admit, out, class, bytes) in ops(4000) {
@@ -331,8 +328,8 @@ mod tests {
             };
             if admit {
                 let r = req(out, class, bytes, queued);
-                let a = direct.admit(&r, &BufferView { books: &mine });
-                let b = wrapped.admit(r);
+                let a = direct.admit(&r, &BufferView { books: &mine, used });
+                let b = wrapped.admit(r).0;
                 // The wrapper's capacity check comes first: a packet the
                 // buffer cannot hold may be refused for that reason instead.
                 if b != Verdict::Drop(DropReason::PoolExhausted) {
@@ -342,6 +339,8 @@ mod tests {
                 }
                 if a == Verdict::Admit {
                     mine.charge(out as usize, class as usize, bytes as u64);
+                    used += bytes as u64;
+                    high_water = high_water.max(used);
                     held[q].push(bytes);
                     admitted += 1;
                 } else {
@@ -350,17 +349,18 @@ mod tests {
             } else if let Some(bytes) = held[q].pop() {
                 let r = req(out, class, bytes, queued);
                 mine.credit(out as usize, class as usize, bytes as u64);
-                direct.release(&r, &BufferView { books: &mine });
-                wrapped.release(r);
+                used -= bytes as u64;
+                direct.release(&r, &BufferView { books: &mine, used });
+                wrapped.release_request(r);
             }
-            assert_eq!(wrapped.used_bytes(), mine.used);
-            let v = wrapped.view();
+            assert_eq!(wrapped.used_bytes(), used);
+            let v = wrapped.policy_view().unwrap();
             for p in 0..4 {
                 assert_eq!(v.port_bytes(p), mine.port_bytes[p]);
             }
         }
         assert!(admitted > 100 && dropped > 100, "{admitted} admitted, {dropped} dropped");
-        assert_eq!(wrapped.high_water_bytes(), mine.high_water);
+        assert_eq!(wrapped.high_water_bytes(), high_water);
     }
 
     #[test]
@@ -392,14 +392,16 @@ mod tests {
 
     #[test]
     fn wrapper_enforces_capacity_and_keeps_the_books() {
-        let mut b = PolicyBuffer::new("greedy", Box::new(Greedy), 2, 1);
+        let mut b = Buffer::custom("greedy", Box::new(Greedy), 2, 1);
         let o = Occupancy::default();
-        assert_eq!(b.admit(req(0, 0, 1500, o)), Verdict::Mark);
-        assert_eq!(b.admit(req(1, 0, 1500, o)), Verdict::Mark);
-        assert_eq!(b.admit(req(1, 0, 1, o)), Verdict::Drop(DropReason::PoolExhausted));
-        let v = b.view();
+        assert_eq!(b.admit(req(0, 0, 1500, o)).0, Verdict::Mark);
+        assert_eq!(b.admit(req(1, 0, 1500, o)).0, Verdict::Mark);
+        assert_eq!(b.admit(req(1, 0, 1, o)).0, Verdict::Drop(DropReason::PoolExhausted));
+        let v = b.policy_view().unwrap();
         assert_eq!((v.used_bytes(), v.free_bytes(), v.port_bytes(0), v.queue_packets(1, 0)), (3000, 0, 1500, 1));
-        b.release(req(0, 0, 1500, o));
-        assert_eq!((b.used_bytes(), b.high_water_bytes(), b.view().class_bytes(0)), (1500, 3000, 1500));
+        b.release_request(req(0, 0, 1500, o));
+        assert_eq!((b.used_bytes(), b.high_water_bytes(), b.policy_view().unwrap().class_bytes(0)), (1500, 3000, 1500));
+        b.release_request(req(1, 0, 1500, o));
+        assert!(b.used_bytes() == 0 && b.model_settled());
     }
 }

@@ -468,9 +468,6 @@ pub struct SharedBuffer {
     headroom_reserved: u64,
     /// Cells set aside in all (minimums, headroom, fixed).
     reserved_total: u64,
-    bytes: u64,
-    /// The most frame bytes held at once.
-    high_water: u64,
     /// Cells held now and at most.
     cells_used: u64,
     high_water_cells: u64,
@@ -510,8 +507,6 @@ impl SharedBuffer {
             pg_min: p.pg_min_cells,
             headroom_reserved: p.headroom_cells.iter().sum(),
             reserved_total,
-            bytes: 0,
-            high_water: 0,
             cells_used: 0,
             high_water_cells: 0,
             total_cells: p.pool_cells.iter().sum::<u64>() * p.slices as u64 + reserved_total,
@@ -566,7 +561,7 @@ impl SharedBuffer {
                     return Verdict::Drop(reason);
                 }
                 self.queue_cells[q] += c;
-                self.charge(r.bytes, c);
+                self.charge(c);
                 return Verdict::Admit;
             }
         }
@@ -596,7 +591,7 @@ impl SharedBuffer {
         if pg != usize::MAX {
             self.pg_cells[pg] += c;
         }
-        self.charge(r.bytes, c);
+        self.charge(c);
         Verdict::Admit
     }
 
@@ -610,7 +605,6 @@ impl SharedBuffer {
                 let pool = &mut self.pools[self.class_pool[class] as usize];
                 pfc.release(in_port, r.class, c, &mut pool.used, pool.size);
                 self.queue_cells[q] -= c;
-                self.bytes -= r.bytes as u64;
                 self.cells_used -= c;
                 return;
             }
@@ -623,14 +617,11 @@ impl SharedBuffer {
         if let (Some(_), Some(in_port)) = (self.ingress_alpha, r.in_port) {
             self.pg_cells[in_port as usize * 8 + self.class_pg[class] as usize] -= c;
         }
-        self.bytes -= r.bytes as u64;
         self.cells_used -= c;
     }
 
     #[inline]
-    fn charge(&mut self, bytes: u32, cells: u64) {
-        self.bytes += bytes as u64;
-        self.high_water = self.high_water.max(self.bytes);
+    fn charge(&mut self, cells: u64) {
         self.cells_used += cells;
         self.high_water_cells = self.high_water_cells.max(self.cells_used);
     }
@@ -650,14 +641,12 @@ impl SharedBuffer {
         self.reserved_total
     }
 
-    /// The most frame bytes charged at once.
-    pub fn high_water_bytes(&self) -> u64 {
-        self.high_water
-    }
-
-    /// Frame bytes currently charged (what the queues hold).
-    pub fn used_bytes(&self) -> u64 {
-        self.bytes
+    /// Whether every cell is back: no queue, group or pool holds any.
+    pub fn settled(&self) -> bool {
+        self.cells_used == 0
+            && self.queue_cells.iter().all(|&c| c == 0)
+            && self.pg_cells.iter().all(|&c| c == 0)
+            && self.pools.iter().all(|p| p.used == 0)
     }
 
     /// Cells currently held, reserved and shared.
@@ -746,7 +735,7 @@ mod tests {
             m += 1;
         }
         assert_eq!(m, 25);
-        assert_eq!(b.used_bytes(), 7500);
+        assert_eq!(b.used_cells(), 75);
         assert_eq!(b.pool_used_cells(0), 75);
         for _ in 0..50 {
             b.release(&req(None, 0, 0, 100));
@@ -754,7 +743,8 @@ mod tests {
         for _ in 0..25 {
             b.release(&req(None, 1, 0, 100));
         }
-        assert_eq!((b.used_bytes(), b.used_cells(), b.pool_used_cells(0)), (0, 0, 0));
+        assert_eq!((b.used_cells(), b.pool_used_cells(0)), (0, 0));
+        assert!(b.settled());
     }
 
     #[test]

@@ -51,23 +51,24 @@ pub struct Occupancy {
     pub queue_packets: u64,
 }
 
-/// Kept small (48 B) so that, inside its node, everything an admission reads
-/// shares the node's first cache line with what the hop reads of the node.
+/// The model holds only its limits (the bytes held are the [`super::Buffer`]'s
+/// books, the queues' counters the port's): kept small and in this order so
+/// that, inside its node, the three limits an admission reads share the node's
+/// first cache line with what the hop reads of the node.
 #[derive(Clone, Debug)]
+#[repr(C)]
 pub struct StaticBuffer {
     port_limit: u64,
     /// `u64::MAX` when unlimited, so each check costs one comparison.
     queue_limit: u64,
     queue_packet_limit: u64,
-    total: u64,
-    high_water: u64,
     ports: u32,
     /// Reason reported when a port's buffer is full (a broadcast fabric's
     /// receivers report `receiver_buffer_full`).
     full_reason: DropReason,
 }
 
-const _: () = assert!(std::mem::size_of::<StaticBuffer>() <= 48, "the static model fits in the node's line it shares");
+const _: () = assert!(std::mem::size_of::<StaticBuffer>() <= 32, "the static model fits in the node's line it shares");
 
 impl StaticBuffer {
     pub fn new(ports: usize, limits: StaticLimits) -> Self {
@@ -76,8 +77,6 @@ impl StaticBuffer {
             port_limit: limits.port_bytes,
             queue_limit: limits.queue_bytes.unwrap_or(u64::MAX),
             queue_packet_limit: limits.queue_packets.map_or(u64::MAX, u64::from),
-            total: 0,
-            high_water: 0,
             full_reason: DropReason::PortBufferFull,
         }
     }
@@ -89,15 +88,9 @@ impl StaticBuffer {
 
     /// Checks, in order: the queue's packet cap, the queue's byte cap, the
     /// port's bytes; the first one the packet would exceed is the drop reason.
-    #[inline]
-    pub fn admit(&mut self, r: &AdmitRequest) -> Verdict {
-        self.admit_frame(&r.queued, r.bytes)
-    }
-
-    /// [`StaticBuffer::admit`] of a frame of `bytes` into a queue holding `queued`.
     #[inline(always)]
-    pub fn admit_frame(&mut self, queued: &Occupancy, bytes: u32) -> Verdict {
-        let b = bytes as u64;
+    pub fn admit(&self, r: &AdmitRequest) -> Verdict {
+        let (queued, b) = (&r.queued, r.bytes as u64);
         if queued.queue_packets >= self.queue_packet_limit {
             return Verdict::Drop(DropReason::QueuePacketLimit);
         }
@@ -107,29 +100,12 @@ impl StaticBuffer {
         if queued.port_bytes + b > self.port_limit {
             return Verdict::Drop(self.full_reason);
         }
-        self.total += b;
-        self.high_water = self.high_water.max(self.total);
         Verdict::Admit
     }
 
-    #[inline]
-    pub fn release(&mut self, r: &AdmitRequest) {
-        self.release_frame(r.bytes)
-    }
-
-    /// [`StaticBuffer::release`] of a frame of `bytes` (the port counts its queues itself).
+    /// A packet left its queue: nothing to do (the port counts its queues).
     #[inline(always)]
-    pub fn release_frame(&mut self, bytes: u32) {
-        self.total -= bytes as u64;
-    }
-
-    pub fn used_bytes(&self) -> u64 {
-        self.total
-    }
-
-    pub fn high_water_bytes(&self) -> u64 {
-        self.high_water
-    }
+    pub fn release(&mut self, _r: &AdmitRequest) {}
 
     pub fn capacity_bytes(&self) -> u64 {
         self.port_limit * self.ports as u64
@@ -139,6 +115,8 @@ impl StaticBuffer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::buffer::{Buffer, BufferModel};
+    use crate::units::SimTime;
 
     /// The counters the egress ports keep (per port its bytes, per class
     /// queue its bytes and packets), updated as a port updates them.
@@ -153,10 +131,24 @@ mod tests {
             Ports { classes, port: vec![0; ports], queue: vec![(0, 0); ports * classes] }
         }
 
-        fn admit(&mut self, b: &mut StaticBuffer, port: usize, class: usize, bytes: u32) -> Verdict {
-            let q = &mut self.queue[port * self.classes + class];
+        fn request(&self, port: usize, class: usize, bytes: u32) -> AdmitRequest {
+            let q = self.queue[port * self.classes + class];
             let queued = Occupancy { port_bytes: self.port[port], queue_bytes: q.0, queue_packets: q.1 };
-            let v = b.admit_frame(&queued, bytes);
+            AdmitRequest {
+                in_port: None,
+                out_port: port as u16,
+                class: class as u8,
+                bytes,
+                flow: 0,
+                now: SimTime::ZERO,
+                ecn: 0,
+                queued,
+            }
+        }
+
+        fn admit(&mut self, b: &mut Buffer, port: usize, class: usize, bytes: u32) -> Verdict {
+            let v = b.admit(self.request(port, class, bytes)).0;
+            let q = &mut self.queue[port * self.classes + class];
             if v == Verdict::Admit {
                 self.port[port] += bytes as u64;
                 *q = (q.0 + bytes as u64, q.1 + 1);
@@ -164,12 +156,16 @@ mod tests {
             v
         }
 
-        fn release(&mut self, b: &mut StaticBuffer, port: usize, class: usize, bytes: u32) {
+        fn release(&mut self, b: &mut Buffer, port: usize, class: usize, bytes: u32) {
             let q = &mut self.queue[port * self.classes + class];
             self.port[port] -= bytes as u64;
             *q = (q.0 - bytes as u64, q.1 - 1);
-            b.release_frame(bytes);
+            b.release_request(self.request(port, class, bytes));
         }
+    }
+
+    fn buffer(ports: usize, limits: StaticLimits) -> Buffer {
+        Buffer::new(BufferModel::Static(StaticBuffer::new(ports, limits)))
     }
 
     fn limits(port_bytes: u64, queue_bytes: Option<u64>, queue_packets: Option<u32>) -> StaticLimits {
@@ -178,7 +174,7 @@ mod tests {
 
     #[test]
     fn port_limit_is_a_hard_tail_drop() {
-        let mut b = StaticBuffer::new(2, limits(3000, None, None));
+        let mut b = buffer(2, limits(3000, None, None));
         let mut ports = Ports::new(2, 2);
         assert_eq!(ports.admit(&mut b, 0, 0, 1500), Verdict::Admit);
         assert_eq!(ports.admit(&mut b, 0, 1, 1500), Verdict::Admit);
@@ -192,7 +188,7 @@ mod tests {
 
     #[test]
     fn queue_limit_applies_per_class() {
-        let mut b = StaticBuffer::new(1, limits(10_000, Some(2000), None));
+        let mut b = buffer(1, limits(10_000, Some(2000), None));
         let mut ports = Ports::new(1, 2);
         assert_eq!(ports.admit(&mut b, 0, 0, 1500), Verdict::Admit);
         assert_eq!(ports.admit(&mut b, 0, 0, 1500), Verdict::Drop(DropReason::QueueLimit));
@@ -201,7 +197,7 @@ mod tests {
 
     #[test]
     fn packet_cap_counts_packets_whatever_their_size() {
-        let mut b = StaticBuffer::new(2, limits(1_000_000, None, Some(3)));
+        let mut b = buffer(2, limits(1_000_000, None, Some(3)));
         let mut ports = Ports::new(2, 2);
         for size in [64, 9000, 1500] {
             assert_eq!(ports.admit(&mut b, 0, 0, size), Verdict::Admit);
@@ -219,7 +215,7 @@ mod tests {
 
     #[test]
     fn packet_cap_is_checked_before_byte_limits() {
-        let mut b = StaticBuffer::new(1, limits(1500, Some(1500), Some(1)));
+        let mut b = buffer(1, limits(1500, Some(1500), Some(1)));
         let mut ports = Ports::new(1, 1);
         assert_eq!(ports.admit(&mut b, 0, 0, 1500), Verdict::Admit);
         // Over all three limits: the packet cap is the reason reported.

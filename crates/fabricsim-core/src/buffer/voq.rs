@@ -45,8 +45,6 @@ pub struct VoqBuffer {
     port_limit: Vec<u64>,
     /// Bytes of VOQ ((in, out), class); `in == ports` holds locally created packets.
     voq: Vec<u64>,
-    total: u64,
-    high_water: u64,
 }
 
 impl VoqBuffer {
@@ -75,8 +73,6 @@ impl VoqBuffer {
             limit_ps: cfg.voq_limit_ps,
             port_limit: vec![initial; ports],
             voq: vec![0; (ports + 1) * ports * classes],
-            total: 0,
-            high_water: 0,
         })
     }
 
@@ -95,10 +91,11 @@ impl VoqBuffer {
         (i * self.ports + r.out_port as usize) * self.classes + r.class as usize
     }
 
+    /// `held`: the bytes the whole buffer holds now (the [`super::Buffer`]'s books).
     #[inline]
-    pub fn admit(&mut self, r: &AdmitRequest) -> Verdict {
+    pub fn admit(&mut self, r: &AdmitRequest, held: u64) -> Verdict {
         let b = r.bytes as u64;
-        if self.total + b > self.total_limit {
+        if held + b > self.total_limit {
             return Verdict::Drop(DropReason::PoolExhausted);
         }
         let q = self.index(r);
@@ -106,8 +103,6 @@ impl VoqBuffer {
             return Verdict::Drop(DropReason::VoqLimit);
         }
         self.voq[q] += b;
-        self.total += b;
-        self.high_water = self.high_water.max(self.total);
         Verdict::Admit
     }
 
@@ -115,15 +110,11 @@ impl VoqBuffer {
     pub fn release(&mut self, r: &AdmitRequest) {
         let q = self.index(r);
         self.voq[q] -= r.bytes as u64;
-        self.total -= r.bytes as u64;
     }
 
-    pub fn used_bytes(&self) -> u64 {
-        self.total
-    }
-
-    pub fn high_water_bytes(&self) -> u64 {
-        self.high_water
+    /// Whether every VOQ is empty.
+    pub fn settled(&self) -> bool {
+        self.voq.iter().all(|&b| b == 0)
     }
 
     pub fn capacity_bytes(&self) -> u64 {
@@ -139,6 +130,7 @@ impl VoqBuffer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::buffer::{Buffer, BufferModel};
     use crate::units::SimTime;
 
     fn req(i: u16, o: u16, b: u32) -> AdmitRequest {
@@ -157,18 +149,23 @@ mod tests {
     #[test]
     fn voq_and_total_limits() {
         let cfg = VoqConfig { total_bytes: 5000, voq_limit_bytes: None, voq_limit_ps: Some(1_000_000) };
-        let mut v = VoqBuffer::new(&cfg, 3, 1, "b").unwrap();
+        let mut m = VoqBuffer::new(&cfg, 3, 1, "b").unwrap();
         // 1 us at 16 Gb/s = 2000 B per VOQ.
-        v.set_port_rates(&[Rate(16_000_000_000); 3]);
-        assert_eq!(v.voq_limit(0), 2000);
-        assert_eq!(v.admit(&req(1, 0, 1500)), Verdict::Admit);
-        assert_eq!(v.admit(&req(1, 0, 1000)), Verdict::Drop(DropReason::VoqLimit));
-        assert_eq!(v.admit(&req(2, 0, 1500)), Verdict::Admit);
-        assert_eq!(v.admit(&req(0, 1, 1500)), Verdict::Admit);
-        assert_eq!(v.admit(&req(0, 2, 1500)), Verdict::Drop(DropReason::PoolExhausted));
-        v.release(&req(1, 0, 1500));
-        assert_eq!(v.admit(&req(0, 2, 1500)), Verdict::Admit);
+        m.set_port_rates(&[Rate(16_000_000_000); 3]);
+        assert_eq!(m.voq_limit(0), 2000);
+        let mut v = Buffer::new(BufferModel::Voq(m));
+        assert_eq!(v.admit(req(1, 0, 1500)).0, Verdict::Admit);
+        assert_eq!(v.admit(req(1, 0, 1000)).0, Verdict::Drop(DropReason::VoqLimit));
+        assert_eq!(v.admit(req(2, 0, 1500)).0, Verdict::Admit);
+        assert_eq!(v.admit(req(0, 1, 1500)).0, Verdict::Admit);
+        assert_eq!(v.admit(req(0, 2, 1500)).0, Verdict::Drop(DropReason::PoolExhausted));
+        v.release_request(req(1, 0, 1500));
+        assert_eq!(v.admit(req(0, 2, 1500)).0, Verdict::Admit);
         assert_eq!(v.used_bytes(), 4500);
+        for (i, o) in [(2, 0), (0, 1), (0, 2)] {
+            v.release_request(req(i, o, 1500));
+        }
+        assert!(v.used_bytes() == 0 && v.model_settled());
         let bad = VoqConfig { total_bytes: 1, voq_limit_bytes: Some(1), voq_limit_ps: Some(1) };
         assert!(VoqBuffer::new(&bad, 1, 1, "b").unwrap_err().to_string().starts_with("b.voq_limit:"));
     }

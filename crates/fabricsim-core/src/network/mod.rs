@@ -18,7 +18,7 @@ pub mod routing;
 pub mod shaper;
 pub mod topology;
 
-use crate::buffer::BufferModel;
+use crate::buffer::Buffer;
 use crate::ids::{NodeId, PacketId, PortId};
 use crate::units::{Rate, SimTime};
 pub use fifo::InlineFifo;
@@ -64,7 +64,7 @@ pub struct Node {
     pub first_port: u32,
     /// Largest frame forwarded (`u32::MAX`: no limit).
     pub mtu: u32,
-    pub buffer: BufferModel,
+    pub buffer: Buffer,
     /// Cut-through: bytes received before forwarding starts (the header).
     pub cut_through_bytes: u32,
     /// Fixed forwarding latency (switch pipeline or host stack), added to every
@@ -74,7 +74,7 @@ pub struct Node {
 }
 
 const _: () =
-    assert!(std::mem::offset_of!(Node, buffer) == 16, "admission reads a node's buffer model in its first cache line");
+    assert!(std::mem::offset_of!(Node, buffer) == 16, "admission reads a node's buffer in its first cache line");
 
 impl Node {
     #[inline]

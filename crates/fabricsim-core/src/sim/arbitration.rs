@@ -40,7 +40,7 @@ impl Simulation {
                 continue;
             };
             // VOQ devices keep their per-ingress sub-queues; a FIFO arbiter only sets their limit.
-            let voq = node.buffer.per_ingress_queues();
+            let voq = node.buffer.model().per_ingress_queues();
             for l in 0..node.num_ports {
                 let port = &mut self.ports[node.port(l).idx()];
                 if voq && !arb.round_robin {

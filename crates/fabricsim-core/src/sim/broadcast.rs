@@ -82,7 +82,7 @@ impl Simulation {
                     ));
                 }
             }
-            if let Some(b) = self.nodes[i].buffer.as_static_mut() {
+            if let Some(b) = self.nodes[i].buffer.model_mut().as_static_mut() {
                 b.set_full_reason(DropReason::ReceiverBufferFull);
             }
             self.broadcast.nodes.push(i as u32);

@@ -71,15 +71,15 @@ impl Simulation {
                                 classes,
                             };
                             let policy = crate::extension::buffer_policy::build(&c.model, &c.params, &ctx, &path)?;
-                            BufferModel::custom(&c.model, policy, port_rates[i].len(), classes)
+                            Buffer::custom(&c.model, policy, port_rates[i].len(), classes)
                         }
-                        builtin => BufferModel::build(builtin, &port_rates[i], classes, &path)?,
+                        builtin => Buffer::build(builtin, &port_rates[i], classes, &path)?,
                     };
                     let mtu = cfg.mtu_bytes.unwrap_or(u32::MAX);
                     (SimTime(cfg.latency_ps), cfg.forwarding, cfg.cut_through_bytes, mtu, b)
                 }
                 NodeKind::Host => {
-                    let b = BufferModel::build(
+                    let b = Buffer::build(
                         &BufferConfig::static_limits(StaticLimits {
                             port_bytes: net.host.nic_buffer_bytes,
                             queue_bytes: None,

@@ -103,28 +103,18 @@ impl Simulation {
         }
         let mut class = pkt.class;
         // The static model (the default) reads the port's counters (lines the
-        // push below reads anyway): no request built, no line of its own.
-        let queued = port.occupancy(pkt.class);
-        // Only the shared model signals PFC; the static one is not asked (the
-        // question reads a line of the node that nothing else here reads). A
-        // refused packet leaves any signal for the next admission or release.
-        let (verdict, sig) = match &mut self.nodes[node.idx()].buffer {
-            BufferModel::Static(m) => (m.admit_frame(&queued, pkt.size), None),
-            buffer => {
-                let verdict = buffer.admit(&AdmitRequest {
-                    in_port: ingress,
-                    out_port: out,
-                    class: pkt.class,
-                    bytes: pkt.size,
-                    flow: pkt.flow.0,
-                    now: self.now,
-                    ecn: pkt.ecn,
-                    queued,
-                });
-                let sig = if matches!(verdict, Verdict::Drop(_)) { None } else { buffer.take_pfc_signal() };
-                (verdict, sig)
-            }
-        };
+        // push below reads anyway). A refused packet leaves any PFC signal
+        // (shared model only) for the next admission or release.
+        let (verdict, sig) = self.nodes[node.idx()].buffer.admit(AdmitRequest {
+            in_port: ingress,
+            out_port: out,
+            class: pkt.class,
+            bytes: pkt.size,
+            flow: pkt.flow.0,
+            now: self.now,
+            ecn: pkt.ecn,
+            queued: port.occupancy(pkt.class),
+        });
         match verdict {
             Verdict::Admit => {}
             Verdict::Drop(reason) => {
@@ -219,26 +209,17 @@ impl Simulation {
         if self.hooks.tx_charge.has(Hooks::PORT_SHAPER) {
             self.port_shaper_charge(pid, at, size);
         }
-        let sig = match &mut self.nodes[node.idx()].buffer {
-            // The static model (the default) has no PFC signal and reads three fields.
-            BufferModel::Static(m) => {
-                m.release_frame(size);
-                None
-            }
-            buffer => {
-                buffer.release(&AdmitRequest {
-                    in_port: if in_port == LOCAL_PORT { None } else { Some(in_port) },
-                    out_port: local,
-                    class,
-                    bytes: size,
-                    flow,
-                    now: at,
-                    ecn,
-                    queued: self.ports[pid.idx()].occupancy(class),
-                });
-                buffer.take_pfc_signal()
-            }
-        };
+        let port = &self.ports[pid.idx()];
+        let sig = self.nodes[node.idx()].buffer.release(size, || AdmitRequest {
+            in_port: if in_port == LOCAL_PORT { None } else { Some(in_port) },
+            out_port: local,
+            class,
+            bytes: size,
+            flow,
+            now: at,
+            ecn,
+            queued: port.occupancy(class),
+        });
         self.queue.push(end, Event::TxDone(pid));
         if let Some(sig) = sig {
             self.pfc_signal(node, sig);

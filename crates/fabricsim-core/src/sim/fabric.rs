@@ -62,7 +62,7 @@ impl Simulation {
             let node = &self.nodes[i];
             let ports: Vec<PortId> = (0..node.num_ports).map(|l| node.port(l)).collect();
             let rates: Vec<Rate> = ports.iter().map(|p| self.ports[p.idx()].rate).collect();
-            self.nodes[i].buffer.attach(self.seed, i as u32, &rates);
+            self.nodes[i].buffer.model_mut().attach(self.seed, i as u32, &rates);
             if self.nodes[i].kind != NodeKind::Switch {
                 continue;
             }
@@ -72,7 +72,7 @@ impl Simulation {
                 None => (&net.switch, "network.switch".to_string()),
             };
             cfg.scheduler.check(self.classes, &format!("{path}.scheduler"))?;
-            let per_ingress = self.nodes[i].buffer.per_ingress_queues();
+            let per_ingress = self.nodes[i].buffer.model().per_ingress_queues();
             let inputs = ports.len();
             for p in &ports {
                 let port = &mut self.ports[p.idx()];
@@ -128,7 +128,7 @@ impl Simulation {
             }
             self.fabric.pool_nonzero[i] = used > 0;
             self.fabric.pool_samples.push((t, i as u32, 0, used));
-            for (k, b) in node.buffer.pool_bytes().into_iter().enumerate() {
+            for (k, b) in node.buffer.model().pool_bytes().into_iter().enumerate() {
                 self.fabric.pool_samples.push((t, i as u32, k as u32 + 1, b));
             }
         }
@@ -178,7 +178,7 @@ impl Simulation {
         let mut labels: Vec<String> = crate::buffer::BUILTIN_MODELS.iter().map(|x| x.to_string()).collect();
         let mut codes = Vec::with_capacity(switches.len());
         for &i in &switches {
-            let name = self.nodes[i].buffer.name();
+            let name = self.nodes[i].buffer.model().name();
             codes.push(match labels.iter().position(|l| l == name) {
                 Some(k) => k as u32,
                 None => {
@@ -190,7 +190,7 @@ impl Simulation {
         t.push("model", Column::Cat { codes, labels });
         t.push(
             "capacity_bytes",
-            Column::U64(switches.iter().map(|&i| self.nodes[i].buffer.capacity_bytes()).collect()),
+            Column::U64(switches.iter().map(|&i| self.nodes[i].buffer.model().capacity_bytes()).collect()),
         );
         t.push(
             "high_water_bytes",
@@ -199,12 +199,17 @@ impl Simulation {
         // Devices that count cells: the same in cells (-1 for the others).
         let cells = |f: fn((u64, u64, u64)) -> u64| {
             Column::I64(
-                switches.iter().map(|&i| self.nodes[i].buffer.cell_counts().map_or(-1, |c| f(c) as i64)).collect(),
+                switches
+                    .iter()
+                    .map(|&i| self.nodes[i].buffer.model().cell_counts().map_or(-1, |c| f(c) as i64))
+                    .collect(),
             )
         };
         t.push(
             "cell_bytes",
-            Column::I64(switches.iter().map(|&i| self.nodes[i].buffer.cell_bytes().map_or(-1, |c| c as i64)).collect()),
+            Column::I64(
+                switches.iter().map(|&i| self.nodes[i].buffer.model().cell_bytes().map_or(-1, |c| c as i64)).collect(),
+            ),
         );
         t.push("capacity_cells", cells(|c| c.1));
         t.push("reserved_cells", cells(|c| c.2));

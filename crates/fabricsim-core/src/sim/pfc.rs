@@ -132,7 +132,7 @@ impl Simulation {
                 p.resume_offset_bytes.div_ceil(cell),
                 headroom,
             );
-            self.nodes[i].buffer.enable_pfc(ingress).map_err(|m| err("headroom", m))?;
+            self.nodes[i].buffer.model_mut().enable_pfc(ingress).map_err(|m| err("headroom", m))?;
             self.pfc.lossless[i] = mask;
             self.pfc.quanta[i] = p.quanta;
             self.pfc.refresh[i] = p.refresh_ps;
@@ -195,7 +195,7 @@ impl Simulation {
         }
         let port = &self.ports[pid.idx()];
         let (node, local) = (port.node, port.local);
-        let still = self.nodes[node.idx()].buffer.pfc().is_some_and(|p| p.is_paused(local, class));
+        let still = self.nodes[node.idx()].buffer.model().pfc().is_some_and(|p| p.is_paused(local, class));
         if still {
             self.send_pause(node, pid, class, self.pfc.quanta[node.idx()]);
             let at = self.now + self.refresh_period(node, pid);
@@ -282,7 +282,7 @@ impl Simulation {
         let peak: u64 = self
             .nodes
             .iter()
-            .filter_map(|n| n.buffer.pfc().map(|p| p.headroom_peak * self.cell_bytes_of(n)))
+            .filter_map(|n| n.buffer.model().pfc().map(|p| p.headroom_peak * self.cell_bytes_of(n)))
             .max()
             .unwrap_or(0);
         s.insert("pfc_headroom_peak_bytes".into(), int(peak));
@@ -299,7 +299,7 @@ impl Simulation {
     }
 
     fn cell_bytes_of(&self, n: &crate::network::Node) -> u64 {
-        match &n.buffer {
+        match n.buffer.model() {
             crate::buffer::BufferModel::Shared(m) => m.cell_bytes() as u64,
             _ => 1,
         }

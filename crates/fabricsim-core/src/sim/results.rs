@@ -37,9 +37,10 @@ impl Simulation {
             let queued: u64 = (0..n.num_ports).map(|l| self.ports[n.port(l).idx()].total_queued_bytes).sum();
             buffer_in_use += n.buffer.used_bytes();
             buffer_ok &= n.buffer.used_bytes() == queued;
+            // The model's own state is back to empty when nothing is queued.
+            buffer_ok &= queued != 0 || n.buffer.model_settled();
             // A registered policy's books agree with the ports, port by port.
-            if let BufferModel::Custom(m) = &n.buffer {
-                let view = m.view();
+            if let Some(view) = n.buffer.policy_view() {
                 for l in 0..n.num_ports {
                     buffer_ok &= view.port_bytes(l as usize) == self.ports[n.port(l).idx()].total_queued_bytes;
                 }
