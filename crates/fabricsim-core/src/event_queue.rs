@@ -28,9 +28,9 @@
 //! most 64 times and in practice a few times; pushes are appends. Every step
 //! scans or appends to vectors in order, so the cost hardly grows with the
 //! number of pending events, where a heap's sift down misses the cache once
-//! per level. Sorting small buckets whole instead of splitting them down to
-//! single times cut the queue's share of `leafspine-udp` from about 240 to
-//! about 190 instructions per event (BENCHMARKS.md, 2026-11-23).
+//! per level. A small bucket is sorted whole rather than split down to single
+//! times because sorting takes fewer instructions than the several moves per
+//! event a split takes (see docs/design-notes/event-queue.md).
 //!
 //! A caller may name events that are dead for good (a cancelled timer whose
 //! generation moved on): [`EventQueue::peek_live`] drops them when it empties
@@ -50,39 +50,18 @@
 //! current time or later; note that [`EventQueue::peek`] counts as taking out
 //! for this, so nothing may be scheduled before the peeked event either.
 //!
-//! # Measurements
+//! # Why a radix heap
 //!
-//! `examples/queue_bench.rs` records the simulator's queue operations on the
-//! benchmark scenarios and replays them against candidate designs (checking
-//! that the order is identical); it also runs the hold model (pop the earliest
-//! event, push one at its time plus a recorded delay) at fixed numbers of
-//! pending events. Instructions per queue operation on recorded traces
-//! (callgrind; deterministic):
-//!
-//! | trace (mean pending)          | 4-ary heap, u128 keys (before) | radix heap | radix heap + bucket minima (this one) | calendar | ladder |
-//! |-------------------------------|----:|----:|----:|----:|----:|
-//! | leafspine-udp (303)           | 203 | 162 | 119 | 118 | 276 |
-//! | incast-tcp-16x50MB (36)       | 157 | 101 |  70 | 115 |  98 |
-//! | leafspine-datamining-80 (100) | 193 | 112 |  79 | 135 | 123 |
-//! | fattree-k32-cbr (4,706)       | 294 | 139 | 102 |     |     |
-//!
-//! In time, the hold model with the k=32 fat-tree's delays (500 ns to 1 s), ns
-//! per pop+push on a shared 2-core EPYC VM (+-15%):
-//!
-//! | pending                              |   40 | 3,000 | 30,000 | 300,000 |
-//! |--------------------------------------|-----:|------:|-------:|--------:|
-//! | 4-ary heap, 128-bit `(time, seq)` keys (before) | 29.5 | 56.1 | 86.6 | 246.2 |
-//! | `std` binary heap, `(time, seq)`     | 41.1 |  84.3 |  127.9 |   611.0 |
-//! | radix heap, FIFO buckets             | 27.9 |  33.9 |   29.5 |    28.7 |
-//! | calendar queue (Brown 1988)          |151.7 |2062.4 |  903.6 |  2831.4 |
-//! | ladder queue (Tang et al. 2005)      |101.8 | 164.7 |  166.1 |   146.3 |
-//!
-//! The heap's cost grows with the number of pending events (a cache miss per
-//! level once it outgrows the cache); the radix heap's does not. Calendar and
-//! ladder queues depend on bucket widths that suit one delay distribution and
-//! lost badly on the fat-tree's wide one. A 16-way-digit variant (fewer moves
-//! per event, more work to find the next bucket) took 1-8% more instructions in
-//! the simulator. BENCHMARKS.md has the details.
+//! `examples/queue_bench.rs` (feature `queue-trace`) records the simulator's
+//! queue operations on the benchmark scenarios and replays them against
+//! candidate designs, checking that the order is identical; it also runs the
+//! hold model (pop the earliest event, push one at its time plus a recorded
+//! delay) at fixed numbers of pending events. A heap's cost grows with the
+//! number of pending events (a cache miss per level once it outgrows the
+//! cache) and the radix heap's does not; calendar and ladder queues depend on
+//! bucket widths that suit one delay distribution, and a large fat-tree's
+//! delays are spread too wide for any one width. The candidates and their
+//! numbers are in docs/design-notes/event-queue.md.
 
 use crate::units::SimTime;
 
@@ -402,7 +381,8 @@ impl<E: Copy> EventQueue<E> {
     }
 
     /// Pending events (counted, not kept: the event loop never asks, and a
-    /// counter cost two instructions per event).
+    /// kept count would cost instructions on every push and pop; see
+    /// docs/design-notes/event-queue.md).
     pub fn len(&self) -> usize {
         self.current.len() - self.head + self.buckets.iter().map(Vec::len).sum::<usize>()
     }

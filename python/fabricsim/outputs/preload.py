@@ -2,8 +2,8 @@
 
 A run that will draw its report pays, in a fresh process, about half a second
 of CPU to import polars, numpy and matplotlib, pick matplotlib's backend and
-load its font list before the first plot (0.47-0.67 s on the 100k-flow run,
-BENCHMARKS.md). The core releases the GIL while it builds the world and runs, so
+load its font list before the first plot (BENCHMARKS.md, "The run report beside
+the core run"). The core releases the GIL while it builds the world and runs, so
 :func:`fabricsim.runner.run` (with ``prepare_report=True``, as ``fabricsim run``
 without ``--no-report`` does) starts :class:`Preload` just before the core
 starts and waits for it as soon as the core is done, before the main thread

@@ -31,8 +31,8 @@
 //! most one row per bin and at most one per frame it can carry (the run's
 //! duration at the fastest link's rate over the smallest frame on the wire,
 //! 84 B), and the flows' rows are at most as many as the frames the links
-//! carry. Each row costs about [`BINNED_ROW_BYTES`] (measured: 325 B per row
-//! over the three tables on the quick start with 1 ns bins).
+//! carry. Each row costs about [`BINNED_ROW_BYTES`]; the constant's basis is
+//! 325 B per row over the three tables on the quick start with 1 ns bins.
 
 use super::transport::TcpFlow;
 use crate::buffer::{BufferConfig, BuiltinBufferConfig};

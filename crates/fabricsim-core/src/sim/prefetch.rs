@@ -37,33 +37,35 @@
 //! gets stage 1 alone two ahead, stage 2 would wait for the line just asked
 //! for, and stages 2 and 3 as the next event; an `Arrive` first named as the
 //! next event was just scheduled by its `TxDone` and gets nothing). They
-//! cost 25-60 instructions per event, so they are used only in worlds whose
+//! cost instructions on every event, so they are used only in worlds whose
 //! per-hop state, flows aside, takes half a shared cache
 //! ([`ARRIVALS_ABOVE_BYTES`]), and there only for the next window of 65,536
 //! events after a window in which at least one event in eight was an
-//! arrival named two events ahead (about 6% of the events on
-//! `fattree-k32-cbr`, 37-46% on the TCP fat-trees; [`Prefetch::choose_depth`]).
+//! arrival named two events ahead ([`Prefetch::choose_depth`]; what they
+//! cost and how many arrivals are named ahead on the benchmark fabrics:
+//! docs/design-notes/prefetch-hints.md).
 //!
 //! The route stage 3 looks up is kept in a two-entry memo ([`RouteMemo`],
 //! keyed by node, destination and flow hash: everything the lookup reads),
 //! and the forwarding at the frame's `Arrive` takes the port from it instead
-//! of looking the route up a second time (about 13 fewer instructions per
-//! event at k=16 and k=32; hits at 94% and 90% of the forwards); an
-//! arrival's stage 3 that finds its route there does nothing more. With the
-//! hints off the memo stays empty and the forwarding pays one test.
+//! of looking the route up a second time; an arrival's stage 3 that finds
+//! its route there does nothing more. Two entries, because between a
+//! `TxDone`'s stage 3 and its `Arrive` stage 3 usually runs once more, for
+//! the event after the `TxDone` (docs/design-notes/prefetch-hints.md). With
+//! the hints off the memo stays empty and the forwarding pays one test.
 //!
 //! Each event gets each stage once: the last event given each stage is
 //! remembered by a key (port, source or wire; one event of each is pending
 //! at a time). Static indices that would cost a miss of their own to read
 //! (a port's wire and far node, a node's first port) are copied into
-//! compact arrays. On `fattree-k32-cbr` the next event is known at 96% of
-//! the steps and the one after at 75%; an unknown one gets no hint.
+//! compact arrays. An event `EventQueue::upcoming` cannot name gets no hint.
 //!
 //! A prefetch is a hint: it never faults, changes no state a program can
 //! read, and so cannot change a result (tests compare every output with the
 //! hints on and off). The hints are on only above a world size at which the
 //! per-hop state outgrows a private cache: below it the lines mostly hit and
-//! the hints' instructions (about 90 per event) would be pure cost.
+//! the hints' instructions would be pure cost (see
+//! docs/design-notes/prefetch-hints.md).
 
 use super::{Event, Simulation};
 use crate::ids::{NodeId, PortId, SourceId};
@@ -110,19 +112,18 @@ fn object<T>(x: &T) {
 /// Prefetching is on when the state a packet-hop reads (ports, wires,
 /// carried-traffic bins, nodes, flow statistics) takes at least this many
 /// bytes: about a private second-level cache. A k=8 fat-tree has about
-/// 0.4 MB (off: the hints cost 20% more instructions there and gain
-/// nothing), a k=16 one about 3 MB (on: 7-10% less loop time).
+/// 0.4 MB (off), a k=16 one about 3 MB (on); what the hints cost and gain on
+/// each is in docs/design-notes/prefetch-hints.md.
 pub(super) const ON_ABOVE_BYTES: usize = 1 << 20;
 
 /// Arrivals get hints of their own (three stages, from three events ahead)
 /// when the state every hop reads (ports, wires, carried-traffic bins,
 /// nodes) takes at least this many bytes: half a shared last-level cache,
 /// beyond which a line evicted between a frame's `TxDone` and its `Arrive`
-/// comes back from memory. A k=32 fat-tree has about 22 MB (on: a TCP
-/// permutation's loop runs 20-30% faster), a k=16 one about 3 MB (off: its
-/// lines come back from the shared cache, and neither its TCP permutation
-/// nor a 97,065-flow TCP run on it gained measurably from the 25-60 more
-/// instructions per event).
+/// comes back from memory. A k=32 fat-tree has about 22 MB (on), a k=16 one
+/// about 3 MB (off: its lines come back from the shared cache, so the extra
+/// instructions buy nothing); the measurements are in
+/// docs/design-notes/prefetch-hints.md.
 pub(super) const ARRIVALS_ABOVE_BYTES: usize = 16 << 20;
 
 /// What prefetching needs besides the simulation's own state.
