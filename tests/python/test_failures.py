@@ -131,3 +131,66 @@ def test_a_failure_names_either_a_link_or_a_node():
         loads(STAR.split("failures:")[0] + "failures: [{between: [h1, sw0], node: sw0, at: 1us}]\n")
     with pytest.raises(ScenarioError, match=r"failures\[0\]\.node: no node named \"spine9\""):
         fabricsim.check(loads(STAR.split("failures:")[0] + "failures: [{node: spine9, at: 1us}]\n"))
+
+
+DEGRADE = """
+duration: 3ms
+topology: {kind: star, hosts: 2, link: {rate: 10Gbps, delay: 1us}}
+network: {switch: {buffer: {model: static, port_size: 10MB}}}
+traffic:
+  - {kind: udp_cbr, name: cbr, src: h1, dst: h0, rate: 8Gbps, frame_size: 1000B}
+failures:
+  - {between: [sw0, h0], at: 100us, until: 600us, rate: 4Gbps}
+"""
+
+
+def test_a_degraded_link_queues_what_it_cannot_carry_and_drains_after_it_recovers(core):
+    """8 Gb/s of 1000 B frames (1,020 B on the wire) into a 10 Gb/s link that
+    runs at 4 Gb/s for 500 us. Closed form: the switch's queue towards h0
+    grows by (8 - 4) Gb/s over 500 us: 500 us x (980,392 - 490,196) frames/s =
+    245.1 frames of 1000 B; it drains at 10 - 8 Gb/s (245,098 frames/s) in
+    1.0 ms after the link recovers. Nothing is lost, the routes are untouched,
+    and the links table reports the link's own rate."""
+    result = fabricsim.run(loads(DEGRADE))
+    s = result.summary
+    assert s["conservation_ok"] and s["buffer_accounting_ok"] and s["packets_dropped"] == 0
+    assert (s["link_impairments"], s["link_failures"], s["reroutes"]) == (1, 0, 0)
+    links = result.links.filter((result.links["src"] == "sw0") & (result.links["dst"] == "h0"))
+    assert links["rate_bps"].to_list() == [10_000_000_000]
+    assert abs(links["queue_high_water_bytes"][0] - 245_098) <= 1000
+    # Drained long before the end: every frame sent by 2.9 ms is delivered.
+    flow = result.flows.row(0, named=True)
+    assert flow["packets_sent"] - flow["packets_delivered"] <= 1
+    # The same run without the impairment never queues more than a frame.
+    plain = fabricsim.run(loads(DEGRADE.split("failures:")[0]))
+    towards_h0 = plain.links.filter((plain.links["src"] == "sw0") & (plain.links["dst"] == "h0"))
+    assert towards_h0["queue_high_water_bytes"][0] <= 1000
+    assert fabricsim.run(loads(DEGRADE)).summary == s
+
+
+def test_a_lossy_window_loses_its_share_of_the_frames_it_carries(core):
+    """A 1 Gb/s CBR (one frame every 8.16 us) over a link that loses 10 % of
+    frames from 1 to 9 ms: 980.4 frames cross it then, 98.0 expected lost
+    (binomial, sd 9.4); nothing is lost outside the window (the link has no
+    loss of its own)."""
+    text = STAR.split("failures:")[0].replace("duration: 1ms", "duration: 10ms") + \
+        "failures: [{between: [h1, sw0], at: 1ms, until: 9ms, loss: 0.1}]\n"
+    result = fabricsim.run(loads(text))
+    s = result.summary
+    assert s["conservation_ok"] and s["buffer_accounting_ok"] and s["link_impairments"] == 1
+    lost = _drops(result, "random_loss")
+    assert abs(lost - 98.0) <= 4 * 9.4, lost
+    assert s["packets_dropped"] == lost
+
+
+@pytest.mark.parametrize("impairment, field, message", [
+    ("rate: 10Gbps", "failures[0].rate", "below the link's own 10000000000 bit/s"),
+    ("rate: 1Gbps, detect: 10us", "failures[0].detect", "an impaired link"),
+    ("loss: 1.5", "failures[0].loss", ""),
+])
+def test_a_bad_impairment_is_refused_naming_the_field(core, impairment, field, message):
+    text = STAR.split("failures:")[0] + f"failures: [{{between: [h1, sw0], at: 5us, {impairment}}}]\n"
+    with pytest.raises(ScenarioError) as err:
+        fabricsim.check(loads(text))
+    assert err.value.issues[0].path == field, str(err.value)
+    assert message in str(err.value)

@@ -109,6 +109,8 @@ enum Event {
     LinkUp(u32),
     /// Routing reacts to failure `i`'s change: recomputed with its link down (`true`) or up.
     Reroute(u32, bool),
+    /// Impairment `i` (`failures[i]` with `rate` or `loss`) starts (`true`) or ends.
+    Impair(u32, bool),
 }
 
 /// How a call to [`Simulation::advance`] ended.
@@ -408,6 +410,7 @@ impl Simulation {
                 Event::LinkDown(i) => self.on_link_down(i),
                 Event::LinkUp(i) => self.on_link_up(i),
                 Event::Reroute(i, down) => self.on_reroute(i, down),
+                Event::Impair(i, on) => self.on_impair(i, on),
             }
         }
         self.finished = true;

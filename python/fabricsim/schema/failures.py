@@ -1,17 +1,20 @@
-"""The ``failures`` section: links that go down during the run, and come back
-(``docs/models/failures.md``).
+"""The ``failures`` section: links that go down during the run, and come back,
+or are impaired for a while (``docs/models/failures.md``).
 
 Each entry names a link by its two end nodes (``between``; ``link`` picks
 one of several parallel links, from 0 in topology order) or a node whose
 links all fail (``node``: a switch or host failure), when it goes down
 (``at``), when it comes back (``until``, never if unset) and how long routing
-takes to react to each change (``detect``)."""
+takes to react to each change (``detect``). With ``rate`` (a lower rate)
+or ``loss`` (a probability of losing each frame), the entry is an
+impairment instead: the links stay up and in the routes, degraded from
+``at`` to ``until``."""
 
 from typing import Any, Optional
 
 from pydantic import Field, model_validator
 
-from fabricsim.schema._base import Model, Time, U32_MAX, issues_error
+from fabricsim.schema._base import Model, Rate, Time, U32_MAX, issues_error
 
 __all__ = ["LinkFailure"]
 
@@ -26,6 +29,8 @@ class LinkFailure(Model):
     at: Time
     until: Optional[Time] = None
     detect: Time = 0
+    rate: Optional[Rate] = None
+    loss: Optional[float] = Field(default=None, ge=0.0, lt=1.0)
 
     @model_validator(mode="after")
     def _order(self) -> "LinkFailure":
@@ -35,6 +40,10 @@ class LinkFailure(Model):
             raise issues_error(("between", f"a link joins two different nodes (got {self.between[0]!r} twice)"))
         if self.until is not None and self.until <= self.at:
             raise issues_error(("until", "must be after `at`"))
+        if (self.rate is not None or self.loss is not None) and self.detect != 0:
+            raise issues_error(
+                ("detect", "applies to links that go down; an impaired link (`rate`, `loss`) stays in the routes")
+            )
         return self
 
     def to_resolved(self) -> dict[str, Any]:
@@ -45,4 +54,8 @@ class LinkFailure(Model):
             out["node"] = self.node
         if self.until is not None:
             out["until_ps"] = self.until
+        if self.rate is not None:
+            out["rate_bps"] = self.rate
+        if self.loss is not None:
+            out["loss"] = self.loss
         return out

@@ -1,6 +1,7 @@
 //! Failures at given times: a link goes down (both directions), or a node
 //! (all its links), and optionally comes back; routing reacts after a
-//! detection delay.
+//! detection delay. Or a link is impaired for a while: it runs at a lower
+//! rate, or loses frames at random, and stays in the routes.
 //!
 //! While a link is down its wires deliver nothing: every frame that arrives
 //! over it, and every frame that was on it when it failed, is dropped with
@@ -35,4 +36,19 @@ pub struct LinkFailureConfig {
     /// How long routing takes to react to each change (detection and convergence).
     #[serde(default)]
     pub detect_ps: u64,
+    /// An impairment instead of a failure: the links run at this rate
+    /// (bit/s, below their own) from `at` to `until`.
+    #[serde(default)]
+    pub rate_bps: Option<u64>,
+    /// An impairment instead of a failure: the links' wires lose each frame
+    /// with this probability (beside their own random loss) from `at` to `until`.
+    #[serde(default)]
+    pub loss: Option<f64>,
+}
+
+impl LinkFailureConfig {
+    /// Whether this entry impairs its links (`rate` or `loss`) rather than taking them down.
+    pub fn is_impairment(&self) -> bool {
+        self.rate_bps.is_some() || self.loss.is_some()
+    }
 }

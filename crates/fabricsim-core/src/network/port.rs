@@ -486,6 +486,14 @@ impl Port {
         self.tx_time.of(bytes)
     }
 
+    /// Runs the port at `rate` from its next frame on (a frame in
+    /// transmission keeps its end).
+    pub fn set_rate(&mut self, rate: Rate) {
+        self.rate = rate;
+        self.tx_time = TxTime::new(rate);
+        self.ps_per_byte = self.tx_time.whole_ps_per_byte();
+    }
+
     #[inline]
     pub fn is_idle(&self) -> bool {
         self.tx_packet == NO_PACKET

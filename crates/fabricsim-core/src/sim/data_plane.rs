@@ -153,7 +153,11 @@ impl Simulation {
                         // wait and is stored and forwarded.
                         let header = r.serialization_time(pkt.size.min(n.cut_through_bytes) as u64);
                         let eligible = pkt.first_bit + header + n.latency;
-                        if port.free_at <= eligible {
+                        // The egress never ends before the last bit is in: a
+                        // frame sent upstream before a rate change (an impaired
+                        // link) may have come slower than its wire's rate now.
+                        let end = eligible + port.tx_duration(pkt.size as u64 + self.overhead);
+                        if port.free_at <= eligible && end >= self.now {
                             start = eligible.min(self.now);
                             self.pool.get_mut(id).enqueued = start;
                         }

@@ -1,6 +1,7 @@
 //! Link failures in the simulation (`network/failure.rs`): the events that
 //! take a link down and bring it back, the drops on its wires, and the routes
-//! recomputed `detect` after each change.
+//! recomputed `detect` after each change; and impairments, which change a
+//! link's rate and random loss for a while and leave the routes alone.
 
 use super::{Event, Simulation};
 use crate::error::ConfigError;
@@ -8,7 +9,7 @@ use crate::ids::{ChannelId, PacketId};
 use crate::network::routing::RoutingTable;
 use crate::network::topology::{Graph, NodeKind};
 use crate::stats::DropReason;
-use crate::units::SimTime;
+use crate::units::{Rate, SimTime};
 
 /// One configured failure, resolved.
 #[derive(Debug, Clone)]
@@ -17,6 +18,16 @@ struct Failure {
     links: Vec<usize>,
     /// Their wires (two per link, one per direction).
     wires: Vec<ChannelId>,
+    /// For an impairment, what it does to them while it holds.
+    impairment: Option<Impairment>,
+}
+
+/// What an impairment sets on its wires while it holds.
+#[derive(Debug, Clone, Copy)]
+struct Impairment {
+    rate: Option<Rate>,
+    loss: f64,
+    on: bool,
 }
 
 /// The failures of a run and what routing knows of them.
@@ -30,15 +41,30 @@ pub(super) struct Failures {
     failed_at: Vec<SimTime>,
     /// Per link: how many failures routing currently counts it down for.
     routed_down: Vec<u32>,
+    /// Per wire (only with impairments): its own rate and loss, and the
+    /// impairments that name it.
+    nominal: Vec<(Rate, f64)>,
+    impaired_by: Vec<Vec<u32>>,
     /// Counts for the summary.
     pub downs: u64,
     pub reroutes: u64,
+    pub impairments: u64,
 }
 
 impl Failures {
     /// Whether the scenario has failures.
     pub fn is_empty(&self) -> bool {
         self.failures.is_empty()
+    }
+
+    /// Whether the scenario has impairments.
+    pub fn has_impairments(&self) -> bool {
+        !self.nominal.is_empty()
+    }
+
+    /// The rate wire `c` was built with (the links table reports it).
+    pub fn nominal_rate(&self, c: usize) -> Option<Rate> {
+        self.nominal.get(c).map(|n| n.0)
     }
 }
 
@@ -105,10 +131,19 @@ impl Simulation {
                 }
             }
             let wires: Vec<ChannelId> = links.iter().flat_map(|&l| wires_of[l].iter().copied()).collect();
+            let impairment =
+                if cfg.is_impairment() { Some(self.setup_impairment(i, cfg, &wires, &path)?) } else { None };
             for &c in &wires {
                 self.channels[c.idx()].impaired = true;
             }
-            self.failures.failures.push(Failure { links, wires });
+            self.failures.failures.push(Failure { links, wires, impairment });
+            if impairment.is_some() {
+                self.queue.push(SimTime(cfg.at_ps), Event::Impair(i as u32, true));
+                if let Some(until) = cfg.until_ps {
+                    self.queue.push(SimTime(until), Event::Impair(i as u32, false));
+                }
+                continue;
+            }
             self.queue.push(SimTime(cfg.at_ps), Event::LinkDown(i as u32));
             self.queue.push(SimTime(cfg.at_ps.saturating_add(cfg.detect_ps)), Event::Reroute(i as u32, true));
             if let Some(until) = cfg.until_ps {
@@ -117,6 +152,87 @@ impl Simulation {
             }
         }
         Ok(())
+    }
+
+    /// Checks impairment `i` against its wires and gets them ready: their
+    /// own rates and losses recorded, a random stream on each if it may lose.
+    fn setup_impairment(
+        &mut self,
+        i: usize,
+        cfg: &crate::network::failure::LinkFailureConfig,
+        wires: &[ChannelId],
+        path: &str,
+    ) -> Result<Impairment, ConfigError> {
+        if cfg.detect_ps != 0 {
+            return Err(ConfigError::new(
+                format!("{path}.detect"),
+                "applies to links that go down; an impaired link (`rate`, `loss`) stays in the routes",
+            ));
+        }
+        let loss = cfg.loss.unwrap_or(0.0);
+        if !(0.0..1.0).contains(&loss) {
+            return Err(ConfigError::new(format!("{path}.loss"), format!("must be in [0, 1) (got {loss})")));
+        }
+        let rate = match cfg.rate_bps {
+            None => None,
+            Some(r) => {
+                for &c in wires {
+                    let own = self.channels[c.idx()].rate;
+                    if r == 0 || r >= own.0 {
+                        return Err(ConfigError::new(
+                            format!("{path}.rate"),
+                            format!("must be above 0 and below the link's own {} bit/s (got {r} bit/s)", own.0),
+                        ));
+                    }
+                }
+                Some(Rate(r))
+            }
+        };
+        let f = &mut self.failures;
+        if f.nominal.is_empty() {
+            f.nominal = self.channels.iter().map(|ch| (ch.rate, ch.loss)).collect();
+            f.impaired_by = vec![Vec::new(); self.channels.len()];
+        }
+        for &c in wires {
+            f.impaired_by[c.idx()].push(i as u32);
+            let ch = &mut self.channels[c.idx()];
+            if loss > 0.0 && ch.loss_rng.is_none() {
+                ch.loss_rng = Some(crate::rng::RandomStream::new(self.seed, "link-loss", c.0 as u64));
+            }
+        }
+        Ok(Impairment { rate, loss, on: false })
+    }
+
+    /// `Impair`: impairment `i` starts or ends; each of its wires then runs
+    /// at the lowest rate in force on it (its own, or an impairment's) and
+    /// loses frames at the combined probability of its own loss and of the
+    /// impairments holding.
+    pub(super) fn on_impair(&mut self, i: u32, on: bool) {
+        let f = &mut self.failures;
+        if let Some(imp) = f.failures[i as usize].impairment.as_mut() {
+            imp.on = on;
+        }
+        if on {
+            f.impairments += 1;
+        }
+        for k in 0..f.failures[i as usize].wires.len() {
+            let c = f.failures[i as usize].wires[k];
+            let (mut rate, own_loss) = f.nominal[c.idx()];
+            let mut kept = 1.0 - own_loss;
+            for &j in &f.impaired_by[c.idx()] {
+                match f.failures[j as usize].impairment {
+                    Some(imp) if imp.on => {
+                        rate = imp.rate.map_or(rate, |r| r.min(rate));
+                        kept *= 1.0 - imp.loss;
+                    }
+                    _ => {}
+                }
+            }
+            let ch = &mut self.channels[c.idx()];
+            ch.rate = rate;
+            ch.loss = 1.0 - kept;
+            self.ports[ch.from_port.idx()].set_rate(rate);
+        }
     }
 
     /// `LinkDown`: failure `i`'s wires go down.

@@ -80,6 +80,7 @@ fn owner(ev: Event) -> (u8, u32, u32) {
         Event::PortShaper(p) => (13, p.0, 0),
         Event::LinkDown(i) | Event::LinkUp(i) => (14, i, 0),
         Event::Reroute(i, _) => (14, i, 1),
+        Event::Impair(i, _) => (14, i, 2),
     }
 }
 

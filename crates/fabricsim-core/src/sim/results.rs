@@ -74,6 +74,9 @@ impl Simulation {
         if !self.failures.is_empty() {
             s.insert("link_failures".into(), int(self.failures.downs));
             s.insert("reroutes".into(), int(self.failures.reroutes));
+            if self.failures.has_impairments() {
+                s.insert("link_impairments".into(), int(self.failures.impairments));
+            }
         }
         // Draining was cut short: the time cap (duration + drain_limit) came
         // with events still pending (flows unfinished or packets in flight).
@@ -256,7 +259,9 @@ impl Simulation {
         t.push("src_port", Column::U32(c.iter().map(|x| p(x).local as u32).collect()));
         t.push("dst", Column::U32(c.iter().map(|x| x.to_node.0).collect()));
         t.push("dst_port", Column::U32(c.iter().map(|x| x.to_port_local as u32).collect()));
-        t.push("rate_bps", Column::U64(c.iter().map(|x| x.rate.0).collect()));
+        // A wire's own rate, also when an impairment holds at the end.
+        let nominal: Vec<Rate> = (0..c.len()).map(|i| self.failures.nominal_rate(i).unwrap_or(c[i].rate)).collect();
+        t.push("rate_bps", Column::U64(nominal.iter().map(|r| r.0).collect()));
         t.push("delay_ps", Column::U64(c.iter().map(|x| x.delay.0).collect()));
         t.push("packets", Column::U64(c.iter().map(|x| p(x).tx_packets).collect()));
         t.push("bytes", Column::U64(c.iter().map(|x| p(x).tx_bytes).collect()));
@@ -264,9 +269,10 @@ impl Simulation {
             "utilization",
             Column::F64(
                 c.iter()
-                    .map(|x| {
+                    .zip(&nominal)
+                    .map(|(x, rate)| {
                         let port = p(x);
-                        let busy = x.rate.serialization_time(port.tx_bytes + port.tx_packets * self.overhead).0 as f64;
+                        let busy = rate.serialization_time(port.tx_bytes + port.tx_packets * self.overhead).0 as f64;
                         busy / span
                     })
                     .collect(),
