@@ -19,12 +19,25 @@ per rank becomes an explicit ``tcp_flows`` list whose flows wait for others
   2(n-1)/n x S bytes per rank as the ring in 2 log2(n) steps instead of
   2(n-1). A step starts when the rank's send and receive of the step before
   have completed.
+- ``schedule: tree`` (``all_reduce`` only): NCCL's double binary tree
+  (:func:`double_binary_tree`), two trees over the ranks, each carrying S/2
+  (per channel S/(2C)) split into chunks of at most ``chunk_size``. Per tree
+  and chunk every edge carries one flow up (reduce) and one down (broadcast):
+  a rank sends chunk k to its parent once its children's chunk k has arrived
+  and its own chunk k-1 to the parent has; it sends chunk k to a child once
+  chunk k has arrived from its parent (the root: from its children) and its
+  chunk k-1 to that child has. Chunks of a tree are ``size / channels / 2``
+  split as evenly as integers allow into ceil(that / ``chunk_size``).
 - ``all_to_all``: rank r sends S/n bytes (chunk p of its buffer) to every
   other rank p, all at once.
 - ``channels`` = C splits every transfer into C parallel rings of its own
-  (each flow S/(nC) bytes); the channels of a rank advance independently.
+  (each flow S/(nC) bytes; a tree: C double binary trees, each over S/C);
+  the channels of a rank advance independently.
 - ``iterations``: rank r starts iteration k+1 ``compute`` after its part of
   iteration k is done (the last step's sends and receives of every channel).
+  In a tree, a leaf's first send of iteration k+1 waits for the parts of
+  every rank on its way to the root, so no rank joins before its own part
+  of iteration k is done plus ``compute``.
 
 Chunk sizes are exact integers: chunk i of S over n is ``S // n`` plus one byte
 for the first ``S % n`` chunks, and likewise for a chunk over the channels.
@@ -43,7 +56,10 @@ from typing import Any, Optional
 
 import polars as pl
 
-__all__ = ["bus_factor", "collectives_table", "expand", "resolved_flows"]
+__all__ = [
+    "binary_tree", "bus_factor", "collectives_table", "double_binary_tree", "expand", "resolved_flows", "tree_children",
+    "tree_depths",
+]
 
 
 def _part(total: int, parts: int, i: int) -> int:
@@ -96,6 +112,109 @@ def halving_doubling_steps(algorithm: str, n: int, size: int) -> list[list[tuple
     return halving + doubling
 
 
+def binary_tree(n: int) -> list[int]:
+    """NCCL's binary tree of ``n`` ranks rooted at rank 0: per rank its parent (-1
+    for the root). A rank whose lowest set bit is b has the parent
+    ``(r - b) | 2b``, or ``r - b`` where that is out of range; its children are
+    ``r - b/2`` and ``r + b/2`` (or ``r + b/4``, ..., the first in range), so the
+    odd ranks are the leaves. The root has one child, the largest power of two
+    below ``n``."""
+    parent = [-1] * n
+    for r in range(1, n):
+        low = r & -r
+        up = (r ^ low) | (low << 1)
+        parent[r] = up if up < n else r ^ low
+    return parent
+
+
+def double_binary_tree(n: int) -> tuple[list[int], list[int]]:
+    """NCCL's double binary tree: the binary tree and its complement, per rank its
+    parent in each. The second is the first mirrored (rank r in the place of
+    n - 1 - r) for an even ``n``, so every rank is a leaf in one tree and has
+    children in the other; shifted by one rank (r in the place of r - 1) for an
+    odd ``n``. Roots: rank 0 and rank n - 1 (even n) or 1 (odd n)."""
+    first = binary_tree(n)
+    if n % 2 == 0:
+        second = [-1 if first[n - 1 - r] < 0 else n - 1 - first[n - 1 - r] for r in range(n)]
+    else:
+        second = [-1 if first[(r - 1) % n] < 0 else (first[(r - 1) % n] + 1) % n for r in range(n)]
+    return first, second
+
+
+def tree_children(parent: list[int]) -> list[list[int]]:
+    """Per rank its children (ascending) in the tree given by ``parent``."""
+    children: list[list[int]] = [[] for _ in parent]
+    for r, p in enumerate(parent):
+        if p >= 0:
+            children[p].append(r)
+    return children
+
+
+def tree_depths(parent: list[int]) -> list[int]:
+    """Per rank its distance to the root (edges)."""
+    def depth(r: int) -> int:
+        d = 0
+        while parent[r] >= 0:
+            r, d = parent[r], d + 1
+        return d
+    return [depth(r) for r in range(len(parent))]
+
+
+def _expand_tree(entry: Any, add: Any, boundary: list[list[int]], compute: int, k: int) -> list[list[int]]:
+    """The flows of iteration ``k`` of a tree all-reduce (``schedule: tree``), made
+    with ``add``: per channel, both trees of the double binary tree, every chunk one
+    flow per tree edge and direction. ``boundary``: per rank the flows it ended the
+    previous iteration with. Returns the same for this iteration."""
+    n = len(entry.hosts)
+    trees = []
+    for parent in double_binary_tree(n):
+        depth = tree_depths(parent)
+        order = sorted(range(n), key=lambda r: (-depth[r], r))  # deepest first: children before their parent
+        trees.append((parent, tree_children(parent), order))
+    parts = entry.tree_parts()  # per channel c and tree t, at index 2c + t: (bytes, chunks)
+    up = [[-1] * n for _ in parts]  # per tree and rank: its latest send to its parent
+    down = [[-1] * n for _ in parts]  # per tree and rank: its parent's latest send to it
+    for chunk in range(max(chunks for _, chunks in parts)):
+        for index, (data, chunks) in enumerate(parts):
+            if chunk >= chunks:
+                continue
+            parent, children, order = trees[index % 2]
+            nbytes = _part(data, chunks, chunk)
+            ups, downs = up[index], down[index]
+            # Reduce: rank r sends the chunk to its parent once its children's have arrived
+            # and its previous chunk to the parent has.
+            for r in order:
+                if parent[r] < 0:
+                    continue
+                after = {ups[c] for c in children[r]}
+                wait = 0
+                if chunk > 0:
+                    after.add(ups[r])
+                elif not children[r]:
+                    # A leaf opens the iteration once it and every rank on its way to the root are done with the
+                    # previous one, `compute` later.
+                    u = r
+                    while u >= 0:
+                        after.update(boundary[u])
+                        u = parent[u]
+                    wait = compute
+                ups[r] = add(r, parent[r], nbytes, sorted(after), wait, k)
+            # Broadcast: rank r sends the chunk to each child once it has it (the root: once its children's have
+            # arrived, its reduction done) and its previous chunk to that child has arrived.
+            for r in reversed(order):
+                have = {downs[r]} if parent[r] >= 0 else {ups[c] for c in children[r]}
+                for c in children[r]:
+                    downs[c] = add(r, c, nbytes, sorted(have | ({downs[c]} if chunk > 0 else set())), 0, k)
+    ends: list[set[int]] = [set() for _ in range(n)]
+    for index in range(len(parts)):
+        parent = trees[index % 2][0]
+        for r in range(n):
+            if parent[r] >= 0:  # the last chunk on the edge to its parent, both ways
+                ends[r].update((up[index][r], down[index][r]))
+                ends[parent[r]].update((up[index][r], down[index][r]))
+    return [sorted(e) for e in ends]
+
+
 def expand(entry: Any) -> tuple[list[dict[str, Any]], list[tuple[int, int, int]]]:
     """The flows of collective ``entry`` in resolved form (``src``, ``dst``,
     ``bytes``, ``start_ps``, ``after`` and ``compute_ps`` where it waits), and
@@ -129,6 +248,9 @@ def expand(entry: Any) -> tuple[list[dict[str, Any]], list[tuple[int, int, int]]
                         ends[r].append(i)
                         ends[p].append(i)
             boundary = [sorted(e) for e in ends]
+            continue
+        if getattr(entry, "schedule", "ring") == "tree":
+            boundary = _expand_tree(entry, add, boundary, compute, k)
             continue
         if getattr(entry, "schedule", "ring") == "halving_doubling":
             # flows[c][r]: rank r's send of the step before, on channel c; received[c][r]: what it received
