@@ -343,9 +343,11 @@ def test_tree_chunks_wait_for_their_data_and_the_chunk_before_on_the_edge():
     # chunk 1: the reduce at rank 2 waits for its children's chunk 1 and its own chunk 0 to the root (flow 2);
     # the root broadcasts chunk 1 once it has it (flow 14) and its chunk 0 to rank 2 has arrived (3)
     assert [flows[j]["after"] for j in range(12, 18)] == [[0], [1], [2, 12, 13], [3, 14], [4, 15], [5, 15]]
-    # iteration 1: a leaf waits for its own part of iteration 0 and that of every rank on its way to the root
-    # (here all of the last chunk's flows), plus compute; the ranks above it follow their data
-    assert flows[24]["after"] == list(range(12, 24)) and flows[24]["compute_ps"] == 5_000_000
+    # Iteration 1: a leaf waits for its own part of iteration 0 and for the part in its tree of every rank on its
+    # way to the root, plus compute; the ranks above it follow their data. A rank is done with a tree once its
+    # last chunk has gone down to its children, a leaf once it has come down to it. Rank 1: the last chunk from
+    # 2 in tree 0 (flow 16), to 0 and 2 in tree 1 (22, 23); in tree 0, rank 2's to 1 and 3 (16, 17), the root's (15).
+    assert flows[24]["after"] == [15, 16, 17, 22, 23] and flows[24]["compute_ps"] == 5_000_000
     assert flows[26]["after"] == [24, 25] and "compute_ps" not in flows[26]
     # Acyclic: every flow waits only for flows before it; the longest chain is m + 2 depth - 1 flows
     # (the deepest leaf's m chunks, then the last one up depth - 1 edges and down depth edges).
@@ -379,6 +381,24 @@ def test_tree_is_refused_where_it_does_not_apply(fields, path, message):
         _scenario([_collective(**{"schedule": "tree", **fields})])
     (got_path, got_message), = _issues(info)
     assert got_path == path and message in got_message, _issues(info)
+
+
+def test_tree_iterations_run_and_no_flow_starts_before_its_dependencies(core):
+    sc = _scenario([_collective(schedule="tree", size="2MB", chunk_size="128KiB", channels=2, iterations=2,
+                                compute="20us")])
+    result = fabricsim.run(sc)
+    assert result.summary["conservation_ok"] is True
+    flows = result.flows.sort("flow_id")
+    start, fct = flows["start_ps"].to_list(), flows["fct_ps"].to_list()
+    spec = sc.to_resolved()["traffic"][0]["flows"]
+    assert len(spec) == len(start) == sc.traffic[0].flows_per_iteration() * 2 and all(f is not None for f in fct)
+    for j, f in enumerate(spec):
+        ready = max((start[d] + fct[d] for d in f.get("after", [])), default=0)
+        assert start[j] == ready + f.get("compute_ps", 0)
+    rows = result.collectives.sort("iteration").to_dicts()
+    assert [r["completed"] for r in rows] == [True, True] and rows[0]["channels"] == 2
+    # the second iteration starts with the leaves, 20 us after their part (and their path's) is done
+    assert rows[1]["start_ps"] >= rows[0]["start_ps"] + 20_000_000
 
 
 def _tree_chunk_ps(chunk: int, tcp: Any, delay_ps: int) -> float:

@@ -35,9 +35,10 @@ per rank becomes an explicit ``tcp_flows`` list whose flows wait for others
   the channels of a rank advance independently.
 - ``iterations``: rank r starts iteration k+1 ``compute`` after its part of
   iteration k is done (the last step's sends and receives of every channel).
-  In a tree, a leaf's first send of iteration k+1 waits for the parts of
-  every rank on its way to the root, so no rank joins before its own part
-  of iteration k is done plus ``compute``.
+  In a tree, a leaf's first send of iteration k+1 waits for the leaf's part
+  of iteration k and for the part in that tree of every rank on its way to
+  the root, so that no rank takes part in a tree before it is done with the
+  tree's iteration k plus ``compute``.
 
 Chunk sizes are exact integers: chunk i of S over n is ``S // n`` plus one byte
 for the first ``S % n`` chunks, and likewise for a chunk over the channels.
@@ -160,11 +161,14 @@ def tree_depths(parent: list[int]) -> list[int]:
     return [depth(r) for r in range(len(parent))]
 
 
-def _expand_tree(entry: Any, add: Any, boundary: list[list[int]], compute: int, k: int) -> list[list[int]]:
+def _expand_tree(
+    entry: Any, add: Any, boundary: list[list[int]], last: list[list[list[int]]], compute: int, k: int
+) -> tuple[list[list[int]], list[list[list[int]]]]:
     """The flows of iteration ``k`` of a tree all-reduce (``schedule: tree``), made
     with ``add``: per channel, both trees of the double binary tree, every chunk one
     flow per tree edge and direction. ``boundary``: per rank the flows it ended the
-    previous iteration with. Returns the same for this iteration."""
+    previous iteration with; ``last``: the same per tree (index 2c + t) and rank.
+    Returns both for this iteration."""
     n = len(entry.hosts)
     trees = []
     for parent in double_binary_tree(n):
@@ -191,12 +195,14 @@ def _expand_tree(entry: Any, add: Any, boundary: list[list[int]], compute: int, 
                 if chunk > 0:
                     after.add(ups[r])
                 elif not children[r]:
-                    # A leaf opens the iteration once it and every rank on its way to the root are done with the
-                    # previous one, `compute` later.
-                    u = r
-                    while u >= 0:
-                        after.update(boundary[u])
-                        u = parent[u]
+                    # A leaf opens the iteration once it is done with the previous one and so is, in this tree, every
+                    # rank on its way to the root, `compute` later.
+                    after.update(boundary[r])
+                    if last:
+                        u = parent[r]
+                        while u >= 0:
+                            after.update(last[index][u])
+                            u = parent[u]
                     wait = compute
                 ups[r] = add(r, parent[r], nbytes, sorted(after), wait, k)
             # Broadcast: rank r sends the chunk to each child once it has it (the root: once its children's have
@@ -205,14 +211,11 @@ def _expand_tree(entry: Any, add: Any, boundary: list[list[int]], compute: int, 
                 have = {downs[r]} if parent[r] >= 0 else {ups[c] for c in children[r]}
                 for c in children[r]:
                     downs[c] = add(r, c, nbytes, sorted(have | ({downs[c]} if chunk > 0 else set())), 0, k)
-    ends: list[set[int]] = [set() for _ in range(n)]
-    for index in range(len(parts)):
-        parent = trees[index % 2][0]
-        for r in range(n):
-            if parent[r] >= 0:  # the last chunk on the edge to its parent, both ways
-                ends[r].update((up[index][r], down[index][r]))
-                ends[parent[r]].update((up[index][r], down[index][r]))
-    return [sorted(e) for e in ends]
+    # A rank is done with a tree when its last chunk has gone down to its children (a leaf: come down to it); all
+    # its other flows of the tree complete before, the root's broadcast of a chunk waiting for every rank's reduce.
+    last = [[sorted(down[index][c] for c in trees[index % 2][1][r]) or [down[index][r]] for r in range(n)]
+            for index in range(len(parts))]
+    return [sorted({i for per_tree in last for i in per_tree[r]}) for r in range(n)], last
 
 
 def expand(entry: Any) -> tuple[list[dict[str, Any]], list[tuple[int, int, int]]]:
@@ -236,6 +239,7 @@ def expand(entry: Any) -> tuple[list[dict[str, Any]], list[tuple[int, int, int]]
 
     # Per rank: the flows its previous iteration ends with (sends and receives).
     boundary: list[list[int]] = [[] for _ in range(n)]
+    tree_last: list[list[list[int]]] = []  # a tree's: per tree, per rank the flows it ended the tree with
     for k in range(entry.iterations):
         compute = entry.compute if k > 0 else 0
         if entry.algorithm == "all_to_all":
@@ -250,7 +254,7 @@ def expand(entry: Any) -> tuple[list[dict[str, Any]], list[tuple[int, int, int]]
             boundary = [sorted(e) for e in ends]
             continue
         if getattr(entry, "schedule", "ring") == "tree":
-            boundary = _expand_tree(entry, add, boundary, compute, k)
+            boundary, tree_last = _expand_tree(entry, add, boundary, tree_last, compute, k)
             continue
         if getattr(entry, "schedule", "ring") == "halving_doubling":
             # flows[c][r]: rank r's send of the step before, on channel c; received[c][r]: what it received
