@@ -257,3 +257,212 @@ def test_halving_doubling_all_reduce_matches_its_closed_form_within_one_percent(
     assert abs(row["time_ps"] - predicted) / predicted < 0.01, (row["time_ps"], predicted)
     # the same bytes in 6 steps instead of 14: 8 fewer handshakes and last-frame latencies
     assert row["time_ps"] < ring
+
+
+# ------------------------------------------------------------ tree all-reduce
+
+
+def _tree(n: int, **fields: Any) -> Any:
+    hosts = ", ".join(f"h{i}" for i in range(n))
+    extra = "".join(f", {k}: {v}" for k, v in fields.items())
+    return fabricsim.loads(f"duration: 1ms\ntopology: {{kind: star, hosts: {n}, link: {{rate: 100Gbps, delay: 1us}}}}\n"
+                           f"traffic: [{{kind: collective, schedule: tree, hosts: [{hosts}]{extra}}}]\n").traffic[0]
+
+
+def test_double_binary_tree_is_nccls():
+    """NCCL's trees (src/graph/trees.cc): the binary tree rooted at 0 and, for an
+    even n, its mirror image (roots 0 and n-1); for an odd n, the tree shifted by
+    one rank (roots 0 and 1). The pictures in NCCL's comments, as parents."""
+    from fabricsim.workloads.collectives import binary_tree, double_binary_tree, tree_children, tree_depths
+
+    #                     0   1  2  3  4  5  6  7  8  9  10  11  12  13
+    assert binary_tree(14) == [-1, 2, 4, 2, 8, 6, 4, 6, 0, 10, 12, 10, 8, 12]
+    first, second = double_binary_tree(12)
+    assert first == [-1, 2, 4, 2, 8, 6, 4, 6, 0, 10, 8, 10]
+    assert second == [1, 3, 1, 11, 5, 7, 5, 3, 9, 7, 9, -1]
+    first, second = double_binary_tree(13)
+    assert first == [-1, 2, 4, 2, 8, 6, 4, 6, 0, 10, 12, 10, 8]
+    assert second == [9, -1, 3, 5, 3, 9, 7, 5, 7, 1, 11, 0, 11]
+    for n in range(2, 65):
+        trees = double_binary_tree(n)
+        for parent in trees:
+            children = tree_children(parent)
+            assert parent.count(-1) == 1 and all(len(c) <= 2 for c in children)
+            assert max(tree_depths(parent)) == (n - 1).bit_length()  # every rank reaches the root
+        if n % 2 == 0:  # every rank is a leaf in one tree and has children in the other
+            leaves = [[not c for c in tree_children(parent)] for parent in trees]
+            assert all(leaves[0][r] != leaves[1][r] for r in range(n)), n
+
+
+def test_tree_moves_each_trees_half_over_every_edge_both_ways():
+    """Per tree (S/2 of a channel's S/C) every edge carries the tree's data up
+    (reduce) and down (broadcast) in chunks of at most chunk_size: a rank sends
+    and receives S/2 per tree edge it has. On 8 ranks that is S for the two
+    roots' ranks (0 and 7: one edge in each tree) and 2S for the others (three
+    edges in the tree where they are interior, one where they are a leaf); all
+    ranks together move 2(n-1) x S, as many bytes as the ring."""
+    from fabricsim.workloads.collectives import double_binary_tree
+
+    entry = _tree(8, size=64_000_000, iterations=2)
+    flows, meta = expand(entry)
+    assert len(flows) == entry.flows_per_iteration() * 2 == 2 * 2 * 2 * 7 * 62  # 512 KiB chunks: 62 per tree
+    for k in range(2):
+        sent, received = [0] * 8, [0] * 8
+        for f, (it, src, dst) in zip(flows, meta):
+            if it == k:
+                sent[src] += f["bytes"]
+                received[dst] += f["bytes"]
+        assert sent == received == [64_000_000] + [128_000_000] * 6 + [64_000_000]
+    # Odd sizes, channels and an odd rank count: exact bytes per tree edge, chunks at most chunk_size.
+    entry = _tree(13, size=10_000_003, channels=3, chunk_size="100KB")
+    flows, meta = expand(entry)
+    assert len(flows) == entry.flows_per_iteration()
+    assert max(f["bytes"] for f in flows) <= 100_000
+    parts = entry.tree_parts()
+    assert [p[0] for p in parts] == [1_666_668, 1_666_667, 1_666_667, 1_666_667, 1_666_667, 1_666_667]
+    degree = [[(p >= 0) + parent.count(r) for r, p in enumerate(parent)] for parent in double_binary_tree(13)]
+    want = [sum(data * degree[i % 2][r] for i, (data, _) in enumerate(parts)) for r in range(13)]
+    sent, received = [0] * 13, [0] * 13
+    for f, (_, src, dst) in zip(flows, meta):
+        sent[src] += f["bytes"]
+        received[dst] += f["bytes"]
+    assert sent == received == want
+    assert sum(sent) == 2 * 12 * 10_000_003
+
+
+def test_tree_chunks_wait_for_their_data_and_the_chunk_before_on_the_edge():
+    """4 ranks, 2 chunks per tree. Tree 0 is 0 - 2 - {1, 3}: chunk 0 goes up
+    1 -> 2, 3 -> 2 (flows 0, 1), 2 -> 0 once both have arrived (2), down 0 -> 2
+    (3), 2 -> 1 and 2 -> 3 (4, 5); tree 1 (3 - 1 - {0, 2}) is flows 6-11, then
+    chunk 1 of both."""
+    entry = _tree(4, size=8000, chunk_size=2000, iterations=2, compute="5us")
+    flows, meta = expand(entry)
+    assert [m[1:] for m in meta[:6]] == [(1, 2), (3, 2), (2, 0), (0, 2), (2, 1), (2, 3)]
+    assert [m[1:] for m in meta[6:12]] == [(0, 1), (2, 1), (1, 3), (3, 1), (1, 0), (1, 2)]
+    assert [f.get("after") for f in flows[:6]] == [None, None, [0, 1], [2], [3], [3]]
+    # chunk 1: the reduce at rank 2 waits for its children's chunk 1 and its own chunk 0 to the root (flow 2);
+    # the root broadcasts chunk 1 once it has it (flow 14) and its chunk 0 to rank 2 has arrived (3)
+    assert [flows[j]["after"] for j in range(12, 18)] == [[0], [1], [2, 12, 13], [3, 14], [4, 15], [5, 15]]
+    # Iteration 1: a leaf waits for its own part of iteration 0 and for the part in its tree of every rank on its
+    # way to the root, plus compute; the ranks above it follow their data. A rank is done with a tree once its
+    # last chunk has gone down to its children, a leaf once it has come down to it. Rank 1: the last chunk from
+    # 2 in tree 0 (flow 16), to 0 and 2 in tree 1 (22, 23); in tree 0, rank 2's to 1 and 3 (16, 17), the root's (15).
+    assert flows[24]["after"] == [15, 16, 17, 22, 23] and flows[24]["compute_ps"] == 5_000_000
+    assert flows[26]["after"] == [24, 25] and "compute_ps" not in flows[26]
+    # Acyclic: every flow waits only for flows before it; the longest chain is m + 2 depth - 1 flows
+    # (the deepest leaf's m chunks, then the last one up depth - 1 edges and down depth edges).
+    for size, n, m in ((8000, 4, 2), (64_000, 13, 16), (64_000, 8, 16)):
+        flows, _ = expand(_tree(n, size=size, chunk_size=2000))
+        chain: list[int] = []
+        for j, f in enumerate(flows):
+            assert all(d < j for d in f.get("after", []))
+            chain.append(1 + max((chain[d] for d in f.get("after", [])), default=0))
+        assert max(chain) == m + 2 * (n - 1).bit_length() - 1
+
+
+@pytest.mark.parametrize("fields, path, message", [
+    ({"algorithm": "reduce_scatter"}, "traffic[0].schedule",
+     "tree applies to all_reduce only; reduce_scatter takes ring or halving_doubling"),
+    ({"algorithm": "all_gather"}, "traffic[0].schedule",
+     "tree applies to all_reduce only; all_gather takes ring or halving_doubling"),
+    ({"algorithm": "all_to_all"}, "traffic[0].schedule", "tree applies to all_reduce only; all_to_all takes ring"),
+    ({"schedule": "ring", "chunk_size": "128KiB"}, "traffic[0].chunk_size",
+     "applies to schedule tree only (schedule is ring)"),
+    ({"schedule": "binomial"}, "traffic[0].schedule", "allowed: ring, halving_doubling, tree"),
+    ({"size": 3, "channels": 2}, "traffic[0].size", "must be at least 2 x channels = 4 B"),
+    ({"chunk_size": 0}, "traffic[0].chunk_size", ""),
+    ({"size": "1GB", "chunk_size": 64}, "traffic[0].chunk_size",
+     "218,750,000 flows per iteration (7,812,500 chunks per tree); at most 4,194,304 in all"),
+    ({"size": "1GB", "chunk_size": "1MB", "iterations": 1000}, "traffic[0].iterations",
+     "14,000,000 flows in all; at most 4,194,304"),
+])
+def test_tree_is_refused_where_it_does_not_apply(fields, path, message):
+    with pytest.raises(ScenarioError) as info:
+        _scenario([_collective(**{"schedule": "tree", **fields})])
+    (got_path, got_message), = _issues(info)
+    assert got_path == path and message in got_message, _issues(info)
+
+
+def test_tree_iterations_run_and_no_flow_starts_before_its_dependencies(core):
+    sc = _scenario([_collective(schedule="tree", size="2MB", chunk_size="128KiB", channels=2, iterations=2,
+                                compute="20us")])
+    result = fabricsim.run(sc)
+    assert result.summary["conservation_ok"] is True
+    flows = result.flows.sort("flow_id")
+    start, fct = flows["start_ps"].to_list(), flows["fct_ps"].to_list()
+    spec = sc.to_resolved()["traffic"][0]["flows"]
+    assert len(spec) == len(start) == sc.traffic[0].flows_per_iteration() * 2 and all(f is not None for f in fct)
+    for j, f in enumerate(spec):
+        ready = max((start[d] + fct[d] for d in f.get("after", [])), default=0)
+        assert start[j] == ready + f.get("compute_ps", 0)
+    rows = result.collectives.sort("iteration").to_dicts()
+    assert [r["completed"] for r in rows] == [True, True] and rows[0]["channels"] == 2
+    # the second iteration starts with the leaves, 20 us after their part (and their path's) is done
+    assert rows[1]["start_ps"] >= rows[0]["start_ps"] + 20_000_000
+
+
+def _tree_chunk_ps(chunk: int, tcp: Any, delay_ps: int) -> float:
+    """One chunk over one tree edge with nothing else on its links: the
+    handshake, the chunk's frames, the last frame's path (store and forward at
+    the switch)."""
+    mss = tcp.mtu - tcp.header
+    per_frame = tcp.header + tcp.l2_header + 20  # + preamble, start delimiter, inter-frame gap
+    segments = math.ceil(chunk / mss)
+    small = max(tcp.header + tcp.l2_header, tcp.min_frame) + 20
+    ser = lambda wire: wire * 8 / RATE * 1e12  # noqa: E731
+    handshake = 2 * (2 * delay_ps + SWITCH_PS + 2 * ser(small))
+    last_frame = 2 * delay_ps + SWITCH_PS + ser(chunk - (segments - 1) * mss + per_frame)
+    return handshake + ser(chunk + segments * per_frame) + last_frame
+
+
+@pytest.mark.parametrize("n", [8, 13])
+def test_tree_all_reduce_matches_the_pipeline_closed_form_within_one_percent(core, n):
+    """The pipeline: the deepest leaf's m chunks go up one after another, and
+    the last one climbs depth - 1 more edges and comes down depth edges, each
+    flow opening when the one before it has arrived, so the time is (m + 2
+    depth - 1) chunk times, one chunk time being the handshake, the chunk's
+    serialization and the last frame's path. On long links (10 us) with small
+    chunks (2 KiB), the chunk time is latency; the other flows that share a
+    NIC or a switch port in the same chunk time add a few chunk serializations
+    (0.28 % of a chunk time each) at most. The closed form is a lower bound (no
+    flow is faster than alone); a chain one flow longer or shorter would be
+    4.3-4.8 % off."""
+    from fabricsim.workloads.collectives import double_binary_tree, tree_depths
+
+    delay = 10_000_000
+    hosts = "[" + ",".join(f"h{i}" for i in range(n)) + "]"
+    sc = fabricsim.load(ROOT / "scenarios" / "allreduce-ring.yaml", overrides=[
+        "traffic.0.iterations=1", "traffic.0.schedule=tree", "traffic.0.size=64KB", "traffic.0.chunk_size=2KiB",
+        f"topology.hosts={n}", f"traffic.0.hosts={hosts}", f"topology.link.delay={delay}ps"])
+    entry = sc.traffic[0]
+    row = fabricsim.run(sc).collectives.row(0, named=True)
+    (data, m), _ = entry.tree_parts()
+    depth = max(tree_depths(double_binary_tree(n)[0]))
+    assert (m, depth) == (16, 3 if n == 8 else 4)
+    chunks = [data // m + (1 if i < data % m else 0) for i in range(m)]
+    predicted = sum(_tree_chunk_ps(c, sc.tcp, delay) for c in chunks) + (2 * depth - 1) * _tree_chunk_ps(
+        chunks[-1], sc.tcp, delay)
+    assert row["completed"] and row["flows"] == 2 * 2 * (n - 1) * m
+    assert 0 <= (row["time_ps"] - predicted) / predicted < 0.01, (row["time_ps"], predicted)
+    assert row["busbw_gbps"] == pytest.approx(row["algbw_gbps"] * 2 * (n - 1) / n)
+
+
+def test_tree_all_reduce_of_the_shipped_scenario_is_above_its_bandwidth_bound(core):
+    """64 MB on 8 ranks in 512 KiB chunks: the NICs of ranks 1-6 send 2S (the
+    ring: 2(n-1)/n x S), so the time is at least their frames' serialization;
+    one chunk in flight per edge, and chunks of several senders meeting at a
+    switch port, keep it above."""
+    n, size = 8, 64_000_000
+    sc = fabricsim.load(ROOT / "scenarios" / "allreduce-ring.yaml",
+                        overrides=["traffic.0.iterations=1", "traffic.0.schedule=tree"])
+    result = fabricsim.run(sc)
+    row = result.collectives.row(0, named=True)
+    tcp = sc.tcp
+    mss, per_frame = tcp.mtu - tcp.header, tcp.header + tcp.l2_header + 20
+    flows = result.flows
+    busiest = max(
+        sum(b + math.ceil(b / mss) * per_frame for b in flows.filter(flows["src"] == f"h{r}")["size_bytes"].to_list())
+        for r in range(n))
+    bound = busiest * 8 / RATE * 1e12
+    assert busiest > 2 * size and row["completed"] and result.summary["conservation_ok"]
+    assert bound < row["time_ps"] < 2 * bound, (row["time_ps"], bound)

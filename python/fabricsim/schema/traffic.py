@@ -429,17 +429,28 @@ class TcpFlows(_TcpTraffic):
 
 
 CollectiveAlgorithm = Literal["all_reduce", "reduce_scatter", "all_gather", "all_to_all"]
-CollectiveSchedule = Literal["ring", "halving_doubling"]
+CollectiveSchedule = Literal["ring", "halving_doubling", "tree"]
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+TREE_CHUNK = 512 * 1024
+"""``chunk_size`` of ``schedule: tree`` when not given: NCCL's tree chunk with the
+Simple protocol, one step of its 4 MiB channel buffer (NCCL_BUFFSIZE) split in
+NCCL_STEPS = 8 slots."""
 
 
 class Collective(_TcpTraffic):
     """A collective operation of distributed training over TCP, NCCL-like:
     ``algorithm`` over the ranks ``hosts`` (in ring order) by ``schedule``
-    (``ring``, or ``halving_doubling`` for a power of two ranks), ``size`` bytes per
-    rank (NCCL's message size), split into ``channels`` parallel rings, run
-    ``iterations`` times, each rank starting its next iteration ``compute``
-    after its part of the previous one is done. Expanded to a ``tcp_flows``
-    list with dependencies when resolved (``docs/models/collectives.md``,
+    (``ring``, ``halving_doubling`` for a power of two ranks, or ``tree``: NCCL's
+    double binary tree for ``all_reduce``, pipelined in chunks of at most
+    ``chunk_size``), ``size`` bytes per rank (NCCL's message size), split into
+    ``channels`` parallel rings (tree: pairs of trees), run ``iterations`` times,
+    each rank starting its next iteration ``compute`` after its part of the
+    previous one is done. Expanded to a ``tcp_flows`` list with dependencies
+    when resolved (``docs/models/collectives.md``,
     :mod:`fabricsim.workloads.collectives`); the ``collectives`` table reports
     each iteration's time and bandwidths."""
 
@@ -449,6 +460,7 @@ class Collective(_TcpTraffic):
     hosts: NodeList
     size: Size
     channels: Count32 = 1
+    chunk_size: Optional[Size] = None
     iterations: Count32 = 1
     compute: Time = 0
     start: Time = 0
@@ -469,25 +481,72 @@ class Collective(_TcpTraffic):
                                                 "all_gather; all_to_all sends to every peer at once"))
             if n & (n - 1):
                 raise issues_error(("hosts", f"halving_doubling needs a power of two ranks (got {n})"))
-        if self.size < n * self.channels:
+        if self.schedule == "tree" and self.algorithm != "all_reduce":
+            allowed = "ring" if self.algorithm == "all_to_all" else "ring or halving_doubling"
+            raise issues_error(("schedule", f"tree applies to all_reduce only; {self.algorithm} takes {allowed}"))
+        if self.schedule != "tree" and self.chunk_size is not None:
+            raise issues_error(("chunk_size", f"applies to schedule tree only (schedule is {self.schedule})"))
+        if self.schedule == "tree":
+            if self.size < 2 * self.channels:
+                raise issues_error(
+                    ("size", f"must be at least 2 x channels = {2 * self.channels} B (each of a channel's two trees "
+                             f"carries size / channels / 2; got {self.size} B)")
+                )
+        elif self.size < n * self.channels:
             raise issues_error(
                 ("size", f"must be at least ranks x channels = {n * self.channels} B (each flow carries size / ranks "
                          f"/ channels; got {self.size} B)")
             )
-        flows = self.flows_per_iteration() * self.iterations
+        per_iteration = self.flows_per_iteration()
+        if self.schedule == "tree" and per_iteration > MAX_FLOWS:
+            first = self.steps()
+            raise issues_error(("chunk_size", f"{per_iteration:,} flows per iteration ({first:,} chunks per tree); "
+                                              f"at most {MAX_FLOWS:,} in all: use larger chunks"))
+        flows = per_iteration * self.iterations
         if flows > MAX_FLOWS:
             raise issues_error(("iterations", f"{flows:,} flows in all; at most {MAX_FLOWS:,}"))
         return self
 
     def steps(self) -> int:
         """Steps per iteration: of the ring, or log2(ranks) per halving or doubling
-        phase (1 for all-to-all: every pair at once)."""
+        phase (1 for all-to-all: every pair at once; for a tree, the chunks of its
+        largest tree, each crossing every tree edge up and down)."""
         n = len(self.hosts)
+        if self.schedule == "tree":
+            largest_tree = _ceil(_ceil(self.size, self.channels), 2)  # tree 0 of channel 0
+            return _ceil(largest_tree, self.tree_chunk)
         phase = n.bit_length() - 1 if self.schedule == "halving_doubling" else n - 1
         return {"all_reduce": 2 * phase, "reduce_scatter": phase, "all_gather": phase}.get(self.algorithm, 1)
 
+    @property
+    def tree_chunk(self) -> int:
+        """The largest chunk of a tree: ``chunk_size``, or NCCL's 512 KiB."""
+        return self.chunk_size if self.chunk_size is not None else TREE_CHUNK
+
+    def tree_parts(self) -> list[tuple[int, int]]:
+        """``schedule: tree``: per channel c and tree t (index 2c + t), the bytes the
+        tree carries (size / channels / 2, exact integers) and its chunks (each at
+        most ``chunk_size``)."""
+        out = []
+        for c in range(self.channels):
+            per_channel = self.size // self.channels + (1 if c < self.size % self.channels else 0)
+            for t in range(2):
+                data = per_channel // 2 + (1 if t < per_channel % 2 else 0)
+                out.append((data, _ceil(data, self.tree_chunk)))
+        return out
+
     def flows_per_iteration(self) -> int:
         n = len(self.hosts)
+        if self.schedule == "tree":
+            # one flow per chunk, tree edge (n - 1 per tree) and direction (reduce up, broadcast down);
+            # the channels carry size // channels or one byte more, counted per kind, not one by one
+            q, r = divmod(self.size, self.channels)
+            chunks = 0
+            for per_channel, count in ((q + 1, r), (q, self.channels - r)):
+                for t in range(2):
+                    data = per_channel // 2 + (1 if t < per_channel % 2 else 0)
+                    chunks += count * _ceil(data, self.tree_chunk)
+            return 2 * (n - 1) * chunks
         per_step = n * (n - 1) if self.algorithm == "all_to_all" else n
         return per_step * self.steps() * self.channels
 

@@ -19,12 +19,26 @@ per rank becomes an explicit ``tcp_flows`` list whose flows wait for others
   2(n-1)/n x S bytes per rank as the ring in 2 log2(n) steps instead of
   2(n-1). A step starts when the rank's send and receive of the step before
   have completed.
+- ``schedule: tree`` (``all_reduce`` only): NCCL's double binary tree
+  (:func:`double_binary_tree`), two trees over the ranks, each carrying S/2
+  (per channel S/(2C)) split into chunks of at most ``chunk_size``. Per tree
+  and chunk every edge carries one flow up (reduce) and one down (broadcast):
+  a rank sends chunk k to its parent once its children's chunk k has arrived
+  and its own chunk k-1 to the parent has; it sends chunk k to a child once
+  chunk k has arrived from its parent (the root: from its children) and its
+  chunk k-1 to that child has. Chunks of a tree are ``size / channels / 2``
+  split as evenly as integers allow into ceil(that / ``chunk_size``).
 - ``all_to_all``: rank r sends S/n bytes (chunk p of its buffer) to every
   other rank p, all at once.
 - ``channels`` = C splits every transfer into C parallel rings of its own
-  (each flow S/(nC) bytes); the channels of a rank advance independently.
+  (each flow S/(nC) bytes; a tree: C double binary trees, each over S/C);
+  the channels of a rank advance independently.
 - ``iterations``: rank r starts iteration k+1 ``compute`` after its part of
   iteration k is done (the last step's sends and receives of every channel).
+  In a tree, a leaf's first send of iteration k+1 waits for the leaf's part
+  of iteration k and for the part in that tree of every rank on its way to
+  the root, so that no rank takes part in a tree before it is done with the
+  tree's iteration k plus ``compute``.
 
 Chunk sizes are exact integers: chunk i of S over n is ``S // n`` plus one byte
 for the first ``S % n`` chunks, and likewise for a chunk over the channels.
@@ -43,7 +57,10 @@ from typing import Any, Optional
 
 import polars as pl
 
-__all__ = ["bus_factor", "collectives_table", "expand", "resolved_flows"]
+__all__ = [
+    "binary_tree", "bus_factor", "collectives_table", "double_binary_tree", "expand", "resolved_flows", "tree_children",
+    "tree_depths",
+]
 
 
 def _part(total: int, parts: int, i: int) -> int:
@@ -96,6 +113,111 @@ def halving_doubling_steps(algorithm: str, n: int, size: int) -> list[list[tuple
     return halving + doubling
 
 
+def binary_tree(n: int) -> list[int]:
+    """NCCL's binary tree of ``n`` ranks rooted at rank 0: per rank its parent (-1
+    for the root). A rank whose lowest set bit is b has the parent
+    ``(r - b) | 2b``, or ``r - b`` where that is out of range; its children are
+    ``r - b/2`` and ``r + b/2`` (or ``r + b/4``, ..., the first in range), so the
+    odd ranks are the leaves. The root has one child, the largest power of two
+    below ``n``."""
+    parent = [-1] * n
+    for r in range(1, n):
+        low = r & -r
+        up = (r ^ low) | (low << 1)
+        parent[r] = up if up < n else r ^ low
+    return parent
+
+
+def double_binary_tree(n: int) -> tuple[list[int], list[int]]:
+    """NCCL's double binary tree: the binary tree and its complement, per rank its
+    parent in each. The second is the first mirrored (rank r in the place of
+    n - 1 - r) for an even ``n``, so every rank is a leaf in one tree and has
+    children in the other; shifted by one rank (r in the place of r - 1) for an
+    odd ``n``. Roots: rank 0 and rank n - 1 (even n) or 1 (odd n)."""
+    first = binary_tree(n)
+    if n % 2 == 0:
+        second = [-1 if first[n - 1 - r] < 0 else n - 1 - first[n - 1 - r] for r in range(n)]
+    else:
+        second = [-1 if first[(r - 1) % n] < 0 else (first[(r - 1) % n] + 1) % n for r in range(n)]
+    return first, second
+
+
+def tree_children(parent: list[int]) -> list[list[int]]:
+    """Per rank its children (ascending) in the tree given by ``parent``."""
+    children: list[list[int]] = [[] for _ in parent]
+    for r, p in enumerate(parent):
+        if p >= 0:
+            children[p].append(r)
+    return children
+
+
+def tree_depths(parent: list[int]) -> list[int]:
+    """Per rank its distance to the root (edges)."""
+    def depth(r: int) -> int:
+        d = 0
+        while parent[r] >= 0:
+            r, d = parent[r], d + 1
+        return d
+    return [depth(r) for r in range(len(parent))]
+
+
+def _expand_tree(
+    entry: Any, add: Any, boundary: list[list[int]], last: list[list[list[int]]], compute: int, k: int
+) -> tuple[list[list[int]], list[list[list[int]]]]:
+    """The flows of iteration ``k`` of a tree all-reduce (``schedule: tree``), made
+    with ``add``: per channel, both trees of the double binary tree, every chunk one
+    flow per tree edge and direction. ``boundary``: per rank the flows it ended the
+    previous iteration with; ``last``: the same per tree (index 2c + t) and rank.
+    Returns both for this iteration."""
+    n = len(entry.hosts)
+    trees = []
+    for parent in double_binary_tree(n):
+        depth = tree_depths(parent)
+        order = sorted(range(n), key=lambda r: (-depth[r], r))  # deepest first: children before their parent
+        trees.append((parent, tree_children(parent), order))
+    parts = entry.tree_parts()  # per channel c and tree t, at index 2c + t: (bytes, chunks)
+    up = [[-1] * n for _ in parts]  # per tree and rank: its latest send to its parent
+    down = [[-1] * n for _ in parts]  # per tree and rank: its parent's latest send to it
+    for chunk in range(max(chunks for _, chunks in parts)):
+        for index, (data, chunks) in enumerate(parts):
+            if chunk >= chunks:
+                continue
+            parent, children, order = trees[index % 2]
+            nbytes = _part(data, chunks, chunk)
+            ups, downs = up[index], down[index]
+            # Reduce: rank r sends the chunk to its parent once its children's have arrived
+            # and its previous chunk to the parent has.
+            for r in order:
+                if parent[r] < 0:
+                    continue
+                after = {ups[c] for c in children[r]}
+                wait = 0
+                if chunk > 0:
+                    after.add(ups[r])
+                elif not children[r]:
+                    # A leaf opens the iteration once it is done with the previous one and so is, in this tree, every
+                    # rank on its way to the root, `compute` later.
+                    after.update(boundary[r])
+                    if last:
+                        u = parent[r]
+                        while u >= 0:
+                            after.update(last[index][u])
+                            u = parent[u]
+                    wait = compute
+                ups[r] = add(r, parent[r], nbytes, sorted(after), wait, k)
+            # Broadcast: rank r sends the chunk to each child once it has it (the root: once its children's have
+            # arrived, its reduction done) and its previous chunk to that child has arrived.
+            for r in reversed(order):
+                have = {downs[r]} if parent[r] >= 0 else {ups[c] for c in children[r]}
+                for c in children[r]:
+                    downs[c] = add(r, c, nbytes, sorted(have | ({downs[c]} if chunk > 0 else set())), 0, k)
+    # A rank is done with a tree when its last chunk has gone down to its children (a leaf: come down to it); all
+    # its other flows of the tree complete before, the root's broadcast of a chunk waiting for every rank's reduce.
+    last = [[sorted(down[index][c] for c in trees[index % 2][1][r]) or [down[index][r]] for r in range(n)]
+            for index in range(len(parts))]
+    return [sorted({i for per_tree in last for i in per_tree[r]}) for r in range(n)], last
+
+
 def expand(entry: Any) -> tuple[list[dict[str, Any]], list[tuple[int, int, int]]]:
     """The flows of collective ``entry`` in resolved form (``src``, ``dst``,
     ``bytes``, ``start_ps``, ``after`` and ``compute_ps`` where it waits), and
@@ -117,6 +239,7 @@ def expand(entry: Any) -> tuple[list[dict[str, Any]], list[tuple[int, int, int]]
 
     # Per rank: the flows its previous iteration ends with (sends and receives).
     boundary: list[list[int]] = [[] for _ in range(n)]
+    tree_last: list[list[list[int]]] = []  # a tree's: per tree, per rank the flows it ended the tree with
     for k in range(entry.iterations):
         compute = entry.compute if k > 0 else 0
         if entry.algorithm == "all_to_all":
@@ -129,6 +252,9 @@ def expand(entry: Any) -> tuple[list[dict[str, Any]], list[tuple[int, int, int]]
                         ends[r].append(i)
                         ends[p].append(i)
             boundary = [sorted(e) for e in ends]
+            continue
+        if getattr(entry, "schedule", "ring") == "tree":
+            boundary, tree_last = _expand_tree(entry, add, boundary, tree_last, compute, k)
             continue
         if getattr(entry, "schedule", "ring") == "halving_doubling":
             # flows[c][r]: rank r's send of the step before, on channel c; received[c][r]: what it received
