@@ -286,9 +286,11 @@ impl Simulation {
         graph: &Graph,
     ) -> Result<(), ConfigError> {
         match t {
-            TrafficConfig::UdpCbr(_) | TrafficConfig::UdpPoisson(_) | TrafficConfig::Burst(_) => {
-                self.add_udp_traffic(i, t, index, graph)
+            TrafficConfig::UdpCbr(u) => self.add_udp_traffic(i, UdpEntry::Stream(u, FlowKind::UdpCbr), index, graph),
+            TrafficConfig::UdpPoisson(u) => {
+                self.add_udp_traffic(i, UdpEntry::Stream(u, FlowKind::UdpPoisson), index, graph)
             }
+            TrafficConfig::Burst(b) => self.add_udp_traffic(i, UdpEntry::Burst(b), index, graph),
             TrafficConfig::TcpBulk(b) => self.add_bulk(i, b, index, graph),
             TrafficConfig::TcpIncast(c) => self.add_incast(i, c, index, graph),
             TrafficConfig::TcpFlows(f) => self.add_flow_list(i, f, index, graph),
@@ -299,24 +301,26 @@ impl Simulation {
     }
 
     /// Adds a `udp_cbr`, `udp_poisson` or `burst` entry.
-    pub(super) fn add_udp_traffic(
+    fn add_udp_traffic(
         &mut self,
         i: usize,
-        t: &TrafficConfig,
+        t: UdpEntry<'_>,
         index: &BTreeMap<&str, usize>,
         graph: &Graph,
     ) -> Result<(), ConfigError> {
-        let kind = t.flow_kind();
+        let kind = match t {
+            UdpEntry::Stream(_, kind) => kind,
+            UdpEntry::Burst(_) => FlowKind::Burst,
+        };
         let path = format!("traffic[{i}]");
         let host = |name: &str, field: &str| resolve_host(index, graph, name, &format!("{path}.{field}"));
         let (name, srcs, dst, class, frame, dscp, dport, jitter) = match t {
-            TrafficConfig::UdpCbr(u) | TrafficConfig::UdpPoisson(u) => {
+            UdpEntry::Stream(u, _) => {
                 (&u.name, &u.src, &u.dst, u.class, u.frame_bytes, u.dscp, u.dst_port, Some(u.start_jitter_ps))
             }
-            TrafficConfig::Burst(b) => {
+            UdpEntry::Burst(b) => {
                 (&b.name, &b.src, &b.dst, b.class, b.frame_bytes, b.dscp, b.dst_port, b.start_jitter_ps)
             }
-            _ => unreachable!("add_traffic_entry hands only UDP entries here"),
         };
         if srcs.is_empty() {
             return Err(ConfigError::new(format!("{path}.src"), "must name at least one host"));
@@ -330,8 +334,8 @@ impl Simulation {
             ));
         }
         let group = match t {
-            TrafficConfig::UdpCbr(u) | TrafficConfig::UdpPoisson(u) => u.group.as_deref().map(|g| (g, u.replication)),
-            _ => None,
+            UdpEntry::Stream(u, _) => u.group.as_deref().map(|g| (g, u.replication)),
+            UdpEntry::Burst(_) => None,
         };
         let (dst, group) = match group {
             None => (host(dst, "dst")?, None),
@@ -362,7 +366,7 @@ impl Simulation {
             let nic_rate = self.ports[self.nodes[src.idx()].port(0).idx()].rate.bps();
             let sid = SourceId(self.sources.len() as u32);
             let (pattern, start, stop, max_frames) = match t {
-                TrafficConfig::UdpCbr(u) | TrafficConfig::UdpPoisson(u) => {
+                UdpEntry::Stream(u, _) => {
                     let rate = match (u.rate_bps, u.load) {
                         (Some(r), None) if r > 0 => r,
                         (None, Some(l)) if l > 0.0 && l.is_finite() => {
@@ -384,19 +388,11 @@ impl Simulation {
                     };
                     (pattern, u.start_ps, u.stop_ps.unwrap_or(u64::MAX), u.max_frames.unwrap_or(u64::MAX))
                 }
-                TrafficConfig::Burst(b) => {
+                UdpEntry::Burst(b) => {
                     if b.frames == 0 {
                         return Err(ConfigError::new(format!("{path}.frames"), "must be >= 1"));
                     }
                     (Source::constant(wire, nic_rate), b.start_ps, u64::MAX, b.frames)
-                }
-                TrafficConfig::TcpBulk(_)
-                | TrafficConfig::TcpIncast(_)
-                | TrafficConfig::TcpFlows(_)
-                | TrafficConfig::RdmaWrite(_)
-                | TrafficConfig::Iperf3(_)
-                | TrafficConfig::PingPong(_) => {
-                    unreachable!("TCP, RDMA and application traffic is added by their own functions")
                 }
             };
             // A burst's default: a random phase within one frame's time on its link.
@@ -423,8 +419,8 @@ impl Simulation {
                 next: SimTime::ZERO,
                 hash,
                 ecn: match t {
-                    TrafficConfig::UdpCbr(u) | TrafficConfig::UdpPoisson(u) if u.ecn => ECN_ECT,
-                    TrafficConfig::Burst(b) if b.ecn => ECN_ECT,
+                    UdpEntry::Stream(u, _) if u.ecn => ECN_ECT,
+                    UdpEntry::Burst(b) if b.ecn => ECN_ECT,
                     _ => ECN_NOT_ECT,
                 },
                 dscp,
@@ -453,4 +449,12 @@ impl Simulation {
         }
         Ok(())
     }
+}
+
+/// A UDP traffic entry as `add_udp_traffic` reads it: a stream (constant or
+/// Poisson, by its flow kind) or a burst.
+#[derive(Clone, Copy)]
+enum UdpEntry<'a> {
+    Stream(&'a crate::traffic::UdpConfig, FlowKind),
+    Burst(&'a crate::traffic::BurstConfig),
 }
