@@ -111,8 +111,12 @@ def traffic_entries(draw, hosts):
         return {"kind": "workload", "cdf": draw(st.sampled_from(["websearch_dctcp", "fb_hadoop_homa"])),
                 "load": draw(st.sampled_from(["10%", "50%", "90%"])),
                 "load_scale": draw(st.sampled_from([1.0, 0.01, 20.0])), "max_flows": 2000}
-    return {"kind": "rdma_write", "src": src, "dst": dst, "qps": draw(st.integers(1, 3)),
+    rdma = {"kind": "rdma_write", "src": src, "dst": dst, "qps": draw(st.integers(1, 3)),
             "messages": draw(st.integers(1, 4)), "message_size": draw(sizes), "window": draw(st.integers(1, 3))}
+    if draw(st.booleans()):
+        rdma["roce"] = {"recovery": "selective_repeat", "dupthresh": draw(st.sampled_from([1, 3, 64])),
+                        "rto": draw(st.sampled_from(["10us", "1ms"]))}
+    return rdma
 
 
 @st.composite

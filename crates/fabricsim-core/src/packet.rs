@@ -164,6 +164,16 @@ impl Packet {
         self.seq
     }
 
+    /// A selective-repeat NACK's report of what its receiver holds past the
+    /// expected PSN (`ack`): the PSN whose arrival it answers, `top`, and a
+    /// bitmap of the 64 PSNs ending there (bit i: PSN `top - i` held). The
+    /// bitmap travels in `seq` and `top - ack` in `len`.
+    #[inline]
+    pub fn nack_report(&self) -> (u64, u64) {
+        debug_assert_eq!(self.kind, PacketKind::Roce);
+        (self.ack + self.len as u64, self.seq)
+    }
+
     /// A TCP packet's segment kind, [`TCP_SYN`], [`TCP_SYN_ACK`], [`TCP_DATA`]
     /// or [`TCP_ACK`]: the low two bits of `flags`.
     #[inline]

@@ -541,6 +541,9 @@ class Dcqcn(Model):
         }
 
 
+RoceRecovery = Literal["go_back_n", "selective_repeat"]
+
+
 class Roce(Model):
     """RoCEv2 RC parameters: payload ``mtu``, ``header`` bytes per frame (Eth 14 +
     IP 20 + UDP 8 + BTH 12 + ICRC 4 + FCS 4), ACK every ``ack_every`` packets and
@@ -548,7 +551,9 @@ class Roce(Model):
     the NIC local ACK timeout 4.096 us x 2^14 = 67.108864 ms; time the QP's NIC
     spends paused by PFC does not count). ``cc``: the rate controller, ``dcqcn``
     (the ``dcqcn`` section) or one registered in the core by name, with its
-    ``cc_params`` (docs/extending/rate-control.md)."""
+    ``cc_params`` (docs/extending/rate-control.md). ``recovery``: ``go_back_n`` (the
+    RoCEv2 RC rule) or ``selective_repeat`` (out-of-order placement, NACKs with a
+    bitmap, only the holes resent once ``dupthresh`` later packets are held)."""
 
     mtu: PacketSize = 1024
     header: HeaderSize = 62
@@ -556,6 +561,8 @@ class Roce(Model):
     ack_class: Optional[int] = Field(default=None, ge=0, le=7)
     cnp_class: int = Field(default=7, ge=0, le=7)
     rto: Duration = 67_108_864_000
+    recovery: Annotated[RoceRecovery, one_of(RoceRecovery)] = "go_back_n"
+    dupthresh: int = Field(default=3, ge=1, le=64)
     ecn: bool = True
     dcqcn: Dcqcn = Field(default_factory=Dcqcn)
     cc: Annotated[str, BeforeValidator(extensions.rate_controller)] = "dcqcn"
@@ -576,6 +583,9 @@ class Roce(Model):
         # A registered controller is named only when chosen, so that runs with
         # DCQCN resolve to the same document as before.
         chosen = {} if self.cc == "dcqcn" else {"cc": self.cc, "cc_params": self.cc_params or {}}
+        # Likewise selective repeat, and its threshold.
+        if self.recovery != "go_back_n":
+            chosen.update(recovery=self.recovery, dupthresh=self.dupthresh)
         return {
             **chosen,
             "mtu_bytes": self.mtu,

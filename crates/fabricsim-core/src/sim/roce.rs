@@ -1,8 +1,19 @@
 //! RoCEv2 RC queue pairs inside the simulation: the `rdma_write` application,
 //! rate-based sending with DCQCN or a registered rate controller
-//! (`transport/roce/rate.rs`, `extension/rate_cc.rs`), PSNs, ACK coalescing, NACK and go-back-N,
-//! the retransmission timer, CNP generation at the receiver, and the RoCE
-//! columns of the flows table.
+//! (`transport/roce/rate.rs`, `extension/rate_cc.rs`), PSNs, ACK coalescing, NACK and go-back-N
+//! or selective repeat, the retransmission timer, CNP generation at the
+//! receiver, and the RoCE columns of the flows table.
+//!
+//! **Selective repeat** (`roce.recovery: selective_repeat`). The receiver
+//! places a packet past a gap (its bytes count as delivered), remembers it,
+//! and answers every such packet with a NACK carrying the expected PSN, the
+//! packet's PSN and a bitmap of which of the 64 PSNs ending there it holds
+//! (`Packet::nack_report`); a packet that fills the gap
+//! moves the expected PSN over everything held and is ACKed at once. The
+//! requester keeps the PSNs reported held; a hole is lost once `dupthresh`
+//! later PSNs are reported held (RFC 6675's IsLost), and lost holes are resent
+//! in PSN order before new data, each once per report; the timeout marks every
+//! PSN sent and not reported held as lost. New data never rewinds.
 //!
 //! Each QP keeps at most one valid timer event (`RoceTimer`), armed at its
 //! earliest deadline: next send (pacing at the current DCQCN rate), the
@@ -24,11 +35,12 @@ use crate::rng::mix64;
 use crate::stats::{Column, FlowKind, FlowStats, Table};
 use crate::transport::roce::dcqcn::Dcqcn;
 use crate::transport::roce::rate::{AckFeedback, RateControl};
+use crate::transport::roce::RoceRecovery;
 use crate::transport::roce::{
     RdmaWriteConfig, RoceConfig, FLAG_ECE, FLAG_LAST, FLAG_RETX, OP_ACK, OP_CNP, OP_DATA, OP_NACK,
 };
 use crate::units::SimTime;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// A QP's rate controller: DCQCN called directly, or a registered one.
 /// DCQCN is kept in place (the common case; a QP is large anyway).
@@ -103,7 +115,16 @@ pub(super) struct Qp {
     gen: u32,
     timer_at: Option<SimTime>,
     blocked: bool,
+    /// Selective repeat: PSNs at or above `snd_una` the receiver reports
+    /// holding; holes below `lost_below` are lost; the next one to resend
+    /// is at or after `resend_from`.
+    selective: bool,
+    sacked: BTreeSet<u64>,
+    lost_below: u64,
+    resend_from: u64,
     // receiver
+    /// Selective repeat: PSNs past `epsn` received and placed.
+    placed: BTreeSet<u64>,
     epsn: u64,
     unacked: u32,
     nack_for: u64,
@@ -235,6 +256,7 @@ impl Simulation {
                     QpCc::Dcqcn(Dcqcn::new(&c.dcqcn, line))
                 };
                 let frame = c.data_frame(c.mtu_bytes) as u64;
+                let selective = c.recovery == RoceRecovery::SelectiveRepeat;
                 self.roce.qps.push(Qp {
                     flow,
                     src,
@@ -258,6 +280,11 @@ impl Simulation {
                     gen: 0,
                     timer_at: None,
                     blocked: false,
+                    selective,
+                    sacked: BTreeSet::new(),
+                    lost_below: 0,
+                    resend_from: 0,
+                    placed: BTreeSet::new(),
                     epsn: 0,
                     unacked: 0,
                     nack_for: u64::MAX,
@@ -316,8 +343,14 @@ impl Simulation {
                 qp.rto_paused_mark = paused;
             } else {
                 if qp.snd_una < qp.snd_nxt {
-                    qp.snd_nxt = qp.snd_una;
                     qp.timeouts += 1;
+                    if qp.selective {
+                        // Everything sent and not reported held is lost.
+                        qp.lost_below = qp.snd_max;
+                        qp.resend_from = qp.snd_una;
+                    } else {
+                        qp.snd_nxt = qp.snd_una;
+                    }
                 }
                 qp.rto_at = None;
             }
@@ -349,9 +382,22 @@ impl Simulation {
 
     #[inline]
     fn can_send(qp: &Qp) -> bool {
-        qp.snd_nxt < qp.total
+        (qp.snd_nxt < qp.total
             && qp.snd_nxt / qp.ppm < qp.snd_una / qp.ppm + qp.window
-            && qp.cc.window_bytes().is_none_or(|w| (qp.snd_nxt - qp.snd_una) * qp.frame < w.max(qp.frame))
+            && qp.cc.window_bytes().is_none_or(|w| (qp.snd_nxt - qp.snd_una) * qp.frame < w.max(qp.frame)))
+            || (qp.selective && Self::next_hole(qp).is_some())
+    }
+
+    /// Selective repeat: the next lost PSN to resend, if any.
+    fn next_hole(qp: &Qp) -> Option<u64> {
+        let mut p = qp.resend_from.max(qp.snd_una);
+        while p < qp.lost_below {
+            if !qp.sacked.contains(&p) {
+                return Some(p);
+            }
+            p += 1;
+        }
+        None
     }
 
     /// Sends if a packet is due, then re-arms the QP's timer.
@@ -384,7 +430,9 @@ impl Simulation {
             self.roce.wait[qp.port.idx()].push_back(q);
             return;
         }
-        let psn = qp.snd_nxt;
+        // Selective repeat resends a lost hole before new data.
+        let hole = if qp.selective { Self::next_hole(qp) } else { None };
+        let psn = hole.unwrap_or(qp.snd_nxt);
         let last = psn % qp.ppm == qp.ppm - 1;
         let payload = if last { qp.last_payload } else { cfg.mtu_bytes };
         let size = cfg.data_frame(payload);
@@ -401,7 +449,11 @@ impl Simulation {
             }
             qp.snd_max = psn + 1;
         }
-        qp.snd_nxt = psn + 1;
+        if hole.is_some() {
+            qp.resend_from = psn + 1;
+        } else {
+            qp.snd_nxt = psn + 1;
+        }
         if qp.rto_at.is_none() {
             qp.rto_at = Some(now + SimTime(cfg.rto_ps));
             let paused = self.ports[qp.port.idx()].paused & (1 << qp.class) != 0;
@@ -461,7 +513,7 @@ impl Simulation {
     /// Sends an ACK, NACK or CNP from the receiver of QP `q`; an ACK or NACK
     /// echoes `sent` (the send time of the data packet that triggered it) and
     /// any CE mark seen since the previous one.
-    fn roce_control(&mut self, q: u32, op: u8, epsn: u64, sent: SimTime) {
+    fn roce_control(&mut self, q: u32, op: u8, epsn: u64, sent: SimTime, top: u64) {
         let qp = &mut self.roce.qps[q as usize];
         let cfg = &self.roce.cfgs[qp.cfg as usize];
         let (size, class) =
@@ -470,8 +522,16 @@ impl Simulation {
         if op != OP_CNP && std::mem::take(&mut qp.ce_unechoed) {
             flags |= FLAG_ECE;
         }
+        // A selective-repeat NACK reports what the receiver holds of the 64
+        // PSNs ending at `top` (the PSN it answers).
+        let (bitmap, offset) = if op == OP_NACK && qp.selective {
+            let low = top.saturating_sub(63).max(epsn + 1);
+            (qp.placed.range(low..=top).fold(0u64, |b, &p| b | 1 << (top - p)), (top - epsn) as u32)
+        } else {
+            (0, 0)
+        };
         let (src, dst, hash) = (qp.dst, qp.src, mix64(qp.hash ^ 0xac));
-        self.roce_emit(q, src, dst, class, hash, flags, 0, epsn, 0, size, ECN_NOT_ECT, sent);
+        self.roce_emit(q, src, dst, class, hash, flags, bitmap, epsn, offset, size, ECN_NOT_ECT, sent);
     }
 
     /// A RoCE packet reached host `node` (its destination).
@@ -500,11 +560,23 @@ impl Simulation {
                     qp.delivered += pkt.len as u64;
                     qp.unacked += 1;
                     let flow = qp.flow.0;
-                    if qp.unacked >= cfg.ack_every || last {
+                    // Selective repeat: the gap is filled; move over what is held.
+                    let mut filled = false;
+                    while qp.placed.remove(&qp.epsn) {
+                        qp.epsn += 1;
+                        filled = true;
+                    }
+                    if qp.unacked >= cfg.ack_every || last || filled {
                         qp.unacked = 0;
                         reply = Some((OP_ACK, qp.epsn));
                     }
                     self.throughput.add(flow, now.0, pkt.len as u64);
+                } else if psn > qp.epsn && qp.selective {
+                    if qp.placed.insert(psn) {
+                        qp.delivered += pkt.len as u64;
+                        self.throughput.add(qp.flow.0, now.0, pkt.len as u64);
+                    }
+                    reply = Some((OP_NACK, qp.epsn));
                 } else if psn > qp.epsn {
                     if qp.nack_for != qp.epsn {
                         qp.nack_for = qp.epsn;
@@ -514,10 +586,10 @@ impl Simulation {
                     reply = Some((OP_ACK, qp.epsn));
                 }
                 if cnp {
-                    self.roce_control(q, OP_CNP, 0, SimTime::ZERO);
+                    self.roce_control(q, OP_CNP, 0, SimTime::ZERO, 0);
                 }
                 if let Some((op, e)) = reply {
-                    self.roce_control(q, op, e, pkt.ts);
+                    self.roce_control(q, op, e, pkt.ts, psn);
                 }
             }
             OP_ACK | OP_NACK => {
@@ -543,6 +615,9 @@ impl Simulation {
                     }
                     qp.snd_una = a;
                     qp.snd_nxt = qp.snd_nxt.max(a);
+                    if qp.selective {
+                        qp.sacked = qp.sacked.split_off(&a);
+                    }
                     qp.rto_at = (qp.snd_una < qp.snd_nxt).then(|| now + SimTime(cfg.rto_ps));
                     let paused = self.ports[qp.port.idx()].paused & (1 << qp.class) != 0;
                     qp.rto_paused_mark = self.pfc.paused_ps(qp.port, qp.class, now, paused);
@@ -556,7 +631,32 @@ impl Simulation {
                 }
                 if op == OP_NACK {
                     qp.nacks += 1;
-                    if a < qp.snd_nxt {
+                    if qp.selective {
+                        let (top, bitmap) = pkt.nack_report();
+                        for i in (0..64).filter(|i| bitmap >> i & 1 != 0) {
+                            let p = top - i;
+                            if p > a && p < qp.snd_max {
+                                qp.sacked.insert(p);
+                            }
+                        }
+                        // Holes below the dupthresh-th highest PSN held are lost.
+                        let k = cfg.dupthresh as usize;
+                        if let Some(&kth) = qp.sacked.iter().rev().nth(k - 1) {
+                            qp.lost_below = qp.lost_below.max(kth);
+                        }
+                        // With nothing new to send, no later report will come:
+                        // the last hole below PSNs all held is lost too.
+                        let new_data = qp.snd_nxt < qp.total && qp.snd_nxt / qp.ppm < qp.snd_una / qp.ppm + qp.window;
+                        if !new_data {
+                            let mut p = qp.snd_max;
+                            while p > qp.snd_una && qp.sacked.contains(&(p - 1)) {
+                                p -= 1;
+                            }
+                            if p < qp.snd_max && p > qp.snd_una {
+                                qp.lost_below = qp.lost_below.max(p);
+                            }
+                        }
+                    } else if a < qp.snd_nxt {
                         qp.snd_nxt = a;
                     }
                 }

@@ -168,29 +168,8 @@ fn roce_go_back_n_pays_for_spraying_with_retransmissions() {
     // DCQCN: with ECMP nothing is reordered or resent; sprayed, every
     // reordered packet past the expected PSN is NACKed and discarded, and
     // the sender goes back to it.
-    let run = |lb: &str| {
-        let traffic: Vec<String> = (0..4)
-            .map(|i| {
-                format!(
-                    r#"{{"kind": "rdma_write", "src": ["h{i}"], "dst": "h{}", "qps": 1, "messages": 10, "message_bytes": 1000000}}"#,
-                    4 + i
-                )
-            })
-            .collect();
-        run_json(&format!(
-            r#"{{"duration_ps": 50000000000, "seed": 2,
-            "network": {{"switch": {{"load_balancing": {lb}, "buffer": {{"model": "static", "port_bytes": 50000000}}}}}},
-            "topology": {{"kind": "leaf_spine", "leaves": 2, "spines": 4, "hosts_per_leaf": 4,
-                         "host_link": {{"rate_bps": 100000000000, "delay_ps": 1000000}},
-                         "fabric_link": {{"rate_bps": 100000000000, "delay_ps": 1000000}}}},
-            "roce": {{"dcqcn": {{"enabled": false}}}},
-            "traffic": [{}],
-            "stats": {{"queue_sample_interval_ps": 0, "throughput_interval_ps": 0}}}}"#,
-            traffic.join(", ")
-        ))
-    };
-    let ecmp = run(r#"{"mode": "ecmp"}"#);
-    let spray = run(r#"{"mode": "spray_random"}"#);
+    let ecmp = roce_permutation(r#"{"mode": "ecmp"}"#, "go_back_n", 0.0);
+    let spray = roce_permutation(r#"{"mode": "spray_random"}"#, "go_back_n", 0.0);
     for out in [&ecmp, &spray] {
         assert!(flag(out, "conservation_ok") && flag(out, "drained"));
         assert_eq!(int(out, "rdma_qps_completed"), 4);
@@ -209,4 +188,93 @@ fn roce_go_back_n_pays_for_spraying_with_retransmissions() {
     // Go-back-N resends everything after the first reordered packet: the
     // transfer takes several times longer than with one path per flow.
     assert!(slowest_fct(&spray) > 3 * slowest_fct(&ecmp));
+}
+
+/// Four QPs h0..h3 -> h4..h7 on two leaves of four hosts and four spines at
+/// 100G, 10 messages of 1 MB each, deep buffers, no DCQCN, recovery
+/// `recovery`, every link losing `loss` of its frames.
+fn roce_permutation(lb: &str, recovery: &str, loss: f64) -> RunOutput {
+    {
+        let traffic: Vec<String> = (0..4)
+            .map(|i| {
+                format!(
+                    r#"{{"kind": "rdma_write", "src": ["h{i}"], "dst": "h{}", "qps": 1, "messages": 10, "message_bytes": 1000000}}"#,
+                    4 + i
+                )
+            })
+            .collect();
+        run_json(&format!(
+            r#"{{"duration_ps": 50000000000, "seed": 2,
+            "network": {{"switch": {{"load_balancing": {lb}, "buffer": {{"model": "static", "port_bytes": 50000000}}}}}},
+            "topology": {{"kind": "leaf_spine", "leaves": 2, "spines": 4, "hosts_per_leaf": 4,
+                         "host_link": {{"rate_bps": 100000000000, "delay_ps": 1000000, "loss": {loss}}},
+                         "fabric_link": {{"rate_bps": 100000000000, "delay_ps": 1000000, "loss": {loss}}}}},
+            "roce": {{"dcqcn": {{"enabled": false}}, "recovery": "{recovery}", "rto_ps": 100000000}},
+            "traffic": [{}],
+            "stats": {{"queue_sample_interval_ps": 0, "throughput_interval_ps": 0}}}}"#,
+            traffic.join(", ")
+        ))
+    }
+}
+
+#[test]
+fn roce_selective_repeat_absorbs_spraying_and_resends_only_the_holes() {
+    // The same sprayed permutation with selective repeat: reordered packets
+    // are placed, and a hole is resent only once three later packets are
+    // held, so few spurious retransmissions and a transfer near ECMP's.
+    let ecmp = roce_permutation(r#"{"mode": "ecmp"}"#, "selective_repeat", 0.0);
+    let spray = roce_permutation(r#"{"mode": "spray_random"}"#, "selective_repeat", 0.0);
+    let gbn = roce_permutation(r#"{"mode": "spray_random"}"#, "go_back_n", 0.0);
+    for out in [&ecmp, &spray] {
+        assert!(flag(out, "conservation_ok") && flag(out, "drained") && flag(out, "buffer_accounting_ok"));
+        assert_eq!(int(out, "rdma_qps_completed"), 4);
+        assert_eq!(int(out, "packets_dropped"), 0);
+    }
+    // Without reordering selective repeat is go-back-N: nothing to recover.
+    assert_eq!((int(&ecmp, "rdma_retransmits"), int(&ecmp, "rdma_nacks")), (0, 0));
+    let data = 4 * 10 * 1_000_000 / 1024;
+    eprintln!(
+        "sprayed RoCE, selective repeat: reordered {}, NACKs {}, retransmits {} of {data}, slowest FCT {} us \
+         (ECMP {} us, go-back-N {} us with {} retransmits)",
+        sum(&spray, "reordered_packets"),
+        int(&spray, "rdma_nacks"),
+        int(&spray, "rdma_retransmits"),
+        slowest_fct(&spray) / 1_000_000,
+        slowest_fct(&ecmp) / 1_000_000,
+        slowest_fct(&gbn) / 1_000_000,
+        int(&gbn, "rdma_retransmits"),
+    );
+    assert!(sum(&spray, "reordered_packets") > 1000 && int(&spray, "rdma_nacks") > 1000);
+    assert!(int(&spray, "rdma_retransmits") * 10 < int(&gbn, "rdma_retransmits"));
+    assert!((slowest_fct(&spray) as f64) < 1.2 * slowest_fct(&ecmp) as f64);
+}
+
+#[test]
+fn roce_selective_repeat_resends_each_lost_packet_once_where_go_back_n_resends_the_window() {
+    // Every link loses 0.1 % of its frames (data, ACKs, NACKs), one path per
+    // flow: selective repeat resends about as many packets as were lost on
+    // the data path; go-back-N resends every packet after each loss.
+    let sr = roce_permutation(r#"{"mode": "ecmp"}"#, "selective_repeat", 0.001);
+    let gbn = roce_permutation(r#"{"mode": "ecmp"}"#, "go_back_n", 0.001);
+    for out in [&sr, &gbn] {
+        assert!(flag(out, "conservation_ok") && flag(out, "drained") && flag(out, "buffer_accounting_ok"));
+        assert_eq!(int(out, "rdma_qps_completed"), 4);
+    }
+    let lost = int(&sr, "packets_dropped");
+    eprintln!(
+        "0.1 % loss: selective repeat {} retransmits ({} timeouts) for {lost} frames lost, slowest FCT {} us; \
+         go-back-N {} retransmits ({} timeouts) for {} lost, slowest FCT {} us",
+        int(&sr, "rdma_retransmits"),
+        int(&sr, "rdma_timeouts"),
+        slowest_fct(&sr) / 1_000_000,
+        int(&gbn, "rdma_retransmits"),
+        int(&gbn, "rdma_timeouts"),
+        int(&gbn, "packets_dropped"),
+        slowest_fct(&gbn) / 1_000_000
+    );
+    assert!(lost > 50);
+    // Lost frames include ACKs and NACKs; every resent packet answers a loss.
+    assert!(int(&sr, "rdma_retransmits") <= lost, "{} resent for {lost} lost", int(&sr, "rdma_retransmits"));
+    assert!(int(&gbn, "rdma_retransmits") > 5 * int(&sr, "rdma_retransmits"));
+    assert!(slowest_fct(&sr) < slowest_fct(&gbn));
 }

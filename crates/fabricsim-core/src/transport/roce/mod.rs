@@ -6,9 +6,9 @@
 //! - `rate.rs`: the [`rate::RateControl`] interface DCQCN and registered
 //!   controllers (`roce.cc`) implement.
 //!
-//! The queue pairs themselves (PSNs, ACK coalescing, NACK and go-back-N,
-//! retransmission timer, CNP generation) run inside the simulation
-//! (`sim/roce.rs`), one timer event per QP as for TCP.
+//! The queue pairs themselves (PSNs, ACK coalescing, NACK with go-back-N or
+//! selective repeat, retransmission timer, CNP generation) run inside the
+//! simulation (`sim/roce.rs`), one timer event per QP as for TCP.
 
 pub mod dcqcn;
 pub mod rate;
@@ -90,6 +90,20 @@ impl Default for DcqcnConfig {
     }
 }
 
+/// How a QP recovers lost packets.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum RoceRecovery {
+    /// The RoCEv2 RC rule: the receiver drops every packet after a gap and
+    /// NACKs the expected PSN once; the requester resends everything from it.
+    #[default]
+    GoBackN,
+    /// The receiver places packets out of order and NACKs each one with a
+    /// bitmap of what it holds past the expected PSN; the requester resends
+    /// only the holes (as IRN and the Ultra Ethernet transport do).
+    SelectiveRepeat,
+}
+
 /// RoCEv2 parameters of a QP (resolved); missing fields take [`RoceConfig::default`].
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
@@ -105,9 +119,16 @@ pub struct RoceConfig {
     pub ack_class: Option<u8>,
     /// Class of CNPs (strict priority).
     pub cnp_class: u8,
-    /// Retransmission timeout (go-back-N from the oldest unacknowledged PSN).
+    /// Retransmission timeout (go-back-N from the oldest unacknowledged PSN,
+    /// or, with selective repeat, every packet not reported received).
     /// Time the QP's own NIC spends paused by PFC does not count.
     pub rto_ps: u64,
+    /// Go-back-N or selective repeat.
+    pub recovery: RoceRecovery,
+    /// Selective repeat: a hole is resent once this many later packets are
+    /// reported received (RFC 6675's DupThresh; 1 resends at the first
+    /// out-of-order arrival, as IRN does).
+    pub dupthresh: u32,
     /// Data packets are ECN-capable (ECT(0)).
     pub ecn: bool,
     pub dcqcn: DcqcnConfig,
@@ -146,6 +167,8 @@ impl Default for RoceConfig {
             ack_class: None,
             cnp_class: 7,
             rto_ps: DEFAULT_RTO_PS,
+            recovery: RoceRecovery::GoBackN,
+            dupthresh: 3,
             ecn: true,
             dcqcn: DcqcnConfig::default(),
             cc: DCQCN.to_string(),
@@ -187,6 +210,9 @@ impl RoceConfig {
         }
         if self.rto_ps == 0 {
             return e("rto", "must be > 0".into());
+        }
+        if self.dupthresh == 0 || self.dupthresh > 64 {
+            return e("dupthresh", format!("must be 1..64 packets (got {})", self.dupthresh));
         }
         let d = &self.dcqcn;
         if !(d.g > 0.0 && d.g <= 1.0) {
