@@ -61,9 +61,12 @@ def test_params_belong_to_registered_policies_only(core):
 
 def test_an_unknown_rate_controller_is_refused_and_dcqcn_takes_no_cc_params(core):
     base = "duration: 1ms\ntopology: {kind: star, hosts: 3, link: {rate: 10Gbps, delay: 1us}}\n"
-    [(path, message)] = issues(base + "roce: {cc: hpcc}\n")
+    [(path, message)] = issues(base + "roce: {cc: swiftly}\n")
     assert path == "roce.cc"
-    assert message.startswith("unknown value 'hpcc'; allowed: dcqcn")
+    assert message.startswith("unknown value 'swiftly'; allowed: dcqcn")
+    assert "hpcc" in message.split("allowed: ")[1].split(", "), "the core registers HPCC itself"
+    [(path, message)] = issues(base + "roce: {cc: hpcc, cc_params: {eta: 2}}\n")
+    assert path == "roce.cc_params.eta"
     [(path, message)] = issues(base + "roce: {cc_params: {eta: 0.95}}\n")
     assert (path, message) == ("roce.cc_params", "only for a registered rate controller (cc is dcqcn)")
     # DCQCN resolves as before: no cc key in the resolved scenario.

@@ -82,3 +82,29 @@ def test_selective_repeat_is_resolved_only_when_chosen_and_its_threshold_is_chec
     assert err.value.issues[0].path == "roce.dupthresh"
     with pytest.raises(ScenarioError, match="go_back_n, selective_repeat"):
         loads(LOSSY.replace("RECOVERY", "selective"))
+
+
+def test_hpcc_runs_from_yaml_with_telemetry_and_keeps_the_incast_queue_short():
+    """`roce.cc: hpcc` (a controller the core registers itself) on a 2:1
+    incast at 100G: no drop, both QPs complete, and the bottleneck's mean
+    queue delay is a small fraction of DCQCN's on the same run."""
+    text = """
+duration: 5ms
+network:
+  switch:
+    buffer: {model: shared, size: 12MB}
+    ecn: {kmin: 5KB, kmax: 200KB, pmax: 0.01}
+topology: {kind: star, hosts: 3, link: {rate: 100Gbps, delay: 1us}}
+roce: {cc: CC}
+traffic:
+  - {kind: rdma_write, src: [h1, h2], dst: h0, messages: 1, message_size: 20MB}
+"""
+    runs = {cc: fabricsim.run(loads(text.replace("CC", cc))) for cc in ("hpcc", "dcqcn")}
+    for result in runs.values():
+        s = result.summary
+        assert s["conservation_ok"] and s["buffer_accounting_ok"] and s["drained"]
+        assert s["rdma_qps_completed"] == 2 and s["packets_dropped"] == 0
+    delay = {cc: r.links["queue_delay_mean_ps"].max() for cc, r in runs.items()}
+    assert delay["hpcc"] * 10 < delay["dcqcn"], delay
+    from fabricsim.schema.extensions import rate_controllers
+    assert "hpcc" in rate_controllers()

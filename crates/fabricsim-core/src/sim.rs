@@ -58,6 +58,7 @@ mod prefetch;
 mod results;
 mod roce;
 mod tcp_trace;
+mod telemetry;
 mod transport;
 
 use crate::transport::tcp::{Outbox, TcpConfig};
@@ -192,6 +193,8 @@ pub struct Simulation {
     pfc: pfc::PfcState,
     /// RoCEv2 queue pairs; see `sim/roce.rs`.
     roce: roce::RoceState,
+    /// In-band telemetry stamped on RoCE data; see `sim/telemetry.rs`.
+    int: telemetry::Telemetry,
     /// Match-action pipelines of switches and NICs; see `sim/pipeline.rs`.
     pipeline: pipeline::PipelineState,
     /// Multicast groups, trees and senders; see `sim/multicast.rs`.

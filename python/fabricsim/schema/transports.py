@@ -553,7 +553,9 @@ class Roce(Model):
     (the ``dcqcn`` section) or one registered in the core by name, with its
     ``cc_params`` (docs/extending/rate-control.md). ``recovery``: ``go_back_n`` (the
     RoCEv2 RC rule) or ``selective_repeat`` (out-of-order placement, NACKs with a
-    bitmap, only the holes resent once ``dupthresh`` later packets are held)."""
+    bitmap, only the holes resent once ``dupthresh`` later packets are held). ``int``:
+    switches stamp the QPs' data with in-band telemetry for the controller (always
+    with ``cc: hpcc``)."""
 
     mtu: PacketSize = 1024
     header: HeaderSize = 62
@@ -567,6 +569,7 @@ class Roce(Model):
     dcqcn: Dcqcn = Field(default_factory=Dcqcn)
     cc: Annotated[str, BeforeValidator(extensions.rate_controller)] = "dcqcn"
     cc_params: Optional[dict[str, Any]] = None
+    int: bool = False
 
     @model_validator(mode="after")
     def _cc_params(self) -> "Roce":
@@ -586,6 +589,8 @@ class Roce(Model):
         # Likewise selective repeat, and its threshold.
         if self.recovery != "go_back_n":
             chosen.update(recovery=self.recovery, dupthresh=self.dupthresh)
+        if self.int:
+            chosen["int"] = True
         return {
             **chosen,
             "mtu_bytes": self.mtu,

@@ -5,12 +5,14 @@
 //! Schema of the parameters and a factory; a scenario's `roce.cc: <name>` with
 //! `roce.cc_params` makes the core call the factory once per queue pair, the
 //! parameters read through [`Params`] (errors at `...roce.cc_params.<field>`).
-//! `dcqcn` is built in (its parameters are the `roce.dcqcn` section).
+//! `dcqcn` is built in (its parameters are the `roce.dcqcn` section); `hpcc`
+//! (`transport/roce/hpcc.rs`) is registered here before any other name.
 
 use super::buffer_policy::{check_name, ParamError, Params};
 use crate::error::ConfigError;
 use crate::transport::roce::rate::RateControl;
-use crate::transport::roce::DCQCN;
+use crate::transport::roce::{hpcc, DCQCN};
+use crate::units::SimTime;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::RwLock;
@@ -45,6 +47,16 @@ pub struct RateControlInfo {
 
 static REGISTRY: RwLock<BTreeMap<String, RateControlInfo>> = RwLock::new(BTreeMap::new());
 
+/// The registry, with the core's own registered controllers in it.
+fn registry() -> &'static RwLock<BTreeMap<String, RateControlInfo>> {
+    static BUILT_IN: std::sync::Once = std::sync::Once::new();
+    BUILT_IN.call_once(|| {
+        let hpcc = hpcc_info();
+        REGISTRY.write().unwrap_or_else(|e| e.into_inner()).insert(hpcc.name.clone(), hpcc);
+    });
+    &REGISTRY
+}
+
 /// Registers a controller (the same name and factory again: no-op; `dcqcn` or
 /// a name another factory holds: refused).
 pub fn register(info: RateControlInfo) -> Result<(), String> {
@@ -52,7 +64,7 @@ pub fn register(info: RateControlInfo) -> Result<(), String> {
         return Err(format!("'{DCQCN}' is the built-in rate controller"));
     }
     check_name(&info.name)?;
-    let mut r = REGISTRY.write().unwrap_or_else(|e| e.into_inner());
+    let mut r = registry().write().unwrap_or_else(|e| e.into_inner());
     if let Some(old) = r.get(&info.name) {
         if old.factory as usize == info.factory as usize {
             return Ok(());
@@ -65,12 +77,12 @@ pub fn register(info: RateControlInfo) -> Result<(), String> {
 
 /// Names of the registered controllers, sorted.
 pub fn names() -> Vec<String> {
-    REGISTRY.read().unwrap_or_else(|e| e.into_inner()).keys().cloned().collect()
+    registry().read().unwrap_or_else(|e| e.into_inner()).keys().cloned().collect()
 }
 
 /// The registered controller `name`, if any.
 pub fn info(name: &str) -> Option<RateControlInfo> {
-    REGISTRY.read().unwrap_or_else(|e| e.into_inner()).get(name).cloned()
+    registry().read().unwrap_or_else(|e| e.into_inner()).get(name).cloned()
 }
 
 /// The JSON Schema of controller `name`'s parameters.
@@ -105,6 +117,46 @@ pub fn validate(name: &str, params: &Value) -> Result<(), ConfigError> {
     build(name, params, &ctx, "roce")
         .map(|_| ())
         .map_err(|e| ConfigError::new(e.path.strip_prefix("roce.").unwrap_or(&e.path).to_string(), e.message))
+}
+
+/// HPCC's entry: its parameters read from `roce.cc_params`.
+fn hpcc_factory(p: &Params<'_>, ctx: &QpContext) -> Result<Box<dyn RateControl>, ParamError> {
+    let d = hpcc::HpccParams::defaults(ctx.line_rate_bps);
+    let base_rtt = p.u64("base_rtt_ps", Some(0), 0, u64::MAX / 2)?;
+    let params = hpcc::HpccParams {
+        eta: p.f64("eta", Some(d.eta), 0.01, 1.0)?,
+        max_stage: p.u64("max_stage", Some(d.max_stage as u64), 0, 1_000)? as u32,
+        rate_ai_bps: p.u64("rate_ai_bps", Some(d.rate_ai_bps), 1, ctx.line_rate_bps)?,
+        min_rate_bps: p.u64("min_rate_bps", Some(d.min_rate_bps.min(ctx.line_rate_bps)), 1, ctx.line_rate_bps)?,
+        base_rtt: (base_rtt > 0).then_some(SimTime(base_rtt)),
+        fast_react: p.bool("fast_react", d.fast_react)?,
+    };
+    Ok(Box::new(hpcc::Hpcc::new(params, ctx.line_rate_bps)))
+}
+
+fn hpcc_info() -> RateControlInfo {
+    RateControlInfo {
+        name: hpcc::NAME.into(),
+        summary: "HPCC: rate from in-band telemetry of every hop's queue and transmit rate (Li et al. 2019)".into(),
+        schema: serde_json::json!({
+            "type": "object",
+            "additionalProperties": false,
+            "properties": {
+                "eta": {"type": "number", "minimum": 0.01, "maximum": 1.0, "default": 0.95,
+                        "description": "target utilisation"},
+                "max_stage": {"type": "integer", "minimum": 0, "default": 5,
+                              "description": "additive steps before a multiplicative adjustment"},
+                "rate_ai_bps": {"type": "integer", "minimum": 1,
+                                "description": "additive increase, bit/s (default: line rate / 2000)"},
+                "min_rate_bps": {"type": "integer", "minimum": 1, "default": 100000000},
+                "base_rtt_ps": {"type": "integer", "minimum": 0, "default": 0,
+                                "description": "base RTT T; 0: the QP's first RTT sample"},
+                "fast_react": {"type": "boolean", "default": true,
+                               "description": "set the rate on every ACK, committing once per RTT"}
+            }
+        }),
+        factory: hpcc_factory,
+    }
 }
 
 #[cfg(test)]

@@ -202,6 +202,7 @@ impl Simulation {
             fabric: fabric::Fabric::default(),
             pfc: pfc::PfcState::default(),
             roce: roce::RoceState { default: sc.roce.clone(), ..Default::default() },
+            int: Default::default(),
             pipeline: pipeline::PipelineState::default(),
             mcast: multicast::MulticastState::default(),
             power: power::PowerState::default(),

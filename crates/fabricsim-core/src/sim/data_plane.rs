@@ -233,6 +233,9 @@ impl Simulation {
             if started.has(Hooks::ROCE_WAKE) && !self.roce.wait[pid.idx()].is_empty() {
                 self.roce_wake(pid);
             }
+            if started.has(Hooks::INT) {
+                self.int_stamp(pid, id, at);
+            }
             if started.has(Hooks::CAPTURE) {
                 self.capture_tx(pid, id, at);
             }
@@ -314,7 +317,7 @@ impl Simulation {
             if pkt.kind == PacketKind::Tcp {
                 self.tcp_arrive(node, &pkt);
             } else if pkt.kind == PacketKind::Roce {
-                self.roce_arrive(node, &pkt);
+                self.roce_arrive(id, &pkt);
             } else if pkt.kind == PacketKind::Data {
                 self.app_udp_arrive(node, &pkt);
             }

@@ -13,10 +13,12 @@
 //! | per-packet latency (`sim/packet_latency.rs`) | `created`, `copied`, `host_time`, `delivered` |
 //! | port shapers (`sim/port_shaper.rs`) | `tx_gate` (may hold the port), `tx_charge` |
 //! | RoCE queue pairs waiting for room (`sim/roce.rs`) | `tx_started` |
+//! | in-band telemetry on RoCE data (`sim/telemetry.rs`) | `tx_started` |
 //! | multicast groups (`sim/multicast.rs`) | `delivered`, `dropped` |
 //!
 //! Within a step the features run in the order of that table's rows for
-//! which the step lists them: at `tx_started`, RoCE wake-ups before captures.
+//! which the step lists them: at `tx_started`, RoCE wake-ups, then telemetry,
+//! then captures.
 
 use super::Simulation;
 
@@ -31,6 +33,7 @@ impl Hooks {
     pub const PORT_SHAPER: Hooks = Hooks(4);
     pub const ROCE_WAKE: Hooks = Hooks(8);
     pub const MULTICAST: Hooks = Hooks(16);
+    pub const INT: Hooks = Hooks(32);
 
     /// Whether any feature hooked the step.
     #[inline(always)]
@@ -84,6 +87,7 @@ impl Simulation {
         let shaper = self.port_shapers.components() != 0;
         let roce = !self.roce.wait.is_empty();
         let multicast = self.mcast.active;
+        let int = self.int.on;
         let none = Hooks::NONE;
         PacketHooks {
             created: none.with(Hooks::PACKET_LATENCY, latency),
@@ -91,7 +95,7 @@ impl Simulation {
             host_time: none.with(Hooks::PACKET_LATENCY, latency),
             tx_gate: none.with(Hooks::PORT_SHAPER, shaper),
             tx_charge: none.with(Hooks::PORT_SHAPER, shaper),
-            tx_started: none.with(Hooks::ROCE_WAKE, roce).with(Hooks::CAPTURE, capture),
+            tx_started: none.with(Hooks::ROCE_WAKE, roce).with(Hooks::INT, int).with(Hooks::CAPTURE, capture),
             received: none.with(Hooks::CAPTURE, capture),
             delivered: none.with(Hooks::MULTICAST, multicast).with(Hooks::PACKET_LATENCY, latency),
             dropped: none.with(Hooks::MULTICAST, multicast),

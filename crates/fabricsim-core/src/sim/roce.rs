@@ -26,9 +26,10 @@
 //! time the port starts a frame. QPs of a host thus share the NIC in turn and
 //! stop sending while the NIC is paused by PFC, as NIC schedulers do.
 
+use super::telemetry::IntStack;
 use super::{resolve_host, Event, Simulation};
 use crate::error::ConfigError;
-use crate::ids::{FlowId, NodeId, PortId};
+use crate::ids::{FlowId, NodeId, PacketId, PortId};
 use crate::network::topology::Graph;
 use crate::packet::{Packet, PacketKind, ECN_CE, ECN_ECT, ECN_NOT_ECT};
 use crate::rng::mix64;
@@ -201,6 +202,7 @@ impl Simulation {
         let cfg = r.roce.clone().unwrap_or_else(|| self.roce.default.clone());
         let roce_path = if r.roce.is_some() { format!("{path}.roce") } else { "roce".to_string() };
         cfg.validate(&roce_path, self.classes)?;
+        self.int.on |= cfg.uses_int();
         let mtu = cfg.mtu_bytes as u64;
         let ppm = r.message_bytes.div_ceil(mtu);
         let last_payload = (r.message_bytes - (ppm - 1) * mtu) as u32;
@@ -476,7 +478,7 @@ impl Simulation {
         qp.next_send = now + crate::units::Rate(rate).serialization_time(size as u64 + self.overhead);
         let ecn = if cfg.ecn { ECN_ECT } else { ECN_NOT_ECT };
         let (src, dst, class, hash) = (qp.src, qp.dst, qp.class, qp.hash);
-        self.roce_emit(q, src, dst, class, hash, flags, psn, 0, payload, size, ecn, SimTime::ZERO);
+        self.roce_emit(q, src, dst, class, hash, flags, psn, 0, payload, size, ecn, SimTime::ZERO, IntStack::default());
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -494,6 +496,7 @@ impl Simulation {
         size: u32,
         ecn: u8,
         ts_echo: SimTime,
+        int: IntStack,
     ) {
         let now = self.now;
         let flow = self.roce.qps[q as usize].flow;
@@ -507,13 +510,16 @@ impl Simulation {
             ..Packet::new(flow, src, dst, size, PacketKind::Roce, class, hash, now)
         };
         let id = self.create_packet(pkt);
+        if self.int.on {
+            self.int.set(id, int);
+        }
         self.inject(src, id);
     }
 
     /// Sends an ACK, NACK or CNP from the receiver of QP `q`; an ACK or NACK
-    /// echoes `sent` (the send time of the data packet that triggered it) and
-    /// any CE mark seen since the previous one.
-    fn roce_control(&mut self, q: u32, op: u8, epsn: u64, sent: SimTime, top: u64) {
+    /// echoes `sent` (the send time of the data packet that triggered it),
+    /// any CE mark seen since the previous one and that packet's telemetry.
+    fn roce_control(&mut self, q: u32, op: u8, epsn: u64, sent: SimTime, top: u64, int: IntStack) {
         let qp = &mut self.roce.qps[q as usize];
         let cfg = &self.roce.cfgs[qp.cfg as usize];
         let (size, class) =
@@ -531,11 +537,11 @@ impl Simulation {
             (0, 0)
         };
         let (src, dst, hash) = (qp.dst, qp.src, mix64(qp.hash ^ 0xac));
-        self.roce_emit(q, src, dst, class, hash, flags, bitmap, epsn, offset, size, ECN_NOT_ECT, sent);
+        self.roce_emit(q, src, dst, class, hash, flags, bitmap, epsn, offset, size, ECN_NOT_ECT, sent, int);
     }
 
-    /// A RoCE packet reached host `node` (its destination).
-    pub(super) fn roce_arrive(&mut self, _node: NodeId, pkt: &Packet) {
+    /// RoCE packet `id` (`pkt`) reached its destination.
+    pub(super) fn roce_arrive(&mut self, id: PacketId, pkt: &Packet) {
         let q = self.roce.flow_qp[pkt.flow.idx()];
         let now = self.now;
         let op = pkt.flags & 7;
@@ -543,6 +549,8 @@ impl Simulation {
         let cfg = &self.roce.cfgs[qp.cfg as usize];
         match op {
             OP_DATA => {
+                // Read before any reply takes the slot.
+                let int = if self.int.on { self.int.stack(id) } else { IntStack::default() };
                 let mut cnp = false;
                 if pkt.ecn == ECN_CE {
                     qp.ce += 1;
@@ -586,10 +594,10 @@ impl Simulation {
                     reply = Some((OP_ACK, qp.epsn));
                 }
                 if cnp {
-                    self.roce_control(q, OP_CNP, 0, SimTime::ZERO, 0);
+                    self.roce_control(q, OP_CNP, 0, SimTime::ZERO, 0, IntStack::default());
                 }
                 if let Some((op, e)) = reply {
-                    self.roce_control(q, op, e, pkt.ts, psn);
+                    self.roce_control(q, op, e, pkt.ts, psn, int);
                 }
             }
             OP_ACK | OP_NACK => {
@@ -602,7 +610,7 @@ impl Simulation {
                         nack: op == OP_NACK,
                         ecn_echo: pkt.flags & FLAG_ECE != 0,
                         rtt: Some(now - pkt.ts_echo),
-                        int: &[],
+                        int: self.int.hops(id),
                     });
                 }
                 if a > qp.snd_una {

@@ -8,6 +8,7 @@ mod determinism;
 mod flow_deps;
 mod host;
 mod host_egress;
+mod hpcc;
 mod htcp;
 mod load_balancing;
 mod multicast;

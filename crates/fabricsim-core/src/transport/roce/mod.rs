@@ -3,6 +3,7 @@
 //! - `mod.rs`: parameters ([`RoceConfig`], resolved units) and the
 //!   `rdma_write` application description;
 //! - `dcqcn.rs`: the DCQCN reaction point (rate state machine), pure logic;
+//! - `hpcc.rs`: HPCC, rate from in-band telemetry (a registered controller, `roce.cc: hpcc`);
 //! - `rate.rs`: the [`rate::RateControl`] interface DCQCN and registered
 //!   controllers (`roce.cc`) implement.
 //!
@@ -11,6 +12,7 @@
 //! simulation (`sim/roce.rs`), one timer event per QP as for TCP.
 
 pub mod dcqcn;
+pub mod hpcc;
 pub mod rate;
 
 use crate::ConfigError;
@@ -137,6 +139,9 @@ pub struct RoceConfig {
     pub cc: String,
     /// Parameters of a registered controller (checked by its factory).
     pub cc_params: serde_json::Value,
+    /// Switches stamp this QP's data packets with in-band telemetry, echoed
+    /// to the controller in ACKs (always on for `hpcc`).
+    pub int: bool,
 }
 
 /// The built-in rate controller's name.
@@ -156,6 +161,11 @@ impl RoceConfig {
     pub fn sends_cnps(&self) -> bool {
         self.dcqcn.enabled || self.custom_cc()
     }
+
+    /// Whether the QP's data carries in-band telemetry.
+    pub fn uses_int(&self) -> bool {
+        self.int || self.cc == hpcc::NAME
+    }
 }
 
 impl Default for RoceConfig {
@@ -173,6 +183,7 @@ impl Default for RoceConfig {
             dcqcn: DcqcnConfig::default(),
             cc: DCQCN.to_string(),
             cc_params: serde_json::Value::Null,
+            int: false,
         }
     }
 }

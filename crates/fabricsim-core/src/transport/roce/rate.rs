@@ -24,11 +24,10 @@
 
 use crate::units::SimTime;
 
-/// One hop's telemetry as an INT-capable switch would stamp it on a data
-/// packet at its egress (HPCC's fields). The core's switches do not stamp
-/// packets yet: [`AckFeedback::int`] is empty in every run; the type and the
-/// hook exist so that a controller written against them runs unchanged once
-/// they do.
+/// One hop's telemetry as an INT-capable switch stamps it on a data packet
+/// at its egress (HPCC's fields; `sim/telemetry.rs`). Switches stamp the
+/// data of QPs whose controller reads it (`roce.cc: hpcc`, or `roce.int`);
+/// otherwise [`AckFeedback::int`] is empty.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct IntHop {
     /// Bytes queued at the egress queue when the packet left it.
