@@ -20,7 +20,8 @@ __all__ = ["fingerprint"]
 _PACKAGE = Path(__file__).resolve().parent
 
 _PRESENTATION = ("outputs/report/", "cli/", "bench/", "validation/", "sweeps/report.py", "sweeps/progress.py",
-                 "reproductions/page.py", "reproductions/claims.py", "reproductions/golden.py")
+                 "reproductions/page.py", "reproductions/claims.py", "reproductions/golden.py",
+                 "experiments/ai_fabric_report.py")
 """Modules (paths relative to the package) that do not change what a point computes."""
 
 

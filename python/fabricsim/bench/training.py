@@ -25,6 +25,13 @@ __all__ = ["SHORT_RUNS", "train"]
 #: second each). Every scenario in scenarios/ has an entry (the golden tests run
 #: the same, and check that).
 SHORT_RUNS: Dict[str, List[str]] = {
+    # Rings of two servers, an all-to-all of one GPU per rail, 10 us of storage arrivals: about 300 flows.
+    "ai-rail-64gpu": [
+        *(f"traffic.{g}.hosts=[s0g{g}, s1g{g}]" for g in range(8)),
+        *(f"traffic.{i}.size=256KB" for i in range(9)),
+        "traffic.8.hosts=[s0g0, s1g1, s2g2, s3g3, s4g4, s5g5, s6g6, s7g7]",
+        "duration=10us",
+    ],
     "ai-rail-alltoall": ["traffic.0.size=1MB"],
     "allreduce-ring": ["traffic.0.size=4MB"],
     "burst-absorption": [],

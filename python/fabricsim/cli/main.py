@@ -1,5 +1,5 @@
 """The ``fabricsim`` command: ``run``, ``validate``, ``devices``, ``burst-absorption``, ``forwarding``,
-``fairness``, ``rfc2544``, ``power``, ``workloads``, ``sweep``, ``report``, ``reproduce``, ``dumbbell``, ``bench``
+``fairness``, ``rfc2544``, ``power``, ``ai-fabric``, ``workloads``, ``sweep``, ``report``, ``reproduce``, ``dumbbell``, ``bench``
 and ``schema``.
 
 Exit status: 0 on success, 2 for problems the user can fix (invalid scenario,
@@ -36,6 +36,7 @@ COMMANDS = {
     "fairness": ("fairness",),
     "rfc2544": ("rfc2544",),
     "power": ("power",),
+    "ai_fabric": ("ai-fabric",),
     "workloads": ("workloads",),
     "sweep": ("sweep",),
     "report": ("report",),

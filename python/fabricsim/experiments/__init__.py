@@ -5,4 +5,6 @@
 - :mod:`~fabricsim.experiments.features`: forwarding with packet-processing
   features (throughput and latency per frame size) and per-source fairness
   under fan-in (test plan R1.4, R1.5).
+- :mod:`~fabricsim.experiments.ai_fabric`: collective iteration times of an
+  AI-training fabric per load-balancing mode, with and without a failed link.
 """
