@@ -390,16 +390,21 @@ impl Simulation {
             || (qp.selective && Self::next_hole(qp).is_some())
     }
 
-    /// Selective repeat: the next lost PSN to resend, if any.
+    /// Selective repeat: the next lost PSN to resend, if any: the first PSN
+    /// from `resend_from` on that the receiver has not reported held, found
+    /// by walking the held run in order rather than looking each PSN up.
     fn next_hole(qp: &Qp) -> Option<u64> {
         let mut p = qp.resend_from.max(qp.snd_una);
-        while p < qp.lost_below {
-            if !qp.sacked.contains(&p) {
-                return Some(p);
+        if p >= qp.lost_below {
+            return None;
+        }
+        for &held in qp.sacked.range(p..qp.lost_below) {
+            if held != p {
+                break;
             }
             p += 1;
         }
-        None
+        (p < qp.lost_below).then_some(p)
     }
 
     /// Sends if a packet is due, then re-arms the QP's timer.
