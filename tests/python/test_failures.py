@@ -195,3 +195,34 @@ def test_a_lossy_window_loses_its_share_of_the_frames_it_carries(core):
 ])
 def test_a_bad_impairment_is_refused_naming_the_field(core, impairment, field, message):
     _assert_refused(f"{{between: [h1, sw0], at: 5us, {impairment}}}", field, message)
+
+
+@pytest.mark.parametrize("lb, lost_low, lost_high", [
+    # Per packet at random: half of the 164.5 frames sent in [200, 700) us (binomial, sd 6.4).
+    ("spray_random", 82 - 26, 82 + 26),
+    # Adaptive routing sees its own port's link go down and sends on the other spine at once:
+    # at most the frame in transmission and the one on the wire are lost.
+    ("adaptive", 0, 2),
+    # Inside a flowlet (the CBR's frames are 3.04 us apart, never 20 us): the flowlet leaves the
+    # dead port at once too.
+    ("{mode: adaptive, flowlet_gap: 20us}", 0, 2),
+])
+def test_adaptive_routing_avoids_a_failed_uplink_before_routing_reacts(core, lb, lost_low, lost_high):
+    """A 4 Gb/s CBR of 1500 B frames from leaf0 to leaf1 over two spines; the leaf0-spine0 link
+    fails at 200 us and routing reacts 500 us later. Until then every mode but adaptive keeps
+    sending onto the dead uplink; adaptive routing avoids it from the instant it fails."""
+    text = f"""
+duration: 1ms
+topology: {{kind: leaf_spine, leaves: 2, spines: 2, hosts_per_leaf: 1,
+           host_link: {{rate: 10Gbps, delay: 1us}}, fabric_link: {{rate: 10Gbps, delay: 1us}}}}
+network: {{switch: {{load_balancing: {lb}}}}}
+traffic:
+  - {{kind: udp_cbr, name: cbr, src: h0, dst: h1, rate: 4Gbps, frame_size: 1500B}}
+failures: [{{between: [leaf0, spine0], at: 200us, detect: 500us}}]
+"""
+    result = fabricsim.run(loads(text))
+    s = result.summary
+    assert s["conservation_ok"] and s["buffer_accounting_ok"]
+    lost = _drops(result, "link_down")
+    assert lost_low <= lost <= lost_high, lost
+    assert s["packets_dropped"] == lost

@@ -11,7 +11,7 @@
 //! | `spray_random` | uniformly at random, per packet |
 //! | `spray_rr` | round robin over the set, per flow (its start drawn at random): a flow's packets take the ports in turn |
 //! | `flowlet` | a flow keeps its port while its packets are at most `flowlet_gap` apart; after a longer gap it draws a new one at random (LetFlow) |
-//! | `adaptive` | the eligible port with the fewest bytes queued or in transmission, ties broken at random (dynamic load balancing by local egress queue depth); with a `flowlet_gap`, decided once per flowlet instead of per packet |
+//! | `adaptive` | the eligible port with the fewest bytes queued or in transmission, ties broken at random (dynamic load balancing by local egress queue depth); with a `flowlet_gap`, decided once per flowlet instead of per packet; a port whose link is down is avoided from the instant it fails, before routing reacts |
 //!
 //! Random draws come from one stream per switch derived from the seed, so a
 //! run is reproducible; a switch in `ecmp` mode draws nothing.
@@ -123,7 +123,9 @@ impl Balancer {
 
     /// The port (one of `hops`, at least two) `node` sends a packet towards
     /// `dst` of the flow with `hash` on at time `now_ps`; `queued(p)` is the
-    /// bytes queued or in transmission at local port `p`.
+    /// bytes queued or in transmission at local port `p`, or [`LINK_DOWN`]
+    /// when its link is down: adaptive routing then takes another next hop
+    /// at once, and leaves a flowlet's port that went down.
     pub fn choose(
         &mut self,
         node: usize,
@@ -153,7 +155,8 @@ impl Balancer {
                 }
                 let key = (node as u32, dst, hash);
                 if let Some(f) = self.flowlets.get_mut(&key) {
-                    if now_ps - f.last_ps <= gap && hops.contains(&f.port) {
+                    if now_ps - f.last_ps <= gap && hops.contains(&f.port) && !(adaptive && queued(f.port) == LINK_DOWN)
+                    {
                         f.last_ps = now_ps;
                         return f.port;
                     }
@@ -172,6 +175,10 @@ impl Balancer {
             + self.flowlets.len() * 40
     }
 }
+
+/// What `queued` answers for a port whose link is down: more than any queue,
+/// so that the least-queued choice avoids it while another next hop is up.
+pub const LINK_DOWN: u64 = u64::MAX;
 
 /// The port of `hops` with the fewest queued bytes; among equals, one drawn at random.
 fn least_queued(hops: &[u16], rng: &mut RandomStream, queued: &impl Fn(u16) -> u64) -> u16 {
@@ -284,6 +291,22 @@ mod tests {
         assert_eq!(b.choose(0, 1, 42, &HOPS, 500, |p| if p == 6 { 99 } else { 10 }), 6);
         // A new flowlet goes to the least queued port.
         assert_eq!(b.choose(0, 1, 42, &HOPS, 2000, |p| if p == 9 { 0 } else { 10 }), 9);
+    }
+
+    #[test]
+    fn adaptive_leaves_a_port_whose_link_is_down_even_inside_a_flowlet() {
+        let mut b = one(LbMode::Adaptive, 1000);
+        let busy_but_up = |p: u16| if p == 6 { 0 } else { 1 << 40 };
+        assert_eq!(b.choose(0, 1, 42, &HOPS, 0, busy_but_up), 6);
+        // Port 6's link fails inside the flowlet: the next packet moves.
+        let down6 = |p: u16| if p == 6 { LINK_DOWN } else { 1 << 40 };
+        let moved = b.choose(0, 1, 42, &HOPS, 10, down6);
+        assert_ne!(moved, 6);
+        // Per packet, a down port is never taken while another is up, however full.
+        let mut per_packet = one(LbMode::Adaptive, 0);
+        for i in 0..100 {
+            assert_ne!(per_packet.choose(0, 1, i, &HOPS, i, down6), 6);
+        }
     }
 
     #[test]

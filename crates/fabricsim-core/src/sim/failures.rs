@@ -58,6 +58,13 @@ impl Failures {
     }
 
     /// Whether the scenario has impairments.
+    /// Whether wire `c` is down now (what the port that sends onto it sees
+    /// of its own link, before routing reacts).
+    #[inline]
+    pub fn wire_down(&self, c: ChannelId) -> bool {
+        !self.down.is_empty() && self.down[c.idx()] > 0
+    }
+
     pub fn has_impairments(&self) -> bool {
         !self.nominal.is_empty()
     }

@@ -520,9 +520,12 @@ impl Simulation {
             1 => Some(hops[0]),
             _ => {
                 let first = self.nodes[node.idx()].first_port as usize;
-                let (ports, pool) = (&self.ports, &self.pool);
+                let (ports, pool, failures) = (&self.ports, &self.pool, &self.failures);
                 let queued = |p: u16| {
                     let port = &ports[first + p as usize];
+                    if failures.wire_down(port.channel) {
+                        return crate::network::balance::LINK_DOWN;
+                    }
                     port.total_queued_bytes + port.in_tx().map_or(0, |id| pool.get(id).size as u64)
                 };
                 Some(self.lb.choose(node.idx(), dst.0, hash, hops, self.now.0, queued))
