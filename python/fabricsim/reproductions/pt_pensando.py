@@ -342,8 +342,10 @@ CLAIMS: dict[str, Any] = {
 }
 
 
-#: Which host offloads survive the SmartNIC's software datapath (conntrack in the kernel beside the OVS
-#: flows) is not measured here: the space runs configuration c with them lost, partly or wholly.
+#: Which host offloads survive the SmartNIC's software datapath: the lab measured that the kernel's VXLAN and
+#: nftables conntrack keep GRO's and GSO's batches (docs/validation/linux-datapath.md, "Which batching survives
+#: which datapath"), but not the OVS kernel datapath (not in the lab kernel); the space runs configuration c
+#: with them lost, partly or wholly, as that datapath would have to lose them.
 ASSUMPTIONS = (
     Assumption(
         "offloads lost in c's kernel datapath", "throughput", {"config": "c"},
@@ -351,7 +353,8 @@ ASSUMPTIONS = (
           {"network.host.model.gro": 0}),
          ("configuration c's hosts lose TSO, GSO and GRO (every frame pays every stage)",
           {"network.host.model.gso": 0, "network.host.model.tso": False, "network.host.model.gro": 0})),
-        why="which offloads survive a kernel conntrack and OVS datapath is not measured"),
+        why=("the lab measured that the kernel's VXLAN and conntrack keep GRO's and GSO's batches; whether the "
+             "OVS kernel datapath beside them does is not measured (not in the lab kernel)")),
 )
 
 
