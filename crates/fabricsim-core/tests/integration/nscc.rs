@@ -167,8 +167,10 @@ const FT_TO: u64 = 300_000_000;
 
 /// A k=4 fat-tree (16 hosts, 100G, 1 us links, ECN 20-80 KB): every host
 /// writes 4 MB to its partner in a permutation, under NSCC with `params`.
-/// The fraction of full bisection: bytes delivered from 50 to 300 us over
-/// what 16 hosts receiving at line rate take in.
+/// The fraction of full bisection: payload bytes delivered from 50 to 300 us
+/// over what 16 hosts take in at the most their links allow. Each host's
+/// link also carries the ACKs (86 B on the wire, one per packet) of the QP
+/// it receives, so data gets 1,106 of every 1,192 bytes of a link.
 fn ft_permutation_with(params: &str, dupthresh: u32) -> (f64, RunOutput) {
     ft_permutation_ecn(params, dupthresh, 20_000, 80_000)
 }
@@ -196,13 +198,13 @@ fn ft_permutation_ecn(params: &str, dupthresh: u32, kmin: u64, kmax: u64) -> (f6
     assert_eq!(int(&out, "rdma_qps_completed"), FT_HOSTS as i64);
     let got: f64 = shares(&out, FT_HOSTS, FT_FROM, FT_TO).iter().sum();
     let window_s = (FT_TO - FT_FROM) as f64 * 1e-12;
-    // Payload bytes per second a host link carries: 1024 of every 1106 on the wire.
-    let full = FT_HOSTS as f64 * G100 as f64 / 8.0 * window_s * 1024.0 / 1106.0;
+    // Payload bytes per second a host link carries: 1,024 of every 1,106 + 86 on the wire.
+    let full = FT_HOSTS as f64 * G100 as f64 / 8.0 * window_s * 1024.0 / (1106.0 + 86.0);
     (got / full, out)
 }
 
 #[test]
-fn entropy_spraying_comes_close_to_full_bisection_where_per_flow_ecmp_collides() {
+fn entropy_spraying_reaches_full_bisection_where_per_flow_ecmp_collides() {
     // Reordering across paths reaches beyond a few packets: a hole counts as
     // lost only once 64 later packets are reported held.
     let (reps, out) = ft_permutation_with(r#"{"entropies": 256}"#, 64);
@@ -214,12 +216,11 @@ fn entropy_spraying_comes_close_to_full_bisection_where_per_flow_ecmp_collides()
         int(&out, "rdma_retransmits"),
         int(&obl, "rdma_retransmits")
     );
-    // Within 10 % of full bisection (a window of one BDP has no headroom
-    // for the queues spraying meets); recycling unmarked entropies beats
+    // Within 5 % of full bisection; recycling unmarked entropies beats
     // oblivious spraying, and per-flow ECMP collides.
-    assert!(reps > 0.9 && reps < 1.01, "{reps}");
+    assert!(reps > 0.95 && reps < 1.01, "{reps}");
     assert!(reps > oblivious + 0.05, "{reps} vs {oblivious}");
-    assert!(ecmp < 0.65, "{ecmp}");
+    assert!(ecmp < 0.7, "{ecmp}");
 }
 
 /// Two leaves of four hosts and four spines, all 100G and 1 us, the link
