@@ -172,10 +172,13 @@ const FT_TO: u64 = 300_000_000;
 /// link also carries the ACKs (86 B on the wire, one per packet) of the QP
 /// it receives, so data gets 1,106 of every 1,192 bytes of a link.
 fn ft_permutation_with(params: &str, dupthresh: u32) -> (f64, RunOutput) {
-    ft_permutation_ecn(params, dupthresh, 20_000, 80_000)
+    ft_permutation_roce(&format!(
+        r#"{{"cc": "nscc", "recovery": "selective_repeat", "dupthresh": {dupthresh}, "cc_params": {params}}}"#
+    ))
 }
 
-fn ft_permutation_ecn(params: &str, dupthresh: u32, kmin: u64, kmax: u64) -> (f64, RunOutput) {
+/// The same under the `roce` section `roce`.
+fn ft_permutation_roce(roce: &str) -> (f64, RunOutput) {
     let p = derangement(FT_HOSTS, 7);
     let traffic: Vec<String> = (0..FT_HOSTS)
         .map(|i| {
@@ -187,9 +190,9 @@ fn ft_permutation_ecn(params: &str, dupthresh: u32, kmin: u64, kmax: u64) -> (f6
         .collect();
     let out = run_json(&format!(
         r#"{{"duration_ps": 20000000000, "seed": 1,
-        "network": {{"switch": {{"ecn": {{"kmin_bytes": {kmin}, "kmax_bytes": {kmax}, "pmax": 1.0}}}}}},
+        "network": {{"switch": {{"ecn": {{"kmin_bytes": 20000, "kmax_bytes": 80000, "pmax": 1.0}}}}}},
         "topology": {{"kind": "fat_tree", "k": 4, "link": {{"rate_bps": {G100}, "delay_ps": 1000000}}}},
-        "roce": {{"cc": "nscc", "recovery": "selective_repeat", "dupthresh": {dupthresh}, "cc_params": {params}}},
+        "roce": {roce},
         "traffic": [{}],
         "stats": {{"queue_sample_interval_ps": 0, "throughput_interval_ps": 10000000}}}}"#,
         traffic.join(", ")
@@ -210,6 +213,11 @@ fn entropy_spraying_reaches_full_bisection_where_per_flow_ecmp_collides() {
     let (reps, out) = ft_permutation_with(r#"{"entropies": 256}"#, 64);
     let (oblivious, obl) = ft_permutation_with(r#"{"entropies": 256, "path_reaction": false}"#, 64);
     let (ecmp, _) = ft_permutation_with(r#"{"entropies": 1}"#, 64);
+    // DCQCN and HPCC on the same permutation: one path per QP (ECMP).
+    let (dcqcn, _) = ft_permutation_roce(r#"{"cc": "dcqcn", "recovery": "selective_repeat"}"#);
+    let (hpcc, _) = ft_permutation_roce(r#"{"cc": "hpcc", "recovery": "selective_repeat"}"#);
+    eprintln!("k=4 permutation, per-flow ECMP: DCQCN {dcqcn:.4}, HPCC {hpcc:.4} of full bisection");
+    assert!(reps > dcqcn && reps > hpcc, "{reps} {dcqcn} {hpcc}");
     eprintln!(
         "k=4 permutation: REPS-like entropies {reps:.4} of full bisection ({} retransmits), \
          oblivious spraying {oblivious:.4} ({} retransmits), per-flow ECMP {ecmp:.4}",
