@@ -737,7 +737,11 @@ impl Simulation {
                             }
                         }
                     } else if a < qp.snd_nxt {
+                        // Go-back-N: a gap at the receiver, a packet lost.
                         qp.snd_nxt = a;
+                        if let QpCc::Custom { cc, .. } = &mut qp.cc {
+                            cc.on_loss(now, false);
+                        }
                     }
                 }
                 self.roce_pump(q);

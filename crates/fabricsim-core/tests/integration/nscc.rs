@@ -314,3 +314,31 @@ fn a_sprayed_nscc_run_is_deterministic_with_the_seed() {
     let run = || degraded(r#"{"entropies": 64}"#);
     assert_eq!(run(), run());
 }
+
+/// Two QPs of 4 MB into h0 over links losing 0.2 % of frames, under NSCC
+/// with `recovery`: (QPs completed, retransmissions, window cuts).
+fn lossy(recovery: &str) -> (i64, i64, i64) {
+    let out = run_json(&format!(
+        r#"{{"duration_ps": 50000000000, "seed": 3,
+        "topology": {{"kind": "star", "hosts": 3, "link": {{"rate_bps": {G100}, "delay_ps": 1000000, "loss": 0.002}}}},
+        "roce": {{"cc": "nscc", "recovery": "{recovery}", "rto_ps": 200000000}},
+        "traffic": [{{"kind": "rdma_write", "src": ["h1", "h2"], "dst": "h0", "messages": 4, "message_bytes": 1000000}}],
+        "stats": {{"queue_sample_interval_ps": 0, "throughput_interval_ps": 0}}}}"#
+    ));
+    check_ok(&out);
+    let cuts: i64 = i64_col(&out, "flows", "rate_cuts").iter().sum();
+    (int(&out, "rdma_qps_completed"), int(&out, "rdma_retransmits"), cuts)
+}
+
+#[test]
+fn losses_shrink_the_window_under_either_recovery() {
+    for recovery in ["selective_repeat", "go_back_n"] {
+        let (done, retx, cuts) = lossy(recovery);
+        eprintln!("lossy links, {recovery}: {retx} retransmits, {cuts} window cuts");
+        assert_eq!(done, 2);
+        // No switch marks ECN, and the queue two windows of one BDP hold
+        // (one base RTT) stays below quick adapt's threshold (4 x 0.75 base
+        // RTTs): every cut is a reaction to a loss or a timeout.
+        assert!(retx > 0 && cuts > 0, "{recovery}: {retx} {cuts}");
+    }
+}

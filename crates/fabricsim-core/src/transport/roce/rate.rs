@@ -15,8 +15,8 @@
 //!   names (the QP's one timer event is armed at the earliest of its send
 //!   time, its retransmission timeout and this).
 //!
-//! - [`on_loss`](RateControl::on_loss) when selective repeat finds packets
-//!   lost, or the retransmission timeout fires.
+//! - [`on_loss`](RateControl::on_loss) when selective repeat or a go-back-N
+//!   NACK finds packets lost, or the retransmission timeout fires.
 //!
 //! It answers with [`rate_bps`](RateControl::rate_bps), read after each
 //! packet sent to space the next one (`frame bits / rate`), and optionally
@@ -97,8 +97,8 @@ pub trait RateControl: Send + Sync + std::fmt::Debug {
     fn cuts(&self) -> u64 {
         0
     }
-    /// Packets were found lost at `now`: by selective repeat's reports
-    /// (`timeout` false) or by the retransmission timeout.
+    /// Packets were found lost at `now`: by selective repeat's reports or a
+    /// go-back-N NACK (`timeout` false), or by the retransmission timeout.
     fn on_loss(&mut self, _now: SimTime, _timeout: bool) {}
     /// Entropy values the controller spreads the QP's data over (asked once,
     /// when the QP is built); 0: none, every packet takes the QP's own hash.
