@@ -66,6 +66,8 @@ pub struct Packet {
     pub aux: u32,
     /// TCP: the receive window an ACK advertises, in units of the
     /// receiver's window scale (RFC 7323); 0 when the window is fixed.
+    /// RoCE: the entropy value a multipath sender gave a data packet
+    /// (`roce.cc_params.entropies`), echoed by the ACK or NACK answering it.
     pub wnd: u16,
     /// When the source created the packet.
     pub created: SimTime,

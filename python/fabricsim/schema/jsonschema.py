@@ -60,6 +60,7 @@ def scenario_json_schema() -> dict[str, Any]:
     schema = Scenario.model_json_schema(schema_generator=_Generator)
     _preset_filled(schema.get("$defs", {}))
     _preset_names(schema)
+    _rate_controllers(schema.get("$defs", {}))
     return {
         "$schema": _DIALECT,
         "$id": SCHEMA_ID,
@@ -109,6 +110,31 @@ def _preset_names(node: Any) -> None:
     elif isinstance(node, list):
         for item in node:
             _preset_names(item)
+
+
+def _rate_controllers(defs: dict[str, Any]) -> None:
+    """``roce.cc`` names the built-in and registered rate controllers, and
+    ``roce.cc_params`` follows the JSON Schema of the one named."""
+    from fabricsim.schema import extensions
+
+    roce = defs.get("Roce")
+    if roce is None:
+        return
+    names = list(extensions.rate_controllers())
+    roce["properties"]["cc"]["enum"] = names
+    rules = []
+    for name in names:
+        if name in extensions.BUILTIN_RATE_CONTROLLERS:
+            continue
+        params = extensions.schema("rate_cc", name)
+        rules.append(
+            {
+                "if": {"properties": {"cc": {"const": name}}, "required": ["cc"]},
+                "then": {"properties": {"cc_params": {"anyOf": [params, {"type": "null"}]}}},
+            }
+        )
+    if rules:
+        roce["allOf"] = roce.get("allOf", []) + rules
 
 
 def scenario_json_schema_text() -> str:

@@ -555,7 +555,8 @@ class Roce(Model):
     RoCEv2 RC rule) or ``selective_repeat`` (out-of-order placement, NACKs with a
     bitmap, only the holes resent once ``dupthresh`` later packets are held). ``int``:
     switches stamp the QPs' data with in-band telemetry for the controller (always
-    with ``cc: hpcc``)."""
+    with ``cc: hpcc``). ``cc: nscc`` with ``cc_params.entropies`` > 1 sprays each QP
+    over paths and needs ``recovery: selective_repeat``."""
 
     mtu: PacketSize = 1024
     header: HeaderSize = 62
@@ -580,6 +581,15 @@ class Roce(Model):
         issues = extensions.param_issues("rate_cc", self.cc, self.cc_params or {})
         if issues:
             raise issues_error(*issues)
+        entropies = (self.cc_params or {}).get("entropies", 1)
+        if self.cc == "nscc" and entropies > 1 and self.recovery != "selective_repeat":
+            raise issues_error(
+                (
+                    "recovery",
+                    f"must be selective_repeat when cc_params.entropies > 1 (got {entropies}: packets of a QP "
+                    f"take several paths and reorder); allowed: selective_repeat",
+                )
+            )
         return self
 
     def to_resolved(self) -> dict[str, Any]:

@@ -6,12 +6,13 @@
 //! `roce.cc_params` makes the core call the factory once per queue pair, the
 //! parameters read through [`Params`] (errors at `...roce.cc_params.<field>`).
 //! `dcqcn` is built in (its parameters are the `roce.dcqcn` section); `hpcc`
-//! (`transport/roce/hpcc.rs`) is registered here before any other name.
+//! (`transport/roce/hpcc.rs`) and `nscc` (`transport/roce/nscc.rs`) are
+//! registered here before any other name.
 
 use super::buffer_policy::{check_name, ParamError, Params};
 use crate::error::ConfigError;
 use crate::transport::roce::rate::RateControl;
-use crate::transport::roce::{hpcc, DCQCN};
+use crate::transport::roce::{hpcc, nscc, DCQCN};
 use crate::units::SimTime;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -51,8 +52,10 @@ static REGISTRY: RwLock<BTreeMap<String, RateControlInfo>> = RwLock::new(BTreeMa
 fn registry() -> &'static RwLock<BTreeMap<String, RateControlInfo>> {
     static BUILT_IN: std::sync::Once = std::sync::Once::new();
     BUILT_IN.call_once(|| {
-        let hpcc = hpcc_info();
-        REGISTRY.write().unwrap_or_else(|e| e.into_inner()).insert(hpcc.name.clone(), hpcc);
+        let mut r = REGISTRY.write().unwrap_or_else(|e| e.into_inner());
+        for info in [hpcc_info(), nscc_info()] {
+            r.insert(info.name.clone(), info);
+        }
     });
     &REGISTRY
 }
@@ -156,6 +159,74 @@ fn hpcc_info() -> RateControlInfo {
             }
         }),
         factory: hpcc_factory,
+    }
+}
+
+/// NSCC's entry: its parameters read from `roce.cc_params`.
+fn nscc_factory(p: &Params<'_>, ctx: &QpContext) -> Result<Box<dyn RateControl>, ParamError> {
+    let d = nscc::NsccParams::default();
+    let base_rtt = p.u64("base_rtt_ps", Some(0), 0, u64::MAX / 2)?;
+    let params = nscc::NsccParams {
+        target_qdelay: p.f64("target_qdelay", Some(d.target_qdelay), 0.01, 100.0)?,
+        max_window: p.f64("max_window", Some(d.max_window), 0.01, 100.0)?,
+        gamma: p.f64("gamma", Some(d.gamma), 0.0, 1.0)?,
+        max_md_jump: p.f64("max_md_jump", Some(d.max_md_jump), 0.01, 1.0)?,
+        fair_increase: p.f64("fair_increase", Some(d.fair_increase), 0.0, 1e6)?,
+        alpha: p.f64("alpha", Some(d.alpha), 0.0, 1e6)?,
+        eta: p.f64("eta", Some(d.eta), 0.0, 1e6)?,
+        fast_increase_scale: p.f64("fast_increase_scale", Some(d.fast_increase_scale), 0.0, 100.0)?,
+        qa_gate: p.u64("qa_gate", Some(d.qa_gate as u64), 0, 63)? as u32,
+        qa_threshold: p.f64("qa_threshold", Some(d.qa_threshold), 0.0, 1e6)?,
+        adjust_bytes_mtu: p.u64("adjust_bytes", Some(d.adjust_bytes_mtu), 1, 1 << 32)?,
+        adjust_period: p.f64("adjust_period", Some(d.adjust_period), 0.0, 1e6)?,
+        delay_gain: p.f64("delay_gain", Some(d.delay_gain), 0.001, 1.0)?,
+        base_rtt: (base_rtt > 0).then_some(SimTime(base_rtt)),
+        entropies: p.u64("entropies", Some(d.entropies as u64), 1, 65_536)? as u32,
+        path_reaction: p.bool("path_reaction", d.path_reaction)?,
+    };
+    Ok(Box::new(nscc::Nscc::new(params, ctx.line_rate_bps, ctx.frame_bytes, ctx.seed, ctx.qp)))
+}
+
+fn nscc_info() -> RateControlInfo {
+    let num = |min: f64, max: f64, default: f64, description: &str| {
+        serde_json::json!({"type": "number", "minimum": min, "maximum": max, "default": default,
+                           "description": description})
+    };
+    let d = nscc::NsccParams::default();
+    RateControlInfo {
+        name: nscc::NAME.into(),
+        summary: "NSCC-like: a window from ECN marks and queueing delay against a target, \
+                  with REPS-like entropy path selection (Ultra Ethernet)"
+            .into(),
+        schema: serde_json::json!({
+            "type": "object",
+            "additionalProperties": false,
+            "properties": {
+                "target_qdelay": num(0.01, 100.0, d.target_qdelay, "target queueing delay, in base RTTs"),
+                "max_window": num(0.01, 100.0, d.max_window, "MaxWnd and the initial window, in BDPs (line rate x base RTT)"),
+                "gamma": num(0.0, 1.0, d.gamma, "multiplicative-decrease gain on the average delay's excess"),
+                "max_md_jump": num(0.01, 1.0, d.max_md_jump, "smallest factor of one decrease"),
+                "fair_increase": num(0.0, 1e6, d.fair_increase, "fair increase per RTT, MTUs x scaling_a"),
+                "alpha": num(0.0, 1e6, d.alpha, "proportional increase per RTT at zero delay, MTUs x scaling_a"),
+                "eta": num(0.0, 1e6, d.eta, "additive increase per adjustment, MTUs x scaling_a"),
+                "fast_increase_scale": num(0.0, 100.0, d.fast_increase_scale,
+                                           "fast increase, window bytes per byte acknowledged x scaling_a"),
+                "qa_gate": {"type": "integer", "minimum": 0, "maximum": 63, "default": d.qa_gate,
+                            "description": "quick adapt on delay only below MaxWnd / 2^qa_gate delivered per period"},
+                "qa_threshold": num(0.0, 1e6, d.qa_threshold, "quick adapt above this many target delays; 0: on loss only"),
+                "adjust_bytes": {"type": "integer", "minimum": 1, "default": d.adjust_bytes_mtu,
+                                 "description": "increases applied after this many MTUs acknowledged"},
+                "adjust_period": num(0.0, 1e6, d.adjust_period, "... or after this many base RTTs"),
+                "delay_gain": num(0.001, 1.0, d.delay_gain, "EWMA gain of the average queueing delay"),
+                "base_rtt_ps": {"type": "integer", "minimum": 0, "default": 0,
+                                "description": "base RTT; 0: the smallest RTT sample so far"},
+                "entropies": {"type": "integer", "minimum": 1, "maximum": 65536, "default": d.entropies,
+                              "description": "entropy values per QP, hashed by the switches' ECMP; 1: the QP's own path"},
+                "path_reaction": {"type": "boolean", "default": d.path_reaction,
+                                  "description": "recycle unmarked entropies, replace marked ones (REPS-like); false: random per packet"}
+            }
+        }),
+        factory: nscc_factory,
     }
 }
 

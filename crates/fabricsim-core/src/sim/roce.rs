@@ -113,6 +113,10 @@ pub(super) struct Qp {
     cc: QpCc,
     /// Frame bytes of a full data packet (for the controller's window).
     frame: u64,
+    /// Entropy values the controller spreads data over (0: the QP's own hash).
+    paths: u32,
+    /// Packets reported held leave the bytes in flight the window limits.
+    window_excludes_reported: bool,
     gen: u32,
     timer_at: Option<SimTime>,
     blocked: bool,
@@ -253,12 +257,26 @@ impl Simulation {
                         seed: self.seed,
                     };
                     let cc = crate::extension::rate_cc::build(&c.cc, &c.cc_params, &ctx, &roce_path)?;
+                    if cc.paths() > 0 && c.recovery != RoceRecovery::SelectiveRepeat {
+                        return Err(ConfigError::new(
+                            format!("{roce_path}.recovery"),
+                            format!(
+                                "must be selective_repeat when '{}' spreads a QP over several paths \
+                                 (cc_params.entropies > 1 reorders packets); allowed: selective_repeat",
+                                c.cc
+                            ),
+                        ));
+                    }
                     QpCc::Custom { cc, cnps: 0 }
                 } else {
                     QpCc::Dcqcn(Dcqcn::new(&c.dcqcn, line))
                 };
                 let frame = c.data_frame(c.mtu_bytes) as u64;
                 let selective = c.recovery == RoceRecovery::SelectiveRepeat;
+                let (paths, window_excludes_reported) = match &cc {
+                    QpCc::Custom { cc, .. } => (cc.paths(), selective && cc.window_excludes_reported()),
+                    QpCc::Dcqcn(_) => (0, false),
+                };
                 self.roce.qps.push(Qp {
                     flow,
                     src,
@@ -279,6 +297,8 @@ impl Simulation {
                     rto_paused_mark: 0,
                     cc,
                     frame,
+                    paths,
+                    window_excludes_reported,
                     gen: 0,
                     timer_at: None,
                     blocked: false,
@@ -346,6 +366,9 @@ impl Simulation {
             } else {
                 if qp.snd_una < qp.snd_nxt {
                     qp.timeouts += 1;
+                    if let QpCc::Custom { cc, .. } = &mut qp.cc {
+                        cc.on_loss(now, true);
+                    }
                     if qp.selective {
                         // Everything sent and not reported held is lost.
                         qp.lost_below = qp.snd_max;
@@ -386,8 +409,19 @@ impl Simulation {
     fn can_send(qp: &Qp) -> bool {
         (qp.snd_nxt < qp.total
             && qp.snd_nxt / qp.ppm < qp.snd_una / qp.ppm + qp.window
-            && qp.cc.window_bytes().is_none_or(|w| (qp.snd_nxt - qp.snd_una) * qp.frame < w.max(qp.frame)))
+            && qp.cc.window_bytes().is_none_or(|w| Self::in_flight(qp) * qp.frame < w.max(qp.frame)))
             || (qp.selective && Self::next_hole(qp).is_some())
+    }
+
+    /// Packets in flight as the controller's window counts them.
+    #[inline]
+    fn in_flight(qp: &Qp) -> u64 {
+        let sent = qp.snd_nxt - qp.snd_una;
+        if qp.window_excludes_reported {
+            sent.saturating_sub(qp.sacked.len() as u64)
+        } else {
+            sent
+        }
     }
 
     /// Selective repeat: the next lost PSN to resend, if any: the first PSN
@@ -482,8 +516,32 @@ impl Simulation {
         };
         qp.next_send = now + crate::units::Rate(rate).serialization_time(size as u64 + self.overhead);
         let ecn = if cfg.ecn { ECN_ECT } else { ECN_NOT_ECT };
-        let (src, dst, class, hash) = (qp.src, qp.dst, qp.class, qp.hash);
-        self.roce_emit(q, src, dst, class, hash, flags, psn, 0, payload, size, ecn, SimTime::ZERO, IntStack::default());
+        let (src, dst, class) = (qp.src, qp.dst, qp.class);
+        // A multipath controller's entropy value enters the 5-tuple hash
+        // the switches' ECMP reads, as a UDP source port would.
+        let (hash, entropy) = match &mut qp.cc {
+            QpCc::Custom { cc, .. } if qp.paths > 0 => {
+                let e = cc.next_entropy();
+                (mix64(qp.hash ^ mix64(0xe000_0000 + e as u64)), e)
+            }
+            _ => (qp.hash, 0),
+        };
+        self.roce_emit(
+            q,
+            src,
+            dst,
+            class,
+            hash,
+            flags,
+            psn,
+            0,
+            payload,
+            size,
+            ecn,
+            SimTime::ZERO,
+            IntStack::default(),
+            entropy,
+        );
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -502,6 +560,7 @@ impl Simulation {
         ecn: u8,
         ts_echo: SimTime,
         int: IntStack,
+        entropy: u16,
     ) {
         let now = self.now;
         let flow = self.roce.qps[q as usize].flow;
@@ -512,6 +571,7 @@ impl Simulation {
             flags,
             ecn,
             ts_echo,
+            wnd: entropy,
             ..Packet::new(flow, src, dst, size, PacketKind::Roce, class, hash, now)
         };
         let id = self.create_packet(pkt);
@@ -523,8 +583,10 @@ impl Simulation {
 
     /// Sends an ACK, NACK or CNP from the receiver of QP `q`; an ACK or NACK
     /// echoes `sent` (the send time of the data packet that triggered it),
-    /// any CE mark seen since the previous one and that packet's telemetry.
-    fn roce_control(&mut self, q: u32, op: u8, epsn: u64, sent: SimTime, top: u64, int: IntStack) {
+    /// any CE mark seen since the previous one, that packet's telemetry and
+    /// its entropy value.
+    #[allow(clippy::too_many_arguments)]
+    fn roce_control(&mut self, q: u32, op: u8, epsn: u64, sent: SimTime, top: u64, int: IntStack, entropy: u16) {
         let qp = &mut self.roce.qps[q as usize];
         let cfg = &self.roce.cfgs[qp.cfg as usize];
         let (size, class) =
@@ -542,7 +604,7 @@ impl Simulation {
             (0, 0)
         };
         let (src, dst, hash) = (qp.dst, qp.src, mix64(qp.hash ^ 0xac));
-        self.roce_emit(q, src, dst, class, hash, flags, bitmap, epsn, offset, size, ECN_NOT_ECT, sent, int);
+        self.roce_emit(q, src, dst, class, hash, flags, bitmap, epsn, offset, size, ECN_NOT_ECT, sent, int, entropy);
     }
 
     /// RoCE packet `id` (`pkt`) reached its destination.
@@ -599,10 +661,10 @@ impl Simulation {
                     reply = Some((OP_ACK, qp.epsn));
                 }
                 if cnp {
-                    self.roce_control(q, OP_CNP, 0, SimTime::ZERO, 0, IntStack::default());
+                    self.roce_control(q, OP_CNP, 0, SimTime::ZERO, 0, IntStack::default(), 0);
                 }
                 if let Some((op, e)) = reply {
-                    self.roce_control(q, op, e, pkt.ts, psn, int);
+                    self.roce_control(q, op, e, pkt.ts, psn, int, pkt.wnd);
                 }
             }
             OP_ACK | OP_NACK => {
@@ -616,6 +678,7 @@ impl Simulation {
                         ecn_echo: pkt.flags & FLAG_ECE != 0,
                         rtt: Some(now - pkt.ts_echo),
                         int: self.int.hops(id),
+                        entropy: pkt.wnd,
                     });
                 }
                 if a > qp.snd_una {
@@ -654,6 +717,7 @@ impl Simulation {
                         }
                         // Holes below the dupthresh-th highest PSN held are lost.
                         let k = cfg.dupthresh as usize;
+                        let lost_before = qp.lost_below;
                         if let Some(&kth) = qp.sacked.iter().rev().nth(k - 1) {
                             qp.lost_below = qp.lost_below.max(kth);
                         }
@@ -669,8 +733,20 @@ impl Simulation {
                                 qp.lost_below = qp.lost_below.max(p);
                             }
                         }
+                        // A hole newly found lost (not one already resent).
+                        if qp.lost_below > lost_before && qp.lost_below > qp.resend_from.max(qp.snd_una) {
+                            if let QpCc::Custom { cc, .. } = &mut qp.cc {
+                                if (qp.resend_from.max(qp.snd_una)..qp.lost_below).any(|p| !qp.sacked.contains(&p)) {
+                                    cc.on_loss(now, false);
+                                }
+                            }
+                        }
                     } else if a < qp.snd_nxt {
+                        // Go-back-N: a gap at the receiver, a packet lost.
                         qp.snd_nxt = a;
+                        if let QpCc::Custom { cc, .. } = &mut qp.cc {
+                            cc.on_loss(now, false);
+                        }
                     }
                 }
                 self.roce_pump(q);

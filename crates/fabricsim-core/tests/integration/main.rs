@@ -12,6 +12,7 @@ mod hpcc;
 mod htcp;
 mod load_balancing;
 mod multicast;
+mod nscc;
 mod outputs;
 mod pcap;
 mod pipeline;

@@ -201,6 +201,7 @@ mod tests {
             ecn_echo: false,
             rtt: Some(SimTime(10_000_000)),
             int,
+            entropy: 0,
         }
     }
 

@@ -4,6 +4,8 @@
 //!   `rdma_write` application description;
 //! - `dcqcn.rs`: the DCQCN reaction point (rate state machine), pure logic;
 //! - `hpcc.rs`: HPCC, rate from in-band telemetry (a registered controller, `roce.cc: hpcc`);
+//! - `nscc.rs`: an NSCC-like window from ECN and delay, with entropy path
+//!   selection (a registered controller, `roce.cc: nscc`);
 //! - `rate.rs`: the [`rate::RateControl`] interface DCQCN and registered
 //!   controllers (`roce.cc`) implement.
 //!
@@ -13,6 +15,7 @@
 
 pub mod dcqcn;
 pub mod hpcc;
+pub mod nscc;
 pub mod rate;
 
 use crate::ConfigError;

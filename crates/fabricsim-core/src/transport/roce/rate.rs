@@ -15,10 +15,16 @@
 //!   names (the QP's one timer event is armed at the earliest of its send
 //!   time, its retransmission timeout and this).
 //!
+//! - [`on_loss`](RateControl::on_loss) when selective repeat or a go-back-N
+//!   NACK finds packets lost, or the retransmission timeout fires.
+//!
 //! It answers with [`rate_bps`](RateControl::rate_bps), read after each
 //! packet sent to space the next one (`frame bits / rate`), and optionally
 //! [`window_bytes`](RateControl::window_bytes), bytes in flight beyond which
-//! the QP waits for ACKs. DCQCN ([`super::dcqcn::Dcqcn`]) implements it; other
+//! the QP waits for ACKs. A controller that chooses paths answers
+//! [`paths`](RateControl::paths) > 0 and gives each data packet an entropy
+//! value ([`next_entropy`](RateControl::next_entropy)), echoed to it in the
+//! ACK ([`AckFeedback::entropy`]). DCQCN ([`super::dcqcn::Dcqcn`]) implements it; other
 //! controllers are registered by name (`extension::rate_cc`). See
 //! `docs/extending/rate-control.md`.
 
@@ -59,6 +65,9 @@ pub struct AckFeedback<'a> {
     /// Per-hop telemetry of that data packet, first hop first; empty where
     /// no switch added it.
     pub int: &'a [IntHop],
+    /// The entropy value that data packet carried (0 where the controller
+    /// chooses no paths, [`RateControl::paths`]).
+    pub entropy: u16,
 }
 
 /// A RoCE queue pair's rate controller. Implementations must be
@@ -87,5 +96,23 @@ pub trait RateControl: Send + Sync + std::fmt::Debug {
     /// Rate decreases so far (the flows table's `rate_cuts`).
     fn cuts(&self) -> u64 {
         0
+    }
+    /// Packets were found lost at `now`: by selective repeat's reports or a
+    /// go-back-N NACK (`timeout` false), or by the retransmission timeout.
+    fn on_loss(&mut self, _now: SimTime, _timeout: bool) {}
+    /// Entropy values the controller spreads the QP's data over (asked once,
+    /// when the QP is built); 0: none, every packet takes the QP's own hash.
+    fn paths(&self) -> u32 {
+        0
+    }
+    /// With [`paths`](RateControl::paths) > 0: the entropy value of the next
+    /// data packet, below `paths()`; switches hash it with the flow's 5-tuple.
+    fn next_entropy(&mut self) -> u16 {
+        0
+    }
+    /// Whether, under selective repeat, packets the receiver reported
+    /// holding leave the bytes in flight the window limits.
+    fn window_excludes_reported(&self) -> bool {
+        false
     }
 }
