@@ -343,8 +343,12 @@ impl Simulation {
         self.roce_pump(q);
     }
 
+    /// A QP's timer event is stale once re-armed, and once the QP is done:
+    /// a finished QP has nothing to resend or pace, so its last deadline
+    /// neither counts nor holds the run open.
     pub(super) fn roce_timer_is_stale(&self, q: u32, generation: u32) -> bool {
-        self.roce.qps[q as usize].gen != generation
+        let qp = &self.roce.qps[q as usize];
+        qp.gen != generation || qp.done
     }
 
     pub(super) fn on_roce_timer(&mut self, q: u32, generation: u32) {
