@@ -130,6 +130,13 @@ impl Simulation {
         );
     }
 
+    /// TCP connection `t` completed at `at` (its flow: [`Self::flow_deps_complete`]).
+    #[inline(never)]
+    pub(super) fn flow_deps_complete_tcp(&mut self, t: u32, at: SimTime) {
+        let flow = self.tcp_flow_id(t).0;
+        self.flow_deps_complete(flow, at);
+    }
+
     /// Flow `flow` completed at `at`: the flows that waited for it and
     /// nothing else open.
     #[inline(never)]

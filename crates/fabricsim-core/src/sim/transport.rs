@@ -835,8 +835,7 @@ impl Simulation {
         fs.app_complete_ps = Some(at.0);
         fs.source_done = true;
         if !self.flow_deps.is_empty() {
-            let flow = f.flow.0;
-            self.flow_deps_complete(flow, at);
+            self.flow_deps_complete_tcp(t, at);
         }
         let f = &self.tcp[t as usize];
         if let Some(app) = f.incast {
