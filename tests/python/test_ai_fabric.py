@@ -150,6 +150,7 @@ def test_two_runs_write_byte_identical_files(runs):
     (["--fail-at", "5"], "argument --fail-at: expected a time"),
     (["--detect", "soon"], "argument --detect: expected a time"),
     (["--workers", "0"], "argument --workers: must be >= 1"),
+    (["--transport", "rdma"], "argument --transport: invalid choice: 'rdma'"),
     (["--set", "failures=[]"], "--set: 'failures=[]': the experiment sets failures itself"),
     (["--set", "network.switch.load_balancing=adaptive"], "the experiment sets network.switch.load_balancing itself"),
 ])
@@ -192,3 +193,37 @@ def test_the_shipped_scenario_is_64_gpus_on_8_rails_and_8_spines(core):
     (a2a,) = [t for t in collectives if t.algorithm == "all_to_all"]
     assert len(a2a.hosts) == 64 and all(t.iterations == 3 for t in collectives)
     assert [t.name for t in sc.traffic if t.kind == "workload"] == ["storage"]
+
+
+def test_collectives_over_roce_run_every_point_with_their_checks(core, tmp_path):
+    """``--transport roce``: every collective entry runs as RDMA WRITEs (the storage workload stays TCP). Without
+    the failure nothing is lost; with it the frames on the dead link are lost, go-back-N repairs them and a tail
+    waits for the NIC's retransmission timeout (67.108864 ms), which the job time shows."""
+    scenario = tmp_path / "small.yaml"
+    scenario.write_text(SMALL)
+    out = tmp_path / "out"
+    status = main(["ai-fabric", str(scenario), "--out", str(out), "--fail-at", "20us", "--detect", "10us",
+                   "--load-balancing", "ecmp", "--transport", "roce", "--workers", "1", "--no-progress"])
+    assert status == 0
+    table = pl.read_parquet(out / "ai_fabric.parquet")
+    assert table["status"].to_list() == ["done"] * 2
+    for column in ("conservation_ok", "buffer_accounting_ok", "collectives_completed"):
+        assert table[column].to_list() == [True] * 2, column
+    clean, failed = table.row(0, named=True), table.row(1, named=True)
+    assert clean["packets_dropped"] == clean["timeouts"] == clean["retransmits"] == 0
+    assert failed["drops_link_down"] == failed["packets_dropped"] > 0 and failed["timeouts"] > 0
+    assert failed["job_time_ps"] > 67_108_864_000 > clean["job_time_ps"]
+    for row in table.iter_rows(named=True):
+        flows = pl.read_parquet(out / "points" / row["point_id"] / "flows.parquet")
+        kinds = dict(flows.group_by("name").agg(pl.col("kind").unique()).iter_rows())
+        assert all(kinds[name] == ["rdma"] for name in ("allreduce_rail0", "allreduce_rail1", "moe_alltoall"))
+        assert kinds["storage"] == ["tcp_flow"]
+    assert "traffic.2.transport=roce" in (out / "ai_fabric.html").read_text(encoding="utf-8")
+
+
+def test_a_bad_transport_is_named(core, tmp_path):
+    from fabricsim.experiments.ai_fabric import ai_fabric
+
+    with pytest.raises(ScenarioError, match="transport: unknown value 'udp'; allowed: tcp, roce"):
+        ai_fabric(ROOT / "scenarios" / "ai-rail-64gpu.yaml", tmp_path / "out", transport="udp")
+    assert not (tmp_path / "out").exists()

@@ -466,3 +466,162 @@ def test_tree_all_reduce_of_the_shipped_scenario_is_above_its_bandwidth_bound(co
     bound = busiest * 8 / RATE * 1e12
     assert busiest > 2 * size and row["completed"] and result.summary["conservation_ok"]
     assert bound < row["time_ps"] < 2 * bound, (row["time_ps"], bound)
+
+
+# ------------------------------------------------------------ over RoCEv2
+
+
+def test_a_roce_collective_resolves_to_rdma_transfers_and_tcp_stays_the_default():
+    tcp = _scenario([_collective(iterations=2, compute="5us")]).to_resolved()["traffic"][0]
+    roce = _scenario([_collective(iterations=2, compute="5us", transport="roce")]).to_resolved()["traffic"][0]
+    assert tcp["kind"] == "tcp_flows" and tcp["class"] == 0
+    assert roce == {"kind": "rdma_flows", "name": "c", "flows": tcp["flows"], "class": 3, "roce": None}
+    given = _scenario([_collective(transport="roce", roce={"mtu": 4096}, **{"class": 5})]).to_resolved()["traffic"][0]
+    assert given["class"] == 5 and given["roce"]["mtu_bytes"] == 4096
+    # The resolved scenario written with a run loads back to the same resolution.
+    sc = _scenario([_collective(transport="roce")])
+    assert fabricsim.loads(sc.to_yaml()).to_resolved() == sc.to_resolved()
+
+
+@pytest.mark.parametrize("fields, path, message", [
+    ({"transport": "udp"}, "traffic[0].transport", "tcp, roce"),
+    ({"transport": "roce", "tcp": {"mtu": 9000}}, "traffic[0].tcp", "applies to transport tcp"),
+    ({"roce": {"mtu": 4096}}, "traffic[0].roce", "applies to transport roce (transport is tcp)"),
+    ({"transport": "roce", "roce": {"recovery": "tahoe"}}, "traffic[0].roce.recovery", "go_back_n"),
+])
+def test_the_transport_of_a_collective_is_checked(fields, path, message):
+    with pytest.raises(ScenarioError) as info:
+        _scenario([_collective(**fields)])
+    (got_path, got_message), = _issues(info)
+    assert got_path == path and message in got_message, _issues(info)
+
+
+def _rdma_flows(flows: list[dict[str, Any]]) -> fabricsim.Scenario:
+    return _scenario([{"kind": "rdma_flows", "name": "list", "flows": flows}], hosts=3)
+
+
+@pytest.mark.parametrize(
+    "after, path, message",
+    [
+        ([5], "traffic[0].flows[1].after[0]", "no flow 5"),
+        (["nope"], "traffic[0].flows[1].after[0]", "unknown flow 'nope'"),
+        ([1], "traffic[0].flows[1].after[0]", "cannot wait for itself"),
+        ([2], "traffic[0].flows[1].after", "dependency cycle: flow 1 waits for 2 waits for 1"),
+    ],
+)
+def test_rdma_transfer_dependencies_are_checked_as_tcp_flows_are(after, path, message):
+    with pytest.raises(ScenarioError) as info:
+        _rdma_flows([
+            {"src": "h0", "dst": "h1", "size": "1MB"},
+            {"src": "h1", "dst": "h2", "size": "1MB", "after": after},
+            {"src": "h2", "dst": "h0", "size": "1MB", "after": [1]},
+        ])
+    (got_path, got_message), = _issues(info)
+    assert got_path == path and message in got_message, _issues(info)
+
+
+def test_bad_rdma_transfers_are_refused_with_the_field(core):
+    with pytest.raises(ScenarioError) as info:
+        _rdma_flows([{"src": "h0", "dst": "h1", "size": "1MB", "compute": "1us"}])
+    assert _issues(info)[0][0] == "traffic[0].flows[0].compute"
+    with pytest.raises(ScenarioError) as info:
+        _rdma_flows([])
+    assert _issues(info)[0][0] == "traffic[0].flows"
+    for flow, path in (({"src": "h0", "dst": "h9", "size": "1MB"}, "traffic[0].flows[0].dst"),
+                       ({"src": "h1", "dst": "h1", "size": "1MB"}, "traffic[0].flows[0]")):
+        with pytest.raises(fabricsim.FabricsimError) as error:
+            fabricsim.run(_rdma_flows([flow]))
+        assert path in str(error.value), str(error.value)
+
+
+def test_rdma_transfers_wait_for_their_dependencies_to_reach_the_responder(core):
+    sc = _rdma_flows([
+        {"name": "first", "src": "h0", "dst": "h1", "size": "1MB"},
+        {"src": "h1", "dst": "h2", "size": "500KB", "after": ["first"], "compute": "5us"},
+        {"src": "h2", "dst": "h0", "size": "200KB", "after": [0, 1]},
+    ])
+    result = fabricsim.run(sc)
+    flows = result.flows.sort("flow_id")
+    start, fct, end = flows["start_ps"].to_list(), flows["fct_ps"].to_list(), flows["end_ps"].to_list()
+    assert flows["kind"].to_list() == ["rdma"] * 3 and result.summary["rdma_qps_completed"] == 3
+    assert start[1] == start[0] + fct[0] + 5_000_000
+    assert start[2] == max(start[0] + fct[0], start[1] + fct[1])
+    # The last data packet reaches the responder, then its ACK the requester (the flow's last delivery).
+    assert all(e > s + f for s, f, e in zip(start, fct, end))
+    assert result.summary["conservation_ok"] is True
+
+
+@pytest.mark.parametrize("algorithm, schedule", [
+    ("all_reduce", "ring"), ("reduce_scatter", "ring"), ("all_gather", "ring"), ("all_to_all", "ring"),
+    ("all_reduce", "halving_doubling"), ("all_gather", "halving_doubling"), ("all_reduce", "tree"),
+])
+def test_every_algorithm_runs_over_roce_its_transfers_waiting_for_their_dependencies(core, algorithm, schedule):
+    fields = {"chunk_size": "128KiB"} if schedule == "tree" else {}
+    sc = _scenario([_collective(algorithm=algorithm, schedule=schedule, size="1MB", channels=2, iterations=2,
+                                compute="20us", transport="roce", **fields)])
+    result = fabricsim.run(sc)
+    assert result.summary["conservation_ok"] is True and result.summary["rdma_retransmits"] == 0
+    flows = result.flows.sort("flow_id")
+    start, fct = flows["start_ps"].to_list(), flows["fct_ps"].to_list()
+    spec = sc.to_resolved()["traffic"][0]["flows"]
+    assert len(spec) == len(start) == sc.traffic[0].flows_per_iteration() * 2 and all(f is not None for f in fct)
+    assert set(flows["kind"].to_list()) == {"rdma"} and set(flows["class"].to_list()) == {3}
+    waited = 0
+    for j, f in enumerate(spec):
+        if "after" not in f:
+            assert start[j] == f["start_ps"]
+            continue
+        ready = max(start[d] + fct[d] for d in f["after"])
+        assert start[j] == ready + f.get("compute_ps", 0)
+        waited += 1
+    assert waited > len(spec) // 3
+    rows = result.collectives.sort("iteration").to_dicts()
+    assert [r["completed"] for r in rows] == [True, True]
+    assert rows[1]["start_ps"] >= rows[0]["start_ps"] + 20_000_000
+    assert rows[0]["busbw_gbps"] == pytest.approx(rows[0]["algbw_gbps"] * bus_factor(algorithm, 8))
+    # The same scenario and seed again: the same tables.
+    again = fabricsim.run(sc)
+    assert again.flows.sort("flow_id").equals(flows) and again.collectives.equals(result.collectives)
+    assert again.summary == result.summary
+
+
+def _roce_step_ps(chunk: int, mtu: int = 1024, header: int = 62) -> float:
+    """One step of a ring (or pairwise exchange) over RoCE on an uncongested
+    star (docs/models/collectives.md): the rank's uplink carries its chunk's
+    data frames and one ACK frame (BTH + AETH, 66 B) for each data packet of
+    the stream it receives, at line rate; then the last data frame's path. No
+    handshake: a queue pair is connected before the collective."""
+    packets = math.ceil(chunk / mtu)
+    per_frame = header + 20  # + preamble, start delimiter, inter-frame gap
+    ack = max(header + 4, 64) + 20
+    ser = lambda wire: wire * 8 / RATE * 1e12  # noqa: E731
+    last_frame = 2 * DELAY_PS + SWITCH_PS + ser(chunk - (packets - 1) * mtu + per_frame)
+    return ser(chunk + packets * per_frame + packets * ack) + last_frame
+
+
+def test_ring_all_reduce_over_roce_matches_its_closed_form_within_one_percent(core):
+    n, size = 8, 64_000_000
+    sc = fabricsim.load(ROOT / "scenarios" / "allreduce-ring.yaml",
+                        overrides=["traffic.0.iterations=1", "traffic.0.transport=roce"])
+    result = fabricsim.run(sc)
+    row = result.collectives.row(0, named=True)
+    predicted = 2 * (n - 1) * _roce_step_ps(size // n)
+    assert row["completed"] and row["ranks"] == n and row["flows"] == n * 2 * (n - 1)
+    assert abs(row["time_ps"] - predicted) / predicted < 0.01, (row["time_ps"], predicted)
+    assert result.summary["rdma_retransmits"] == 0 and result.summary["rdma_cnps"] == 0
+    assert row["busbw_gbps"] == pytest.approx(row["algbw_gbps"] * 2 * (n - 1) / n)
+    # The bandwidth term alone, 2(n-1)/n x S/B, is 8.96 ms; the frames' headers and the ACKs add 16 %.
+    bandwidth_term = 2 * (n - 1) / n * size * 8 / RATE * 1e12
+    assert 1.15 < row["time_ps"] / bandwidth_term < 1.18
+
+
+def test_halving_doubling_all_reduce_over_roce_matches_its_closed_form_within_one_percent(core):
+    from fabricsim.workloads.collectives import halving_doubling_steps
+
+    n, size = 8, 64_000_000
+    sc = fabricsim.load(ROOT / "scenarios" / "allreduce-ring.yaml", overrides=[
+        "traffic.0.iterations=1", "traffic.0.transport=roce", "traffic.0.schedule=halving_doubling"])
+    row = fabricsim.run(sc).collectives.row(0, named=True)
+    predicted = sum(_roce_step_ps(step[0][1]) for step in halving_doubling_steps("all_reduce", n, size))
+    assert row["completed"] and row["flows"] == n * 6
+    assert abs(row["time_ps"] - predicted) / predicted < 0.01, (row["time_ps"], predicted)

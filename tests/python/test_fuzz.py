@@ -75,7 +75,7 @@ def tcp_settings(draw):
 @st.composite
 def traffic_entries(draw, hosts):
     kind = draw(st.sampled_from(["udp_cbr", "udp_poisson", "burst", "tcp_bulk", "tcp_incast", "tcp_flows",
-                                 "workload", "rdma_write"]))
+                                 "workload", "rdma_write", "rdma_flows"]))
     host = st.sampled_from(hosts)
     src = draw(host)
     others = [h for h in hosts if h != src]
@@ -107,6 +107,17 @@ def traffic_entries(draw, hosts):
             flows.append({"src": a, "dst": draw(st.sampled_from([h for h in hosts if h != a])), "size": draw(sizes),
                           "start": draw(st.sampled_from(["0s", "5us"]))})
         return {"kind": "tcp_flows", "flows": flows}
+    if kind == "rdma_flows":
+        flows = []
+        for j in range(draw(st.integers(1, 5))):
+            a = draw(host)
+            flow = {"src": a, "dst": draw(st.sampled_from([h for h in hosts if h != a])), "size": draw(sizes),
+                    "start": draw(st.sampled_from(["0s", "5us"]))}
+            if j and draw(st.booleans()):  # waits for earlier transfers of the list
+                flow["after"] = draw(st.lists(st.integers(0, j - 1), min_size=1, max_size=2, unique=True))
+                flow["compute"] = draw(st.sampled_from(["0s", "2us"]))
+            flows.append(flow)
+        return {"kind": "rdma_flows", "flows": flows}
     if kind == "workload":
         return {"kind": "workload", "cdf": draw(st.sampled_from(["websearch_dctcp", "fb_hadoop_homa"])),
                 "load": draw(st.sampled_from(["10%", "50%", "90%"])),

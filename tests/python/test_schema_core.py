@@ -35,6 +35,7 @@ traffic:
   - {kind: tcp_incast, client: h0, servers: h1, response_size: 1KB}
   - {kind: tcp_flows, flows: [{src: h0, dst: h1, size: 1KB}]}
   - {kind: rdma_write, src: h1, dst: h3, message_size: 1KB}
+  - {kind: rdma_flows, flows: [{src: h1, dst: h3, size: 1KB}, {src: h3, dst: h1, size: 1KB, after: [0]}]}
 """
 
 # ... and the same in the core's resolved form, again with required fields only.
@@ -69,6 +70,8 @@ MINIMAL_CORE = {
         {"kind": "tcp_incast", "client": "h0", "servers": ["h1"], "response_bytes": 1000},
         {"kind": "tcp_flows", "flows": [{"src": "h0", "dst": "h1", "bytes": 1000}]},
         {"kind": "rdma_write", "src": ["h1"], "dst": "h3", "message_bytes": 1000},
+        {"kind": "rdma_flows", "flows": [{"src": "h1", "dst": "h3", "bytes": 1000},
+                                         {"src": "h3", "dst": "h1", "bytes": 1000, "after": [0]}]},
     ],
 }
 
@@ -112,7 +115,7 @@ def test_every_schema_default_is_the_cores(core):
     # The comparison covers every section: each model, kind and transport.
     text = json.dumps(own)
     for needle in ('"model": "intelligent"', '"model": "voq"', '"model": "static"', '"kind": "drr"',
-                   '"kind": "rdma_write"', '"dcqcn"', '"pacing_bps"', '"links_per_spine"', '"loss"'):
+                   '"kind": "rdma_write"', '"kind": "rdma_flows"', '"dcqcn"', '"pacing_bps"', '"links_per_spine"', '"loss"'):
         assert needle in text, needle
 
 

@@ -30,7 +30,7 @@ use crate::power::PowerConfig;
 use crate::stats::{FlowKind, StatsConfig};
 use crate::traffic::{BurstConfig, UdpConfig};
 use crate::transport::apps::{Iperf3Config, PingPongConfig, TcpBulkConfig, TcpFlowsConfig, TcpIncastConfig};
-use crate::transport::roce::{RdmaWriteConfig, RoceConfig};
+use crate::transport::roce::{RdmaFlowsConfig, RdmaWriteConfig, RoceConfig};
 use crate::transport::tcp::TcpConfig;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -253,6 +253,7 @@ pub enum TrafficConfig {
     TcpIncast(TcpIncastConfig),
     TcpFlows(TcpFlowsConfig),
     RdmaWrite(RdmaWriteConfig),
+    RdmaFlows(RdmaFlowsConfig),
     Iperf3(Iperf3Config),
     PingPong(PingPongConfig),
 }
@@ -267,7 +268,7 @@ impl TrafficConfig {
             TrafficConfig::TcpBulk(_) => FlowKind::TcpBulk,
             TrafficConfig::TcpIncast(_) => FlowKind::TcpIncast,
             TrafficConfig::TcpFlows(_) => FlowKind::TcpFlow,
-            TrafficConfig::RdmaWrite(_) => FlowKind::Rdma,
+            TrafficConfig::RdmaWrite(_) | TrafficConfig::RdmaFlows(_) => FlowKind::Rdma,
             TrafficConfig::Iperf3(_) => FlowKind::Iperf3,
             TrafficConfig::PingPong(_) => FlowKind::PingPong,
         }

@@ -35,14 +35,14 @@ def _ai_fabric(args: argparse.Namespace) -> int:
     show_progress = sys.stderr.isatty() if args.progress is None else args.progress
     started, cpu = time.perf_counter(), _cpu()
     with flag_names(load_balancing="--load-balancing", fail_link="--fail-link", fail_at="--fail-at",
-                    detect="--detect", overrides="--set", workers="--workers"):
+                    detect="--detect", overrides="--set", transport="--transport", workers="--workers"):
         outcome = ai_fabric(
             args.scenario, args.out,
             load_balancing=args.load_balancing or list(LOAD_BALANCING),
             fail_link=tuple(args.fail_link) if args.fail_link else FAIL_LINK,
             fail_at=args.fail_at if args.fail_at is not None else FAIL_AT,
             detect=args.detect if args.detect is not None else DETECT,
-            overrides=args.overrides, workers=args.workers, backend=args.backend, progress=show_progress,
+            overrides=args.overrides, transport=args.transport, workers=args.workers, backend=args.backend, progress=show_progress,
         )
     for row in outcome.table.iter_rows(named=True):
         if row["status"] != "done":
@@ -82,6 +82,9 @@ def add_parser(commands: Any) -> None:
     command.add_argument("--fail-at", type=_time, metavar="TIME", help="when it fails (default 100us)")
     command.add_argument("--detect", type=_time, metavar="TIME",
                          help="how long routing takes to move off it (default 50us)")
+    command.add_argument("--transport", choices=("tcp", "roce"),
+                         help="run every collective over this transport (default: as the scenario says; "
+                              "roce: RDMA WRITEs, docs/models/collectives.md)")
     command.add_argument("--workers", type=integer(1), metavar="N", help="parallel runs (default: CPU count)")
     command.add_argument("--backend", choices=("local", "ray"), default="local", help="where points run")
     progress = command.add_mutually_exclusive_group()

@@ -7,7 +7,10 @@ all-to-all, background storage flows) over the grid
     network.switch.load_balancing in ``load_balancing`` (default ecmp, spray_random, adaptive)
     x failures in {none, ``fail_link`` down at ``fail_at``, routes moved ``detect`` later}
 
-with the sweep machinery (:func:`fabricsim.sweeps.run_sweep`: a process pool of
+and, with ``transport`` (``tcp`` or ``roce``), every collective entry of the
+scenario set to that transport (``traffic[i].transport``: over ``roce`` its
+transfers are RDMA WRITEs, ``docs/models/collectives.md``), with the sweep
+machinery (:func:`fabricsim.sweeps.run_sweep`: a process pool of
 ``workers``, a DuckDB catalog, resumable), then tabulates each point from its
 run's tables:
 
@@ -46,12 +49,14 @@ from fabricsim.errors import ScenarioError
 from fabricsim.schema import Scenario, load
 
 __all__ = [
-    "DETECT", "FAIL_AT", "FAIL_LINK", "FAILURES_PATH", "LB_PATH", "LOAD_BALANCING", "AiFabricOutcome", "ai_fabric",
-    "failure_value",
+    "DETECT", "FAIL_AT", "FAIL_LINK", "FAILURES_PATH", "LB_PATH", "LOAD_BALANCING", "TRANSPORTS", "AiFabricOutcome",
+    "ai_fabric", "failure_value", "transport_overrides",
 ]
 
 LB_PATH = "network.switch.load_balancing"
 FAILURES_PATH = "failures"
+#: The transports a collective can run over (``traffic[i].transport``).
+TRANSPORTS = ("tcp", "roce")
 #: The modes compared by default: per-flow hashing, per-packet random spraying, per-packet least-queued port.
 LOAD_BALANCING = ("ecmp", "spray_random", "adaptive")
 MODES = ("ecmp", "spray_random", "spray_rr", "flowlet", "adaptive")
@@ -137,6 +142,17 @@ def _check_inputs(sc: Scenario, modes: Sequence[str], link: Sequence[str]) -> No
                                          "`kind: collective` entry")], sc.source)
 
 
+def transport_overrides(sc: Scenario, transport: Optional[str]) -> list[str]:
+    """The overrides that put every collective entry of ``sc`` on ``transport`` (none for ``None``: the
+    scenario's own)."""
+    if transport is None:
+        return []
+    if transport not in TRANSPORTS:
+        raise ScenarioError([("transport", f"unknown value {transport!r}; allowed: {', '.join(TRANSPORTS)}")],
+                            sc.source)
+    return [f"traffic.{i}.transport={transport}" for i, t in enumerate(sc.traffic) if t.kind == "collective"]
+
+
 def _check_failure(path: str, overrides: Sequence[str], mode: str, value: str) -> None:
     """The scenario with the failure builds (the link exists); its issues are named by the experiment's parameters."""
     from fabricsim.runner import check
@@ -161,21 +177,29 @@ def ai_fabric(
     fail_at: Union[str, int] = FAIL_AT,
     detect: Union[str, int] = DETECT,
     overrides: Sequence[str] = (),
+    transport: Optional[str] = None,
     workers: Optional[int] = None,
     backend: str = "local",
     progress: bool = False,
 ) -> AiFabricOutcome:
     """Run the grid (every mode of ``load_balancing``, without and with the failure) and write the table and page.
 
+    ``transport`` (``tcp`` or ``roce``) sets every collective entry's
+    ``transport`` (after ``overrides``); ``None`` keeps the scenario's.
+
     Raises :class:`~fabricsim.errors.ScenarioError` naming ``load_balancing``,
-    ``fail_link``, ``fail_at``, ``detect``, ``overrides`` or ``workers`` for a
-    bad parameter (before anything runs), or the scenario's field.
+    ``fail_link``, ``fail_at``, ``detect``, ``overrides``, ``transport`` or
+    ``workers`` for a bad parameter (before anything runs), or the scenario's field.
     """
     from fabricsim.sweeps import run_sweep
 
     path = str(Path(scenario))
     _check_overrides(path, overrides)
     sc = load(path, list(overrides))
+    extra = transport_overrides(sc, transport)
+    if extra:
+        overrides = [*overrides, *extra]
+        sc = load(path, list(overrides))
     modes = list(load_balancing)
     _check_inputs(sc, modes, fail_link)
     at_ps, detect_ps = _time_ps("fail_at", fail_at), _time_ps("detect", detect)

@@ -28,7 +28,7 @@ def largest_frame(scenario: "Scenario") -> tuple[int, str]:
     for index, entry in enumerate(scenario.traffic):
         if entry.kind in ("udp_cbr", "udp_poisson", "burst"):
             size = entry.frame_size
-        elif entry.kind == "rdma_write":
+        elif entry.kind in ("rdma_write", "rdma_flows") or getattr(entry, "transport", "tcp") == "roce":
             roce = entry.roce or scenario.roce or Roce()
             size = roce.mtu + roce.header
         else:

@@ -24,6 +24,7 @@ from fabricsim.schema.topology import Dumbbell, Explicit, ExplicitLink, Explicit
 from fabricsim.schema.traffic import (
     Burst,
     Collective,
+    RdmaFlows,
     RdmaWrite,
     TcpBulk,
     TcpFlowItem,
@@ -59,6 +60,7 @@ __all__ = [
     "Network",
     "Pfc",
     "Pipeline",
+    "RdmaFlows",
     "RdmaWrite",
     "Roce",
     "Scenario",

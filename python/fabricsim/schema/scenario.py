@@ -53,7 +53,16 @@ def _resolve_source(scenario: "Scenario", index: int, source: Any) -> dict[str, 
     if isinstance(source, Collective):
         from fabricsim.workloads import collectives
 
-        return source._resolved("tcp_flows", {"flows": collectives.resolved_flows(scenario, index)})
+        flows = collectives.resolved_flows(scenario, index)
+        if source.transport == "roce":
+            return {
+                "kind": "rdma_flows",
+                "name": source.name,
+                "flows": flows,
+                "class": source.class_,
+                "roce": source.roce.to_resolved() if source.roce is not None else None,
+            }
+        return source._resolved("tcp_flows", {"flows": flows})
     if isinstance(source, TcpFlows):
         return source.to_resolved(scenario.source, index)
     return source.to_resolved()
@@ -83,7 +92,7 @@ class Scenario(Model):
     # what that load counts by default: bytes on the wire (headers, preamble, gap) or application bytes
     load_basis: Annotated[LoadBasis, one_of(LoadBasis)] = "wire"
     fct: FctSettings = Field(default_factory=FctSettings)
-    roce: Optional[Roce] = None  # defaults of rdma_write traffic (core defaults when unset)
+    roce: Optional[Roce] = None  # defaults of RoCE traffic (core defaults when unset)
     multicast: Multicast = Field(default_factory=Multicast)
     failures: list[LinkFailure] = Field(default_factory=list)
 

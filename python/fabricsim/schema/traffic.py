@@ -1,4 +1,4 @@
-"""The ``traffic`` section: UDP sources, bursts, TCP applications, workloads and RDMA writes.
+"""The ``traffic`` section: UDP sources, bursts, TCP applications, workloads, collectives and RDMA writes.
 
 A new kind is a model with a ``kind: Literal[...]`` field, a ``name`` and a
 ``class_``, and a ``to_resolved()``, added to :data:`TRAFFIC_MODELS` and the
@@ -43,6 +43,7 @@ __all__ = [
     "Iperf3",
     "PingPong",
     "LoadBasis",
+    "RdmaFlows",
     "RdmaWrite",
     "TcpBulk",
     "TcpFlowItem",
@@ -359,6 +360,50 @@ def dependency_cycle(after: Sequence[Sequence[int]]) -> Optional[list[int]]:
     return cycle + [j]
 
 
+def resolve_after(flows: Sequence[TcpFlowItem]) -> list[list[int]]:
+    """Each flow's ``after`` as indices in ``flows``; unknown names or indices, a
+    flow waiting for itself, ``compute`` without ``after`` and cycles are refused
+    with the field named (``flows[j].after[k]``)."""
+    issues: list[tuple[str, str]] = []
+    names: dict[str, int] = {}
+    for j, f in enumerate(flows):
+        if f.name is not None:
+            if f.name in names:
+                issues.append((f"flows[{j}].name", f"duplicate name {f.name!r} (also flows[{names[f.name]}])"))
+            names.setdefault(f.name, j)
+    n = len(flows)
+    after: list[list[int]] = []
+    for j, f in enumerate(flows):
+        deps: list[int] = []
+        for k, ref in enumerate(f.after):
+            field = f"flows[{j}].after[{k}]"
+            if isinstance(ref, str):
+                if ref not in names:
+                    known = ", ".join(list(names)[:6]) or "no flow of this list has a name"
+                    issues.append((field, f"unknown flow {ref!r} (names: {known})"))
+                    continue
+                index = names[ref]
+            elif ref >= n:
+                issues.append((field, f"no flow {ref} in this list (it has {n}, numbered from 0)"))
+                continue
+            else:
+                index = ref
+            if index == j:
+                issues.append((field, "a flow cannot wait for itself"))
+                continue
+            deps.append(index)
+        if f.compute and not f.after:
+            issues.append((f"flows[{j}].compute", "applies after dependencies: give after as well"))
+        after.append(deps)
+    if issues:
+        raise issues_error(*issues)
+    cycle = dependency_cycle(after)
+    if cycle is not None:
+        shown = " waits for ".join(str(c) for c in cycle)
+        raise issues_error((f"flows[{cycle[0]}].after", f"dependency cycle: flow {shown}"))
+    return after
+
+
 class TcpFlows(_TcpTraffic):
     """An explicit list of TCP flows (``src``, ``dst``, ``size``, ``start``;
     ``after`` and ``compute`` for flows that wait for others of the list), or
@@ -379,44 +424,7 @@ class TcpFlows(_TcpTraffic):
         return self
 
     def _resolve_after(self) -> list[list[int]]:
-        issues: list[tuple[str, str]] = []
-        names: dict[str, int] = {}
-        for j, f in enumerate(self.flows):
-            if f.name is not None:
-                if f.name in names:
-                    issues.append((f"flows[{j}].name", f"duplicate name {f.name!r} (also flows[{names[f.name]}])"))
-                names.setdefault(f.name, j)
-        n = len(self.flows)
-        after: list[list[int]] = []
-        for j, f in enumerate(self.flows):
-            deps: list[int] = []
-            for k, ref in enumerate(f.after):
-                field = f"flows[{j}].after[{k}]"
-                if isinstance(ref, str):
-                    if ref not in names:
-                        known = ", ".join(list(names)[:6]) or "no flow of this list has a name"
-                        issues.append((field, f"unknown flow {ref!r} (names: {known})"))
-                        continue
-                    index = names[ref]
-                elif ref >= n:
-                    issues.append((field, f"no flow {ref} in this list (it has {n}, numbered from 0)"))
-                    continue
-                else:
-                    index = ref
-                if index == j:
-                    issues.append((field, "a flow cannot wait for itself"))
-                    continue
-                deps.append(index)
-            if f.compute and not f.after:
-                issues.append((f"flows[{j}].compute", "applies after dependencies: give after as well"))
-            after.append(deps)
-        if issues:
-            raise issues_error(*issues)
-        cycle = dependency_cycle(after)
-        if cycle is not None:
-            shown = " waits for ".join(str(c) for c in cycle)
-            raise issues_error((f"flows[{cycle[0]}].after", f"dependency cycle: flow {shown}"))
-        return after
+        return resolve_after(self.flows)
 
     def to_resolved(self, scenario_source: Optional[str] = None, index: int = 0) -> dict[str, Any]:
         if self.flows_file is not None:
@@ -430,6 +438,7 @@ class TcpFlows(_TcpTraffic):
 
 CollectiveAlgorithm = Literal["all_reduce", "reduce_scatter", "all_gather", "all_to_all"]
 CollectiveSchedule = Literal["ring", "halving_doubling", "tree"]
+CollectiveTransport = Literal["tcp", "roce"]
 
 def _ceil(a: int, b: int) -> int:
     return -(-a // b)
@@ -442,7 +451,7 @@ NCCL_STEPS = 8 slots."""
 
 
 class Collective(_TcpTraffic):
-    """A collective operation of distributed training over TCP, NCCL-like:
+    """A collective operation of distributed training over TCP or RoCEv2, NCCL-like:
     ``algorithm`` over the ranks ``hosts`` (in ring order) by ``schedule``
     (``ring``, ``halving_doubling`` for a power of two ranks, or ``tree``: NCCL's
     double binary tree for ``all_reduce``, pipelined in chunks of at most
@@ -450,7 +459,9 @@ class Collective(_TcpTraffic):
     ``channels`` parallel rings (tree: pairs of trees), run ``iterations`` times,
     each rank starting its next iteration ``compute`` after its part of the
     previous one is done. Expanded to a ``tcp_flows`` list with dependencies
-    when resolved (``docs/models/collectives.md``,
+    when resolved (``transport: roce``: an ``rdma_flows`` list, one RDMA WRITE
+    per transfer, ``roce`` replacing the scenario's RoCE settings, class 3
+    unless given) (``docs/models/collectives.md``,
     :mod:`fabricsim.workloads.collectives`); the ``collectives`` table reports
     each iteration's time and bandwidths."""
 
@@ -464,9 +475,23 @@ class Collective(_TcpTraffic):
     iterations: Count32 = 1
     compute: Time = 0
     start: Time = 0
+    transport: Annotated[CollectiveTransport, one_of(CollectiveTransport)] = "tcp"
+    roce: Optional[Roce] = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _roce_class(cls, data: Any) -> Any:
+        """Over RoCE the class defaults to 3, the usual RoCE priority (as ``rdma_write``)."""
+        if isinstance(data, dict) and data.get("transport") == "roce" and "class" not in data and "class_" not in data:
+            return {**data, "class": 3}
+        return data
 
     @model_validator(mode="after")
     def _ranks(self) -> "Collective":
+        if self.transport == "roce" and self.tcp is not None:
+            raise issues_error(("tcp", "applies to transport tcp; over roce give the RoCE settings in roce"))
+        if self.transport == "tcp" and self.roce is not None:
+            raise issues_error(("roce", "applies to transport roce (transport is tcp); give transport: roce"))
         n = len(self.hosts)
         if n < 2:
             raise issues_error(("hosts", "a collective needs at least two ranks"))
@@ -628,6 +653,37 @@ class RdmaWrite(Model):
         }
 
 
+class RdmaFlows(Model):
+    """An explicit list of RDMA WRITE transfers over RoCEv2, one queue pair and
+    one message each (``src``, ``dst``, ``size``, ``start``), that may wait for
+    others of the list (``after``, ``compute``, as in ``tcp_flows``). A transfer
+    is complete when its responder has every byte (the receive completion of an
+    RDMA WRITE with immediate, which NCCL over verbs waits for); those waiting
+    for it start then. An entry's ``roce`` replaces the scenario's."""
+
+    kind: Literal["rdma_flows"]
+    name: Optional[str] = Field(default=None, min_length=1)
+    flows: list[TcpFlowItem] = Field(min_length=1)
+    class_: int = Field(default=3, ge=0, le=7, alias="class")
+    roce: Optional[Roce] = None
+    _after: list[list[int]] = PrivateAttr(default_factory=list)
+
+    @model_validator(mode="after")
+    def _dependencies(self) -> "RdmaFlows":
+        self._after = resolve_after(self.flows)
+        return self
+
+    def to_resolved(self) -> dict[str, Any]:
+        after = self._after if len(self._after) == len(self.flows) else resolve_after(self.flows)
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "flows": [f.to_resolved(a) for f, a in zip(self.flows, after)],
+            "class": self.class_,
+            "roce": self.roce.to_resolved() if self.roce is not None else None,
+        }
+
+
 class Iperf3(_TcpTraffic):
     """iperf3-like test: ``instances`` TCP streams from ``src`` to ``dst`` for
     ``duration``; instance ``i`` runs on core ``i mod cores`` at both ends
@@ -717,9 +773,11 @@ class PingPong(Model):
         }
 
 
-TRAFFIC_MODELS = (UdpTraffic, Burst, TcpBulk, TcpIncast, TcpFlows, Workload, Collective, RdmaWrite, Iperf3, PingPong)
+TRAFFIC_MODELS = (
+    UdpTraffic, Burst, TcpBulk, TcpIncast, TcpFlows, Workload, Collective, RdmaWrite, RdmaFlows, Iperf3, PingPong
+)
 Traffic = Annotated[
-    Union[UdpTraffic, Burst, TcpBulk, TcpIncast, TcpFlows, Workload, Collective, RdmaWrite, Iperf3, PingPong],
+    Union[UdpTraffic, Burst, TcpBulk, TcpIncast, TcpFlows, Workload, Collective, RdmaWrite, RdmaFlows, Iperf3, PingPong],
     Field(discriminator="kind"),
     kind_of(*TRAFFIC_MODELS),
 ]

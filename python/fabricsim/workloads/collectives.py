@@ -1,8 +1,9 @@
-"""``kind: collective`` traffic: expansion into a dependent TCP flow list, and the ``collectives`` table.
+"""``kind: collective`` traffic: expansion into a dependent flow list, and the ``collectives`` table.
 
 A collective of ``n`` ranks (``hosts``, in ring order) over ``size`` = S bytes
-per rank becomes an explicit ``tcp_flows`` list whose flows wait for others
-(``after``, ``compute``), NCCL-like:
+per rank becomes an explicit ``tcp_flows`` list (``transport: roce``: an
+``rdma_flows`` list of RDMA WRITE transfers, the same flows) whose flows wait
+for others (``after``, ``compute``), NCCL-like:
 
 - ring algorithms (``all_reduce``: 2(n-1) steps, reduce-scatter then
   all-gather; ``reduce_scatter`` and ``all_gather``: n-1 steps). At every
@@ -295,7 +296,8 @@ def expand(entry: Any) -> tuple[list[dict[str, Any]], list[tuple[int, int, int]]
 
 
 def resolved_flows(scenario: Any, index: int) -> list[dict[str, Any]]:
-    """The resolved ``tcp_flows`` list of collective entry ``index`` (its hosts checked first)."""
+    """The resolved flow list of collective entry ``index`` (its hosts checked first), for ``tcp_flows`` or
+    ``rdma_flows``."""
     from fabricsim.workloads import flowgen
 
     entry = scenario.traffic[index]

@@ -296,6 +296,7 @@ impl Simulation {
             TrafficConfig::TcpIncast(c) => self.add_incast(i, c, index, graph),
             TrafficConfig::TcpFlows(f) => self.add_flow_list(i, f, index, graph),
             TrafficConfig::RdmaWrite(r) => self.add_rdma_write(i, r, index, graph),
+            TrafficConfig::RdmaFlows(f) => self.add_rdma_flows(i, f, index, graph),
             TrafficConfig::Iperf3(c) => self.add_iperf3(i, c, index, graph),
             TrafficConfig::PingPong(c) => self.add_ping_pong(i, c, index, graph),
         }

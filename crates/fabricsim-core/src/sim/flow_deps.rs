@@ -1,15 +1,19 @@
-//! Dependencies between the flows of an explicit TCP flow list.
+//! Dependencies between the flows of an explicit flow list: TCP flows
+//! (`tcp_flows`) or RDMA transfers (`rdma_flows`).
 //!
-//! A flow of a `tcp_flows` entry may wait for other flows of the same list
-//! (`after`, indices in the list): it opens once all of them have completed
-//! (its receiver has every byte, the flow's `app_complete_ps`), `compute_ps`
-//! after the last completion, and never before its own `start_ps`. The
-//! dependencies are checked when the world is built: an index outside the
-//! list, a flow that waits for itself and a cycle are refused with the field
-//! named. A flow whose dependencies never complete never opens.
+//! A flow of a list may wait for other flows of the same list (`after`,
+//! indices in the list): it opens once all of them have completed (a TCP
+//! flow: its receiver has every byte; an RDMA transfer: its responder has
+//! every byte; the flow's `app_complete_ps`), `compute_ps` after the last
+//! completion, and never before its own `start_ps`. The dependencies are
+//! checked when the world is built: an index outside the list, a flow that
+//! waits for itself and a cycle are refused with the field named. A flow
+//! whose dependencies never complete never opens.
 //!
-//! The state is looked at only when a TCP flow completes, and only when some
-//! flow list has dependencies: the event loop does not see it otherwise.
+//! Flows are known by their flow id, so one mechanism serves both transports:
+//! a waiting flow keeps the event that opens it (`TcpOpen` or `RoceOpen`).
+//! The state is looked at only when a flow of a list completes, and only when
+//! some flow list has dependencies: the event loop does not see it otherwise.
 
 use super::{Event, Simulation};
 use crate::error::ConfigError;
@@ -26,12 +30,14 @@ struct Waiting {
     ready: SimTime,
     compute: SimTime,
     earliest: SimTime,
+    /// What opens it: `TcpOpen(connection)` or `RoceOpen(queue pair)`.
+    open: Event,
 }
 
-/// Who waits for whom, by TCP connection index.
+/// Who waits for whom, by flow id.
 #[derive(Debug, Default)]
 pub(super) struct FlowDeps {
-    /// Per connection that others wait for: those connections.
+    /// Per flow that others wait for: those flows.
     dependents: BTreeMap<u32, Vec<u32>>,
     waiting: BTreeMap<u32, Waiting>,
 }
@@ -104,9 +110,10 @@ pub(super) fn check(path: &str, flows: &[TcpFlowSpec]) -> Result<(), ConfigError
 }
 
 impl Simulation {
-    /// Flow `j` of a list whose first flow is connection `first` waits for
-    /// the flows `spec.after` of the same list.
-    pub(super) fn flow_deps_add(&mut self, first: u32, j: usize, spec: &TcpFlowSpec) {
+    /// Flow `j` of a list whose first flow has the id `first` (the list's
+    /// flows have consecutive ids) waits for the flows `spec.after` of the
+    /// same list; `open` is the event that opens it.
+    pub(super) fn flow_deps_add(&mut self, first: u32, j: usize, spec: &TcpFlowSpec, open: Event) {
         let t = first + j as u32;
         for &d in &spec.after {
             self.flow_deps.dependents.entry(first + d).or_default().push(t);
@@ -118,15 +125,23 @@ impl Simulation {
                 ready: SimTime::ZERO,
                 compute: SimTime(spec.compute_ps),
                 earliest: SimTime(spec.start_ps),
+                open,
             },
         );
     }
 
-    /// Connection `t` completed at `at`: the flows that waited for it and
+    /// TCP connection `t` completed at `at` (its flow: [`Self::flow_deps_complete`]).
+    #[inline(never)]
+    pub(super) fn flow_deps_complete_tcp(&mut self, t: u32, at: SimTime) {
+        let flow = self.tcp_flow_id(t).0;
+        self.flow_deps_complete(flow, at);
+    }
+
+    /// Flow `flow` completed at `at`: the flows that waited for it and
     /// nothing else open.
     #[inline(never)]
-    pub(super) fn flow_deps_complete(&mut self, t: u32, at: SimTime) {
-        let Some(list) = self.flow_deps.dependents.remove(&t) else { return };
+    pub(super) fn flow_deps_complete(&mut self, flow: u32, at: SimTime) {
+        let Some(list) = self.flow_deps.dependents.remove(&flow) else { return };
         let now = self.now;
         for w in list {
             let Some(x) = self.flow_deps.waiting.get_mut(&w) else { continue };
@@ -134,8 +149,9 @@ impl Simulation {
             x.ready = x.ready.max(at);
             if x.remaining == 0 {
                 let start = (x.ready + x.compute).max(x.earliest).max(now);
+                let open = x.open;
                 self.flow_deps.waiting.remove(&w);
-                self.queue.push(start, Event::TcpOpen(w));
+                self.queue.push(start, open);
             }
         }
     }

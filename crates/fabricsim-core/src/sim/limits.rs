@@ -237,6 +237,7 @@ fn flows_of(t: &TrafficConfig) -> u128 {
         TrafficConfig::TcpIncast(c) => c.servers.len() as u128 * c.flows_per_server as u128 * c.rounds as u128,
         TrafficConfig::TcpFlows(f) => f.flows.len() as u128,
         TrafficConfig::RdmaWrite(r) => r.src.len() as u128 * r.qps as u128,
+        TrafficConfig::RdmaFlows(f) => f.flows.len() as u128,
         TrafficConfig::Iperf3(i) => i.instances as u128,
         TrafficConfig::PingPong(_) => 1,
     }

@@ -1,4 +1,5 @@
-//! RoCEv2 RC queue pairs inside the simulation: the `rdma_write` application,
+//! RoCEv2 RC queue pairs inside the simulation: the `rdma_write` and
+//! `rdma_flows` applications,
 //! rate-based sending with DCQCN or a registered rate controller
 //! (`transport/roce/rate.rs`, `extension/rate_cc.rs`), PSNs, ACK coalescing, NACK and go-back-N
 //! or selective repeat, the retransmission timer, CNP generation at the
@@ -38,7 +39,7 @@ use crate::transport::roce::dcqcn::Dcqcn;
 use crate::transport::roce::rate::{AckFeedback, RateControl};
 use crate::transport::roce::RoceRecovery;
 use crate::transport::roce::{
-    RdmaWriteConfig, RoceConfig, FLAG_ECE, FLAG_LAST, FLAG_RETX, OP_ACK, OP_CNP, OP_DATA, OP_NACK,
+    RdmaFlowsConfig, RdmaWriteConfig, RoceConfig, FLAG_ECE, FLAG_LAST, FLAG_RETX, OP_ACK, OP_CNP, OP_DATA, OP_NACK,
 };
 use crate::units::SimTime;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -137,6 +138,10 @@ pub(super) struct Qp {
     /// A CE-marked data packet arrived since the last ACK or NACK (echoed on the next one).
     ce_unechoed: bool,
     delivered: u64,
+    /// The flow completes when the responder has every byte (`rdma_flows`),
+    /// not at the last ACK (`rdma_write`); `received`: it has.
+    at_responder: bool,
+    received: bool,
     // statistics
     retransmits: u64,
     timeouts: u64,
@@ -203,21 +208,10 @@ impl Simulation {
         if r.message_bytes == 0 {
             return Err(ConfigError::new(format!("{path}.message_size"), "must be > 0"));
         }
-        let cfg = r.roce.clone().unwrap_or_else(|| self.roce.default.clone());
-        let roce_path = if r.roce.is_some() { format!("{path}.roce") } else { "roce".to_string() };
-        cfg.validate(&roce_path, self.classes)?;
-        self.int.on |= cfg.uses_int();
-        let mtu = cfg.mtu_bytes as u64;
-        let ppm = r.message_bytes.div_ceil(mtu);
-        let last_payload = (r.message_bytes - (ppm - 1) * mtu) as u32;
-        self.roce.cfgs.push(cfg);
-        let cfg_idx = self.roce.cfgs.len() as u32 - 1;
+        let (cfg_idx, roce_path) = self.roce_entry_config(&r.roce, &path)?;
         let dst = host(&r.dst, format!("{path}.dst"))?;
         let name = self.flow_names.len() as u32;
         self.flow_names.push(if r.name.is_empty() { format!("rdma_write{i}") } else { r.name.clone() });
-        if self.roce.wait.is_empty() {
-            self.roce.wait = (0..self.ports.len()).map(|_| VecDeque::new()).collect();
-        }
         for (j, s) in r.src.iter().enumerate() {
             let src = host(s, format!("{path}.src[{j}]"))?;
             if src == dst {
@@ -226,107 +220,198 @@ impl Simulation {
                     format!("source '{s}' is also the destination"),
                 ));
             }
-            let port = self.nodes[src.idx()].port(0);
-            let line = self.ports[port.idx()].rate.bps();
             for _ in 0..r.qps {
-                let flow = FlowId(self.flows.len() as u32);
-                let hash =
-                    mix64(mix64(src.0 as u64) ^ mix64((dst.0 as u64) << 20) ^ mix64(0x7_0000_0000 + flow.0 as u64));
-                self.flows.push(FlowStats {
+                let q = self.new_qp(
                     name,
-                    kind: FlowKind::Rdma,
-                    src: src.0,
-                    dst: dst.0,
-                    class: r.class,
-                    start_ps: r.start_ps,
-                    // Completion is decided by the application, as for TCP.
-                    tcp: true,
-                    size_bytes: Some(r.message_bytes * r.messages as u64),
-                    ..Default::default()
-                });
-                let q = self.roce.qps.len() as u32;
-                self.roce.flow_qp.resize(self.flows.len(), u32::MAX);
-                self.roce.flow_qp[flow.idx()] = q;
-                let c = &self.roce.cfgs[cfg_idx as usize];
-                let cc = if c.custom_cc() {
-                    let ctx = crate::extension::rate_cc::QpContext {
-                        line_rate_bps: line,
-                        mtu_bytes: c.mtu_bytes,
-                        frame_bytes: c.data_frame(c.mtu_bytes),
-                        qp: q,
-                        seed: self.seed,
-                    };
-                    let cc = crate::extension::rate_cc::build(&c.cc, &c.cc_params, &ctx, &roce_path)?;
-                    if cc.paths() > 0 && c.recovery != RoceRecovery::SelectiveRepeat {
-                        return Err(ConfigError::new(
-                            format!("{roce_path}.recovery"),
-                            format!(
-                                "must be selective_repeat when '{}' spreads a QP over several paths \
-                                 (cc_params.entropies > 1 reorders packets); allowed: selective_repeat",
-                                c.cc
-                            ),
-                        ));
-                    }
-                    QpCc::Custom { cc, cnps: 0 }
-                } else {
-                    QpCc::Dcqcn(Dcqcn::new(&c.dcqcn, line))
-                };
-                let frame = c.data_frame(c.mtu_bytes) as u64;
-                let selective = c.recovery == RoceRecovery::SelectiveRepeat;
-                let (paths, window_excludes_reported) = match &cc {
-                    QpCc::Custom { cc, .. } => (cc.paths(), selective && cc.window_excludes_reported()),
-                    QpCc::Dcqcn(_) => (0, false),
-                };
-                self.roce.qps.push(Qp {
-                    flow,
                     src,
                     dst,
-                    class: r.class,
-                    hash,
-                    cfg: cfg_idx,
-                    port,
-                    ppm,
-                    last_payload,
-                    total: ppm * r.messages as u64,
-                    window: r.window as u64,
-                    snd_nxt: 0,
-                    snd_una: 0,
-                    snd_max: 0,
-                    next_send: SimTime::ZERO,
-                    rto_at: None,
-                    rto_paused_mark: 0,
-                    cc,
-                    frame,
-                    paths,
-                    window_excludes_reported,
-                    gen: 0,
-                    timer_at: None,
-                    blocked: false,
-                    selective,
-                    sacked: BTreeSet::new(),
-                    lost_below: 0,
-                    resend_from: 0,
-                    placed: BTreeSet::new(),
-                    epsn: 0,
-                    unacked: 0,
-                    nack_for: u64::MAX,
-                    last_cnp: None,
-                    ce_unechoed: false,
-                    delivered: 0,
-                    retransmits: 0,
-                    timeouts: 0,
-                    nacks: 0,
-                    ce: 0,
-                    msg_starts: VecDeque::with_capacity(r.window.min(64) as usize),
-                    msgs_done: 0,
-                    msg_time_sum: 0,
-                    msg_time_max: 0,
-                    done: false,
-                });
+                    r.class,
+                    r.start_ps,
+                    cfg_idx,
+                    r.message_bytes,
+                    r.messages,
+                    r.window,
+                    false,
+                    &roce_path,
+                )?;
                 self.queue.push(SimTime(r.start_ps), Event::RoceOpen(q));
             }
         }
         Ok(())
+    }
+
+    /// Adds an `rdma_flows` entry: one queue pair per transfer, one message
+    /// each; a transfer with dependencies opens when they complete
+    /// (`sim/flow_deps.rs`).
+    pub(super) fn add_rdma_flows(
+        &mut self,
+        i: usize,
+        f: &RdmaFlowsConfig,
+        index: &BTreeMap<&str, usize>,
+        graph: &Graph,
+    ) -> Result<(), ConfigError> {
+        let path = format!("traffic[{i}]");
+        self.check_class(f.class, &path)?;
+        let (cfg_idx, roce_path) = self.roce_entry_config(&f.roce, &path)?;
+        super::flow_deps::check(&format!("{path}.flows"), &f.flows)?;
+        let name = self.flow_names.len() as u32;
+        self.flow_names.push(if f.name.is_empty() { format!("rdma_flows{i}") } else { f.name.clone() });
+        let first = self.flows.len() as u32;
+        for (j, spec) in f.flows.iter().enumerate() {
+            let fp = format!("{path}.flows[{j}]");
+            let src = resolve_host(index, graph, &spec.src, &format!("{fp}.src"))?;
+            let dst = resolve_host(index, graph, &spec.dst, &format!("{fp}.dst"))?;
+            if src == dst {
+                return Err(ConfigError::new(fp, "source and destination are the same host"));
+            }
+            if spec.bytes == 0 {
+                return Err(ConfigError::new(format!("{fp}.size"), "must be > 0"));
+            }
+            let q = self.new_qp(name, src, dst, f.class, spec.start_ps, cfg_idx, spec.bytes, 1, 1, true, &roce_path)?;
+            debug_assert_eq!(self.roce.qps[q as usize].flow.0, first + j as u32, "a list's flows have consecutive ids");
+            if spec.after.is_empty() {
+                self.queue.push(SimTime(spec.start_ps), Event::RoceOpen(q));
+            } else {
+                self.flow_deps_add(first, j, spec, Event::RoceOpen(q));
+            }
+        }
+        Ok(())
+    }
+
+    /// An entry's RoCE parameters (its own `roce`, else the scenario's),
+    /// checked and stored: their index and field path.
+    fn roce_entry_config(&mut self, roce: &Option<RoceConfig>, path: &str) -> Result<(u32, String), ConfigError> {
+        let cfg = roce.clone().unwrap_or_else(|| self.roce.default.clone());
+        let roce_path = if roce.is_some() { format!("{path}.roce") } else { "roce".to_string() };
+        cfg.validate(&roce_path, self.classes)?;
+        self.int.on |= cfg.uses_int();
+        self.roce.cfgs.push(cfg);
+        if self.roce.wait.is_empty() {
+            self.roce.wait = (0..self.ports.len()).map(|_| VecDeque::new()).collect();
+        }
+        Ok((self.roce.cfgs.len() as u32 - 1, roce_path))
+    }
+
+    /// A new queue pair from `src` to `dst` writing `messages` messages of
+    /// `message_bytes`, at most `window` outstanding, with its flow;
+    /// `at_responder`: the flow completes when the responder has every byte
+    /// (else when the requester has the last ACK). Returns its index.
+    #[allow(clippy::too_many_arguments)]
+    fn new_qp(
+        &mut self,
+        name: u32,
+        src: NodeId,
+        dst: NodeId,
+        class: u8,
+        start_ps: u64,
+        cfg_idx: u32,
+        message_bytes: u64,
+        messages: u32,
+        window: u32,
+        at_responder: bool,
+        roce_path: &str,
+    ) -> Result<u32, ConfigError> {
+        let mtu = self.roce.cfgs[cfg_idx as usize].mtu_bytes as u64;
+        let ppm = message_bytes.div_ceil(mtu);
+        let last_payload = (message_bytes - (ppm - 1) * mtu) as u32;
+        let port = self.nodes[src.idx()].port(0);
+        let line = self.ports[port.idx()].rate.bps();
+        let flow = FlowId(self.flows.len() as u32);
+        let hash = mix64(mix64(src.0 as u64) ^ mix64((dst.0 as u64) << 20) ^ mix64(0x7_0000_0000 + flow.0 as u64));
+        self.flows.push(FlowStats {
+            name,
+            kind: FlowKind::Rdma,
+            src: src.0,
+            dst: dst.0,
+            class,
+            start_ps,
+            // Completion is decided by the application, as for TCP.
+            tcp: true,
+            size_bytes: Some(message_bytes * messages as u64),
+            ..Default::default()
+        });
+        let q = self.roce.qps.len() as u32;
+        self.roce.flow_qp.resize(self.flows.len(), u32::MAX);
+        self.roce.flow_qp[flow.idx()] = q;
+        let c = &self.roce.cfgs[cfg_idx as usize];
+        let cc = if c.custom_cc() {
+            let ctx = crate::extension::rate_cc::QpContext {
+                line_rate_bps: line,
+                mtu_bytes: c.mtu_bytes,
+                frame_bytes: c.data_frame(c.mtu_bytes),
+                qp: q,
+                seed: self.seed,
+            };
+            let cc = crate::extension::rate_cc::build(&c.cc, &c.cc_params, &ctx, roce_path)?;
+            if cc.paths() > 0 && c.recovery != RoceRecovery::SelectiveRepeat {
+                return Err(ConfigError::new(
+                    format!("{roce_path}.recovery"),
+                    format!(
+                        "must be selective_repeat when '{}' spreads a QP over several paths \
+                         (cc_params.entropies > 1 reorders packets); allowed: selective_repeat",
+                        c.cc
+                    ),
+                ));
+            }
+            QpCc::Custom { cc, cnps: 0 }
+        } else {
+            QpCc::Dcqcn(Dcqcn::new(&c.dcqcn, line))
+        };
+        let frame = c.data_frame(c.mtu_bytes) as u64;
+        let selective = c.recovery == RoceRecovery::SelectiveRepeat;
+        let (paths, window_excludes_reported) = match &cc {
+            QpCc::Custom { cc, .. } => (cc.paths(), selective && cc.window_excludes_reported()),
+            QpCc::Dcqcn(_) => (0, false),
+        };
+        self.roce.qps.push(Qp {
+            flow,
+            src,
+            dst,
+            class,
+            hash,
+            cfg: cfg_idx,
+            port,
+            ppm,
+            last_payload,
+            total: ppm * messages as u64,
+            window: window as u64,
+            snd_nxt: 0,
+            snd_una: 0,
+            snd_max: 0,
+            next_send: SimTime::ZERO,
+            rto_at: None,
+            rto_paused_mark: 0,
+            cc,
+            frame,
+            paths,
+            window_excludes_reported,
+            gen: 0,
+            timer_at: None,
+            blocked: false,
+            selective,
+            sacked: BTreeSet::new(),
+            lost_below: 0,
+            resend_from: 0,
+            placed: BTreeSet::new(),
+            epsn: 0,
+            unacked: 0,
+            nack_for: u64::MAX,
+            last_cnp: None,
+            ce_unechoed: false,
+            delivered: 0,
+            at_responder,
+            received: false,
+            retransmits: 0,
+            timeouts: 0,
+            nacks: 0,
+            ce: 0,
+            msg_starts: VecDeque::with_capacity(window.min(64) as usize),
+            msgs_done: 0,
+            msg_time_sum: 0,
+            msg_time_max: 0,
+            done: false,
+        });
+        Ok(q)
     }
 
     // ------------------------------------------------------------- events
@@ -611,7 +696,27 @@ impl Simulation {
         self.roce_emit(q, src, dst, class, hash, flags, bitmap, epsn, offset, size, ECN_NOT_ECT, sent, int, entropy);
     }
 
-    /// RoCE packet `id` (`pkt`) reached its destination.
+    /// The responder of `rdma_flows` transfer `q` has every byte: the
+    /// transfer is complete, and those waiting for it may open. Out of line:
+    /// once per transfer.
+    #[inline(never)]
+    fn roce_received(&mut self, q: u32) {
+        let now = self.now;
+        let qp = &mut self.roce.qps[q as usize];
+        qp.received = true;
+        let flow = qp.flow;
+        let fs = &mut self.flows[flow.idx()];
+        fs.app_complete_ps = Some(now.0);
+        fs.source_done = true;
+        if !self.flow_deps.is_empty() {
+            self.flow_deps_complete(flow.0, now);
+        }
+    }
+
+    /// RoCE packet `id` (`pkt`) reached its destination. Out of line, as
+    /// before transfers completed at the responder: the event loop's
+    /// dispatch keeps its registers for runs without RoCE.
+    #[inline(never)]
     pub(super) fn roce_arrive(&mut self, id: PacketId, pkt: &Packet) {
         let q = self.roce.flow_qp[pkt.flow.idx()];
         let now = self.now;
@@ -670,6 +775,10 @@ impl Simulation {
                 if let Some((op, e)) = reply {
                     self.roce_control(q, op, e, pkt.ts, psn, int, pkt.wnd);
                 }
+                let qp = &self.roce.qps[q as usize];
+                if qp.at_responder && !qp.received && qp.epsn == qp.total {
+                    self.roce_received(q);
+                }
             }
             OP_ACK | OP_NACK => {
                 let a = pkt.ack;
@@ -704,9 +813,11 @@ impl Simulation {
                     if qp.snd_una == qp.total && !qp.done {
                         qp.done = true;
                         qp.rto_at = None;
-                        let fs = &mut self.flows[qp.flow.idx()];
-                        fs.app_complete_ps = Some(now.0);
-                        fs.source_done = true;
+                        if !qp.at_responder {
+                            let fs = &mut self.flows[qp.flow.idx()];
+                            fs.app_complete_ps = Some(now.0);
+                            fs.source_done = true;
+                        }
                     }
                 }
                 if op == OP_NACK {

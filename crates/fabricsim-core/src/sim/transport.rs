@@ -449,7 +449,7 @@ impl Simulation {
         let cfg = self.tcp_config(&f.tcp, &format!("{path}.tcp"))?;
         let name = self.flow_name(&f.name, format!("tcp_flows{i}"));
         super::flow_deps::check(&format!("{path}.flows"), &f.flows)?;
-        let first = self.tcp.len() as u32;
+        let first = self.flows.len() as u32;
         for (j, spec) in f.flows.iter().enumerate() {
             let fp = format!("{path}.flows[{j}]");
             let src = resolve_host(index, graph, &spec.src, &format!("{fp}.src"))?;
@@ -474,10 +474,11 @@ impl Simulation {
                 None,
                 0,
             );
+            debug_assert_eq!(self.tcp[t as usize].flow.0, first + j as u32, "a list's flows have consecutive ids");
             if spec.after.is_empty() {
                 self.queue.push(start, Event::TcpOpen(t));
             } else {
-                self.flow_deps_add(first, j, spec);
+                self.flow_deps_add(first, j, spec, Event::TcpOpen(t));
             }
         }
         Ok(())
@@ -834,7 +835,7 @@ impl Simulation {
         fs.app_complete_ps = Some(at.0);
         fs.source_done = true;
         if !self.flow_deps.is_empty() {
-            self.flow_deps_complete(t, at);
+            self.flow_deps_complete_tcp(t, at);
         }
         let f = &self.tcp[t as usize];
         if let Some(app) = f.incast {

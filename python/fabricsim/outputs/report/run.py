@@ -535,6 +535,8 @@ def _traffic_text(entry: Any, scenario: Any) -> str:
     if kind == "rdma_write":
         return (f"rdma_write: {', '.join(entry.src)} -> {entry.dst}, {entry.qps} QP(s) x {entry.messages} "
                 f"message(s) of {fmt_bytes(entry.message_size)}, class {entry.class_}")
+    if kind == "rdma_flows":
+        return f"rdma_flows: {len(entry.flows)} explicit RDMA transfers, class {entry.class_}"
     return kind
 
 

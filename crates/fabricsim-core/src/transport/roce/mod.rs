@@ -1,7 +1,7 @@
 //! RoCEv2 reliable-connection transport with DCQCN congestion control.
 //!
 //! - `mod.rs`: parameters ([`RoceConfig`], resolved units) and the
-//!   `rdma_write` application description;
+//!   `rdma_write` and `rdma_flows` application descriptions;
 //! - `dcqcn.rs`: the DCQCN reaction point (rate state machine), pure logic;
 //! - `hpcc.rs`: HPCC, rate from in-band telemetry (a registered controller, `roce.cc: hpcc`);
 //! - `nscc.rs`: an NSCC-like window from ECN and delay, with entropy path
@@ -270,6 +270,24 @@ pub struct RdmaWriteConfig {
     pub window: u32,
     #[serde(default)]
     pub start_ps: u64,
+    #[serde(default = "d_class")]
+    pub class: u8,
+    #[serde(default)]
+    pub roce: Option<RoceConfig>,
+}
+
+/// `rdma_flows`: an explicit list of RDMA WRITE transfers, one queue pair
+/// and one message each, that may wait for others of the list (`after`,
+/// `compute_ps`, as in `tcp_flows`; `sim/flow_deps.rs`). A transfer is
+/// complete when its responder has every byte of it (the receive completion
+/// of an RDMA WRITE with immediate), which is when those waiting for it may
+/// start.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RdmaFlowsConfig {
+    #[serde(default)]
+    pub name: String,
+    pub flows: Vec<crate::transport::apps::TcpFlowSpec>,
     #[serde(default = "d_class")]
     pub class: u8,
     #[serde(default)]
