@@ -213,6 +213,19 @@ print("\\n".join(failed))
     assert _run_python(code).strip() == ""
 
 
+def test_import_fabricsim_alone_loads_neither_the_schema_nor_its_libraries():
+    """``import fabricsim`` loads its error types only: the schema (pydantic, PyYAML) comes with the
+    first scenario loaded, so a command or a script that never reads one does not pay for it."""
+    code = """
+import json, sys
+import fabricsim
+print(json.dumps(sorted(name for name in sys.modules
+                        if name.partition(".")[0] in ("pydantic", "pydantic_core", "yaml", "numpy", "polars")
+                        or name.startswith(("fabricsim.schema", "fabricsim.outputs", "fabricsim.runner")))))
+"""
+    assert json.loads(_run_python(code)) == []
+
+
 def test_import_fabricsim_loads_no_dataframe_plotting_sweep_or_console_library():
     code = f"""
 import json, sys
@@ -275,5 +288,9 @@ def test_lazy_public_names_are_the_real_ones():
     from fabricsim.outputs.results import Result
     from fabricsim.runner import run
 
+    from fabricsim.schema import Scenario, from_dict, load, loads
+
     assert fabricsim.Result is Result and fabricsim.run is run
+    assert (fabricsim.Scenario, fabricsim.load, fabricsim.loads, fabricsim.from_dict) == (
+        Scenario, load, loads, from_dict)
     assert {"Result", "run", "load", "Scenario"} <= set(dir(fabricsim))
