@@ -250,6 +250,23 @@ print(json.dumps([name for name in {HEAVY!r} if name in sys.modules]))
     assert set(json.loads(_run_python(code))) <= {"polars", "numpy"}
 
 
+def test_a_udp_run_without_report_imports_no_numpy_and_no_unused_schema_section():
+    """`fabricsim run --no-report` of a UDP scenario decodes and writes its tables with polars alone
+    (numpy comes with TCP flows' FCT, workloads or large tables), and builds no validator of an
+    optional section the scenario does not have."""
+    code = f"""
+import json, sys
+from fabricsim.cli.main import main
+main(["run", "{REPO / 'scenarios' / 'quickstart.yaml'}", "--out", sys.argv[1], "--no-report", "--no-progress"])
+from fabricsim.schema.host import HostModel
+from fabricsim.schema.pipeline import Pipeline
+print(json.dumps([name for name in ("numpy", "matplotlib", "rich") if name in sys.modules]
+                 + [cls.__name__ for cls in (HostModel, Pipeline) if cls.__pydantic_complete__]))
+"""
+    with tempfile.TemporaryDirectory() as out:
+        assert json.loads(_run_python(code, out).splitlines()[-1]) == []
+
+
 def test_the_core_runs_before_dataframes_or_plots_are_imported():
     """Nothing heavy is imported before the core runs: without the report not
     at all; with it, the report's preload imports them in its own thread beside
