@@ -29,6 +29,8 @@ import importlib
 import threading
 from typing import Callable, Optional
 
+from fabricsim import gcpause
+
 __all__ = ["REPORT_MODULES", "Preload", "warm_report"]
 
 #: What writing a run's report imports, in import order: the result (polars and
@@ -48,17 +50,19 @@ def warm_report() -> None:
     """Import :data:`REPORT_MODULES` and matplotlib's ``pyplot`` on the
     report's backend, and look up the report's default font (matplotlib's
     font list is read on import; the lookup of a font in it is cached for the
-    process). Nothing is drawn."""
-    for name in REPORT_MODULES[:3]:
-        importlib.import_module(name)
-    from fabricsim.outputs.report.plots import pyplot
+    process). Nothing is drawn; the garbage collector is paused meanwhile
+    (:mod:`fabricsim.gcpause`)."""
+    with gcpause.paused():
+        for name in REPORT_MODULES[:3]:
+            importlib.import_module(name)
+        from fabricsim.outputs.report.plots import pyplot
 
-    pyplot()
-    for name in REPORT_MODULES[3:]:
-        importlib.import_module(name)
-    from matplotlib.font_manager import FontProperties, findfont
+        pyplot()
+        for name in REPORT_MODULES[3:]:
+            importlib.import_module(name)
+        from matplotlib.font_manager import FontProperties, findfont
 
-    findfont(FontProperties())
+        findfont(FontProperties())
 
 
 class Preload:

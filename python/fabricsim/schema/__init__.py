@@ -15,26 +15,31 @@ One module per section of a scenario file, each importing only
 - ``_yaml``: YAML reading and writing (libyaml when available).
 """
 
-from fabricsim.schema.multicast import Group, Multicast
-from fabricsim.schema.network import Buffer, DevicePower, Ecn, Host, Network, Pfc, Switch
-from fabricsim.schema.pipeline import Arbitration, Pipeline
-from fabricsim.schema.scenario import Scenario, from_dict, load, loads
-from fabricsim.schema.stats import FctSettings, Stats
-from fabricsim.schema.topology import Dumbbell, Explicit, ExplicitLink, ExplicitNode, FatTree, LeafSpine, Link, Star
-from fabricsim.schema.traffic import (
-    Burst,
-    Collective,
-    RdmaWrite,
-    TcpBulk,
-    TcpFlowItem,
-    TcpFlows,
-    TcpIncast,
-    TrafficRate,
-    UdpTraffic,
-    Workload,
-    WorkloadPair,
-)
-from fabricsim.schema.transports import Dcqcn, DelayedAck, Roce, Tcp
+from fabricsim import gcpause
+
+# The sections' validators are built as their classes are defined: hundreds of
+# thousands of long-lived objects, walked by no collection meanwhile.
+with gcpause.paused():
+    from fabricsim.schema.multicast import Group, Multicast
+    from fabricsim.schema.network import Buffer, DevicePower, Ecn, Host, Network, Pfc, Switch
+    from fabricsim.schema.pipeline import Arbitration, Pipeline
+    from fabricsim.schema.scenario import Scenario, from_dict, load, loads
+    from fabricsim.schema.stats import FctSettings, Stats
+    from fabricsim.schema.topology import Dumbbell, Explicit, ExplicitLink, ExplicitNode, FatTree, LeafSpine, Link, Star
+    from fabricsim.schema.traffic import (
+        Burst,
+        Collective,
+        RdmaWrite,
+        TcpBulk,
+        TcpFlowItem,
+        TcpFlows,
+        TcpIncast,
+        TrafficRate,
+        UdpTraffic,
+        Workload,
+        WorkloadPair,
+    )
+    from fabricsim.schema.transports import Dcqcn, DelayedAck, Roce, Tcp
 
 __all__ = [
     "Arbitration",

@@ -28,7 +28,7 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails, PydanticCustomError, core_schema
 
-from fabricsim import units
+from fabricsim import gcpause, units
 from fabricsim.errors import unknown_key, unknown_value
 
 __all__ = [
@@ -431,9 +431,10 @@ def _build_deferred() -> None:
 
     In definition order, so that a section reuses its parts' schemas instead
     of generating them again."""
-    for cls in _DEFERRED:
-        if not cls.__pydantic_complete__:
-            cls.model_rebuild()
+    with gcpause.paused():
+        for cls in _DEFERRED:
+            if not cls.__pydantic_complete__:
+                cls.model_rebuild()
 
 
 class _Deferred:
