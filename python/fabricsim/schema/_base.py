@@ -46,6 +46,7 @@ __all__ = [
     "U32_MAX",
     "Load",
     "MAX_RATE",
+    "KindModel",
     "Model",
     "NodeList",
     "Overhead",
@@ -58,6 +59,7 @@ __all__ = [
     "deferred",
     "issues_error",
     "kind_of",
+    "kinds",
     "one_of",
     "quantity",
     "show",
@@ -476,3 +478,79 @@ class _Deferred:
 def deferred(model: type[DeferredModel]) -> Any:
     """``model`` as a field type whose validator is built on first use (:class:`DeferredModel`)."""
     return Annotated[model, _Deferred(model)]
+
+
+# --------------------------------------------------------------------------
+# Kinds of a union built on first use
+
+
+class KindModel(Model):
+    """A kind of a discriminated union (a traffic entry, a topology): its
+    validator is built the first time a scenario has that kind
+    (:func:`kinds`), not when the package is imported. A scenario uses one
+    topology and a few traffic kinds; the others' validators are most of what
+    importing the schema would build for nothing."""
+
+    model_config = ConfigDict(defer_build=True)
+
+
+def _built(model: type[BaseModel]) -> type[BaseModel]:
+    """``model`` with its validator and serializer built."""
+    if not model.__pydantic_complete__:
+        with gcpause.paused():
+            model.model_rebuild()
+    return model
+
+
+class _Kinds:
+    """Field type of a union of :class:`KindModel` classes told apart by their
+    ``kind``: the entry is validated by its kind's own validator, built on
+    first use, and serialized by its own serializer. Error paths, messages,
+    dumps and the JSON Schema are those of pydantic's discriminated union of
+    the same models (``Field(discriminator="kind")`` behind :func:`kind_of`)."""
+
+    def __init__(self, models: tuple[type[KindModel], ...]) -> None:
+        self.models = models
+        self.by_kind = {tag: model for model in models for tag in get_args(model.model_fields["kind"].annotation)}
+        self.check_kind = kind_of(*models).func
+
+    def _validate(self, value: Any) -> Any:
+        if isinstance(value, self.models):  # an instance, as the union takes one: as it is
+            return value
+        value = self.check_kind(value)
+        if not isinstance(value, dict):
+            raise issues_error(("", f"expected a mapping, got {show(value)}"))
+        return _built(self.by_kind[value["kind"]]).model_validate(value)
+
+    @staticmethod
+    def _serialize(value: Any, info: core_schema.SerializationInfo) -> Any:
+        return _built(type(value)).__pydantic_serializer__.to_python(
+            value,
+            mode=info.mode,
+            by_alias=info.by_alias,
+            exclude_unset=info.exclude_unset,
+            exclude_defaults=info.exclude_defaults,
+            exclude_none=info.exclude_none,
+            round_trip=info.round_trip,
+        )
+
+    def union_schema(self) -> core_schema.CoreSchema:
+        """The core schema of the discriminated union of the kinds (every kind built)."""
+        return core_schema.tagged_union_schema(
+            {tag: _built(model).__pydantic_core_schema__ for tag, model in self.by_kind.items()},
+            discriminator="kind",
+        )
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        return core_schema.no_info_plain_validator_function(
+            self._validate,
+            serialization=core_schema.plain_serializer_function_ser_schema(self._serialize, info_arg=True),
+        )
+
+    def __get_pydantic_json_schema__(self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler) -> Any:
+        return handler(self.union_schema())
+
+
+def kinds(*models: type[KindModel]) -> Any:
+    """A field type accepting any of ``models`` by its ``kind`` (:class:`_Kinds`)."""
+    return Annotated[Union[models], _Kinds(models)]  # type: ignore[valid-type]
