@@ -2,18 +2,20 @@
 
 Importing pydantic, building the schema's validators and importing polars
 create hundreds of thousands of objects that live as long as the process, few
-of them garbage: the collector's generational passes walk them again and
-again (about a tenth of the schema's import). :func:`paused` turns the
-collector off for the duration of a ``with`` block and on again when the last
-block open in any thread ends, if it was on before the first one began (a
-caller that turned it off keeps it off). Reference counting frees what it
-always frees meanwhile; only cycles wait for the next collection.
+of them garbage: the collector's generational passes would walk them again
+and again, and the interpreter's exit would collect and deallocate them one
+by one. :func:`paused` turns the collector off for the duration of a
+``with`` block. When the last block open in any thread ends, and the
+collector was on before the first one began, it freezes the objects alive
+(:func:`gc.freeze`: moved to the permanent generation, which no collection
+walks) and turns the collector on again; a caller that turned it off keeps it
+off and nothing is frozen. Reference counting frees what it always frees,
+frozen or not; what a freeze keeps is garbage in reference cycles among the
+objects alive at that moment (the package imports these modules once per
+process, usually before its caller has built much).
 
-:func:`freeze` moves every object alive to the collector's permanent
-generation, so that no later collection, the one at the interpreter's exit
-included, walks them again: the ``fabricsim`` command calls it when its work
-is done, since the process ends next: with the objects frozen, the
-interpreter's exit neither collects nor deallocates them one by one.
+:func:`freeze` does the same for every object alive: the ``fabricsim``
+command calls it when its work is done, since the process ends next.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ _was_enabled = False  # whether the collector was on when the first of them bega
 
 @contextmanager
 def paused() -> Iterator[None]:
-    """The collector off inside the block (re-entrant, shared by threads)."""
+    """The collector off inside the block (re-entrant, shared by threads), the
+    objects alive frozen at the end of the outermost one."""
     global _open, _was_enabled
     with _lock:
         if _open == 0:
@@ -45,6 +48,7 @@ def paused() -> Iterator[None]:
         with _lock:
             _open -= 1
             if _open == 0 and _was_enabled:
+                gc.freeze()
                 gc.enable()
 
 

@@ -32,11 +32,23 @@ def test_paused_turns_the_collector_off_and_back_on_after_the_outermost_block(co
     assert gc.isenabled()
 
 
-def test_paused_leaves_off_a_collector_its_caller_turned_off(collector_on):
+def test_the_end_of_the_outermost_block_freezes_what_is_alive(collector_on):
+    gc.unfreeze()
+    with gcpause.paused():
+        kept = [[] for _ in range(1000)]
+        with gcpause.paused():
+            pass
+        assert gc.get_freeze_count() == 0
+    assert gc.get_freeze_count() >= len(kept)
+    gc.unfreeze()
+
+
+def test_paused_leaves_off_a_collector_its_caller_turned_off_and_freezes_nothing(collector_on):
+    gc.unfreeze()
     gc.disable()
     with gcpause.paused():
         pass
-    assert not gc.isenabled()
+    assert not gc.isenabled() and gc.get_freeze_count() == 0
 
 
 def test_paused_turns_it_back_on_after_an_exception(collector_on):
@@ -70,6 +82,8 @@ def test_only_the_command_freezes_the_objects_alive_when_it_ends(tmp_path):
 import gc, json, sys
 from fabricsim.cli.main import main
 scenario = {str(ROOT / "scenarios" / "quickstart.yaml")!r}
+main(["validate", scenario])  # imports and builds what validating it needs
+gc.unfreeze()
 main(["validate", scenario])
 counts = [gc.get_freeze_count()]
 sys.argv = ["fabricsim", "validate", scenario]

@@ -433,6 +433,8 @@ def _build_deferred() -> None:
 
     In definition order, so that a section reuses its parts' schemas instead
     of generating them again."""
+    if all(cls.__pydantic_complete__ for cls in _DEFERRED):
+        return
     with gcpause.paused():
         for cls in _DEFERRED:
             if not cls.__pydantic_complete__:
