@@ -113,3 +113,21 @@ def test_errors_of_a_kind_built_on_first_use_name_the_entry(traffic, message):
     with pytest.raises(ScenarioError) as err:
         fabricsim.from_dict({**_star({}), "traffic": traffic})
     assert message in str(err.value)
+
+
+def test_the_modules_of_pipelines_and_host_models_are_imported_only_for_a_scenario_with_one():
+    code = textwrap.dedent(
+        f"""
+        import json, sys
+        import fabricsim
+        modules = ("fabricsim.schema.pipeline", "fabricsim.schema.host", "fabricsim.hosts")
+        loaded = lambda: [name for name in modules if name in sys.modules]
+        fabricsim.load({str(ROOT / "scenarios" / "quickstart.yaml")!r}).to_yaml()
+        out = [loaded()]
+        fabricsim.load({str(ROOT / "scenarios" / "pt-sdn.yaml")!r}).to_yaml()
+        out.append(loaded())
+        print(json.dumps(out))
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout) == [[], ["fabricsim.schema.pipeline", "fabricsim.schema.host", "fabricsim.hosts"]]

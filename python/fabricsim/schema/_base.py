@@ -10,6 +10,7 @@ every problem into one line of a :class:`~fabricsim.errors.ScenarioError`
 naming the dotted field path (:func:`validation_issues`).
 """
 
+import importlib
 from typing import Annotated, Any, Callable, Optional, Union, get_args
 
 from pydantic import (
@@ -444,10 +445,20 @@ def _build_deferred() -> None:
 class _Deferred:
     """Field type of a :class:`DeferredModel`: validates and serializes through
     the model's own (deferred) validator and serializer, so error paths,
-    dumps and the JSON Schema are those of a plain nested model."""
+    dumps and the JSON Schema are those of a plain nested model. The model
+    may be given as ``"module:Name"``: its module is then imported on first
+    use too."""
 
-    def __init__(self, model: type[DeferredModel]) -> None:
-        self.model = model
+    def __init__(self, model: Union[type[DeferredModel], str]) -> None:
+        self._model = model
+
+    @property
+    def model(self) -> type[DeferredModel]:
+        if isinstance(self._model, str):
+            module, _, name = self._model.partition(":")
+            with gcpause.paused():
+                self._model = getattr(importlib.import_module(module), name)
+        return self._model
 
     def _validate(self, value: Any) -> Any:
         _build_deferred()
@@ -477,9 +488,12 @@ class _Deferred:
         return handler(self.model.__pydantic_core_schema__)
 
 
-def deferred(model: type[DeferredModel]) -> Any:
-    """``model`` as a field type whose validator is built on first use (:class:`DeferredModel`)."""
-    return Annotated[model, _Deferred(model)]
+def deferred(model: Union[type[DeferredModel], str]) -> Any:
+    """``model`` as a field type whose validator is built on first use
+    (:class:`DeferredModel`); given as ``"module:Name"``, the module is
+    imported on first use as well (the field's type is then ``Any`` to type
+    checkers)."""
+    return Annotated[Any if isinstance(model, str) else model, _Deferred(model)]
 
 
 # --------------------------------------------------------------------------

@@ -44,8 +44,7 @@ from fabricsim.schema._base import (
 )
 from fabricsim.schema import extensions
 from fabricsim.schema.egress import Egress, HostOverride, PortShaper
-from fabricsim.schema.host import HostModel
-from fabricsim.schema.pipeline import Arbitration, Pipeline
+from fabricsim.schema.arbitration import Arbitration
 
 __all__ = ["Buffer", "DevicePower", "Ecn", "Host", "LoadBalancing", "Network", "Pfc", "Switch"]
 
@@ -524,7 +523,7 @@ class Switch(Model):
         default=None, min_length=1, max_length=8
     )
     pfc: Optional[Pfc] = None
-    pipeline: Optional[deferred(Pipeline)] = None
+    pipeline: Optional[deferred("fabricsim.schema.pipeline:Pipeline")] = None
     arbitration: Arbitration = Field(default_factory=Arbitration)
     #: Egress ports shaped like an htb class; see :mod:`fabricsim.schema.egress`.
     shaper: Optional[PortShaper] = None
@@ -615,9 +614,9 @@ class Host(Model):
     #: device's ``txqueuelen``, 1000 on Linux, held by each band of the default qdisc. TCP
     #: segments are held back instead (TCP Small Queues), and RoCE bypasses the qdisc.
     txqueuelen: int = Field(default=1000, ge=1, le=U32_MAX)
-    pipeline: Optional[deferred(Pipeline)] = None
+    pipeline: Optional[deferred("fabricsim.schema.pipeline:Pipeline")] = None
     #: CPU cores, software stack and NIC DMA of every host (``None``: ideal hosts); see :mod:`fabricsim.schema.host`.
-    model: Optional[deferred(HostModel)] = None
+    model: Optional[deferred("fabricsim.schema.host:HostModel")] = None
     #: Jitter, htb-like shaper and netem-like delay below every host's stack; see :mod:`fabricsim.schema.egress`.
     egress: Optional[Egress] = None
 
