@@ -131,3 +131,17 @@ def test_the_modules_of_pipelines_and_host_models_are_imported_only_for_a_scenar
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(done.stdout) == [[], ["fabricsim.schema.pipeline", "fabricsim.schema.host", "fabricsim.hosts"]]
+
+
+def test_no_optional_section_is_built_for_a_scenario_without_one():
+    code = textwrap.dedent(
+        f"""
+        import json
+        from fabricsim.schema import _base, load
+        load({str(ROOT / "scenarios" / "quickstart.yaml")!r}).to_yaml()
+        print(json.dumps([len(_base._DEFERRED), [cls.__name__ for cls in _base._DEFERRED if cls.__pydantic_complete__]]))
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    count, built = json.loads(done.stdout)
+    assert count >= 12 and built == []

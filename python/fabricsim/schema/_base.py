@@ -412,10 +412,12 @@ DEFERRED_MARK = "fabricsim_deferred"
 
 class DeferredModel(Model):
     """A model of an optional section few scenarios use (pipelines, host
-    models): its validator is built the first time a scenario has the
-    section (:func:`deferred`), not when the package is imported. Generating
-    pydantic's validators is most of the schema's import time, and these
-    sections hold nearly half of its fields."""
+    models, host egress and port shapers, RoCE, link failures, capture taps,
+    packet latency and TCP traces, multicast groups): its validator is built
+    the first time a scenario has such a section (:func:`deferred`), not when
+    the package is imported. Generating pydantic's validators is most of the
+    schema's import time, and these sections hold more than half of its
+    fields."""
 
     model_config = ConfigDict(defer_build=True)
 
@@ -485,7 +487,8 @@ class _Deferred:
 
     def __get_pydantic_json_schema__(self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler) -> Any:
         _build_deferred()
-        return handler(self.model.__pydantic_core_schema__)
+        # Through the generator itself: the model is a definition of its own ($ref), as when nested.
+        return handler.generate_json_schema.generate_inner(self.model.__pydantic_core_schema__)
 
 
 def deferred(model: Union[type[DeferredModel], str]) -> Any:

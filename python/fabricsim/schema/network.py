@@ -526,7 +526,7 @@ class Switch(Model):
     pipeline: Optional[deferred("fabricsim.schema.pipeline:Pipeline")] = None
     arbitration: Arbitration = Field(default_factory=Arbitration)
     #: Egress ports shaped like an htb class; see :mod:`fabricsim.schema.egress`.
-    shaper: Optional[PortShaper] = None
+    shaper: Optional[deferred(PortShaper)] = None
     #: Spreading over equal-cost next hops; see :class:`LoadBalancing`.
     load_balancing: Annotated[LoadBalancing, BeforeValidator(_lb_shorthand), _ModeOrMapping()] = Field(
         default_factory=LoadBalancing
@@ -618,7 +618,7 @@ class Host(Model):
     #: CPU cores, software stack and NIC DMA of every host (``None``: ideal hosts); see :mod:`fabricsim.schema.host`.
     model: Optional[deferred("fabricsim.schema.host:HostModel")] = None
     #: Jitter, htb-like shaper and netem-like delay below every host's stack; see :mod:`fabricsim.schema.egress`.
-    egress: Optional[Egress] = None
+    egress: Optional[deferred(Egress)] = None
 
     def to_resolved(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -668,7 +668,7 @@ class Network(Model):
     host: Host = Field(default_factory=Host)
     switch_overrides: dict[str, Switch] = Field(default_factory=dict)
     #: Per-host settings merged over ``host`` (``{h0: {egress: {delay: 25ms}}}``).
-    host_overrides: dict[str, HostOverride] = Field(default_factory=dict)
+    host_overrides: dict[str, deferred(HostOverride)] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _merge_overrides(self) -> "Network":

@@ -32,6 +32,7 @@ from fabricsim.schema._base import (
     Time,
     as_time,
     issues_error,
+    deferred,
     kinds,
     one_of,
     show,
@@ -612,7 +613,7 @@ class RdmaWrite(KindModel):
     window: Count32 = 1
     start: Time = 0
     class_: int = Field(default=3, ge=0, le=7, alias="class")
-    roce: Optional[Roce] = None
+    roce: Optional[deferred(Roce)] = None
 
     def to_resolved(self) -> dict[str, Any]:
         return {
