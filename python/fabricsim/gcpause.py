@@ -12,7 +12,10 @@ walks) and turns the collector on again; a caller that turned it off keeps it
 off and nothing is frozen. Reference counting frees what it always frees,
 frozen or not; what a freeze keeps is garbage in reference cycles among the
 objects alive at that moment (the package imports these modules once per
-process, usually before its caller has built much).
+process, usually before its caller has built much). Every pause is for a
+first time only: :func:`import_module` pauses for a module not imported yet,
+and the schema pauses to build a validator not built yet, so what a process
+repeats (a sweep's worker running point after point) freezes nothing more.
 
 :func:`freeze` does the same for every object alive: the ``fabricsim``
 command calls it when its work is done, since the process ends next.
@@ -21,11 +24,14 @@ command calls it when its work is done, since the process ends next.
 from __future__ import annotations
 
 import gc
+import importlib
+import sys
 import threading
+from types import ModuleType
 from contextlib import contextmanager
 from typing import Iterator
 
-__all__ = ["freeze", "paused"]
+__all__ = ["freeze", "import_module", "paused"]
 
 _lock = threading.Lock()
 _open = 0  # blocks open in all threads
@@ -55,3 +61,14 @@ def paused() -> Iterator[None]:
 def freeze() -> None:
     """Move the objects alive now out of the collector's reach (:func:`gc.freeze`)."""
     gc.freeze()
+
+
+def import_module(name: str) -> ModuleType:
+    """``importlib.import_module(name)``, paused (:func:`paused`) only when the
+    module is not imported yet: a process that imports it again on every run
+    (a sweep's worker) freezes nothing more."""
+    module = sys.modules.get(name)
+    if module is not None:
+        return module
+    with paused():
+        return importlib.import_module(name)

@@ -190,8 +190,7 @@ def _result(
     the run and ``finish()``, from ``started`` to ``ended`` (now when not
     given), without the report's preload or the results' imports."""
     wall_time = (time.perf_counter() if ended is None else ended) - started
-    with gcpause.paused():  # polars and the results' modules
-        from fabricsim.outputs.results import Result
+    Result = gcpause.import_module("fabricsim.outputs.results").Result  # polars and the results' modules
 
     result = Result.from_core(raw, scenario)
     summary = result.summary

@@ -94,3 +94,13 @@ print(json.dumps(counts), file=sys.stderr)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     before, after = json.loads(done.stderr.strip().splitlines()[-1])
     assert before == 0 and after > 10_000
+
+
+def test_a_module_imported_already_is_returned_without_a_pause_or_a_freeze(collector_on, monkeypatch):
+    import json as module
+
+    paused = []
+    monkeypatch.setattr(gcpause, "paused", lambda: paused.append(1))
+    gc.unfreeze()
+    assert gcpause.import_module("json") is module
+    assert paused == [] and gc.get_freeze_count() == 0

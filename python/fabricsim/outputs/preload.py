@@ -26,6 +26,7 @@ and fails (or not) as it would have.
 from __future__ import annotations
 
 import importlib
+import sys
 import threading
 from typing import Callable, Optional
 
@@ -51,18 +52,25 @@ def warm_report() -> None:
     report's backend, and look up the report's default font (matplotlib's
     font list is read on import; the lookup of a font in it is cached for the
     process). Nothing is drawn; the garbage collector is paused meanwhile
-    (:mod:`fabricsim.gcpause`)."""
+    (:mod:`fabricsim.gcpause`) unless every module is imported already."""
+    if all(name in sys.modules for name in REPORT_MODULES):
+        _warm_report()
+        return
     with gcpause.paused():
-        for name in REPORT_MODULES[:3]:
-            importlib.import_module(name)
-        from fabricsim.outputs.report.plots import pyplot
+        _warm_report()
 
-        pyplot()
-        for name in REPORT_MODULES[3:]:
-            importlib.import_module(name)
-        from matplotlib.font_manager import FontProperties, findfont
 
-        findfont(FontProperties())
+def _warm_report() -> None:
+    for name in REPORT_MODULES[:3]:
+        importlib.import_module(name)
+    from fabricsim.outputs.report.plots import pyplot
+
+    pyplot()
+    for name in REPORT_MODULES[3:]:
+        importlib.import_module(name)
+    from matplotlib.font_manager import FontProperties, findfont
+
+    findfont(FontProperties())
 
 
 class Preload:
