@@ -10,21 +10,22 @@ Typical use::
     result.flows  # polars DataFrame
     result.write("out/quickstart")
 
-Importing the package loads only the scenario schema (pydantic and PyYAML). :func:`run` and
-:class:`Result` (with polars and numpy) are imported on first use, and the
-compiled core (``fabricsim._core``) when a simulation runs, so loading and
-validating scenarios works without it.
+Importing the package loads only its error types. The scenario schema
+(pydantic and PyYAML) is imported by the first :func:`load`, :func:`loads`,
+:func:`from_dict` or use of :class:`Scenario`; :func:`run` and :class:`Result`
+(with polars) on first use, and the compiled core (``fabricsim._core``) when a
+simulation runs, so loading and validating scenarios works without it.
 """
 
 import importlib
 from typing import TYPE_CHECKING, Any
 
 from fabricsim.errors import FabricsimError, RunInterrupted, ScenarioError, SimulationError
-from fabricsim.schema import Scenario, from_dict, load, loads
 
 if TYPE_CHECKING:
     from fabricsim.outputs.results import Result
     from fabricsim.runner import check, run
+    from fabricsim.schema.scenario import Scenario, from_dict, load, loads
 
 __all__ = [
     "FabricsimError",
@@ -42,7 +43,15 @@ __all__ = [
 ]
 
 # Names imported on first use (PEP 562): the module that defines each.
-_LAZY = {"Result": "fabricsim.outputs.results", "run": "fabricsim.runner", "check": "fabricsim.runner"}
+_LAZY = {
+    "Result": "fabricsim.outputs.results",
+    "run": "fabricsim.runner",
+    "check": "fabricsim.runner",
+    "Scenario": "fabricsim.schema.scenario",
+    "from_dict": "fabricsim.schema.scenario",
+    "load": "fabricsim.schema.scenario",
+    "loads": "fabricsim.schema.scenario",
+}
 
 
 def _version() -> str:

@@ -10,7 +10,7 @@ import time
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Callable
 
-from fabricsim import machine_memory, units
+from fabricsim import gcpause, machine_memory, units
 from fabricsim.errors import FabricsimError, RunInterrupted, ScenarioError, SimulationError
 from fabricsim.schema import Scenario, load
 
@@ -190,7 +190,7 @@ def _result(
     the run and ``finish()``, from ``started`` to ``ended`` (now when not
     given), without the report's preload or the results' imports."""
     wall_time = (time.perf_counter() if ended is None else ended) - started
-    from fabricsim.outputs.results import Result
+    Result = gcpause.import_module("fabricsim.outputs.results").Result  # polars and the results' modules
 
     result = Result.from_core(raw, scenario)
     summary = result.summary

@@ -213,6 +213,19 @@ print("\\n".join(failed))
     assert _run_python(code).strip() == ""
 
 
+def test_import_fabricsim_alone_loads_neither_the_schema_nor_its_libraries():
+    """``import fabricsim`` loads its error types only: the schema (pydantic, PyYAML) comes with the
+    first scenario loaded, so a command or a script that never reads one does not pay for it."""
+    code = """
+import json, sys
+import fabricsim
+print(json.dumps(sorted(name for name in sys.modules
+                        if name.partition(".")[0] in ("pydantic", "pydantic_core", "yaml", "numpy", "polars")
+                        or name.startswith(("fabricsim.schema", "fabricsim.outputs", "fabricsim.runner")))))
+"""
+    assert json.loads(_run_python(code)) == []
+
+
 def test_import_fabricsim_loads_no_dataframe_plotting_sweep_or_console_library():
     code = f"""
 import json, sys
@@ -235,6 +248,23 @@ fabricsim.run, fabricsim.Result
 print(json.dumps([name for name in {HEAVY!r} if name in sys.modules]))
 """
     assert set(json.loads(_run_python(code))) <= {"polars", "numpy"}
+
+
+def test_a_udp_run_without_report_imports_no_numpy_and_no_unused_schema_section():
+    """`fabricsim run --no-report` of a UDP scenario decodes and writes its tables with polars alone
+    (numpy comes with TCP flows' FCT, workloads or large tables), and builds no validator of an
+    optional section the scenario does not have."""
+    code = f"""
+import json, sys
+from fabricsim.cli.main import main
+main(["run", "{REPO / 'scenarios' / 'quickstart.yaml'}", "--out", sys.argv[1], "--no-report", "--no-progress"])
+from fabricsim.schema.host import HostModel
+from fabricsim.schema.pipeline import Pipeline
+print(json.dumps([name for name in ("numpy", "matplotlib", "rich") if name in sys.modules]
+                 + [cls.__name__ for cls in (HostModel, Pipeline) if cls.__pydantic_complete__]))
+"""
+    with tempfile.TemporaryDirectory() as out:
+        assert json.loads(_run_python(code, out).splitlines()[-1]) == []
 
 
 def test_the_core_runs_before_dataframes_or_plots_are_imported():
@@ -275,5 +305,9 @@ def test_lazy_public_names_are_the_real_ones():
     from fabricsim.outputs.results import Result
     from fabricsim.runner import run
 
+    from fabricsim.schema import Scenario, from_dict, load, loads
+
     assert fabricsim.Result is Result and fabricsim.run is run
+    assert (fabricsim.Scenario, fabricsim.load, fabricsim.loads, fabricsim.from_dict) == (
+        Scenario, load, loads, from_dict)
     assert {"Result", "run", "load", "Scenario"} <= set(dir(fabricsim))

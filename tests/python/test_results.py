@@ -70,6 +70,36 @@ def test_bad_codes_and_dtypes_are_reported(core_output):
         Result.from_core(core_output)
 
 
+def test_small_runs_decode_through_lists_to_the_same_columns_and_files_as_numpy(core_output, monkeypatch, tmp_path):
+    """A run whose tables are small is decoded without numpy; larger ones through numpy arrays.
+    Both give the same dtypes, nulls, values and Parquet bytes."""
+    from fabricsim.outputs import tables
+
+    by_list = Result.from_core(core_output)
+    monkeypatch.setattr(tables, "_LIST_DECODE_BYTES", -1)
+    by_numpy = Result.from_core(core_output)
+    frames = {"nodes": (by_list.nodes, by_numpy.nodes)}
+    frames.update({name: (frame, by_numpy.tables()[name]) for name, frame in by_list.tables().items()})
+    assert list(by_list.tables()) == list(by_numpy.tables())
+    assert by_list.flows["fct_ps"].to_list() == [None, 1_000_000]
+    for name, (listed, arrays) in frames.items():
+        assert listed.schema == arrays.schema, name
+        listed.write_parquet(tmp_path / "list.parquet")
+        arrays.write_parquet(tmp_path / "numpy.parquet")
+        assert (tmp_path / "list.parquet").read_bytes() == (tmp_path / "numpy.parquet").read_bytes(), name
+
+
+def test_a_column_of_partial_values_is_refused_by_either_decoder(core_output, monkeypatch):
+    from fabricsim.outputs import tables
+
+    core_output["tables"]["links"]["utilization"] = ("f64", b"\0" * 12)
+    with pytest.raises(ValueError, match="column 'utilization': 12 bytes are no whole number of f64 values"):
+        Result.from_core(core_output)
+    monkeypatch.setattr(tables, "_LIST_DECODE_BYTES", -1)
+    with pytest.raises(ValueError, match="column 'utilization': 12 bytes are no whole number of f64 values"):
+        Result.from_core(core_output)
+
+
 def test_write_produces_every_file(core_output, tmp_path):
     scenario = loads(SCENARIO)
     result = Result.from_core(core_output, scenario)

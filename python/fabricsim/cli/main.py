@@ -19,6 +19,7 @@ import sys
 import traceback
 from typing import Sequence
 
+from fabricsim import gcpause
 from fabricsim.errors import FabricsimError, SimulationError
 
 __all__ = ["main"]
@@ -73,12 +74,31 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``fabricsim`` command; returns the exit status."""
+    """Entry point of the ``fabricsim`` command; returns the exit status.
+
+    Called as the command (``argv`` not given), its pauses of the collector
+    freeze what they built, and it freezes the objects alive before returning
+    (:func:`fabricsim.gcpause.freeze_after_pauses`, :func:`fabricsim.gcpause.freeze`),
+    since the process ends next; called with ``argv`` (from a program), it
+    freezes nothing."""
     # The command validates only its own scenario schema: pydantic's search of every installed
     # distribution for third-party validation plugins (about 0.1 s) is skipped unless the
     # environment asks for plugins explicitly.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
-    argv = list(sys.argv[1:] if argv is None else argv)
+    as_command = argv is None
+    if as_command:
+        gcpause.freeze_after_pauses()
+    try:
+        return _main(list(sys.argv[1:] if argv is None else argv))
+    finally:
+        if as_command:
+            # The process ends next: with every object alive now frozen, the interpreter's
+            # exit neither collects nor tears down the modules, schema and tables one by one
+            # (about 0.04 s of CPU, a tenth of a small run's whole command).
+            gcpause.freeze()
+
+
+def _main(argv: list[str]) -> int:
     if argv[:2] == ["validate", "linux"]:  # a command of its own, with its own options and help
         argv = ["validate linux", *argv[2:]]
     args = _parser(argv[0] if argv else None).parse_args(argv)

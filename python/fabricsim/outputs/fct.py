@@ -30,13 +30,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
-import numpy as np
 import polars as pl
 
 from fabricsim.outputs.tables import RunTables
 from fabricsim.workloads.cdf import BUCKET_EDGES, bucket_labels
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from fabricsim.schema import Scenario
 
 __all__ = ["BUCKET_EDGES", "bucket_table", "flow_table", "ideal_fct_ps"]
@@ -57,6 +58,8 @@ class _Paths:
     """
 
     def __init__(self, links: pl.DataFrame, nodes: pl.DataFrame) -> None:
+        import numpy as np
+
         edges = links.select("src", "dst", "rate_bps", "delay_ps")
         names = list(dict.fromkeys([*edges["src"].to_list(), *edges["dst"].to_list()]))
         self.index = {name: i for i, name in enumerate(names)}
@@ -77,6 +80,8 @@ class _Paths:
         """Paths to ``target``: (distance in hops, -1 where none; the link each node
         takes; every link one hop closer to the target; the width of the widest
         path through each of those links)."""
+        import numpy as np
+
         size = len(self.names)
         e_src, e_dst = self.e_src, self.e_dst
         dist = np.full(size, -1, dtype=np.int64)
@@ -108,6 +113,8 @@ class _Paths:
 
     def _first_widest(self, edge: np.ndarray, candidate: np.ndarray) -> np.ndarray:
         """Per node owning some of ``edge``: the position of its widest candidate, the first in link order among equals."""
+        import numpy as np
+
         owner = self.e_src[edge]
         order = np.lexsort((edge, -candidate, owner))
         owner_sorted = owner[order]
@@ -115,6 +122,8 @@ class _Paths:
 
     def _leaf_link(self) -> np.ndarray:
         """For each node reached by exactly one link (a host on one switch port), that link; -1 otherwise."""
+        import numpy as np
+
         size = len(self.names)
         count = np.bincount(self.e_dst, minlength=size)
         only = np.full(size, -1, dtype=np.int64)
@@ -136,6 +145,8 @@ class _Paths:
         distinct cap serve every host on ``t``; other destinations get a search
         of their own.
         """
+        import numpy as np
+
         leaf = self._leaf_link()[dst]
         rate = np.where(leaf >= 0, self.e_rate[leaf], 0.0)
         via = np.where(leaf >= 0, self.e_src[leaf], dst)
@@ -163,6 +174,8 @@ class _Paths:
 
     def ids(self, names: pl.Series) -> np.ndarray:
         """The node number of each name (-1 for a name that is in no link)."""
+        import numpy as np
+
         known = pl.Series(list(self.index), dtype=pl.String)
         return names.cast(pl.String).replace_strict(known, np.arange(len(known)), default=-1, return_dtype=pl.Int64).to_numpy()
 
@@ -176,6 +189,8 @@ class _Paths:
 
     def hops_of(self, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`hops` of node numbers (:meth:`ids`)."""
+        import numpy as np
+
         missing = np.flatnonzero((src < 0) | (dst < 0))
         if missing.size:
             raise ValueError(f"no path from {self._name(src, missing[0])} to {self._name(dst, missing[0])}")
@@ -243,6 +258,8 @@ def ideal_fct_ps(size: int, forward: Sequence[tuple[float, float]], backward: Se
 
 def _one_way_many(wire: np.ndarray | int, rate: np.ndarray, time: np.ndarray) -> np.ndarray:
     """:func:`_one_way` of each row of padded hop arrays (padding adds exactly 0)."""
+    import numpy as np
+
     total = np.zeros(rate.shape[0])
     for column in range(rate.shape[1]):
         total = total + (wire * 8e12 / rate[:, column] + time[:, column])
@@ -252,6 +269,8 @@ def _one_way_many(wire: np.ndarray | int, rate: np.ndarray, time: np.ndarray) ->
 def _ideal_fct_many(size: np.ndarray, forward: tuple[np.ndarray, np.ndarray], backward: tuple[np.ndarray, np.ndarray],
                     tcp: Any, overhead: int) -> np.ndarray:
     """:func:`ideal_fct_ps` of many flows at once, the same operations in the same order (the same bits)."""
+    import numpy as np
+
     syn = _frame_bytes(0, tcp, overhead)
     mss = tcp.mtu - tcp.header
     fixed = tcp.header + tcp.l2_header
@@ -288,6 +307,8 @@ def _settings(
 
 def _ideal_column(flows: pl.DataFrame, paths: _Paths, tcp_of: dict[str, Any], overhead: int) -> np.ndarray:
     """The ideal FCT (ps) of each row of ``flows`` (columns name, src, dst, size_bytes)."""
+    import numpy as np
+
     src, dst = paths.ids(flows["src"]), paths.ids(flows["dst"])
     missing = np.flatnonzero((src < 0) | (dst < 0))
     if missing.size:
@@ -350,6 +371,8 @@ def _flow_table(
     tcp_flows = flows.filter(pl.col("name").is_in(list(tcp_of)) & (pl.col("size_bytes") > 0))
     if tcp_flows.height == 0:
         return empty
+    import numpy as np  # only runs with TCP flows get here
+
     ideal = _ideal_column(tcp_flows, _Paths(result.links, result.nodes), tcp_of, scenario.network.ethernet_overhead)
     labels = bucket_labels(edges)
     sizes = tcp_flows["size_bytes"].to_numpy()
@@ -374,6 +397,8 @@ def _flow_table(
 
 def _stat(values: np.ndarray, fn: str) -> Optional[float]:
     """``mean``, ``median`` or ``p99`` (the value at or above the quantile) of ``values``; None when empty."""
+    import numpy as np
+
     if values.size == 0:
         return None
     if fn == "mean":

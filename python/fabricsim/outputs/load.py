@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-import numpy as np
 import polars as pl
 
 from fabricsim.outputs.tables import RunTables
@@ -55,6 +54,8 @@ def _carried(result: RunTables, links: pl.DataFrame, start: int, stop: int, capa
     rows = rows.select("src", "dst", "busy_ps").join(rates, on=["src", "dst"], how="inner", maintain_order="left")
     if rows.height == 0:
         return 0.0
+    import numpy as np
+
     # Each bin's bits as (busy * 1e-12) * rate, summed in row order (a cumulative
     # sum adds left to right, as a loop over the rows would).
     bits = rows["busy_ps"].cast(pl.Float64).to_numpy() * 1e-12 * rows["rate_bps"].cast(pl.Float64).to_numpy()

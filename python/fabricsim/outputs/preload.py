@@ -26,8 +26,11 @@ and fails (or not) as it would have.
 from __future__ import annotations
 
 import importlib
+import sys
 import threading
 from typing import Callable, Optional
+
+from fabricsim import gcpause
 
 __all__ = ["REPORT_MODULES", "Preload", "warm_report"]
 
@@ -48,7 +51,16 @@ def warm_report() -> None:
     """Import :data:`REPORT_MODULES` and matplotlib's ``pyplot`` on the
     report's backend, and look up the report's default font (matplotlib's
     font list is read on import; the lookup of a font in it is cached for the
-    process). Nothing is drawn."""
+    process). Nothing is drawn; the garbage collector is paused meanwhile
+    (:mod:`fabricsim.gcpause`) unless every module is imported already."""
+    if all(name in sys.modules for name in REPORT_MODULES):
+        _warm_report()
+        return
+    with gcpause.paused():
+        _warm_report()
+
+
+def _warm_report() -> None:
     for name in REPORT_MODULES[:3]:
         importlib.import_module(name)
     from fabricsim.outputs.report.plots import pyplot

@@ -22,13 +22,15 @@ with ``result.tables()["name"]`` or, where the name is a valid identifier,
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence, Union
 
-import numpy as np
 import polars as pl
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from fabricsim.schema import Scenario
 
 __all__ = ["CORE_TABLES", "DERIVED_TABLES", "RunTables", "decode", "read_tables"]
@@ -40,7 +42,21 @@ DERIVED_TABLES = ("fct", "source_shares", "collectives")
 NODES = "nodes"
 
 _DTYPES = {"u8": "<u1", "u32": "<u4", "u64": "<u8", "i64": "<i8", "f64": "<f8", "bool": "?"}
+#: Each dtype of the core as a ``memoryview`` format (native order, read on
+#: little-endian machines only) and its polars type: what numpy's dtype gives.
+_FORMATS = {"u8": ("B", pl.UInt8), "u32": ("I", pl.UInt32), "u64": ("Q", pl.UInt64), "i64": ("q", pl.Int64),
+            "f64": ("d", pl.Float64), "bool": ("?", pl.Boolean)}
+_ITEM_BYTES = {"u8": 1, "u32": 4, "u64": 8, "i64": 8, "f64": 8, "bool": 1}
 _NODE_COLUMNS = ("node", "src", "dst", "src_node", "dst_node", "host")
+_NO_PORT = 2**32 - 1  # the largest u32: the core's "every port" of a capture tap
+
+#: Up to this many bytes of column data in all, a run's tables are decoded
+#: through Python lists instead of numpy arrays (same polars columns, same
+#: files): importing numpy costs about as much as listing a million values,
+#: and a small run's tables hold a few thousand.
+_LIST_DECODE_BYTES = 2 << 20
+
+Values = Union[list[Any], "np.ndarray[Any, np.dtype[Any]]"]
 
 
 #: Up to this many rows, a column of codes (or of values with -1 for "none") is
@@ -50,13 +66,29 @@ _NODE_COLUMNS = ("node", "src", "dst", "src_node", "dst_node", "host")
 _SMALL = 2048
 
 
-def _labels(column: str, codes: np.ndarray[Any, np.dtype[Any]], labels: Sequence[str]) -> pl.Series:
-    """Replace integer ``codes`` by ``labels[code]``."""
-    if codes.size and int(codes.max()) >= len(labels):
-        raise ValueError(f"column {column!r}: code {int(codes.max())} has no label (only {len(labels)} labels)")
-    if codes.size <= _SMALL:
-        return pl.Series(column, [labels[code] for code in codes.tolist()], dtype=pl.String)
+def _labels(column: str, codes: Values, labels: Sequence[str]) -> pl.Series:
+    """Replace integer ``codes`` (a list or a numpy array) by ``labels[code]``."""
+    if len(codes):
+        top = max(codes) if isinstance(codes, list) else int(codes.max())
+        if top >= len(labels):
+            raise ValueError(f"column {column!r}: code {top} has no label (only {len(labels)} labels)")
+    if len(codes) <= _SMALL:
+        listed = codes if isinstance(codes, list) else codes.tolist()
+        return pl.Series(column, [labels[code] for code in listed], dtype=pl.String)
     return pl.Series(column, list(labels), dtype=pl.String).gather(codes)
+
+
+def _values(name: str, column: str, dtype: str, data: bytes, as_list: bool) -> Values:
+    """One column's values: a list (``as_list``) or a numpy array."""
+    if dtype not in _DTYPES:
+        raise ValueError(f"table {name!r}, column {column!r}: unknown dtype {dtype!r}")
+    if len(data) % _ITEM_BYTES[dtype]:
+        raise ValueError(f"table {name!r}, column {column!r}: {len(data)} bytes are no whole number of {dtype} values")
+    if as_list:
+        return memoryview(data).cast(_FORMATS[dtype][0]).tolist()
+    import numpy as np
+
+    return np.frombuffer(data, dtype=_DTYPES[dtype])
 
 
 def _decode_table(
@@ -64,25 +96,29 @@ def _decode_table(
     columns: Mapping[str, tuple[str, bytes]],
     strings: Mapping[str, Sequence[str]],
     node_names: Sequence[str],
+    as_list: bool = False,
 ) -> pl.DataFrame:
     """Build one table from ``{column: (dtype, little-endian bytes)}``.
 
     Columns with a dictionary in ``strings`` (key ``"table.column"``) and, outside
-    the ``nodes`` table, node id columns are decoded to strings.
+    the ``nodes`` table, node id columns are decoded to strings. ``as_list``
+    reads the bytes through Python lists instead of numpy (the same columns).
     """
     series = []
     for column, (dtype, data) in columns.items():
-        if dtype not in _DTYPES:
-            raise ValueError(f"table {name!r}, column {column!r}: unknown dtype {dtype!r}")
-        values = np.frombuffer(data, dtype=_DTYPES[dtype])
+        values = _values(name, column, dtype, data, as_list)
         dictionary = strings.get(f"{name}.{column}")
         if dictionary is not None:
             series.append(_labels(column, values, dictionary))
         elif name != NODES and column in _NODE_COLUMNS and node_names:
             series.append(_labels(column, values, node_names))
+        elif isinstance(values, list):
+            if dtype == "i64" and -1 in values:
+                # The core marks "no value" in signed columns with -1 (e.g. the FCT
+                # of a flow that did not complete): these become nulls.
+                values = [None if v == -1 else v for v in values]
+            series.append(pl.Series(column, values, dtype=_FORMATS[dtype][1]))
         elif dtype == "i64":
-            # The core marks "no value" in signed columns with -1 (e.g. the FCT
-            # of a flow that did not complete): these become nulls.
             if not (values == -1).any():
                 series.append(pl.Series(column, values))
             elif values.size <= _SMALL:
@@ -95,7 +131,7 @@ def _decode_table(
     if name == "capture_taps" and {"port", "direction"} <= set(frame.columns):
         # The core's sentinels as a reader expects them: no port (every port) and the direction by name.
         frame = frame.with_columns(
-            pl.when(pl.col("port") == np.iinfo(np.uint32).max).then(None).otherwise(pl.col("port")).alias("port"),
+            pl.when(pl.col("port") == _NO_PORT).then(None).otherwise(pl.col("port")).alias("port"),
             pl.col("direction").replace_strict(_TAP_DIRECTIONS, return_dtype=pl.String).alias("direction"),
         )
     return frame
@@ -110,10 +146,10 @@ def _with_names(nodes: pl.DataFrame, node_names: Sequence[str]) -> pl.DataFrame:
     if "name" in nodes.columns or not node_names:
         return nodes
     if not nodes.width:
-        nodes = pl.DataFrame([pl.Series("id", np.arange(len(node_names), dtype=np.uint32))])
+        nodes = pl.DataFrame([pl.Series("id", range(len(node_names)), dtype=pl.UInt32)])
     elif "id" not in nodes.columns:
-        nodes = nodes.insert_column(0, pl.Series("id", np.arange(nodes.height, dtype=np.uint32)))
-    names = _labels("name", nodes["id"].to_numpy(), node_names)
+        nodes = nodes.insert_column(0, pl.Series("id", range(nodes.height), dtype=pl.UInt32))
+    names = _labels("name", nodes["id"].to_list(), node_names)
     return nodes.insert_column(nodes.columns.index("id") + 1, names)
 
 
@@ -129,9 +165,11 @@ def decode(raw: Mapping[str, Any]) -> tuple[dict[str, Any], pl.DataFrame, dict[s
     raw_tables = raw.get("tables", {})
     strings = raw.get("strings", {})
     node_names = list(raw.get("node_names", []))
+    size = sum(len(data) for columns in raw_tables.values() for _, data in columns.values())
+    as_list = sys.byteorder == "little" and size <= _LIST_DECODE_BYTES
 
     def table(name: str) -> pl.DataFrame:
-        return _decode_table(name, raw_tables.get(name, {}), strings, node_names)
+        return _decode_table(name, raw_tables.get(name, {}), strings, node_names, as_list)
 
     nodes = _with_names(table(NODES), node_names)
     names = [*CORE_TABLES, *(name for name in raw_tables if name not in CORE_TABLES and name != NODES)]

@@ -10,6 +10,7 @@ every problem into one line of a :class:`~fabricsim.errors.ScenarioError`
 naming the dotted field path (:func:`validation_issues`).
 """
 
+import importlib
 from typing import Annotated, Any, Callable, Optional, Union, get_args
 
 from pydantic import (
@@ -28,7 +29,7 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails, PydanticCustomError, core_schema
 
-from fabricsim import units
+from fabricsim import gcpause, units
 from fabricsim.errors import unknown_key, unknown_value
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "U32_MAX",
     "Load",
     "MAX_RATE",
+    "KindModel",
     "Model",
     "NodeList",
     "Overhead",
@@ -58,6 +60,7 @@ __all__ = [
     "deferred",
     "issues_error",
     "kind_of",
+    "kinds",
     "one_of",
     "quantity",
     "show",
@@ -409,10 +412,12 @@ DEFERRED_MARK = "fabricsim_deferred"
 
 class DeferredModel(Model):
     """A model of an optional section few scenarios use (pipelines, host
-    models): its validator is built the first time a scenario has the
-    section (:func:`deferred`), not when the package is imported. Generating
-    pydantic's validators is most of the schema's import time, and these
-    sections hold nearly half of its fields."""
+    models, host egress and port shapers, RoCE, link failures, capture taps,
+    packet latency and TCP traces, multicast groups): its validator is built
+    the first time a scenario has such a section (:func:`deferred`), not when
+    the package is imported. Generating pydantic's validators is most of the
+    schema's import time, and these sections hold more than half of its
+    fields."""
 
     model_config = ConfigDict(defer_build=True)
 
@@ -431,18 +436,31 @@ def _build_deferred() -> None:
 
     In definition order, so that a section reuses its parts' schemas instead
     of generating them again."""
-    for cls in _DEFERRED:
-        if not cls.__pydantic_complete__:
-            cls.model_rebuild()
+    if all(cls.__pydantic_complete__ for cls in _DEFERRED):
+        return
+    with gcpause.paused():
+        for cls in _DEFERRED:
+            if not cls.__pydantic_complete__:
+                cls.model_rebuild()
 
 
 class _Deferred:
     """Field type of a :class:`DeferredModel`: validates and serializes through
     the model's own (deferred) validator and serializer, so error paths,
-    dumps and the JSON Schema are those of a plain nested model."""
+    dumps and the JSON Schema are those of a plain nested model. The model
+    may be given as ``"module:Name"``: its module is then imported on first
+    use too."""
 
-    def __init__(self, model: type[DeferredModel]) -> None:
-        self.model = model
+    def __init__(self, model: Union[type[DeferredModel], str]) -> None:
+        self._model = model
+
+    @property
+    def model(self) -> type[DeferredModel]:
+        if isinstance(self._model, str):
+            module, _, name = self._model.partition(":")
+            with gcpause.paused():
+                self._model = getattr(importlib.import_module(module), name)
+        return self._model
 
     def _validate(self, value: Any) -> Any:
         _build_deferred()
@@ -469,9 +487,89 @@ class _Deferred:
 
     def __get_pydantic_json_schema__(self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler) -> Any:
         _build_deferred()
-        return handler(self.model.__pydantic_core_schema__)
+        # Through the generator itself: the model is a definition of its own ($ref), as when nested.
+        return handler.generate_json_schema.generate_inner(self.model.__pydantic_core_schema__)
 
 
-def deferred(model: type[DeferredModel]) -> Any:
-    """``model`` as a field type whose validator is built on first use (:class:`DeferredModel`)."""
-    return Annotated[model, _Deferred(model)]
+def deferred(model: Union[type[DeferredModel], str]) -> Any:
+    """``model`` as a field type whose validator is built on first use
+    (:class:`DeferredModel`); given as ``"module:Name"``, the module is
+    imported on first use as well (the field's type is then ``Any`` to type
+    checkers)."""
+    return Annotated[Any if isinstance(model, str) else model, _Deferred(model)]
+
+
+# --------------------------------------------------------------------------
+# Kinds of a union built on first use
+
+
+class KindModel(Model):
+    """A kind of a discriminated union (a traffic entry, a topology): its
+    validator is built the first time a scenario has that kind
+    (:func:`kinds`), not when the package is imported. A scenario uses one
+    topology and a few traffic kinds; the others' validators are most of what
+    importing the schema would build for nothing."""
+
+    model_config = ConfigDict(defer_build=True)
+
+
+def _built(model: type[BaseModel]) -> type[BaseModel]:
+    """``model`` with its validator and serializer built."""
+    if not model.__pydantic_complete__:
+        with gcpause.paused():
+            model.model_rebuild()
+    return model
+
+
+class _Kinds:
+    """Field type of a union of :class:`KindModel` classes told apart by their
+    ``kind``: the entry is validated by its kind's own validator, built on
+    first use, and serialized by its own serializer. Error paths, messages,
+    dumps and the JSON Schema are those of pydantic's discriminated union of
+    the same models (``Field(discriminator="kind")`` behind :func:`kind_of`)."""
+
+    def __init__(self, models: tuple[type[KindModel], ...]) -> None:
+        self.models = models
+        self.by_kind = {tag: model for model in models for tag in get_args(model.model_fields["kind"].annotation)}
+        self.check_kind = kind_of(*models).func
+
+    def _validate(self, value: Any) -> Any:
+        if isinstance(value, self.models):  # an instance, as the union takes one: as it is
+            return value
+        value = self.check_kind(value)
+        if not isinstance(value, dict):
+            raise issues_error(("", f"expected a mapping, got {show(value)}"))
+        return _built(self.by_kind[value["kind"]]).model_validate(value)
+
+    @staticmethod
+    def _serialize(value: Any, info: core_schema.SerializationInfo) -> Any:
+        return _built(type(value)).__pydantic_serializer__.to_python(
+            value,
+            mode=info.mode,
+            by_alias=info.by_alias,
+            exclude_unset=info.exclude_unset,
+            exclude_defaults=info.exclude_defaults,
+            exclude_none=info.exclude_none,
+            round_trip=info.round_trip,
+        )
+
+    def union_schema(self) -> core_schema.CoreSchema:
+        """The core schema of the discriminated union of the kinds (every kind built)."""
+        return core_schema.tagged_union_schema(
+            {tag: _built(model).__pydantic_core_schema__ for tag, model in self.by_kind.items()},
+            discriminator="kind",
+        )
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        return core_schema.no_info_plain_validator_function(
+            self._validate,
+            serialization=core_schema.plain_serializer_function_ser_schema(self._serialize, info_arg=True),
+        )
+
+    def __get_pydantic_json_schema__(self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler) -> Any:
+        return handler(self.union_schema())
+
+
+def kinds(*models: type[KindModel]) -> Any:
+    """A field type accepting any of ``models`` by its ``kind`` (:class:`_Kinds`)."""
+    return Annotated[Union[models], _Kinds(models)]  # type: ignore[valid-type]

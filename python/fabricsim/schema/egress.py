@@ -16,7 +16,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import Field, model_validator
 
-from fabricsim.schema._base import Model, Rate, Size, Time, issues_error
+from fabricsim.schema._base import DeferredModel, Rate, Size, Time, issues_error
 
 __all__ = ["Egress", "HostOverride", "Jitter", "PortShaper", "Shaper"]
 
@@ -32,7 +32,7 @@ def _tc_burst(rate_bps: int) -> int:
     return rate_bps // 8 // TC_HZ + TC_MTU
 
 
-class Shaper(Model):
+class Shaper(DeferredModel):
     """An htb class with its leaf queue: ``rate``/``burst`` and ``ceil``/``cburst``
     token buckets; ``limit`` packets (and ``limit_bytes``, a bfifo) queued."""
 
@@ -63,7 +63,7 @@ class Shaper(Model):
         return out
 
 
-class Jitter(Model):
+class Jitter(DeferredModel):
     """A random transmit processing delay per packet (``exponential`` with mean
     ``mean``, or ``uniform`` on [0, 2 x mean]); packets keep their order."""
 
@@ -88,7 +88,7 @@ def _jitter_flag(value: Any) -> Any:
     return value
 
 
-class Egress(Model):
+class Egress(DeferredModel):
     """Below a host's stack: ``jitter``, then ``shaper``, then ``delay`` (a fixed
     one-way delay, ``delay_limit`` packets held at most); ``flow_delays`` gives
     traffic entries (by name) a delay of their own on this host."""
@@ -118,7 +118,7 @@ class Egress(Model):
         return out
 
 
-class HostOverride(Model):
+class HostOverride(DeferredModel):
     """What one host sets differently from ``network.host`` (merged over it)."""
 
     egress: Optional[Egress] = None
@@ -127,7 +127,7 @@ class HostOverride(Model):
         return {"egress": self.egress.to_resolved()} if self.egress is not None else {}
 
 
-class PortShaper(Model):
+class PortShaper(DeferredModel):
     """``switch.shaper``: the switch's egress ports (all, or those ``towards``
     the named neighbours) send like an htb class (``rate``/``burst``,
     ``ceil``/``cburst``, defaults as :class:`Shaper`); the port's queue, under

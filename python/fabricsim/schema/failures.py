@@ -14,12 +14,12 @@ from typing import Any, Optional
 
 from pydantic import Field, model_validator
 
-from fabricsim.schema._base import Model, Rate, Time, U32_MAX, issues_error
+from fabricsim.schema._base import DeferredModel, Rate, Time, U32_MAX, issues_error
 
 __all__ = ["LinkFailure"]
 
 
-class LinkFailure(Model):
+class LinkFailure(DeferredModel):
     """A link (``between``), or every link of a ``node``, that fails at ``at``
     (both directions) and, with ``until``, recovers."""
 

@@ -10,12 +10,12 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from fabricsim.schema._base import Model, NodeList, issues_error
+from fabricsim.schema._base import DeferredModel, Model, NodeList, deferred, issues_error
 
 __all__ = ["Group", "Multicast"]
 
 
-class Group(Model):
+class Group(DeferredModel):
     """A multicast group: a name and its member hosts."""
 
     name: str = Field(min_length=1)
@@ -37,7 +37,7 @@ class Group(Model):
 class Multicast(Model):
     """Multicast groups."""
 
-    groups: list[Group] = Field(default_factory=list)
+    groups: list[deferred(Group)] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _unique_names(self) -> "Multicast":

@@ -44,8 +44,7 @@ from fabricsim.schema._base import (
 )
 from fabricsim.schema import extensions
 from fabricsim.schema.egress import Egress, HostOverride, PortShaper
-from fabricsim.schema.host import HostModel
-from fabricsim.schema.pipeline import Arbitration, Pipeline
+from fabricsim.schema.arbitration import Arbitration
 
 __all__ = ["Buffer", "DevicePower", "Ecn", "Host", "LoadBalancing", "Network", "Pfc", "Switch"]
 
@@ -524,10 +523,10 @@ class Switch(Model):
         default=None, min_length=1, max_length=8
     )
     pfc: Optional[Pfc] = None
-    pipeline: Optional[deferred(Pipeline)] = None
+    pipeline: Optional[deferred("fabricsim.schema.pipeline:Pipeline")] = None
     arbitration: Arbitration = Field(default_factory=Arbitration)
     #: Egress ports shaped like an htb class; see :mod:`fabricsim.schema.egress`.
-    shaper: Optional[PortShaper] = None
+    shaper: Optional[deferred(PortShaper)] = None
     #: Spreading over equal-cost next hops; see :class:`LoadBalancing`.
     load_balancing: Annotated[LoadBalancing, BeforeValidator(_lb_shorthand), _ModeOrMapping()] = Field(
         default_factory=LoadBalancing
@@ -615,11 +614,11 @@ class Host(Model):
     #: device's ``txqueuelen``, 1000 on Linux, held by each band of the default qdisc. TCP
     #: segments are held back instead (TCP Small Queues), and RoCE bypasses the qdisc.
     txqueuelen: int = Field(default=1000, ge=1, le=U32_MAX)
-    pipeline: Optional[deferred(Pipeline)] = None
+    pipeline: Optional[deferred("fabricsim.schema.pipeline:Pipeline")] = None
     #: CPU cores, software stack and NIC DMA of every host (``None``: ideal hosts); see :mod:`fabricsim.schema.host`.
-    model: Optional[deferred(HostModel)] = None
+    model: Optional[deferred("fabricsim.schema.host:HostModel")] = None
     #: Jitter, htb-like shaper and netem-like delay below every host's stack; see :mod:`fabricsim.schema.egress`.
-    egress: Optional[Egress] = None
+    egress: Optional[deferred(Egress)] = None
 
     def to_resolved(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -669,7 +668,7 @@ class Network(Model):
     host: Host = Field(default_factory=Host)
     switch_overrides: dict[str, Switch] = Field(default_factory=dict)
     #: Per-host settings merged over ``host`` (``{h0: {egress: {delay: 25ms}}}``).
-    host_overrides: dict[str, HostOverride] = Field(default_factory=dict)
+    host_overrides: dict[str, deferred(HostOverride)] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _merge_overrides(self) -> "Network":

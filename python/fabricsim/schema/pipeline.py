@@ -1,5 +1,6 @@
 """The ``pipeline`` of a switch or a host NIC (match-action stages run by pipes
-with a packet-rate capacity) and a switch's ``arbitration`` between inputs.
+with a packet-rate capacity); a switch's ``arbitration`` between inputs is
+:mod:`fabricsim.schema.arbitration` (re-exported here).
 
 A stage is a mapping with a ``kind`` (one of :data:`STAGE_KINDS`), the shared
 fields of :class:`_Stage` and its kind's own fields; see
@@ -16,7 +17,6 @@ from fabricsim.schema._base import (
     ByteCount,
     DeferredModel,
     Duration,
-    Model,
     Rate,
     Size,
     Time,
@@ -26,6 +26,7 @@ from fabricsim.schema._base import (
     one_of,
     show,
 )
+from fabricsim.schema.arbitration import Arbitration
 
 __all__ = ["STAGE_KINDS", "Arbitration", "Pipeline", "Stage"]
 
@@ -460,34 +461,3 @@ class Pipeline(DeferredModel):
             "costs": dict(self.costs),
             "stages": [s.to_resolved() for s in self.stages],
         }
-
-
-ArbitrationKind = Literal["fifo", "round_robin", "hierarchical"]
-
-
-class Arbitration(Model):
-    """How an egress port divides its bandwidth among inputs: ``fifo`` (in buffer
-    admission order), ``round_robin`` (per-input sub-queues in turn) or
-    ``hierarchical`` (groups in turn, then inputs in a group; groups from
-    ``port_group``, ``groups`` equal blocks, or the pipeline's pipes).
-    ``input_queue_size`` limits the bytes each input holds in an egress queue."""
-
-    kind: Annotated[ArbitrationKind, one_of(ArbitrationKind)] = "fifo"
-    input_queue_size: Optional[Size] = None
-    groups: Optional[int] = Field(default=None, ge=1, le=65535)
-    port_group: Optional[list[Annotated[int, Field(ge=0, le=65535)]]] = None
-
-    @model_validator(mode="after")
-    def _fields_of_kind(self) -> "Arbitration":
-        if self.kind != "hierarchical":
-            for name in ("groups", "port_group"):
-                if getattr(self, name) is not None:
-                    raise issues_error((name, f"only for kind hierarchical (kind is {self.kind})"))
-        return self
-
-    def to_resolved(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"kind": self.kind, "input_queue_bytes": self.input_queue_size}
-        if self.kind == "hierarchical":
-            out["groups"] = self.groups
-            out["port_group"] = self.port_group
-        return out

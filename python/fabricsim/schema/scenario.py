@@ -28,7 +28,7 @@ from pydantic import Field, PrivateAttr, ValidationError, model_validator
 
 from fabricsim.errors import ScenarioError
 from fabricsim.schema import _yaml
-from fabricsim.schema._base import Duration, Load, Model, U64_MAX, issues_error, show, validation_issues
+from fabricsim.schema._base import Duration, Load, Model, U64_MAX, deferred, issues_error, show, validation_issues
 from fabricsim.schema.failures import LinkFailure
 from fabricsim.schema.multicast import Multicast
 from fabricsim.schema.network import Network
@@ -92,9 +92,9 @@ class Scenario(Model):
     # what that load counts by default: bytes on the wire (headers, preamble, gap) or application bytes
     load_basis: Annotated[LoadBasis, one_of(LoadBasis)] = "wire"
     fct: FctSettings = Field(default_factory=FctSettings)
-    roce: Optional[Roce] = None  # defaults of RoCE traffic (core defaults when unset)
+    roce: Optional[deferred(Roce)] = None  # defaults of RoCE traffic (core defaults when unset)
     multicast: Multicast = Field(default_factory=Multicast)
-    failures: list[LinkFailure] = Field(default_factory=list)
+    failures: list[deferred(LinkFailure)] = Field(default_factory=list)
 
     @model_validator(mode="before")
     @classmethod

@@ -9,7 +9,18 @@ from typing import Annotated, Any, Literal, Optional, Union
 from pydantic import Field, model_validator
 
 from fabricsim import units
-from fabricsim.schema._base import _SIZE_TEXT, Duration, Model, Size, Time, _size_schema, issues_error, quantity
+from fabricsim.schema._base import (
+    _SIZE_TEXT,
+    DeferredModel,
+    Duration,
+    Model,
+    Size,
+    Time,
+    _size_schema,
+    deferred,
+    issues_error,
+    quantity,
+)
 
 __all__ = ["FctSettings", "PacketLatency", "PcapTap", "Stats", "TcpTrace"]
 
@@ -35,7 +46,7 @@ SnapLength = Annotated[
 """Bytes of a captured frame kept in the file: 1 to 256 KiB."""
 
 
-class PcapTap(Model):
+class PcapTap(DeferredModel):
     """A packet capture tap: the frames that ``port`` of ``node`` (every port of
     it when ``port`` is absent) transmits, receives or both, written to
     ``pcap/<name>.pcapng`` (or ``.pcap``) with synthesized headers
@@ -79,7 +90,7 @@ class PcapTap(Model):
         }
 
 
-class PacketLatency(Model):
+class PacketLatency(DeferredModel):
     """Per-packet latency breakdown (the ``packet_latency`` table): for the first ``max_packets``
     packets delivered of the traffic entries named in ``flows`` (every entry when absent), the host
     datapath's seven components and the rest (``fabric_ps``). Off by default."""
@@ -92,7 +103,7 @@ class PacketLatency(Model):
         return {"max_packets": self.max_packets, **({"flows": list(self.flows)} if self.flows else {})}
 
 
-class TcpTrace(Model):
+class TcpTrace(DeferredModel):
     """Per-flow TCP sender state over time (the ``tcp_trace`` table), as Linux's ``tcp:tcp_probe``
     tracepoint or ``ss -tin`` show it: a row per ACK each traced sender processes (``every_ack``,
     the default) or at most one per flow per ``interval``, plus a row at each retransmission
@@ -150,11 +161,11 @@ class Stats(Model):
     #: Width of the CPU busy-time bins of host models (the ``cpu`` table); 0 turns them off.
     cpu_interval: Time = 100_000_000
     #: Packet capture taps (none by default: capturing costs nothing when off).
-    pcap: list[PcapTap] = Field(default_factory=list)
+    pcap: list[deferred(PcapTap)] = Field(default_factory=list)
     #: Per-packet latency breakdown (off by default).
-    packet_latency: Optional[PacketLatency] = None
+    packet_latency: Optional[deferred(PacketLatency)] = None
     #: Per-flow TCP sender state over time (off by default).
-    tcp_trace: Optional[TcpTrace] = None
+    tcp_trace: Optional[deferred(TcpTrace)] = None
 
     @model_validator(mode="after")
     def _distinct_files(self) -> "Stats":

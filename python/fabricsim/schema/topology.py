@@ -1,14 +1,15 @@
 """The ``topology`` section: links and the topology kinds (star, dumbbell, leaf-spine, fat tree, rail-optimised, explicit).
 
-A new kind is a model with a ``kind: Literal[...]`` field and a
-``to_resolved()``, added to the :data:`Topology` union.
+A new kind is a :class:`~fabricsim.schema._base.KindModel` with a ``kind:
+Literal[...]`` field and a ``to_resolved()``, added to :data:`Topology` (each
+kind's validator is built the first time a scenario has it).
 """
 
 from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import Field, PlainValidator, WithJsonSchema, model_validator
 
-from fabricsim.schema._base import U32_MAX, Model, Rate, Time, issues_error, kind_of, one_of, show
+from fabricsim.schema._base import U32_MAX, KindModel, Model, Rate, Time, issues_error, kinds, one_of, show
 
 __all__ = ["Dumbbell", "Explicit", "ExplicitLink", "ExplicitNode", "FatTree", "LeafSpine", "Link", "Rail", "Star",
            "Topology"]
@@ -43,7 +44,7 @@ class Link(Model):
         return {"rate_bps": self.rate, "delay_ps": self.delay, "loss": self.loss}
 
 
-class Star(Model):
+class Star(KindModel):
     """One switch ``sw0`` with hosts ``h0..h{hosts-1}``."""
 
     kind: Literal["star"]
@@ -60,7 +61,7 @@ class Star(Model):
         return {"kind": self.kind, "hosts": self.hosts, "link": self.link.to_resolved()}
 
 
-class Dumbbell(Model):
+class Dumbbell(KindModel):
     """Switches ``sw_left``/``sw_right`` joined by a bottleneck link."""
 
     kind: Literal["dumbbell"]
@@ -103,7 +104,7 @@ def _hosts_per_leaf(value: Any) -> Union[int, list[int]]:
     raise ValueError(f"expected a host count or a list with one count per leaf, got {show(value)}")
 
 
-class LeafSpine(Model):
+class LeafSpine(KindModel):
     """Two-tier Clos: ``leaf{i}``, ``spine{j}``, hosts ``h{n}`` numbered leaf by leaf.
 
     ``hosts_per_leaf`` is one count for every leaf or a list with one count per leaf.
@@ -157,7 +158,7 @@ class LeafSpine(Model):
         }
 
 
-class FatTree(Model):
+class FatTree(KindModel):
     """k-ary fat tree: ``core{i}``, ``agg{pod}_{i}``, ``edge{pod}_{i}``, hosts ``h{n}``."""
 
     kind: Literal["fat_tree"]
@@ -174,7 +175,7 @@ class FatTree(Model):
         return {"kind": self.kind, "k": self.k, "link": self.link.to_resolved()}
 
 
-class Rail(Model):
+class Rail(KindModel):
     """A rail-optimised GPU fabric: ``servers`` servers of ``gpus_per_server``
     GPUs, each GPU with its own NIC, host ``s{server}g{gpu}``; NIC g of every
     server on rail leaf ``rail{g}``, every rail leaf joined to every spine
@@ -245,7 +246,7 @@ class ExplicitLink(Model):
         return {"a": self.a, "b": self.b, "rate_bps": self.rate, "delay_ps": self.delay, "loss": self.loss}
 
 
-class Explicit(Model):
+class Explicit(KindModel):
     """Nodes and links listed one by one."""
 
     kind: Literal["explicit"]
@@ -260,8 +261,5 @@ class Explicit(Model):
         }
 
 
-Topology = Annotated[
-    Union[Star, Dumbbell, LeafSpine, FatTree, Rail, Explicit],
-    Field(discriminator="kind"),
-    kind_of(Star, Dumbbell, LeafSpine, FatTree, Rail, Explicit),
-]
+#: The topology: one of these by its ``kind``, each kind's validator built on first use.
+Topology = kinds(Star, Dumbbell, LeafSpine, FatTree, Rail, Explicit)

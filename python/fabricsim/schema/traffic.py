@@ -1,8 +1,9 @@
 """The ``traffic`` section: UDP sources, bursts, TCP applications, workloads, collectives and RDMA writes.
 
-A new kind is a model with a ``kind: Literal[...]`` field, a ``name`` and a
-``class_``, and a ``to_resolved()``, added to :data:`TRAFFIC_MODELS` and the
-:data:`Traffic` union. ``workload`` entries are expanded into explicit flow
+A new kind is a :class:`~fabricsim.schema._base.KindModel` with a ``kind:
+Literal[...]`` field, a ``name`` and a ``class_``, and a ``to_resolved()``,
+added to :data:`TRAFFIC_MODELS` (the :data:`Traffic` field type: each kind's
+validator is built the first time a scenario has it). ``workload`` entries are expanded into explicit flow
 lists when the whole scenario is resolved
 (:meth:`fabricsim.schema.Scenario.to_resolved`).
 """
@@ -22,6 +23,7 @@ from fabricsim.schema._base import (
     Count32,
     Duration,
     FrameSize,
+    KindModel,
     Load,
     Model,
     NodeList,
@@ -30,7 +32,8 @@ from fabricsim.schema._base import (
     Time,
     as_time,
     issues_error,
-    kind_of,
+    deferred,
+    kinds,
     one_of,
     show,
 )
@@ -95,7 +98,7 @@ def _traffic_rate(value: Any) -> TrafficRate:
     return TrafficRate(bps=bps)
 
 
-class _Source(Model):
+class _Source(KindModel):
     """Fields shared by every traffic source."""
 
     kind: str
@@ -219,7 +222,7 @@ class Burst(_Datagrams):
         return out
 
 
-class _TcpTraffic(Model):
+class _TcpTraffic(KindModel):
     """Fields shared by TCP applications."""
 
     name: Optional[str] = Field(default=None, min_length=1)
@@ -476,7 +479,7 @@ class Collective(_TcpTraffic):
     compute: Time = 0
     start: Time = 0
     transport: Annotated[CollectiveTransport, one_of(CollectiveTransport)] = "tcp"
-    roce: Optional[Roce] = None
+    roce: Optional[deferred(Roce)] = None
 
     @model_validator(mode="before")
     @classmethod
@@ -620,7 +623,7 @@ class Workload(_TcpTraffic):
         return self
 
 
-class RdmaWrite(Model):
+class RdmaWrite(KindModel):
     """RDMA writes over RoCEv2: ``qps`` queue pairs from each ``src`` to ``dst``,
     each writing ``messages`` messages of ``message_size``, at most ``window``
     outstanding (1 = closed loop). An entry's ``roce`` replaces the scenario's."""
@@ -635,7 +638,7 @@ class RdmaWrite(Model):
     window: Count32 = 1
     start: Time = 0
     class_: int = Field(default=3, ge=0, le=7, alias="class")
-    roce: Optional[Roce] = None
+    roce: Optional[deferred(Roce)] = None
 
     def to_resolved(self) -> dict[str, Any]:
         return {
@@ -665,7 +668,7 @@ class RdmaFlows(Model):
     name: Optional[str] = Field(default=None, min_length=1)
     flows: list[TcpFlowItem] = Field(min_length=1)
     class_: int = Field(default=3, ge=0, le=7, alias="class")
-    roce: Optional[Roce] = None
+    roce: Optional[deferred(Roce)] = None
     _after: list[list[int]] = PrivateAttr(default_factory=list)
 
     @model_validator(mode="after")
@@ -723,7 +726,7 @@ class Iperf3(_TcpTraffic):
 PingPongProtocol = Literal["udp", "tcp"]
 
 
-class PingPong(Model):
+class PingPong(KindModel):
     """sockperf-like ping-pong: ``src`` sends a ``message_size`` message to
     ``dst``, which answers at once; one message outstanding, for ``messages``
     messages or ``duration``. The ``ping_pong`` table reports one-way latency
@@ -773,11 +776,7 @@ class PingPong(Model):
         }
 
 
-TRAFFIC_MODELS = (
-    UdpTraffic, Burst, TcpBulk, TcpIncast, TcpFlows, Workload, Collective, RdmaWrite, RdmaFlows, Iperf3, PingPong
-)
-Traffic = Annotated[
-    Union[UdpTraffic, Burst, TcpBulk, TcpIncast, TcpFlows, Workload, Collective, RdmaWrite, RdmaFlows, Iperf3, PingPong],
-    Field(discriminator="kind"),
-    kind_of(*TRAFFIC_MODELS),
-]
+TRAFFIC_MODELS = (UdpTraffic, Burst, TcpBulk, TcpIncast, TcpFlows, Workload, Collective, RdmaWrite, RdmaFlows, Iperf3,
+                  PingPong)
+#: A traffic entry: one of :data:`TRAFFIC_MODELS` by its ``kind``, each kind's validator built on first use.
+Traffic = kinds(*TRAFFIC_MODELS)

@@ -12,6 +12,7 @@ from fabricsim.schema._base import (
     Count32,
     Duration,
     HeaderSize,
+    DeferredModel,
     Model,
     Overhead32,
     PacketSize,
@@ -507,7 +508,7 @@ class Tcp(Model):
         }
 
 
-class Dcqcn(Model):
+class Dcqcn(DeferredModel):
     """DCQCN (docs/models/rocev2-dcqcn.md). Defaults: DCQCN-paper timing with
     HPCC's increase steps (5 / 50 Mb/s per 25G of NIC rate when unset)."""
 
@@ -544,7 +545,7 @@ class Dcqcn(Model):
 RoceRecovery = Literal["go_back_n", "selective_repeat"]
 
 
-class Roce(Model):
+class Roce(DeferredModel):
     """RoCEv2 RC parameters: payload ``mtu``, ``header`` bytes per frame (Eth 14 +
     IP 20 + UDP 8 + BTH 12 + ICRC 4 + FCS 4), ACK every ``ack_every`` packets and
     at message ends, ACK/NACK and CNP classes, go-back-N timeout ``rto`` (default

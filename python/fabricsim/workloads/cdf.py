@@ -24,9 +24,10 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence, Union
+from typing import TYPE_CHECKING, Any, Sequence, Union
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "BUCKET_EDGES",
@@ -72,6 +73,8 @@ class CdfError(ValueError):
 
 def parse_cdf(text: str, source: str = "<text>") -> tuple[np.ndarray, np.ndarray]:
     """Sizes and probabilities of a CDF table, checked."""
+    import numpy as np
+
     sizes: list[float] = []
     probs: list[float] = []
     for number, line in enumerate(text.splitlines(), 1):
@@ -205,6 +208,8 @@ class Cdf:
 
     def sizes_at(self, u: np.ndarray, method: str = "linear") -> np.ndarray:
         """Inverse CDF at probabilities ``u`` (array in [0, 1)), as integer sizes >= 1."""
+        import numpy as np
+
         _check_method(method)
         x, p = self.sizes, self.probs
         if method == "step":
