@@ -656,7 +656,7 @@ class RdmaWrite(KindModel):
         }
 
 
-class RdmaFlows(Model):
+class RdmaFlows(KindModel):
     """An explicit list of RDMA WRITE transfers over RoCEv2, one queue pair and
     one message each (``src``, ``dst``, ``size``, ``start``), that may wait for
     others of the list (``after``, ``compute``, as in ``tcp_flows``). A transfer
