@@ -737,7 +737,7 @@ def test_a_queue_kind_missing_from_the_kernel_is_named() -> None:
 
 
 @pytest.mark.linux
-@needs_lab("ip", "tc", "ethtool", "iperf3", "sysctl", "ss", "nstat", "nft")
+@needs_lab("ip", "tc", "ethtool", "iperf3", "sysctl", "ss", "nstat", "nft", "conntrack")
 def test_vxlan_tunnel_with_conntrack_carries_tcp_and_tracks_it() -> None:
     with Lab(linux_datapath.topology("vxlan+ct", 1500)) as lab:
         run = lab.iperf3([Iperf3Job("a", "b", cc="cubic", duration_s=1, tunnel=True)])

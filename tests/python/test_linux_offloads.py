@@ -62,8 +62,8 @@ def test_the_host_model_batches_as_the_kernel_does(core, rows):
 
 @pytest.mark.linux
 @pytest.mark.skipif(
-    unavailable_reason(("ip", "iperf3", "nft", "ethtool")) is not None,
-    reason=str(unavailable_reason(("ip", "iperf3", "nft", "ethtool"))),
+    unavailable_reason(("ip", "ethtool", "iperf3", "nft", "ss", "nstat")) is not None,
+    reason=str(unavailable_reason(("ip", "ethtool", "iperf3", "nft", "ss", "nstat"))),
 )
 def test_a_fresh_measurement_batches_as_recorded(recorded):
     """vxlan+ct at 1500 B with GRO: the receiver's skbs hold as many frames as recorded (20 %);
