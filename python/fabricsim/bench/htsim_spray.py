@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from fabricsim.bench.htsim_work import connection_matrix, permutation
+from fabricsim.errors import FabricsimError
 
 __all__ = [
     "HTSIM_RUNS", "FABRICSIM_MODES", "closed_form", "fct_stats", "parse_finished", "spray_twin", "compare",
@@ -56,6 +57,9 @@ HEADER = 64
 FRAME = PAYLOAD + HEADER
 QUEUE_FRAMES = 50
 SEED = 8  # the permutation of the fattree-k8 timing pair
+#: Every row runs with these random seeds (htsim's ``-seed``, fabricsim's scenario seed); its statistics are
+#: those of the flows of all runs together (4 x 128 completion times).
+SEEDS = (1, 2, 3, 4)
 
 #: htsim rows: (label, driver, arguments after the connection matrix). EQDS counts its MTU with the header,
 #: NDP without it (both send 4,160 B frames); NDP's ``-q`` counts 4,096 B units (204,800 B, 1.5 % less).
@@ -78,10 +82,11 @@ FABRICSIM_MODES: list[tuple[str, str]] = [
 ]
 
 
-def htsim_args(matrix: str, extra: Sequence[str]) -> list[str]:
-    """The arguments of an htsim main for the fabric of this pair and the connection matrix ``matrix``."""
+def htsim_args(matrix: str, extra: Sequence[str], seed: int = 1) -> list[str]:
+    """The arguments of an htsim main for the fabric of this pair, the connection matrix ``matrix`` and the
+    random ``seed`` (100 ms of simulated time at most)."""
     return ["-tm", matrix, "-nodes", str(HOSTS), "-linkspeed", str(RATE_BPS // 1_000_000), "-hop_latency", "1",
-            "-switch_latency", "0", "-seed", "1", "-end", "100000", *extra]
+            "-switch_latency", "0", "-seed", str(seed), "-end", "100000", *extra]
 
 
 def spray_twin(partner: Sequence[int], mode: str, size: int = FLOW_BYTES) -> dict[str, Any]:
@@ -113,15 +118,16 @@ def _hops(src: int, dst: int) -> int:
 
 
 def closed_form(partner: Sequence[int], size: int = FLOW_BYTES) -> list[float]:
-    """Each flow's completion time in us at full bisection: its wire bytes at line rate, the last frame's
-    store-and-forward at every switch, the path's propagation there and back."""
+    """Each flow's completion time in us at full bisection: its wire bytes at line rate, a full frame's
+    store-and-forward at every switch (a shorter last frame waits there behind the full one before it), the
+    path's propagation there and back."""
     frames = math.ceil(size / PAYLOAD)
     wire = size + frames * HEADER
-    last = size - (frames - 1) * PAYLOAD + HEADER
+    full = min(size, PAYLOAD) + HEADER
     out = []
     for src, dst in enumerate(partner):
         hops = _hops(src, dst)
-        ps = wire * 8 * 10**12 / RATE_BPS + (hops - 1) * last * 8 * 10**12 / RATE_BPS + 2 * hops * DELAY_PS
+        ps = wire * 8 * 10**12 / RATE_BPS + (hops - 1) * full * 8 * 10**12 / RATE_BPS + 2 * hops * DELAY_PS
         out.append(ps / 1e6)
     return out
 
@@ -153,34 +159,55 @@ def fct_stats(fct_us: Sequence[float]) -> dict[str, float]:
             "max_us": round(max(fct_us), 3)}
 
 
-def _fabricsim_row(partner: Sequence[int], mode: str) -> dict[str, Any]:
+def _fabricsim_row(partner: Sequence[int], mode: str, seeds: Sequence[int]) -> dict[str, Any]:
     import fabricsim
     from fabricsim.schema import from_dict
 
-    result = fabricsim.run(from_dict(spray_twin(partner, mode)))
-    s = result.summary
-    if s["rdma_qps_completed"] != len(partner):
-        raise RuntimeError(f"fabricsim completed {s['rdma_qps_completed']} of {len(partner)} queue pairs ({mode})")
-    fct = [v / 1e6 for v in result.flows["fct_ps"].to_list()]
-    return {**fct_stats(fct), "events": s["events"], "dropped": s["packets_dropped"],
-            "retransmitted": s["rdma_retransmits"], "timeouts": s["rdma_timeouts"]}
+    fct: list[float] = []
+    row: dict[str, Any] = {"max_per_seed_us": [], "timeouts_per_seed": [], "events": 0, "dropped": 0,
+                           "retransmitted": 0, "timeouts": 0}
+    for seed in seeds:
+        result = fabricsim.run(from_dict(spray_twin(partner, mode)), seed=seed)
+        s = result.summary
+        if s["rdma_qps_completed"] != len(partner) or not s["conservation_ok"]:
+            raise FabricsimError(f"fabricsim completed {s['rdma_qps_completed']} of {len(partner)} queue pairs "
+                               f"({mode}, seed {seed})")
+        times = [v / 1e6 for v in result.flows["fct_ps"].to_list()]
+        fct += times
+        row["max_per_seed_us"].append(round(max(times), 3))
+        row["timeouts_per_seed"].append(s["rdma_timeouts"])
+        for key, name in (("events", "events"), ("dropped", "packets_dropped"),
+                          ("retransmitted", "rdma_retransmits"), ("timeouts", "rdma_timeouts")):
+            row[key] += s[name]
+    return {**fct_stats(fct), **row}
 
 
-def _htsim_row(directory: Path, driver: str, matrix: Path, extra: Sequence[str]) -> dict[str, Any]:
-    proc = subprocess.run([str(directory / driver), *htsim_args(str(matrix), extra)], cwd=matrix.parent,
-                          capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{driver} failed ({proc.returncode}): {(proc.stdout + proc.stderr).strip()[-400:]}")
-    row: dict[str, Any] = fct_stats(parse_finished(proc.stdout, HOSTS))
-    counts = re.search(r"New: (\d+) Rtx: (\d+)", proc.stdout)
-    if counts:
-        row["sent"], row["retransmitted"] = int(counts.group(1)), int(counts.group(2))
-    return row
+def _htsim_row(directory: Path, driver: str, matrix: Path, extra: Sequence[str],
+               seeds: Sequence[int]) -> dict[str, Any]:
+    fct: list[float] = []
+    row: dict[str, Any] = {"max_per_seed_us": [], "retransmitted": 0}
+    for seed in seeds:
+        proc = subprocess.run([str(directory / driver), *htsim_args(str(matrix), extra, seed)], cwd=matrix.parent,
+                              capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise FabricsimError(f"{directory / driver} failed ({proc.returncode}): "
+                                 f"{(proc.stdout + proc.stderr).strip()[-400:]}")
+        try:
+            times = parse_finished(proc.stdout, HOSTS)
+        except ValueError as err:
+            raise FabricsimError(f"{directory / driver} (seed {seed}): {err}") from None
+        fct += times
+        row["max_per_seed_us"].append(round(max(times), 3))
+        counts = re.search(r"New: (\d+) Rtx: (\d+)", proc.stdout)
+        if counts:
+            row["retransmitted"] += int(counts.group(2))
+    return {**fct_stats(fct), **row}
 
 
-def compare(directory: Optional[Path]) -> dict[str, Any]:
+def compare(directory: Optional[Path], seeds: Sequence[int] = SEEDS) -> dict[str, Any]:
     """Every row of the pair: the closed form, the htsim runs whose main is built in ``directory`` (none
-    when it is None), fabricsim's modes; each with its ratios to the closed form."""
+    when it is None), fabricsim's modes, each run once per seed of ``seeds``; each row with its ratios to the
+    closed form."""
     partner = permutation(HOSTS, seed=SEED)
     ideal = fct_stats(closed_form(partner))
     rows: list[dict[str, Any]] = [{"row": "closed form", **ideal}]
@@ -190,27 +217,29 @@ def compare(directory: Optional[Path]) -> dict[str, Any]:
             matrix.write_text(connection_matrix(partner, FLOW_BYTES), encoding="utf-8")
             for label, driver, extra in HTSIM_RUNS:
                 if (directory / driver).exists():
-                    rows.append({"row": label, **_htsim_row(directory, driver, matrix, extra)})
+                    rows.append({"row": label, **_htsim_row(directory, driver, matrix, extra, seeds)})
     for label, mode in FABRICSIM_MODES:
-        rows.append({"row": label, **_fabricsim_row(partner, mode)})
+        rows.append({"row": label, **_fabricsim_row(partner, mode, seeds)})
     for row in rows:
         for key in ("median_us", "p99_us", "max_us"):
             row[key.replace("_us", "_x_ideal")] = round(row[key] / ideal[key], 4)
-    return {"pair": "spray-k8", "hosts": HOSTS, "flow_bytes": FLOW_BYTES, "rows": rows}
+    return {"pair": "spray-k8", "hosts": HOSTS, "flow_bytes": FLOW_BYTES, "seeds": list(seeds), "rows": rows}
 
 
 def print_table(result: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"Spraying, k=8 fat-tree, {HOSTS} x {FLOW_BYTES / 1e6:g} MB permutation, 100G: "
-                        "completion (us), x closed form")
-    for col in ("row", "median", "p99", "max", "x med", "x p99", "x max", "resent"):
+    table = Table(title=f"Spraying, k=8 fat-tree, {HOSTS} x {FLOW_BYTES / 1e6:g} MB permutation, 100G, "
+                        f"seeds {', '.join(map(str, result['seeds']))}: completion (us), x closed form")
+    for col in ("row", "median", "p99", "max", "x med", "x p99", "x max", "max per seed", "resent", "RTO"):
         table.add_column(col, justify="left" if col == "row" else "right", no_wrap=True)
     for r in result["rows"]:
         table.add_row(r["row"], f"{r['median_us']:.1f}", f"{r['p99_us']:.1f}", f"{r['max_us']:.1f}",
                       f"{r['median_x_ideal']:.3f}", f"{r['p99_x_ideal']:.3f}", f"{r['max_x_ideal']:.3f}",
-                      f"{r['retransmitted']:,}" if "retransmitted" in r else "")
-    Console(width=max(Console().width, 100)).print(table)
-    print("max = total time (every flow starts at 0). htsim's EQDS and NDP are receiver-pulled with trimming; "
+                      " ".join(f"{v:.0f}" for v in r.get("max_per_seed_us", [])),
+                      f"{r['retransmitted']:,}" if "retransmitted" in r else "",
+                      f"{r['timeouts']:,}" if "timeouts" in r else "")
+    Console(width=max(Console().width, 120)).print(table)
+    print("max = total time (every flow starts at 0); statistics of the flows of every seed's run together. htsim's EQDS and NDP are receiver-pulled with trimming; "
           "fabricsim's rows are RoCEv2 at line rate with selective repeat (dupthresh 64), DCQCN off.")
