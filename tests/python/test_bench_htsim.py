@@ -37,8 +37,9 @@ def test_a_drivers_result_line_is_read_by_key():
 def test_missing_drivers_are_skipped_by_name(tmp_path, capsys):
     assert main(["bench", "--htsim", str(tmp_path), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["results"] == [] and report["skipped"] == list(htsim.PAIRS)
-    assert report["missing"] == [str(tmp_path / "tcp_incast_cpu"), str(tmp_path / "tcp_fattree_cpu")]
+    assert report["results"] == report["spray"] == [] and report["skipped"] == [*htsim.PAIRS, "spray-k8"]
+    assert report["missing"] == [str(tmp_path / "tcp_incast_cpu"), str(tmp_path / "tcp_fattree_cpu"),
+                                 str(tmp_path / "htsim_eqds")]
     assert main(["bench", "--htsim", str(tmp_path)]) == 0
     err = capsys.readouterr().err
     assert f"skipped incast-16: {tmp_path / 'tcp_incast_cpu'} not found" in err

@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import resource
 import statistics
 import subprocess
@@ -45,12 +44,15 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
+from fabricsim.bench.htsim_work import connection_matrix, permutation
 from fabricsim.validation import star_scenario
 
 __all__ = ["DRIVERS", "PAIRS", "fattree_twin", "incast_twin", "main", "parse_result", "permutation"]
 
-#: The htsim drivers a pair needs, by pair.
-DRIVERS = {"incast-16": "tcp_incast_cpu", "fattree-k4": "tcp_fattree_cpu", "fattree-k8": "tcp_fattree_cpu"}
+#: The htsim drivers a pair needs, by pair (``spray-k8`` compares completion times, not CPU time:
+#: :mod:`fabricsim.bench.htsim_spray`; it also runs ``htsim_ndp`` where that is built).
+DRIVERS = {"incast-16": "tcp_incast_cpu", "fattree-k4": "tcp_fattree_cpu", "fattree-k8": "tcp_fattree_cpu",
+           "spray-k8": "htsim_eqds"}
 
 INCAST_SENDERS = 16
 INCAST_QUEUE_FRAMES = 1000
@@ -67,23 +69,6 @@ def incast_twin(bytes_per_flow: int) -> dict[str, Any]:
                              delack_count=1, name="htsim-incast")
     scenario["tcp"]["min_rto"] = "250ms"
     return scenario
-
-
-def permutation(hosts: int, seed: int) -> list[int]:
-    """A seeded permutation of ``range(hosts)`` in which no host is its own partner."""
-    rng = random.Random(seed)
-    partner = list(range(hosts))
-    while True:
-        rng.shuffle(partner)
-        if all(i != d for i, d in enumerate(partner)):
-            return partner
-
-
-def connection_matrix(partner: Sequence[int], size: int) -> str:
-    """``partner`` as htsim's connection matrix: one flow of ``size`` bytes per host, all at t=0."""
-    lines = [f"Nodes {len(partner)}", f"Connections {len(partner)}"]
-    lines += [f"{i}->{d} id {i + 1} start 0 size {size}" for i, d in enumerate(partner)]
-    return "\n".join(lines) + "\n"
 
 
 def fattree_twin(k: int, partner: Sequence[int], size: int) -> dict[str, Any]:
@@ -131,6 +116,9 @@ def _fattree(k: int) -> Pair:
 
 PAIRS: Dict[str, Pair] = {"incast-16": _incast, "fattree-k4": _fattree(4), "fattree-k8": _fattree(8)}
 
+#: Every pair by name: the timing pairs, then those that compare results (``spray-k8``).
+ALL_PAIRS = [*PAIRS, "spray-k8"]
+
 
 def parse_result(text: str) -> dict[str, str]:
     """The ``key=value`` fields of a driver's ``RESULT`` line (the last one in ``text``)."""
@@ -168,7 +156,7 @@ def compare(directory: Path, names: Sequence[str], quick: bool, rounds: int) -> 
         work = Path(scratch)
         for name in names:
             driver = directory / DRIVERS[name]
-            if not os.access(driver, os.X_OK):
+            if name not in PAIRS or not os.access(driver, os.X_OK):
                 continue
             scenario, driver_args, files = PAIRS[name](quick)
             for filename, text in files.items():
@@ -244,24 +232,33 @@ def main(directory: str, names: Optional[Sequence[str]], quick: bool, rounds: in
     skipped with the path that is missing."""
     from fabricsim.errors import FabricsimError
 
-    chosen = list(names) if names else list(PAIRS)
-    unknown = [n for n in chosen if n not in PAIRS]
+    chosen = list(names) if names else list(ALL_PAIRS)
+    unknown = [n for n in chosen if n not in ALL_PAIRS]
     if unknown:
-        raise FabricsimError(f"unknown htsim pair {unknown[0]!r}; allowed: {', '.join(PAIRS)}")
+        raise FabricsimError(f"unknown htsim pair {unknown[0]!r}; allowed: {', '.join(ALL_PAIRS)}")
     if rounds < 1:
         raise FabricsimError(f"--rounds must be >= 1 (got {rounds})")
     folder = Path(directory).expanduser()
     absent = missing(folder, chosen)
     skipped = [n for n in chosen if str(folder / DRIVERS[n]) in absent]
     results = compare(folder, chosen, quick, rounds)
+    spray = []
+    if "spray-k8" in chosen and "spray-k8" not in skipped:
+        from fabricsim.bench import htsim_spray
+
+        spray.append(htsim_spray.compare(folder))
     if as_json:
-        print(json.dumps({"results": results, "skipped": skipped, "missing": absent}, indent=2))
+        print(json.dumps({"results": results, "spray": spray, "skipped": skipped, "missing": absent}, indent=2))
         return 0
     for path in absent:
         print(f"htsim: skipped {', '.join(n for n in skipped if str(folder / DRIVERS[n]) == path)}: {path} not "
               "found (build htsim and its drivers into DIR with its build.sh)", file=sys.stderr)
     if results:
         _print(results)
+    for result in spray:
+        from fabricsim.bench import htsim_spray
+
+        htsim_spray.print_table(result)
     return 0
 
 
