@@ -29,6 +29,19 @@ traffic:
 {failures}"""
 
 
+def _star_tcp(duration: str, src: str, dst: str, failures: str) -> str:
+    """Two hosts on a 10G star, one 4 MB TCP flow from ``src`` to ``dst`` (1 ms minimum RTO) and the
+    ``failures`` entries (YAML list items)."""
+    return f"""
+duration: {duration}
+topology: {{kind: star, hosts: 2, link: {{rate: 10Gbps, delay: 1us}}}}
+tcp: {{min_rto: 1ms}}
+traffic:
+  - {{kind: tcp_flows, name: f, flows: [{{src: {src}, dst: {dst}, size: 4MB}}]}}
+failures:
+{failures}"""
+
+
 def _drops(result, reason: str) -> int:
     d = result.drops.filter(result.drops["reason"] == reason)
     return int(d["packets"].sum()) if d.height else 0
@@ -99,15 +112,7 @@ def test_a_tcp_flow_across_a_link_that_fails_and_recovers_completes_after_it(cor
     """No other path: the sender's retransmission timer fires into the dead
     link (then into no route), and once the link and the routes are back the
     flow completes; nothing is lost from the accounting."""
-    text = """
-duration: 5ms
-topology: {kind: star, hosts: 2, link: {rate: 10Gbps, delay: 1us}}
-tcp: {min_rto: 1ms}
-traffic:
-  - {kind: tcp_flows, name: f, flows: [{src: h1, dst: h0, size: 4MB}]}
-failures:
-  - {between: [h1, sw0], at: 300us, until: 2ms, detect: 50us}
-"""
+    text = _star_tcp("5ms", "h1", "h0", "  - {between: [h1, sw0], at: 300us, until: 2ms, detect: 50us}\n")
     result = fabricsim.run(loads(text))
     s = result.summary
     assert s["conservation_ok"] and s["buffer_accounting_ok"] and s["flows_completed"] == 1
@@ -234,16 +239,8 @@ def test_a_tcp_flow_through_a_lossy_and_a_degraded_link_recovers_every_loss_and_
     once (no timeout), conservation holds, and the flow ends no sooner than the closed form:
     2,763 segments of 1,538 B on the wire take 3.40 ms at 10 Gb/s, and the degraded millisecond
     carries 0.8 ms less of them, 4.20 ms in all."""
-    text = """
-duration: 20ms
-topology: {kind: star, hosts: 2, link: {rate: 10Gbps, delay: 1us}}
-tcp: {min_rto: 1ms}
-traffic:
-  - {kind: tcp_flows, name: f, flows: [{src: h0, dst: h1, size: 4MB}]}
-failures:
-  - {between: [h0, sw0], at: 100us, until: 2ms, loss: 0.01}
-  - {between: [h1, sw0], at: 500us, until: 1500us, rate: 2Gbps}
-"""
+    text = _star_tcp("20ms", "h0", "h1", "  - {between: [h0, sw0], at: 100us, until: 2ms, loss: 0.01}\n"
+                                           "  - {between: [h1, sw0], at: 500us, until: 1500us, rate: 2Gbps}\n")
     result = fabricsim.run(loads(text))
     s = result.summary
     assert s["conservation_ok"] and s["buffer_accounting_ok"]

@@ -152,7 +152,8 @@ def model_batches(config: str, mtu: int, gro: bool, duration: str = "20ms", omit
     import fabricsim
     from fabricsim.validation import host_datapath
 
-    doc = host_datapath.twin(_datapath_point(config, mtu), duration=duration, omit=omit)
+    point = _datapath_point(config, mtu)
+    doc = host_datapath.twin(point, duration=duration, omit=omit)
     doc["network"]["host"]["model"].update({"gso": "64KiB", "gro": "64KiB" if gro else 0})
     result = fabricsim.run(fabricsim.from_dict(doc), progress=False)
     # The two servers share one machine's cores (as the lab's did), so its cores table mixes them; the
@@ -164,7 +165,6 @@ def model_batches(config: str, mtu: int, gro: bool, duration: str = "20ms", omit
         return int(tcp.filter((tcp["node"] == node) & (tcp["direction"] == direction))["units"].sum())
 
     # The flows table counts the ACKs among a flow's packets; its data segments are its bytes over the MSS.
-    point = _datapath_point(config, mtu)
     segments = int(result.flows["app_bytes_delivered"].sum()) / (int(point["inner_mtu"]) - TCP_IP_HEADER)
     return {"packets_per_tx_batch": segments / max(1, units("a", "tx")),
             "frames_per_rx_skb": segments / max(1, units("b", "rx"))}

@@ -2,7 +2,7 @@
 //! in the links table, determinism with the seed, ECMP untouched by the
 //! other modes' state, bad parameters named by field.
 
-use super::{flag, i64_col, int, run_json};
+use super::{derangement, flag, i64_col, int, run_json};
 use fabricsim_core::stats::RunOutput;
 use fabricsim_core::{Scenario, Simulation};
 
@@ -173,18 +173,6 @@ fn bad_load_balancing_parameters_name_the_field() {
     assert!(e.contains("network.switch.load_balancing.flowlet_gap"), "{e}");
     let e = err(r#"{"mode": "spray_rr", "flowlet_gap_ps": 5}"#);
     assert!(e.contains("network.switch.load_balancing.flowlet_gap"), "{e}");
-}
-
-/// A random permutation of `n` hosts without fixed points (Sattolo's
-/// algorithm: one cycle through all hosts), from a fixed LCG.
-fn derangement(n: usize, mut state: u64) -> Vec<usize> {
-    let mut p: Vec<usize> = (0..n).collect();
-    for i in (1..n).rev() {
-        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        let j = ((state >> 33) as usize) % i;
-        p.swap(i, j);
-    }
-    p
 }
 
 const K8_HOSTS: usize = 128;

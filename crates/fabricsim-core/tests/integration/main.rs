@@ -32,6 +32,18 @@ mod timing;
 use fabricsim_core::stats::{Column, RunOutput, Value};
 use fabricsim_core::{Scenario, Simulation};
 
+/// A random permutation of `n` hosts without fixed points (Sattolo's
+/// algorithm: one cycle through all hosts), from a fixed LCG.
+pub fn derangement(n: usize, mut state: u64) -> Vec<usize> {
+    let mut p: Vec<usize> = (0..n).collect();
+    for i in (1..n).rev() {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let j = ((state >> 33) as usize) % i;
+        p.swap(i, j);
+    }
+    p
+}
+
 /// Builds and runs a scenario given as JSON.
 pub fn run_json(json: &str) -> RunOutput {
     let sc = Scenario::from_json(json).expect("valid scenario JSON");

@@ -4,7 +4,7 @@
 //! reaches full bisection where per-flow ECMP collides, and its path
 //! reaction moves traffic off a degraded spine link.
 
-use super::{flag, i64_col, int, run_json};
+use super::{derangement, flag, i64_col, int, run_json};
 use fabricsim_core::stats::{Column, RunOutput};
 use fabricsim_core::{Scenario, Simulation};
 
@@ -146,18 +146,6 @@ fn the_incast_side_by_side_with_dcqcn_and_hpcc() {
     for r in [nscc, dcqcn, hpcc] {
         assert_eq!(r.3, 0);
     }
-}
-
-/// A random permutation of `n` hosts without fixed points (Sattolo's
-/// algorithm, from a fixed LCG).
-fn derangement(n: usize, mut state: u64) -> Vec<usize> {
-    let mut p: Vec<usize> = (0..n).collect();
-    for i in (1..n).rev() {
-        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        let j = ((state >> 33) as usize) % i;
-        p.swap(i, j);
-    }
-    p
 }
 
 const FT_HOSTS: usize = 16;
