@@ -27,6 +27,19 @@ def test_the_twins_are_valid_scenarios_of_the_drivers_work():
     assert matrix[2] == f"0->{partner[0]} id 1 start 0 size 2000000"
 
 
+def test_the_dctcp_twins_mark_as_htsims_queues_and_run_its_dctcp():
+    scenario, args, files = htsim.PAIRS["fattree-k8-dctcp"](True)
+    assert args[:5] == ["128", "perm_128n.cm", "100", "10", "dctcp"] and list(files) == ["perm_128n.cm"]
+    resolved = from_dict(scenario).to_resolved()
+    assert resolved["tcp"]["cc"] == "dctcp" and resolved["tcp"]["dctcp_g"] == 1 / 16
+    ecn = resolved["network"]["switch"]["ecn"]
+    assert ecn["kmin_bytes"] == ecn["kmax_bytes"] == 15 * 1500 and ecn["pmax"] == 1.0
+    newreno, newreno_args, _ = htsim.PAIRS["fattree-k8"](True)
+    assert newreno_args[4] == "tcp" and "ecn" not in newreno["network"]["switch"]
+    assert newreno["traffic"] == scenario["traffic"]
+    assert htsim.DRIVERS["fattree-k16-dctcp"] == "tcp_fattree_cpu"
+
+
 def test_a_drivers_result_line_is_read_by_key():
     text = "Setting flow size to 1\nRESULT tool=htsim-tcp events=42 loop_cpu_s=0.5 jct_s=0.25\n"
     assert htsim.parse_result(text) == {"tool": "htsim-tcp", "events": "42", "loop_cpu_s": "0.5", "jct_s": "0.25"}

@@ -14,12 +14,18 @@ Each pair's fabricsim twin is matched to the driver's TCP:
   window of 181 frames (``rwnd`` 256 KiB), no SACK, one ACK per segment,
   minimum RTO 250 ms (``tcp.profile: rfc``; the ns-3 twin's framing, without
   preamble or inter-frame gap);
-- fat-tree: every host sends one 2 MB flow (200 KB with ``--quick``) to a
-  distinct other host (a seeded permutation, written as htsim's connection
-  matrix for the driver), 10G links with 1 us delay, 100-frame queues, no
-  switch latency, 1500 B frames, one ACK per segment, minimum RTO 250 ms.
-  The two pick each flow's ECMP path differently (htsim at random, fabricsim
-  by hash), so their event counts agree only roughly.
+- fat-tree (k = 4, 8, 16): every host sends one 2 MB flow (200 KB with
+  ``--quick``) to a distinct other host (a seeded permutation, written as
+  htsim's connection matrix for the driver), 10G links with 1 us delay,
+  100-frame queues, no switch latency, 1500 B frames, one ACK per segment,
+  minimum RTO 250 ms, NewReno. The two pick each flow's ECMP path
+  differently (htsim at random, fabricsim by hash), so their event counts
+  agree only roughly.
+- the same fat-trees with DCTCP (``-dctcp`` pairs): htsim's DCTCP (gain
+  1/16) with its switch queues marking CE above 15 frames; the twin's DCTCP
+  with the same gain and step marking at 15 x 1500 B. htsim marks a frame as
+  it leaves the queue and fabricsim as it joins it, so the marks, and with
+  them the event counts, differ a little.
 
 Every round runs, in this order, the htsim driver, fabricsim's core path
 (``python -m fabricsim.bench.htsim --core FILE``: import, load and validate
@@ -51,7 +57,8 @@ __all__ = ["DRIVERS", "PAIRS", "fattree_twin", "incast_twin", "main", "parse_res
 
 #: The htsim drivers a pair needs, by pair (``spray-k8`` compares completion times, not CPU time:
 #: :mod:`fabricsim.bench.htsim_spray`; it also runs ``htsim_ndp`` where that is built).
-DRIVERS = {"incast-16": "tcp_incast_cpu", "fattree-k4": "tcp_fattree_cpu", "fattree-k8": "tcp_fattree_cpu",
+FATTREE_PAIRS = [f"fattree-k{k}{cc}" for cc in ("", "-dctcp") for k in (4, 8, 16)]
+DRIVERS = {"incast-16": "tcp_incast_cpu", **{name: "tcp_fattree_cpu" for name in FATTREE_PAIRS},
            "spray-k8": "htsim_eqds"}
 
 INCAST_SENDERS = 16
@@ -60,6 +67,8 @@ INCAST_FRAME_BYTES = 1502
 INCAST_WINDOW_FRAMES = 181
 FATTREE_QUEUE_FRAMES = 100
 FATTREE_FRAME_BYTES = 1500
+#: htsim's ECNQueue marks CE above 15 frames (``memFromPkt(15)`` in its fat-tree topology).
+DCTCP_MARK_FRAMES = 15
 PAYLOAD_BYTES = 1448
 
 
@@ -71,9 +80,10 @@ def incast_twin(bytes_per_flow: int) -> dict[str, Any]:
     return scenario
 
 
-def fattree_twin(k: int, partner: Sequence[int], size: int) -> dict[str, Any]:
-    """The fabricsim scenario of ``tcp_fattree_cpu K^3/4 CM 100 10 tcp`` for the flows of ``partner``."""
-    return {
+def fattree_twin(k: int, partner: Sequence[int], size: int, cc: str = "newreno") -> dict[str, Any]:
+    """The fabricsim scenario of ``tcp_fattree_cpu K^3/4 CM 100 10 tcp`` (``cc: dctcp``: ``... dctcp``) for
+    the flows of ``partner``."""
+    scenario = {
         "name": f"htsim-fattree-k{k}",
         "seed": 1,
         "duration": "60s",
@@ -83,12 +93,17 @@ def fattree_twin(k: int, partner: Sequence[int], size: int) -> dict[str, Any]:
                        "buffer": {"model": "static", "port_size": f"{FATTREE_QUEUE_FRAMES * FATTREE_FRAME_BYTES}B"}},
         },
         "topology": {"kind": "fat_tree", "k": k, "link": {"rate": "10Gbps", "delay": "1us"}},
-        "tcp": {"profile": "rfc", "cc": "newreno", "l2_header": "0B", "min_frame": "0B", "min_rto": "250ms",
+        "tcp": {"profile": "rfc", "cc": cc, "l2_header": "0B", "min_frame": "0B", "min_rto": "250ms",
                 "delayed_ack": {"count": 1, "timeout": "200ms", "quickack": 0}},
         "traffic": [{"kind": "tcp_flows", "name": "perm",
                      "flows": [{"src": f"h{i}", "dst": f"h{d}", "size": f"{size}B"} for i, d in enumerate(partner)]}],
         "stats": {"queue_sample_interval": "0", "throughput_interval": "1ms"},
     }
+    if cc == "dctcp":
+        scenario["name"] += "-dctcp"
+        scenario["tcp"]["dctcp_g"] = 1 / 16
+        scenario["network"]["switch"]["ecn"] = {"threshold": f"{DCTCP_MARK_FRAMES * FATTREE_FRAME_BYTES}B"}
+    return scenario
 
 
 #: Pair name -> (quick) -> (fabricsim scenario, htsim driver arguments after the driver, files to write first).
@@ -102,19 +117,23 @@ def _incast(quick: bool) -> tuple[dict[str, Any], list[str], dict[str, str]]:
     return incast_twin(size), args, {}
 
 
-def _fattree(k: int) -> Pair:
+def _fattree(k: int, dctcp: bool = False) -> Pair:
     def build(quick: bool) -> tuple[dict[str, Any], list[str], dict[str, str]]:
         hosts = k ** 3 // 4
         size = 200_000 if quick else 2_000_000
         partner = permutation(hosts, seed=k)
         name = f"perm_{hosts}n.cm"
-        args = [str(hosts), name, str(FATTREE_QUEUE_FRAMES), "10", "tcp", "1", str(FATTREE_FRAME_BYTES)]
-        return fattree_twin(k, partner, size), args, {name: connection_matrix(partner, size)}
+        args = [str(hosts), name, str(FATTREE_QUEUE_FRAMES), "10", "dctcp" if dctcp else "tcp", "1",
+                str(FATTREE_FRAME_BYTES)]
+        twin = fattree_twin(k, partner, size, "dctcp" if dctcp else "newreno")
+        return twin, args, {name: connection_matrix(partner, size)}
 
     return build
 
 
-PAIRS: Dict[str, Pair] = {"incast-16": _incast, "fattree-k4": _fattree(4), "fattree-k8": _fattree(8)}
+PAIRS: Dict[str, Pair] = {"incast-16": _incast,
+                          **{f"fattree-k{k}{'-dctcp' if d else ''}": _fattree(k, d) for d in (False, True)
+                             for k in (4, 8, 16)}}
 
 #: Every pair by name: the timing pairs, then those that compare results (``spray-k8``).
 ALL_PAIRS = [*PAIRS, "spray-k8"]

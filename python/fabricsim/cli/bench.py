@@ -40,7 +40,8 @@ def add_parser(commands: Any) -> None:
     )
     command.add_argument(
         "--pair", action="append", metavar="NAME",
-        help="with --htsim: run only this pair (repeatable; incast-16, fattree-k4, fattree-k8: CPU time; spray-k8: "
+        help="with --htsim: run only this pair (repeatable; incast-16, fattree-k4, fattree-k8, fattree-k16 and "
+             "their -dctcp variants: CPU time; spray-k8: "
              "completion times of packet spraying against htsim's EQDS and NDP)",
     )
     command.add_argument(
