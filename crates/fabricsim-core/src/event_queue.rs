@@ -142,7 +142,8 @@ impl<E: Copy> EventQueue<E> {
     }
 
     /// Puts `entry` (not later than `run_max`) into the run behind every
-    /// pending event at its time or earlier. Most such events are due now, a
+    /// pending event at its time or earlier. When none is later it goes at
+    /// the end. Otherwise most such events are due now, a
     /// few places behind `head`: the place is searched from the nearer end
     /// of the run's time span, and the pending events in front of it move
     /// one slot towards the free slots before `head` when they are fewer
@@ -152,6 +153,13 @@ impl<E: Copy> EventQueue<E> {
         let t = entry.time;
         let run = &mut self.current;
         let (head, len) = (self.head, run.len());
+        if len == head || run[len - 1].time <= t {
+            // Behind everything pending (many events due at one time, as a
+            // run's start with every flow opening at zero): no search, which
+            // from the front would cross all of them.
+            run.push(entry);
+            return;
+        }
         let mut i;
         if t - self.floor <= self.run_max - t {
             i = head;
@@ -644,6 +652,27 @@ mod tests {
             }
             last = Some((t, e));
         }
+    }
+
+    #[test]
+    fn many_events_due_at_the_current_time_keep_their_scheduling_order() {
+        // A run's start: every flow opens at zero, and each opening schedules
+        // more at zero while the earlier ones are still pending.
+        let mut q = EventQueue::new();
+        for i in 0..50_000u32 {
+            q.push(SimTime(0), i);
+        }
+        let mut next = 50_000u32;
+        let mut expected = 0u32;
+        while let Some((t, e)) = q.pop() {
+            assert_eq!((t, e), (SimTime(0), expected));
+            expected += 1;
+            if e % 2 == 0 && next < 100_000 {
+                q.push(SimTime(0), next);
+                next += 1;
+            }
+        }
+        assert_eq!(expected, 100_000);
     }
 
     #[test]

@@ -292,6 +292,7 @@ impl Simulation {
         let mut left = max_events;
         loop {
             self.purge_cancelled_events();
+            self.follow_packets();
             let slice = left.min(PURGE_CHECK_EVERY);
             let progress = self.advance_slice(limit, slice)?;
             left -= slice;

@@ -505,6 +505,16 @@ impl Port {
         (self.tx_packet != NO_PACKET).then_some(PacketId(self.tx_packet))
     }
 
+    /// The packet at the head of class 0's queue when that queue is a FIFO
+    /// (read from the port's third line alone; for prefetch hints).
+    #[inline]
+    pub fn class0_front(&self) -> Option<PacketId> {
+        match &self.class0.packets {
+            Packets::Fifo(q) => q.front().map(|x| x.0),
+            Packets::PerIngress(_) => None,
+        }
+    }
+
     /// Starts transmitting `id`.
     #[inline]
     pub fn set_in_tx(&mut self, id: PacketId) {

@@ -17,7 +17,8 @@
 //!    its wire's first line and its carried-traffic bin; an `Arrive` its
 //!    wire's first line; a `Send` its source;
 //! 2. the frame the event moves: the packet in transmission (named by the
-//!    port's first line) or the wire's head (named by the wire's line, with
+//!    port's first line) and the one it starts next (the head of class 0's
+//!    queue, named by the port's third line), or the wire's head (named by the wire's line, with
 //!    the far node's first line); for a `Send`, the flow's creation
 //!    counters, the host's first line and its egress port;
 //! 3. where that frame goes next (read from its record): for a `TxDone`, the
@@ -65,7 +66,9 @@
 //! hints on and off). The hints are on only above a world size at which the
 //! per-hop state outgrows a private cache: below it the lines mostly hit and
 //! the hints' instructions would be pure cost (see
-//! docs/design-notes/prefetch-hints.md).
+//! docs/design-notes/prefetch-hints.md). Whatever the world's size, they
+//! are on, with arrivals' own, while the packets alive fill half a shared
+//! cache ([`PACKETS_ABOVE_BYTES`]): then the frames themselves miss.
 
 use super::{Event, Simulation};
 use crate::ids::{NodeId, PortId, SourceId};
@@ -126,6 +129,16 @@ pub(super) const ON_ABOVE_BYTES: usize = 1 << 20;
 /// docs/design-notes/prefetch-hints.md.
 pub(super) const ARRIVALS_ABOVE_BYTES: usize = 16 << 20;
 
+/// The hints, with arrivals' own, are also on while the packets alive take
+/// at least this many bytes of the packet pool, whatever the fabric's size:
+/// half a shared last-level cache, as [`ARRIVALS_ABOVE_BYTES`]. A fabric
+/// whose queues hold hundreds of thousands of frames (an all-to-all on a
+/// k=8 fat-tree with deep shared buffers: 290,000 frames, 30 MB) misses on
+/// the frames themselves at every dequeue and arrival. Checked before each
+/// slice of events ([`Simulation::follow_packets`]); they go back to the
+/// world's default when the packets alive fall below a quarter of it.
+pub(super) const PACKETS_ABOVE_BYTES: usize = 16 << 20;
+
 /// What prefetching needs besides the simulation's own state.
 #[derive(Debug, Default)]
 pub(super) struct Prefetch {
@@ -137,6 +150,14 @@ pub(super) struct Prefetch {
     /// Whether the world is large enough for `arrivals` (see
     /// [`Prefetch::choose_depth`]).
     arrivals_allowed: bool,
+    /// Whether the hints follow the world (its size, and the packets alive:
+    /// [`PACKETS_ABOVE_BYTES`]) rather than a setting forced by
+    /// [`Simulation::set_prefetch`], and whether they are on now because of
+    /// the packets alive.
+    follows_world: bool,
+    for_packets: bool,
+    /// [`PACKETS_ABOVE_BYTES`], or a smaller threshold a test set (0: the default).
+    packets_above: usize,
     /// Events left in the current window of [`WINDOW`] events, and the
     /// arrivals named two events ahead in it.
     window_left: u32,
@@ -267,6 +288,41 @@ impl Simulation {
         let (hop, fabric) = self.hop_state_bytes();
         self.set_prefetch(hop >= ON_ABOVE_BYTES);
         self.prefetch.arrivals_allowed = fabric >= ARRIVALS_ABOVE_BYTES && self.prefetch.on;
+        self.prefetch.follows_world = true;
+    }
+
+    /// Before each slice of events: turns the hints on, with arrivals' own,
+    /// while the packets alive take [`PACKETS_ABOVE_BYTES`] or more, and back
+    /// to the world's default once they fall below a quarter of that (unless
+    /// a setting was forced). Hints change no result, so neither does when
+    /// this runs.
+    #[inline(never)]
+    pub(super) fn follow_packets(&mut self) {
+        if !self.prefetch.follows_world {
+            return;
+        }
+        let bytes = self.pool.live() * std::mem::size_of::<Packet>();
+        let above = if self.prefetch.packets_above > 0 { self.prefetch.packets_above } else { PACKETS_ABOVE_BYTES };
+        if !self.prefetch.for_packets && !self.prefetch.arrivals_allowed && bytes >= above {
+            self.set_prefetch(true);
+            self.prefetch.arrivals_allowed = true;
+            self.prefetch.follows_world = true;
+            self.prefetch.for_packets = true;
+        } else if self.prefetch.for_packets && bytes < above / 4 {
+            self.setup_prefetch();
+        }
+    }
+
+    /// Replaces [`PACKETS_ABOVE_BYTES`] for this run (tests use a small one
+    /// to see the hints follow the packets alive).
+    pub fn set_prefetch_packets_above(&mut self, bytes: usize) {
+        self.prefetch.packets_above = bytes.max(1);
+    }
+
+    /// Whether the hints are on now because of the packets alive (see
+    /// [`PACKETS_ABOVE_BYTES`]).
+    pub fn prefetching_for_packets(&self) -> bool {
+        self.prefetch.for_packets
     }
 
     /// Whether the event loop gives prefetch hints.
@@ -296,7 +352,9 @@ impl Simulation {
     /// [`ON_ABOVE_BYTES`] of per-hop state, with arrivals' own hints from
     /// [`ARRIVALS_ABOVE_BYTES`].
     pub fn set_prefetch(&mut self, on: bool) {
-        self.prefetch = Prefetch { on, staged: [u64::MAX; 3], window_left: WINDOW, ..Default::default() };
+        let packets_above = self.prefetch.packets_above;
+        self.prefetch =
+            Prefetch { on, staged: [u64::MAX; 3], window_left: WINDOW, packets_above, ..Default::default() };
         if on {
             let far = |p: &crate::network::Port| self.channels[p.channel.idx()].to_node.0;
             self.prefetch.port_wire = self.ports.iter().map(|p| (p.channel.0, far(p))).collect();
@@ -403,7 +461,12 @@ impl Simulation {
     fn prefetch_stage2(&self, ev: Event) {
         match ev {
             Event::TxDone(p) => {
-                if let Some(id) = self.ports[p.idx()].in_tx() {
+                let port = &self.ports[p.idx()];
+                if let Some(id) = port.in_tx() {
+                    object(self.pool.get(id));
+                }
+                // The frame it starts next (its id is in the port's third line).
+                if let Some(id) = port.class0_front() {
                     object(self.pool.get(id));
                 }
             }

@@ -186,3 +186,47 @@ fn arrivals_prefetch_hints_are_allowed_in_a_k32_fat_tree_and_not_in_a_k16_one() 
     assert!(k16.prefetching() && !k16.prefetching_arrivals());
     assert!(k32.prefetching() && k32.prefetching_arrivals());
 }
+
+#[test]
+fn prefetch_hints_follow_the_packets_alive_and_change_no_output() {
+    // Three 10G senders into one 10G host link for 2 ms behind an unlimited
+    // static buffer: the queue towards h3 grows by 20 Gb/s, to about 3,300
+    // frames of 1500 B (340 KB of packet slots), and drains after 2 ms. With
+    // the threshold at 100 KB the hints turn on (with arrivals' own) while
+    // the packets alive exceed it, and off once they fall below a quarter
+    // of it; no output changes.
+    let sc = fabricsim_core::Scenario::from_json(
+        r#"{"duration_ps": 8000000000, "seed": 4,
+        "network": {"switch": {"buffer": {"model": "static", "port_bytes": 1000000000}}},
+        "topology": {"kind": "star", "hosts": 4, "link": {"rate_bps": 10000000000, "delay_ps": 1000000}},
+        "traffic": [{"kind": "udp_cbr", "src": ["h0", "h1", "h2"], "dst": "h3", "load": 1.0, "frame_bytes": 1500,
+                     "stop_ps": 2000000000}]}"#,
+    )
+    .expect("valid scenario JSON");
+    let mut followed = fabricsim_core::Simulation::new(&sc).expect("valid scenario");
+    assert!(!followed.prefetching(), "a star's per-hop state is small");
+    followed.set_prefetch_packets_above(100_000);
+    let (mut turned_on, mut turned_off) = (false, false);
+    loop {
+        let progress = followed.advance(fabricsim_core::units::SimTime::MAX, 5_000).expect("runs");
+        if followed.prefetching_for_packets() {
+            assert!(followed.prefetching() && followed.prefetching_arrivals());
+            turned_on = true;
+        } else if turned_on {
+            assert!(!followed.prefetching(), "back to the world's default");
+            turned_off = true;
+        }
+        if progress == fabricsim_core::Progress::Finished {
+            break;
+        }
+    }
+    assert!(turned_on && turned_off);
+    let mut off = fabricsim_core::Simulation::new(&sc).expect("valid scenario");
+    off.set_prefetch(false);
+    let (a, b) = (followed.finish(), off.finish());
+    assert!(int(&a, "peak_packets_alive") > 3000, "{}", int(&a, "peak_packets_alive"));
+    assert_eq!(a.summary, b.summary);
+    for (name, t) in &a.tables {
+        assert_eq!(format!("{t:?}"), format!("{:?}", b.tables[name]), "table {name}");
+    }
+}
