@@ -253,3 +253,90 @@ def test_a_tcp_flow_through_a_lossy_and_a_degraded_link_recovers_every_loss_and_
     wire_s = -(-4_000_000 // 1448) * 1538 * 8 / 10e9
     ideal_s = wire_s + 1e-3 * (1 - 2 / 10)
     assert ideal_s <= flow["fct_ps"] * 1e-12 <= ideal_s * 1.05, (flow["fct_ps"], ideal_s)
+
+
+def _cbr_across(failures: str) -> str:
+    """A 4 Gb/s CBR of 1500 B frames from h1 (on leaf1) to h0 (on leaf0) over two spines at 10G;
+    its hash takes it through spine0."""
+    return f"""
+duration: 1ms
+topology: {{kind: leaf_spine, leaves: 2, spines: 2, hosts_per_leaf: 1,
+           host_link: {{rate: 10Gbps, delay: 1us}}, fabric_link: {{rate: 10Gbps, delay: 1us}}}}
+traffic:
+  - {{kind: udp_cbr, name: cbr, src: h1, dst: h0, rate: 4Gbps, frame_size: 1500B}}
+failures: [{failures}]
+"""
+
+
+def _packets(result, src: str, dst: str) -> int:
+    links = result.links
+    return int(links.filter((links["src"] == src) & (links["dst"] == dst))["packets"].sum())
+
+
+def test_a_node_farther_from_the_failure_moves_its_routes_a_hop_later_and_loops_frames_until_then(core):
+    """leaf0-spine0 fails at 200 us with `detect: 50us` and `per_hop: 200us`: its ends (leaf0,
+    spine0) move their routes at 250 us, the nodes one hop away (leaf1, spine1, h0) at 450 us, h1
+    at 650 us. From 250 to 450 us spine0 sends the frames for h0 back to leaf1 (its only way left,
+    through spine1), and leaf1, still on its old routes, sends them to spine0 again: a transient
+    loop. Closed form: the frames of [200, 250) us die on the link as without `per_hop` (16.4 plus
+    the one on the wire); the 65.8 sent in [250, 450) us circle until leaf1 moves, then arrive
+    late and out of order; none is lost in the loop."""
+    at_once = fabricsim.run(loads(_cbr_across("{between: [leaf0, spine0], at: 200us, detect: 50us}")))
+    assert _packets(at_once, "h1", "leaf1") == 329 and _packets(at_once, "leaf1", "spine0") == 82, \
+        "the CBR is hashed through spine0"
+    staged = fabricsim.run(loads(_cbr_across(
+        "{between: [leaf0, spine0], at: 200us, detect: 50us, per_hop: 200us}")))
+    for result in (at_once, staged):
+        s = result.summary
+        assert s["conservation_ok"] and s["buffer_accounting_ok"]
+        assert _drops(result, "link_down") == s["packets_dropped"] == 17
+    assert (at_once.summary["reroutes"], staged.summary["reroutes"]) == (1, 3)
+    before, after = at_once.flows.row(0, named=True), staged.flows.row(0, named=True)
+    # At once: only the frame spine0 held when it moved goes round once.
+    assert before["reordered_packets"] <= 1 and _packets(at_once, "spine0", "leaf1") == 1
+    gap_us = 1500 * 8 / 4e3
+    assert abs(after["reordered_packets"] - 200 / gap_us) <= 1
+    assert _packets(staged, "spine0", "leaf1") > 200 / gap_us  # every looping frame bounced at least once
+    assert after["packets_delivered"] == before["packets_delivered"] == 312
+    assert after["latency_max_ps"] > 200e6 > before["latency_max_ps"]  # the first caught waits out the loop
+    assert fabricsim.run(loads(_cbr_across(
+        "{between: [leaf0, spine0], at: 200us, detect: 50us, per_hop: 200us}"))).summary == staged.summary
+
+
+def test_tcp_flows_complete_through_a_staged_failure_and_recovery_on_a_fat_tree(core):
+    """Sixteen 1 MB TCP flows on a k=4 fat-tree whose core0-agg0_0 link fails at 100 us and comes
+    back at 2 ms, with the news spreading 20 us per hop: every flow completes, conservation and
+    buffer accounting hold, and each change is applied in stages (the ends, then hop by hop)."""
+    flows = ", ".join(f"{{src: h{i}, dst: h{(i + 4) % 16}, size: 1MB}}" for i in range(16))
+    text = f"""
+duration: 20ms
+topology: {{kind: fat_tree, k: 4, link: {{rate: 10Gbps, delay: 1us}}}}
+tcp: {{min_rto: 1ms}}
+traffic:
+  - {{kind: tcp_flows, name: f, flows: [{flows}]}}
+failures: [{{between: [core0, agg0_0], at: 100us, until: 2ms, detect: 10us, per_hop: 20us}}]
+"""
+    result = fabricsim.run(loads(text))
+    s = result.summary
+    assert s["conservation_ok"] and s["buffer_accounting_ok"] and s["flows_completed"] == 16
+    # Hops from {core0, agg0_0}: 0 (the ends), 1 (core1, the other pods' agg*_0, pod 0's edges),
+    # 2 and 3 (the rest, hosts last): four stages for the failure and four for the recovery.
+    assert s["reroutes"] == 8
+    assert _drops(result, "link_down") > 0
+
+
+@pytest.mark.parametrize("failure, field, message", [
+    ("{between: [h1, sw0], at: 5us, per_hop: 1us}", "failures[0].per_hop", "h1 is a host"),
+    ("{between: [h1, sw0], at: 5us, rate: 1Gbps, per_hop: 1us}", "failures[0].per_hop", "an impaired link"),
+])
+def test_a_staged_failure_of_a_host_link_or_an_impairment_is_refused_naming_the_field(core, failure, field,
+                                                                                      message):
+    _assert_refused(failure, field, message)
+
+
+def test_a_staged_failure_must_reach_every_node_before_the_link_comes_back(core):
+    text = _cbr_across("{between: [leaf0, spine0], at: 200us, until: 300us, detect: 50us, per_hop: 200us}")
+    with pytest.raises(ScenarioError) as err:
+        fabricsim.check(loads(text))
+    assert err.value.issues[0].path == "failures[0].until"
+    assert "must come back after that" in str(err.value)

@@ -4,8 +4,9 @@ or are impaired for a while (``docs/models/failures.md``).
 Each entry names a link by its two end nodes (``between``; ``link`` picks
 one of several parallel links, from 0 in topology order) or a node whose
 links all fail (``node``: a switch or host failure), when it goes down
-(``at``), when it comes back (``until``, never if unset) and how long routing
-takes to react to each change (``detect``). With ``rate`` (a lower rate)
+(``at``), when it comes back (``until``, never if unset), how long routing
+takes to react to each change (``detect``) and, with ``per_hop``, how much
+later each hop away from the failed link the nodes farther away react. With ``rate`` (a lower rate)
 or ``loss`` (a probability of losing each frame), the entry is an
 impairment instead: the links stay up and in the routes, degraded from
 ``at`` to ``until``."""
@@ -29,6 +30,7 @@ class LinkFailure(DeferredModel):
     at: Time
     until: Optional[Time] = None
     detect: Time = 0
+    per_hop: Time = 0
     rate: Optional[Rate] = None
     loss: Optional[float] = Field(default=None, ge=0.0, lt=1.0)
 
@@ -40,14 +42,17 @@ class LinkFailure(DeferredModel):
             raise issues_error(("between", f"a link joins two different nodes (got {self.between[0]!r} twice)"))
         if self.until is not None and self.until <= self.at:
             raise issues_error(("until", "must be after `at`"))
-        if (self.rate is not None or self.loss is not None) and self.detect != 0:
-            raise issues_error(
-                ("detect", "applies to links that go down; an impaired link (`rate`, `loss`) stays in the routes")
-            )
+        for name in ("detect", "per_hop"):
+            if (self.rate is not None or self.loss is not None) and getattr(self, name) != 0:
+                raise issues_error(
+                    (name, "applies to links that go down; an impaired link (`rate`, `loss`) stays in the routes")
+                )
         return self
 
     def to_resolved(self) -> dict[str, Any]:
         out: dict[str, Any] = {"nth": self.link, "at_ps": self.at, "detect_ps": self.detect}
+        if self.per_hop:
+            out["per_hop_ps"] = self.per_hop
         if self.between is not None:
             out["between"] = list(self.between)
         else:

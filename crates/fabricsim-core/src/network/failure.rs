@@ -10,8 +10,10 @@
 //! `detect` after the failure the routes are recomputed without the link
 //! (ECMP groups shrink; a destination reachable only through it becomes
 //! unreachable, and packets towards it are dropped as `no_route`); `detect`
-//! after the link comes back, they are recomputed with it. Simulation side:
-//! `sim/failures.rs`.
+//! after the link comes back, they are recomputed with it. With `per_hop`,
+//! the nodes farther from the link move theirs later, hop by hop, each
+//! routing by what it knows while the others still route the old way.
+//! Simulation side: `sim/failures.rs`.
 
 use serde::{Deserialize, Serialize};
 
@@ -36,6 +38,11 @@ pub struct LinkFailureConfig {
     /// How long routing takes to react to each change (detection and convergence).
     #[serde(default)]
     pub detect_ps: u64,
+    /// How much later each hop away from the failed links a node moves its
+    /// routes (the news of the change spreading switch by switch): a node
+    /// `h` hops from the nearest end reacts at `detect + h * per_hop`.
+    #[serde(default)]
+    pub per_hop_ps: u64,
     /// An impairment instead of a failure: the links run at this rate
     /// (bit/s, below their own) from `at` to `until`.
     #[serde(default)]

@@ -33,7 +33,7 @@ use crate::rng::mix64;
 use std::collections::{BTreeMap, VecDeque};
 
 /// How a destination node is reached.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Dest {
     /// Destination class (index into a row), or [`NO_CLASS`] for switches.
     class: u32,
@@ -170,6 +170,39 @@ impl RoutingTable {
         RoutingTable { dests, classes, node_row, rows, groups, ports, salt }
     }
 
+    /// One table in which node `u` routes as `tables[pick[u]]` does, for
+    /// nodes that do not all know the same links are down. The tables must
+    /// reach the hosts alike (built with the same hosts' links up, so with
+    /// the same destination classes); `None` if they do not.
+    pub fn merge(tables: &[RoutingTable], pick: &[usize]) -> Option<RoutingTable> {
+        let first = tables.first()?;
+        if tables.iter().any(|t| t.dests != first.dests || t.node_row.len() != pick.len()) {
+            return None;
+        }
+        let (mut rows, mut groups, mut ports) = (Vec::new(), Vec::new(), Vec::new());
+        let mut node_row = vec![NO_TABLE; pick.len()];
+        for (k, table) in tables.iter().enumerate() {
+            let (row_base, group_base, port_base) = (rows.len() as u32, groups.len() as u32, ports.len() as u32);
+            rows.extend(table.rows.iter().map(|&g| g + group_base));
+            groups.extend(table.groups.iter().map(|&(start, len)| (start + port_base, len)));
+            ports.extend_from_slice(&table.ports);
+            for (u, &p) in pick.iter().enumerate() {
+                if p == k && table.node_row[u] != NO_TABLE {
+                    node_row[u] = table.node_row[u] + row_base;
+                }
+            }
+        }
+        Some(RoutingTable {
+            dests: first.dests.clone(),
+            classes: first.classes,
+            node_row,
+            rows,
+            groups,
+            ports,
+            salt: first.salt.clone(),
+        })
+    }
+
     /// Bytes the tables occupy.
     pub fn memory_bytes(&self) -> usize {
         self.dests.len() * std::mem::size_of::<Dest>()
@@ -289,6 +322,48 @@ mod tests {
         assert_eq!(rt.next_hops(spine0, id(&g, "h2")), &[to_leaf1]);
         // Hosts are never transit: h0's table has just its uplink.
         assert_eq!(rt.route(id(&g, "h0"), id(&g, "h3"), 42), Some(0));
+    }
+
+    #[test]
+    fn a_merged_table_routes_each_node_as_the_table_it_picks() {
+        // Before and after leaf0's first uplink (to spine0) is gone: the
+        // merged table answers for leaf0 as the new one and for every other
+        // node as the old one, and the tables must reach the hosts alike.
+        let g = leaf_spine(2);
+        let adj = adjacency(&g);
+        let (leaf0, spine0) = (id(&g, "leaf0"), id(&g, "spine0"));
+        let without: Vec<Vec<(usize, u16)>> = adj
+            .iter()
+            .enumerate()
+            .map(|(u, links)| {
+                links
+                    .iter()
+                    .copied()
+                    .filter(|&(v, _)| !((u, v) == (leaf0, spine0) || (u, v) == (spine0, leaf0)))
+                    .collect()
+            })
+            .collect();
+        let (old, new) = (RoutingTable::build(&g.kinds, &adj, 3), RoutingTable::build(&g.kinds, &without, 3));
+        let pick: Vec<usize> = (0..g.names.len()).map(|u| usize::from(u == leaf0)).collect();
+        let merged = RoutingTable::merge(&[old, new], &pick).expect("same hosts reached alike");
+        let (old, new) = (RoutingTable::build(&g.kinds, &adj, 3), RoutingTable::build(&g.kinds, &without, 3));
+        for u in 0..g.names.len() {
+            for d in (0..g.names.len()).filter(|&d| g.kinds[d] == NodeKind::Host && d != u) {
+                let want = if u == leaf0 { new.next_hops(u, d) } else { old.next_hops(u, d) };
+                assert_eq!(merged.next_hops(u, d), want, "{} to {}", g.names[u], g.names[d]);
+            }
+        }
+        assert_eq!(merged.next_hops(leaf0, id(&g, "h3")).len(), 1);
+        assert_eq!(merged.next_hops(id(&g, "leaf1"), id(&g, "h0")).len(), 2, "leaf1 still uses both spines");
+        // A host's only link gone changes how it is reached: no merge.
+        let h0 = id(&g, "h0");
+        let cut: Vec<Vec<(usize, u16)>> = adj
+            .iter()
+            .enumerate()
+            .map(|(u, links)| links.iter().copied().filter(|&(v, _)| u != h0 && v != h0).collect())
+            .collect();
+        let tables = [RoutingTable::build(&g.kinds, &adj, 3), RoutingTable::build(&g.kinds, &cut, 3)];
+        assert!(RoutingTable::merge(&tables, &pick).is_none());
     }
 
     #[test]

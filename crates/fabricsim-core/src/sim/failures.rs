@@ -20,6 +20,12 @@ struct Failure {
     wires: Vec<ChannelId>,
     /// For an impairment, what it does to them while it holds.
     impairment: Option<Impairment>,
+    /// The nodes that move their routes together, nearest first: per stage,
+    /// its delay after the first and its nodes (one stage of every node
+    /// without `per_hop`).
+    stages: Vec<(u64, Vec<u32>)>,
+    /// The next stage of the failure's reroute (`[up, down]`).
+    next_stage: [usize; 2],
 }
 
 /// What an impairment sets on its wires while it holds.
@@ -39,8 +45,13 @@ pub(super) struct Failures {
     /// when it failed).
     down: Vec<u32>,
     failed_at: Vec<SimTime>,
-    /// Per link: how many failures routing currently counts it down for.
-    routed_down: Vec<u32>,
+    /// Per failure: the nodes whose routes count it (its links down), for
+    /// failures with `per_hop`; empty for the others, which every node
+    /// learns at once (`all_know`).
+    known: Vec<Vec<bool>>,
+    all_know: Vec<bool>,
+    /// Links in the topology.
+    links: usize,
     /// Per wire (only with impairments): its own rate and loss, and the
     /// impairments that name it.
     nominal: Vec<(Rate, f64)>,
@@ -84,7 +95,7 @@ impl Simulation {
         let f = &mut self.failures;
         f.down = vec![0; self.channels.len()];
         f.failed_at = vec![SimTime::ZERO; self.channels.len()];
-        f.routed_down = vec![0; graph.links.len()];
+        f.links = graph.links.len();
         let mut wires_of: Vec<Vec<ChannelId>> = vec![Vec::new(); graph.links.len()];
         for (c, ch) in self.channels.iter().enumerate() {
             wires_of[ch.link as usize].push(ChannelId(c as u32));
@@ -143,7 +154,16 @@ impl Simulation {
             for &c in &wires {
                 self.channels[c.idx()].impaired = true;
             }
-            self.failures.failures.push(Failure { links, wires, impairment });
+            let stages = if cfg.per_hop_ps > 0 && impairment.is_none() {
+                self.staged_convergence(graph, &links, cfg.per_hop_ps, &path)?
+            } else {
+                vec![(0, (0..graph.kinds.len() as u32).collect())]
+            };
+            let staged = stages.len() > 1;
+            self.failures.known.push(if staged { vec![false; graph.kinds.len()] } else { Vec::new() });
+            self.failures.all_know.push(false);
+            let last = stages.last().map_or(0, |s| s.0);
+            self.failures.failures.push(Failure { links, wires, impairment, stages, next_stage: [0; 2] });
             if impairment.is_some() {
                 self.queue.push(SimTime(cfg.at_ps), Event::Impair(i as u32, true));
                 if let Some(until) = cfg.until_ps {
@@ -152,13 +172,95 @@ impl Simulation {
                 continue;
             }
             self.queue.push(SimTime(cfg.at_ps), Event::LinkDown(i as u32));
-            self.queue.push(SimTime(cfg.at_ps.saturating_add(cfg.detect_ps)), Event::Reroute(i as u32, true));
+            let offsets: Vec<u64> = self.failures.failures[i].stages.iter().map(|s| s.0).collect();
+            let first = cfg.at_ps.saturating_add(cfg.detect_ps);
+            for &d in &offsets {
+                self.queue.push(SimTime(first.saturating_add(d)), Event::Reroute(i as u32, true));
+            }
             if let Some(until) = cfg.until_ps {
+                // Each node learns of the recovery after it learnt of the failure.
+                let back = until.saturating_add(cfg.detect_ps);
+                if staged && back <= first.saturating_add(last) {
+                    return Err(ConfigError::new(
+                        format!("{path}.until"),
+                        format!(
+                            "the farthest node learns of the failure at {} ps (at + detect + per_hop x {} hops); the \
+                             link must come back after that",
+                            first.saturating_add(last),
+                            last / cfg.per_hop_ps
+                        ),
+                    ));
+                }
                 self.queue.push(SimTime(until), Event::LinkUp(i as u32));
-                self.queue.push(SimTime(until.saturating_add(cfg.detect_ps)), Event::Reroute(i as u32, false));
+                for &d in &offsets {
+                    self.queue.push(SimTime(back.saturating_add(d)), Event::Reroute(i as u32, false));
+                }
             }
         }
         Ok(())
+    }
+
+    /// The stages in which the nodes move their routes for a failure of
+    /// `links` with `per_hop`: a node `h` hops from the nearest end of one of
+    /// the links (the ends are 0 hops away) `h * per_hop` after the ends.
+    /// Hops are counted over the topology's links, through switches only (a
+    /// host passes on no routing news); a node that cannot be reached from
+    /// the failure moves with the farthest. A failure of a host's link
+    /// changes how that host is reached for every node at once, so it cannot
+    /// be staged.
+    fn staged_convergence(
+        &self,
+        graph: &Graph,
+        links: &[usize],
+        per_hop: u64,
+        path: &str,
+    ) -> Result<Vec<(u64, Vec<u32>)>, ConfigError> {
+        let n = graph.kinds.len();
+        let mut adj: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for &(a, b, _) in &graph.links {
+            adj[a].push(b);
+            adj[b].push(a);
+        }
+        let mut hops = vec![u32::MAX; n];
+        let mut queue = std::collections::VecDeque::new();
+        for &l in links {
+            let (a, b, _) = graph.links[l];
+            for end in [a, b] {
+                if graph.kinds[end] == NodeKind::Host {
+                    return Err(ConfigError::new(
+                        format!("{path}.per_hop"),
+                        format!(
+                            "applies to failures of links between switches; {} is a host, and a host's link \
+                             changes how it is reached for every node at once (give per_hop: 0)",
+                            graph.names[end]
+                        ),
+                    ));
+                }
+                if hops[end] == u32::MAX {
+                    hops[end] = 0;
+                    queue.push_back(end);
+                }
+            }
+        }
+        while let Some(u) = queue.pop_front() {
+            if graph.kinds[u] == NodeKind::Host {
+                continue;
+            }
+            for &v in &adj[u] {
+                if hops[v] == u32::MAX {
+                    hops[v] = hops[u] + 1;
+                    queue.push_back(v);
+                }
+            }
+        }
+        let farthest = hops.iter().copied().filter(|&h| h != u32::MAX).max().unwrap_or(0);
+        let mut stages: Vec<(u64, Vec<u32>)> =
+            (0..=farthest).map(|h| ((h as u64).saturating_mul(per_hop), Vec::new())).collect();
+        for (u, &h) in hops.iter().enumerate() {
+            stages[if h == u32::MAX { farthest } else { h } as usize].1.push(u as u32);
+        }
+        stages.retain(|s| !s.1.is_empty());
+        Ok(stages)
     }
 
     /// Checks impairment `i` against its wires and gets them ready: their
@@ -170,9 +272,10 @@ impl Simulation {
         wires: &[ChannelId],
         path: &str,
     ) -> Result<Impairment, ConfigError> {
-        if cfg.detect_ps != 0 {
+        if cfg.detect_ps != 0 || cfg.per_hop_ps != 0 {
+            let field = if cfg.detect_ps != 0 { "detect" } else { "per_hop" };
             return Err(ConfigError::new(
-                format!("{path}.detect"),
+                format!("{path}.{field}"),
                 "applies to links that go down; an impaired link (`rate`, `loss`) stays in the routes",
             ));
         }
@@ -261,18 +364,65 @@ impl Simulation {
         }
     }
 
-    /// `Reroute`: the routes are recomputed with failure `i`'s links down or up.
+    /// `Reroute`: the next stage of failure `i`'s nodes (all nodes, without
+    /// `per_hop`) recompute their routes with its links down or up.
     pub(super) fn on_reroute(&mut self, i: u32, down: bool) {
         let f = &mut self.failures;
-        for &link in &f.failures[i as usize].links {
-            if down {
-                f.routed_down[link] += 1;
-            } else {
-                f.routed_down[link] -= 1;
+        let failure = &mut f.failures[i as usize];
+        let stage = failure.next_stage[down as usize];
+        failure.next_stage[down as usize] += 1;
+        if f.known[i as usize].is_empty() {
+            f.all_know[i as usize] = down;
+        } else {
+            for &u in &failure.stages[stage].1 {
+                f.known[i as usize][u as usize] = down;
             }
         }
         f.reroutes += 1;
-        // Every node's live links as routing sees them: (neighbour, local port).
+        // Nodes grouped by what they know: the failures their routes count.
+        let n = self.nodes.len();
+        let mut views: std::collections::BTreeMap<Vec<u32>, Vec<usize>> = Default::default();
+        for u in 0..n {
+            let view: Vec<u32> = (0..f.failures.len() as u32)
+                .filter(|&j| {
+                    let known = &f.known[j as usize];
+                    if known.is_empty() {
+                        f.all_know[j as usize]
+                    } else {
+                        known[u]
+                    }
+                })
+                .collect();
+            views.entry(view).or_default().push(u);
+        }
+        let tables: Vec<RoutingTable> = views.keys().map(|view| self.routes_without(view)).collect();
+        self.routing = if tables.len() == 1 {
+            tables.into_iter().next().expect("one view")
+        } else {
+            let mut pick = vec![0usize; n];
+            for (k, nodes) in views.values().enumerate() {
+                for &u in nodes {
+                    pick[u] = k;
+                }
+            }
+            // Staged failures never take a host's link down (checked when
+            // the world is built), so every view reaches the hosts alike.
+            RoutingTable::merge(&tables, &pick).expect("the views' tables reach the hosts alike")
+        };
+        // The memo of recent lookups answers for the old tables.
+        self.prefetch.routes = Default::default();
+    }
+
+    /// The routes of a node that counts failures `view` (their links down).
+    fn routes_without(&self, view: &[u32]) -> RoutingTable {
+        let f = &self.failures;
+        let mut down = vec![0u32; f.links];
+        for &j in view {
+            for &link in &f.failures[j as usize].links {
+                down[link] += 1;
+            }
+        }
+        // Every node's live links as this view sees them: (neighbour, local port).
         let adj: Vec<Vec<(usize, u16)>> = self
             .nodes
             .iter()
@@ -280,15 +430,13 @@ impl Simulation {
                 (0..n.num_ports)
                     .filter_map(|local| {
                         let ch = &self.channels[self.ports[n.port(local).idx()].channel.idx()];
-                        (f.routed_down[ch.link as usize] == 0).then_some((ch.to_node.idx(), local))
+                        (down[ch.link as usize] == 0).then_some((ch.to_node.idx(), local))
                     })
                     .collect()
             })
             .collect();
         let kinds: Vec<NodeKind> = self.nodes.iter().map(|n| n.kind).collect();
-        self.routing = RoutingTable::build(&kinds, &adj, self.seed);
-        // The memo of recent lookups answers for the old tables.
-        self.prefetch.routes = Default::default();
+        RoutingTable::build(&kinds, &adj, self.seed)
     }
 
     /// Why impaired wire `cid` loses frame `id` arriving now, if it does: its
