@@ -18,7 +18,8 @@ Each pair's fabricsim twin is matched to the driver's TCP:
   ``--quick``) to a distinct other host (a seeded permutation, written as
   htsim's connection matrix for the driver), 10G links with 1 us delay,
   100-frame queues, no switch latency, 1500 B frames, one ACK per segment,
-  minimum RTO 250 ms, NewReno. The two pick each flow's ECMP path
+  minimum RTO 250 ms, NewReno, no queue or throughput sampling (htsim's
+  driver samples nothing). The two pick each flow's ECMP path
   differently (htsim at random, fabricsim by hash), so their event counts
   agree only roughly.
 - the same fat-trees with DCTCP (``-dctcp`` pairs): htsim's DCTCP (gain
@@ -97,7 +98,7 @@ def fattree_twin(k: int, partner: Sequence[int], size: int, cc: str = "newreno")
                 "delayed_ack": {"count": 1, "timeout": "200ms", "quickack": 0}},
         "traffic": [{"kind": "tcp_flows", "name": "perm",
                      "flows": [{"src": f"h{i}", "dst": f"h{d}", "size": f"{size}B"} for i, d in enumerate(partner)]}],
-        "stats": {"queue_sample_interval": "0", "throughput_interval": "1ms"},
+        "stats": {"queue_sample_interval": "0", "throughput_interval": "0"},
     }
     if cc == "dctcp":
         scenario["name"] += "-dctcp"
