@@ -180,7 +180,11 @@ class Rail(KindModel):
     GPUs, each GPU with its own NIC, host ``s{server}g{gpu}``; NIC g of every
     server on rail leaf ``rail{g}``, every rail leaf joined to every spine
     ``spine{j}`` by ``links_per_spine`` links (no spine: the rails are not
-    joined). Resolved as an explicit topology (``docs/models/rail-topology.md``)."""
+    joined). With ``pods`` > 1, a three-tier rail-optimised fat-tree: each pod
+    has ``servers`` servers, its own rail leaves ``p{pod}rail{g}`` and spines
+    ``p{pod}spine{j}``, and every pod spine is joined to every core switch
+    ``core{c}`` by ``links_per_core`` links; servers are numbered across pods.
+    Resolved as an explicit topology (``docs/models/rail-topology.md``)."""
 
     kind: Literal["rail"]
     servers: int = Field(ge=1, le=U32_MAX)
@@ -189,37 +193,69 @@ class Rail(KindModel):
     nic_link: Link
     fabric_link: Optional[Link] = None
     links_per_spine: int = Field(default=1, ge=1, le=U32_MAX)
+    pods: int = Field(default=1, ge=1, le=U32_MAX)
+    cores: int = Field(default=0, ge=0, le=U32_MAX)
+    core_link: Optional[Link] = None
+    links_per_core: int = Field(default=1, ge=1, le=U32_MAX)
 
     @model_validator(mode="after")
     def _size(self) -> "Rail":
-        nodes = self.servers * self.gpus_per_server + self.gpus_per_server + self.spines
+        per_pod = self.servers * self.gpus_per_server + self.gpus_per_server + self.spines
+        nodes = self.pods * per_pod + self.cores
         if nodes > MAX_NODES:
             raise _too_many_nodes("servers", nodes)
         uplinks = self.spines * self.links_per_spine
         if self.servers + uplinks > MAX_PORTS:
             raise _too_many_ports("servers", "a rail leaf", self.servers + uplinks)
-        if self.gpus_per_server * self.links_per_spine > MAX_PORTS:
-            raise _too_many_ports("gpus_per_server", "each spine", self.gpus_per_server * self.links_per_spine)
+        spine_ports = self.gpus_per_server * self.links_per_spine + self.cores * self.links_per_core
+        if spine_ports > MAX_PORTS:
+            raise _too_many_ports("gpus_per_server", "each spine", spine_ports)
+        if self.pods * self.spines * self.links_per_core > MAX_PORTS:
+            raise _too_many_ports("pods", "each core", self.pods * self.spines * self.links_per_core)
         if self.spines and self.fabric_link is None:
             raise issues_error(("fabric_link", "required when there are spines"))
+        if self.pods > 1 and not self.spines:
+            raise issues_error(("spines", "pods are joined through their spines: give at least one"))
+        if self.pods > 1 and not self.cores:
+            raise issues_error(("cores", "pods are joined by core switches: give at least one"))
+        if self.cores and self.pods == 1:
+            raise issues_error(("cores", "join pods (pods is 1): give pods > 1, or no cores"))
+        if self.cores and self.core_link is None:
+            raise issues_error(("core_link", "required when there are cores"))
+        if self.core_link is not None and not self.cores:
+            raise issues_error(("core_link", "applies to the links of core switches (cores is 0)"))
         return self
 
     def hosts(self) -> list[str]:
-        """The GPUs' NICs, server by server."""
-        return [f"s{s}g{g}" for s in range(self.servers) for g in range(self.gpus_per_server)]
+        """The GPUs' NICs, server by server (across pods)."""
+        return [f"s{s}g{g}" for s in range(self.pods * self.servers) for g in range(self.gpus_per_server)]
+
+    def _prefix(self, pod: int) -> str:
+        return f"p{pod}" if self.pods > 1 else ""
 
     def to_resolved(self) -> dict[str, Any]:
-        nodes = ([{"name": h, "kind": "host"} for h in self.hosts()]
-                 + [{"name": f"rail{g}", "kind": "switch"} for g in range(self.gpus_per_server)]
-                 + [{"name": f"spine{j}", "kind": "switch"} for j in range(self.spines)])
+        gpus = self.gpus_per_server
+        nodes = [{"name": h, "kind": "host"} for h in self.hosts()]
         nic = self.nic_link.to_resolved()
-        links = [{"a": f"s{s}g{g}", "b": f"rail{g}", **nic}
-                 for s in range(self.servers) for g in range(self.gpus_per_server)]
+        links = []
+        for pod in range(self.pods):
+            pre = self._prefix(pod)
+            nodes += [{"name": f"{pre}rail{g}", "kind": "switch"} for g in range(gpus)]
+            nodes += [{"name": f"{pre}spine{j}", "kind": "switch"} for j in range(self.spines)]
+            servers = range(pod * self.servers, (pod + 1) * self.servers)
+            links += [{"a": f"s{s}g{g}", "b": f"{pre}rail{g}", **nic} for s in servers for g in range(gpus)]
+        nodes += [{"name": f"core{c}", "kind": "switch"} for c in range(self.cores)]
         if self.spines:
             fabric = self.fabric_link.to_resolved()  # type: ignore[union-attr]
-            links += [{"a": f"rail{g}", "b": f"spine{j}", **fabric}
-                      for g in range(self.gpus_per_server) for j in range(self.spines)
-                      for _ in range(self.links_per_spine)]
+            for pod in range(self.pods):
+                pre = self._prefix(pod)
+                links += [{"a": f"{pre}rail{g}", "b": f"{pre}spine{j}", **fabric}
+                          for g in range(gpus) for j in range(self.spines) for _ in range(self.links_per_spine)]
+        if self.cores:
+            core = self.core_link.to_resolved()  # type: ignore[union-attr]
+            links += [{"a": f"p{pod}spine{j}", "b": f"core{c}", **core}
+                      for pod in range(self.pods) for j in range(self.spines) for c in range(self.cores)
+                      for _ in range(self.links_per_core)]
         return {"kind": "explicit", "nodes": nodes, "links": links}
 
 
