@@ -625,3 +625,23 @@ def test_halving_doubling_all_reduce_over_roce_matches_its_closed_form_within_on
     predicted = sum(_roce_step_ps(step[0][1]) for step in halving_doubling_steps("all_reduce", n, size))
     assert row["completed"] and row["flows"] == n * 6
     assert abs(row["time_ps"] - predicted) / predicted < 0.01, (row["time_ps"], predicted)
+
+
+def test_a_repeated_all_to_all_too_large_to_build_is_refused_with_its_estimate():
+    """Each flow of a later iteration waits for its rank's 2 (n - 1) flows of the one before: at 1,024
+    ranks two iterations are 2.1 billion dependencies, refused when loaded (naming `iterations`, with the
+    estimate); 256 ranks may run three."""
+    def text(ranks: int, iterations: int) -> str:
+        hosts = ", ".join(f"h{i}" for i in range(ranks))
+        return f"""
+duration: 1ms
+topology: {{kind: fat_tree, k: 16, link: {{rate: 400Gbps, delay: 1us}}}}
+traffic:
+  - {{kind: collective, name: a2a, algorithm: all_to_all, hosts: [{hosts}], size: 16MB, iterations: {iterations}}}
+"""
+    with pytest.raises(ScenarioError) as err:
+        fabricsim.loads(text(1024, 2))
+    assert err.value.issues[0].path == "traffic[0].iterations"
+    assert "2,143,291,392 dependencies" in str(err.value) and "GiB" in str(err.value)
+    fabricsim.loads(text(1024, 1))
+    fabricsim.loads(text(256, 3))

@@ -63,6 +63,10 @@ __all__ = [
 MAX_FLOWS = 1 << 22
 """Flows a scenario may hold in all (the core's limit, docs/scenarios.md "Limits")."""
 
+MAX_DEPENDENCIES = 1 << 26
+"""Entries of ``after`` lists a collective may expand to: each takes about 40 B on the way to the core
+(a list slot, an integer, its JSON text), so 2.7 GB at this limit (docs/scenarios.md "Limits")."""
+
 
 @dataclass(frozen=True)
 class TrafficRate:
@@ -533,6 +537,17 @@ class Collective(_TcpTraffic):
         flows = per_iteration * self.iterations
         if flows > MAX_FLOWS:
             raise issues_error(("iterations", f"{flows:,} flows in all; at most {MAX_FLOWS:,}"))
+        if self.algorithm == "all_to_all" and self.iterations > 1:
+            # Every flow of a later iteration waits for all its rank's sends and receives of the one before.
+            entries = (self.iterations - 1) * per_iteration * 2 * (n - 1) * self.channels
+            if entries > MAX_DEPENDENCIES:
+                raise issues_error(
+                    ("iterations", f"{self.iterations} iterations of an all-to-all of {n} ranks make {entries:,} "
+                                   f"dependencies (each flow of a later iteration waits for the {2 * (n - 1) * self.channels:,} "
+                                   f"flows of its rank in the one before; about {entries * 40 / 2**30:.1f} GiB to "
+                                   f"build); at most {MAX_DEPENDENCIES:,}: run one iteration per scenario, or fewer "
+                                   "ranks or channels")
+                )
         return self
 
     def steps(self) -> int:
