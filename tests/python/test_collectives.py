@@ -645,3 +645,19 @@ traffic:
     assert "2,143,291,392 dependencies" in str(err.value) and "GiB" in str(err.value)
     fabricsim.loads(text(1024, 1))
     fabricsim.loads(text(256, 3))
+
+
+def test_the_1024_gpu_all_to_all_scenario_is_valid_and_runs_at_a_small_size(core):
+    """scenarios/scale/ai-alltoall-1024gpu.yaml: 1,024 ranks on a k=16 fat-tree, one RDMA transfer per pair
+    (1,047,552). Its full run is measured in BENCHMARKS.md; here the same settings on a k=4 fat-tree with
+    its 16 hosts: every queue pair completes, and conservation and buffer accounting hold."""
+    path = ROOT / "scenarios" / "scale" / "ai-alltoall-1024gpu.yaml"
+    scenario = fabricsim.load(path)
+    (entry,) = scenario.traffic
+    assert (scenario.topology.k, len(entry.hosts), entry.transport) == (16, 1024, "roce")
+    assert entry.flows_per_iteration() == 1024 * 1023
+    small = fabricsim.load(path, overrides=["topology.k=4", "traffic.0.hosts=[" + ", ".join(f"h{i}" for i in range(16))
+                                            + "]", "traffic.0.size=1MB"])
+    s = fabricsim.run(small).summary
+    assert s["conservation_ok"] and s["buffer_accounting_ok"]
+    assert s["rdma_qps"] == s["rdma_qps_completed"] == 240 and s["packets_dropped"] == 0

@@ -33,10 +33,6 @@ SHORT_RUNS: Dict[str, List[str]] = {
         "duration=10us",
     ],
     "ai-rail-alltoall": ["traffic.0.size=1MB"],
-    # The same fabric at k=4 (16 hosts, 48 links: the k=16 links table would be 3,072 rows), all 16 ranks,
-    # 1 MB each: 240 queue pairs.
-    "ai-alltoall-1024gpu": ["topology.k=4", "traffic.0.hosts=[" + ", ".join(f"h{i}" for i in range(16)) + "]",
-                            "traffic.0.size=1MB"],
     "allreduce-ring": ["traffic.0.size=4MB"],
     "burst-absorption": [],
     "burst-incast": [],
