@@ -505,11 +505,35 @@ impl Port {
         (self.tx_packet != NO_PACKET).then_some(PacketId(self.tx_packet))
     }
 
-    /// The packet at the head of class 0's queue when that queue is a FIFO
-    /// (read from the port's third line alone; for prefetch hints).
+    /// For prefetch hints: the class strict priority would serve next (the
+    /// highest unpaused class with packets; a guess under DRR), read from
+    /// the port's first line.
     #[inline]
-    pub fn class0_front(&self) -> Option<PacketId> {
-        match &self.class0.packets {
+    pub fn next_class_hint(&self) -> usize {
+        let eligible = self.nonempty & !self.paused;
+        if eligible == 0 {
+            0
+        } else {
+            7 - eligible.leading_zeros() as usize
+        }
+    }
+
+    /// For prefetch hints: the queue of class `c` (above 0 it lives in a
+    /// block of its own, named by the port's second line).
+    #[inline]
+    pub fn class_queue_hint(&self, c: usize) -> Option<&ClassQueue> {
+        if c == 0 {
+            Some(&self.class0)
+        } else {
+            self.upper.get(c - 1)
+        }
+    }
+
+    /// The packet at the head of class `c`'s queue when that queue is a
+    /// FIFO (for prefetch hints; class 0's is in the port's third line).
+    #[inline]
+    pub fn class_front(&self, c: usize) -> Option<PacketId> {
+        match &self.class_queue_hint(c)?.packets {
             Packets::Fifo(q) => q.front().map(|x| x.0),
             Packets::PerIngress(_) => None,
         }

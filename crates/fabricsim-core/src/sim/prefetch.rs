@@ -17,8 +17,10 @@
 //!    its wire's first line and its carried-traffic bin; an `Arrive` its
 //!    wire's first line; a `Send` its source;
 //! 2. the frame the event moves: the packet in transmission (named by the
-//!    port's first line) and the one it starts next (the head of class 0's
-//!    queue, named by the port's third line), or the wire's head (named by the wire's line, with
+//!    port's first line) and the one it starts next (the head of the class
+//!    strict priority serves next: class 0's is named by the port's third
+//!    line; a higher class's queue line is asked for here and its head at
+//!    stage 3, with arrivals' own hints only), or the wire's head (named by the wire's line, with
 //!    the far node's first line); for a `Send`, the flow's creation
 //!    counters, the host's first line and its egress port;
 //! 3. where that frame goes next (read from its record): for a `TxDone`, the
@@ -414,6 +416,7 @@ impl Simulation {
             if k != u64::MAX && k != self.prefetch.staged[2] {
                 self.prefetch.staged[2] = k;
                 if k == s2 {
+                    self.prefetch_next_frame(ev);
                     self.prefetch_stage3(ev);
                 } else if k | ONLY_STAGE1 == s2 || !matches!(ev, Event::Arrive(_)) {
                     self.prefetch_stage2(ev);
@@ -465,9 +468,22 @@ impl Simulation {
                 if let Some(id) = port.in_tx() {
                     object(self.pool.get(id));
                 }
-                // The frame it starts next (its id is in the port's third line).
-                if let Some(id) = port.class0_front() {
-                    object(self.pool.get(id));
+                // The frame it starts next: class 0's head is named by the
+                // port's third line; a higher class's by its queue's line in
+                // the port's block of classes, asked for here and read at
+                // stage 3 (with arrivals' own hints, one event later).
+                match port.next_class_hint() {
+                    0 => {
+                        if let Some(id) = port.class_front(0) {
+                            object(self.pool.get(id));
+                        }
+                    }
+                    c if self.prefetch.arrivals => {
+                        if let Some(q) = port.class_queue_hint(c) {
+                            object(q);
+                        }
+                    }
+                    _ => {}
                 }
             }
             Event::Arrive(c) => {
@@ -506,6 +522,24 @@ impl Simulation {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// With arrivals' own hints, for a `TxDone` given stage 2 an event
+    /// earlier: the frame its port starts next when that is in a class above
+    /// 0, whose queue line stage 2 asked for (class 0's head was named at
+    /// stage 2 itself). An event given stage 2 just now skips it: the line
+    /// would not be there yet.
+    #[inline(always)]
+    fn prefetch_next_frame(&self, ev: Event) {
+        if let Event::TxDone(p) = ev {
+            let port = &self.ports[p.idx()];
+            let c = port.next_class_hint();
+            if c > 0 {
+                if let Some(id) = port.class_front(c) {
+                    object(self.pool.get(id));
+                }
+            }
         }
     }
 
