@@ -21,8 +21,8 @@ struct Failure {
     /// For an impairment, what it does to them while it holds.
     impairment: Option<Impairment>,
     /// The nodes that move their routes together, nearest first: per stage,
-    /// its delay after the first and its nodes (one stage of every node
-    /// without `per_hop`).
+    /// its delay after the first and its nodes (without `per_hop`, one stage
+    /// that names no node: every node learns at once).
     stages: Vec<(u64, Vec<u32>)>,
     /// The next stage of the failure's reroute (`[up, down]`).
     next_stage: [usize; 2],
@@ -157,7 +157,8 @@ impl Simulation {
             let stages = if cfg.per_hop_ps > 0 && impairment.is_none() {
                 self.staged_convergence(graph, &links, cfg.per_hop_ps, &path)?
             } else {
-                vec![(0, (0..graph.kinds.len() as u32).collect())]
+                // One stage at `detect`: every node learns at once (`all_know`).
+                vec![(0, Vec::new())]
             };
             let staged = stages.len() > 1;
             self.failures.known.push(if staged { vec![false; graph.kinds.len()] } else { Vec::new() });

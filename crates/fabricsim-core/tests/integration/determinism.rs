@@ -13,6 +13,15 @@ fn leaf_spine(seed: u64) -> fabricsim_core::stats::RunOutput {
     ))
 }
 
+/// Every summary entry and every table of `a` and `b` are the same.
+fn assert_same_outputs(a: &fabricsim_core::stats::RunOutput, b: &fabricsim_core::stats::RunOutput) {
+    assert_eq!(a.summary, b.summary);
+    assert_eq!(a.tables.keys().collect::<Vec<_>>(), b.tables.keys().collect::<Vec<_>>());
+    for (name, t) in &a.tables {
+        assert_eq!(format!("{t:?}"), format!("{:?}", b.tables[name]), "table {name}");
+    }
+}
+
 #[test]
 fn same_seed_same_everything() {
     let (a, b) = (leaf_spine(9), leaf_spine(9));
@@ -63,11 +72,7 @@ fn prefetch_hints_are_on_for_a_large_world_and_change_no_output() {
     off.set_prefetch(false);
     let (a, b) = (on.finish(), off.finish());
     assert!(int(&a, "packets_dropped") > 0 && int(&a, "packets_delivered") > 1000);
-    assert_eq!(a.summary, b.summary);
-    assert_eq!(a.tables.keys().collect::<Vec<_>>(), b.tables.keys().collect::<Vec<_>>());
-    for (name, t) in &a.tables {
-        assert_eq!(format!("{t:?}"), format!("{:?}", b.tables[name]), "table {name}");
-    }
+    assert_same_outputs(&a, &b);
 }
 
 #[test]
@@ -87,10 +92,7 @@ fn prefetch_hints_are_off_for_a_small_world_and_forcing_them_changes_no_output()
     let mut on = fabricsim_core::Simulation::new(&sc(9)).expect("valid scenario");
     on.set_prefetch(true);
     let (a, b) = (off.finish(), on.finish());
-    assert_eq!(a.summary, b.summary);
-    for (name, t) in &a.tables {
-        assert_eq!(format!("{t:?}"), format!("{:?}", b.tables[name]), "table {name}");
-    }
+    assert_same_outputs(&a, &b);
 }
 
 #[test]
@@ -126,10 +128,7 @@ fn prefetch_route_memo_tells_flows_to_one_destination_apart() {
     let used = (0..src.len()).filter(|&i| src[i] == leaf0 && rate[i] == 100_000_000_000 && packets[i] > 0).count();
     assert!(used >= 3, "ECMP spread over {used} uplinks");
     assert!(int(&a, "packets_delivered") > 1000);
-    assert_eq!(a.summary, b.summary);
-    for (name, t) in &a.tables {
-        assert_eq!(format!("{t:?}"), format!("{:?}", b.tables[name]), "table {name}");
-    }
+    assert_same_outputs(&a, &b);
 }
 
 #[test]
@@ -225,10 +224,7 @@ fn prefetch_hints_follow_the_packets_alive_and_change_no_output() {
     off.set_prefetch(false);
     let (a, b) = (followed.finish(), off.finish());
     assert!(int(&a, "peak_packets_alive") > 3000, "{}", int(&a, "peak_packets_alive"));
-    assert_eq!(a.summary, b.summary);
-    for (name, t) in &a.tables {
-        assert_eq!(format!("{t:?}"), format!("{:?}", b.tables[name]), "table {name}");
-    }
+    assert_same_outputs(&a, &b);
 }
 
 #[test]
@@ -262,8 +258,5 @@ fn prefetch_hints_for_frames_of_higher_classes_change_no_output() {
     on.set_prefetch_arrivals(true);
     let (a, b) = (off.finish(), on.finish());
     assert!(int(&a, "packets_dropped") > 0 && int(&a, "packets_delivered") > 1000);
-    assert_eq!(a.summary, b.summary);
-    for (name, t) in &a.tables {
-        assert_eq!(format!("{t:?}"), format!("{:?}", b.tables[name]), "table {name}");
-    }
+    assert_same_outputs(&a, &b);
 }
