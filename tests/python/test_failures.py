@@ -280,7 +280,7 @@ def test_a_node_farther_from_the_failure_moves_its_routes_a_hop_later_and_loops_
     through spine1), and leaf1, still on its old routes, sends them to spine0 again: a transient
     loop. Closed form: the frames of [200, 250) us die on the link as without `per_hop` (16.4 plus
     the one on the wire); the 65.8 sent in [250, 450) us circle until leaf1 moves, then arrive
-    late and out of order; none is lost in the loop."""
+    late and out of order; none is lost in the loop (none circles the 63 switches its TTL allows)."""
     at_once = fabricsim.run(loads(_cbr_across("{between: [leaf0, spine0], at: 200us, detect: 50us}")))
     assert _packets(at_once, "h1", "leaf1") == 329 and _packets(at_once, "leaf1", "spine0") == 82, \
         "the CBR is hashed through spine0"
@@ -301,6 +301,26 @@ def test_a_node_farther_from_the_failure_moves_its_routes_a_hop_later_and_loops_
     assert after["latency_max_ps"] > 200e6 > before["latency_max_ps"]  # the first caught waits out the loop
     assert fabricsim.run(loads(_cbr_across(
         "{between: [leaf0, spine0], at: 200us, detect: 50us, per_hop: 200us}"))).summary == staged.summary
+
+
+def test_a_frame_caught_in_a_loop_that_never_converges_dies_when_its_ttl_runs_out(core):
+    """As above, but at 100 Mb/s (a frame every 120 us) and with `per_hop: 1s`: leaf1 never moves
+    within the run, so spine0 and leaf1 send the frames for h0 to each other for good. Closed form:
+    the frames of 0 and 120 us arrive; the one of 240 us reaches spine0 before it moves and dies on
+    the link; the 14 of 360..1920 us loop. Each starts with a TTL of 64, loses one at every switch
+    and is dropped by the switch it reaches with 1: after 63 forwardings, 32 by leaf1 and 31 by
+    spine0, it dies at spine0 as `ttl_expired`. Without a TTL they would circle for ever."""
+    result = fabricsim.run(loads(_cbr_across("{between: [leaf0, spine0], at: 200us, detect: 50us, per_hop: 1s}")
+                                 .replace("rate: 4Gbps", "rate: 100Mbps").replace("duration: 1ms", "duration: 2ms")))
+    s = result.summary
+    assert s["conservation_ok"] and s["buffer_accounting_ok"] and s["drained"]
+    assert (s["packets_created"], s["packets_delivered"]) == (17, 2)
+    drops = result.drops
+    looped = drops.filter(drops["reason"] == "ttl_expired")
+    assert looped["node"].to_list() == ["spine0"] and looped["packets"].sum() == 14
+    assert _drops(result, "link_down") == 1
+    assert _packets(result, "leaf1", "spine0") == 3 + 32 * 14
+    assert _packets(result, "spine0", "leaf1") == 31 * 14
 
 
 def test_tcp_flows_complete_through_a_staged_failure_and_recovery_on_a_fat_tree(core):

@@ -88,6 +88,9 @@ pub struct Packet {
     pub encap: u8,
     /// VXLAN network identifier while tunnelled, [`NO_VNI`] otherwise.
     pub vni: u32,
+    /// IP time to live (hop limit): [`DEFAULT_TTL`] at the source, one less
+    /// after each switch; a switch drops a frame that arrives with 1 or less.
+    pub ttl: u8,
 }
 
 impl Packet {
@@ -131,6 +134,7 @@ impl Packet {
             color: COLOR_GREEN,
             encap: 0,
             vni: NO_VNI,
+            ttl: DEFAULT_TTL,
         }
     }
 
@@ -236,6 +240,10 @@ const _: () = assert!(
 
 /// `Packet::vni` of a packet that is not tunnelled.
 pub const NO_VNI: u32 = u32::MAX;
+
+/// The TTL every source gives its packets: Linux's `net.ipv4.ip_default_ttl`
+/// (and IPv6 hop limit) default of 64, which RDMA NICs also use for RoCEv2.
+pub const DEFAULT_TTL: u8 = 64;
 
 /// Meter colours (RFC 2697 / RFC 2698).
 pub const COLOR_GREEN: u8 = 0;

@@ -117,10 +117,13 @@ pub enum DropReason {
     NicQueueFull = 25,
     /// The frame was on, or arrived over, a link that is down.
     LinkDown = 26,
+    /// The frame reached a switch with a TTL of 1 or less (it went round a
+    /// routing loop; the ICMP time-exceeded answer is not modelled).
+    TtlExpired = 27,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 27] = [
+    pub const ALL: [DropReason; 28] = [
         DropReason::PortBufferFull,
         DropReason::QueueLimit,
         DropReason::NoRoute,
@@ -148,6 +151,7 @@ impl DropReason {
         DropReason::EgressDelayFull,
         DropReason::NicQueueFull,
         DropReason::LinkDown,
+        DropReason::TtlExpired,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -179,6 +183,7 @@ impl DropReason {
             DropReason::EgressDelayFull => "egress_delay_full",
             DropReason::NicQueueFull => "nic_queue_full",
             DropReason::LinkDown => "link_down",
+            DropReason::TtlExpired => "ttl_expired",
         }
     }
 }

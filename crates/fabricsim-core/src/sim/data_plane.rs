@@ -331,24 +331,32 @@ impl Simulation {
     /// its tree ports); a frame longer than the device's MTU is dropped.
     #[inline(always)]
     pub(super) fn switch_forward(&mut self, node: NodeId, ingress: u16, rate: Rate, id: PacketId) {
-        let pkt = self.pool.get(id);
-        if pkt.size > self.nodes[node.idx()].mtu || pkt.dst.0 & MCAST_TAG != 0 {
+        let mtu = self.nodes[node.idx()].mtu;
+        let pkt = self.pool.get_mut(id);
+        if pkt.size > mtu || pkt.dst.0 & MCAST_TAG != 0 || pkt.ttl <= 1 {
             return self.switch_forward_special(node, ingress, rate, id);
         }
-        match self.route(node, pkt.dst, pkt.hash) {
+        pkt.ttl -= 1;
+        let (dst, hash) = (pkt.dst, pkt.hash);
+        match self.route(node, dst, hash) {
             Some(out) => self.enqueue(node, out, id, Some(ingress), Some(rate)),
             None => self.drop_packet(node, ingress as u32, id, DropReason::NoRoute),
         }
     }
 
     /// [`Simulation::switch_forward`] of a frame longer than the device's MTU
-    /// (dropped) or of a multicast frame (replicated onto its tree ports).
+    /// or whose TTL runs out here (dropped), or of a multicast frame
+    /// (replicated onto its tree ports).
     #[cold]
     #[inline(never)]
     pub(super) fn switch_forward_special(&mut self, node: NodeId, ingress: u16, rate: Rate, id: PacketId) {
         if self.pool.get(id).size > self.nodes[node.idx()].mtu {
             return self.drop_packet(node, ingress as u32, id, DropReason::FrameTooLong);
         }
+        if self.pool.get(id).ttl <= 1 {
+            return self.drop_packet(node, ingress as u32, id, DropReason::TtlExpired);
+        }
+        self.pool.get_mut(id).ttl -= 1;
         self.multicast_replicate(node, id, Some(ingress), Some(rate));
     }
 
