@@ -3,6 +3,8 @@ reacts, the routes recomputed after `detect`, recovery, bad input."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 
 import fabricsim
@@ -310,8 +312,9 @@ def test_a_frame_caught_in_a_loop_that_never_converges_dies_when_its_ttl_runs_ou
     the link; the 14 of 360..1920 us loop. Each starts with a TTL of 64, loses one at every switch
     and is dropped by the switch it reaches with 1: after 63 forwardings, 32 by leaf1 and 31 by
     spine0, it dies at spine0 as `ttl_expired`. Without a TTL they would circle for ever."""
-    result = fabricsim.run(loads(_cbr_across("{between: [leaf0, spine0], at: 200us, detect: 50us, per_hop: 1s}")
-                                 .replace("rate: 4Gbps", "rate: 100Mbps").replace("duration: 1ms", "duration: 2ms")))
+    text = (_cbr_across("{between: [leaf0, spine0], at: 200us, detect: 50us, per_hop: 1s}")
+            .replace("rate: 4Gbps", "rate: 100Mbps").replace("duration: 1ms", "duration: 2ms"))
+    result = fabricsim.run(loads(text + "stats: {pcap: [{node: spine0, direction: rx}]}\n"))
     s = result.summary
     assert s["conservation_ok"] and s["buffer_accounting_ok"] and s["drained"]
     assert (s["packets_created"], s["packets_delivered"]) == (17, 2)
@@ -321,6 +324,10 @@ def test_a_frame_caught_in_a_loop_that_never_converges_dies_when_its_ttl_runs_ou
     assert _drops(result, "link_down") == 1
     assert _packets(result, "leaf1", "spine0") == 3 + 32 * 14
     assert _packets(result, "spine0", "leaf1") == 31 * 14
+    # spine0 receives each looping frame 32 times, with a TTL of 63, 61, .., 1 (and the three of
+    # 0..240 us once, with 63).
+    ttls = Counter(result.captures["ttl"].to_list())
+    assert ttls == {t: 14 + 3 * (t == 63) for t in range(63, 0, -2)}
 
 
 def test_tcp_flows_complete_through_a_staged_failure_and_recovery_on_a_fat_tree(core):

@@ -256,6 +256,19 @@ def test_vxlan_frames_of_a_host_with_a_host_model(tmp_path):
             assert int(f["tcp.len"]) == row["tcp_len"]
 
 
+def test_the_ip_ttl_is_the_frames_own(tcp_run):
+    """left0's frames leave with a TTL of 64; after the dumbbell's two switches they come with 62. The written IPv4 header carries the captured TTL (and its checksum covers it)."""
+    from fabricsim.outputs.pcap import _checksum, frames
+
+    result, _ = tcp_run
+    seen: dict[tuple[str, int], set[int]] = {}
+    for row, frame in frames(result.captures):
+        assert frame[22] == row["ttl"] and _checksum(frame[14:34]) == 0
+        seen.setdefault((row["node"], row["direction"]), set()).add(frame[22])
+    # left0 sends (0) with 64 and receives right0's ACKs (1) with 62; right0 receives the data with 62.
+    assert seen == {("left0", 0): {64}, ("left0", 1): {62}, ("right0", 1): {62}}
+
+
 def test_capturing_changes_nothing_else_and_is_deterministic(tmp_path):
     with_taps = fabricsim.run(loads(TCP))
     without = fabricsim.run(loads(TCP.split("stats:")[0]))

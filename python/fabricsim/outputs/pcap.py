@@ -10,7 +10,8 @@ Each frame is synthesized from the simulated packet, at its simulated length
   a multicast group's frames go to its ``01:00:5e`` group address.
 - IPv4 (RFC 791): the hosts' addresses ``10.0.0.k`` (the k-th host + 1,
   as match-action stages see them), DSCP and ECN in the TOS byte (RFC 2474,
-  RFC 3168 section 5), DF set, TTL 64, a correct header checksum.
+  RFC 3168 section 5), DF set, the frame's TTL (the outer header's while
+  tunnelled, the inner one then 64), a correct header checksum.
 - TCP (RFC 9293): ports as stages see them; sequence numbers are the
   simulated ones (counting from 0 in each direction) plus an initial sequence
   number drawn from the flow id, so Wireshark's relative numbers are the
@@ -93,8 +94,8 @@ def initial_sequence(flow: int, reply: bool) -> int:
     return _mix(0x9E3779B97F4A7C15 + 2 * flow + int(reply)) & 0xFFFFFFFF
 
 
-def _ipv4(tos: int, proto: int, src: int, dst: int, payload_len: int) -> bytes:
-    header = struct.pack(">BBHHHBBHII", 0x45, tos, 20 + payload_len, 0, 0x4000, 64, proto, 0, src, dst)
+def _ipv4(tos: int, proto: int, src: int, dst: int, payload_len: int, ttl: int = 64) -> bytes:
+    header = struct.pack(">BBHHHBBHII", 0x45, tos, 20 + payload_len, 0, 0x4000, ttl, proto, 0, src, dst)
     return header[:10] + struct.pack(">H", _checksum(header)) + header[12:]
 
 
@@ -235,7 +236,9 @@ def _inner_frame(row: dict[str, Any], frame_len: int, shifts: dict[int, int]) ->
     else:
         l4 = _udp(row["sport"], row["dport"], b"\x00" * max(0, ip_room - 8))
         proto = 17
-    frame = eth + struct.pack(">H", _ETH_IPV4) + _ipv4(tos, proto, row["ip_src"], row["ip_dst"], len(l4)) + l4
+    # Switches take one from the outer header's TTL of a tunnelled frame, never from the inner one's.
+    ttl = 64 if row["encap"] else row.get("ttl", 64)
+    frame = eth + struct.pack(">H", _ETH_IPV4) + _ipv4(tos, proto, row["ip_src"], row["ip_dst"], len(l4), ttl) + l4
     return frame + b"\x00" * max(0, frame_len - len(frame))
 
 
@@ -253,9 +256,11 @@ def _frame(row: dict[str, Any], shifts: dict[int, int]) -> bytes:
     tos = (row["dscp"] & 63) << 2 | (row["ecn"] & 3)
     if encap >= 70:
         six = lambda a: b"\xfd" + b"\x00" * 11 + struct.pack(">I", a)  # noqa: E731
-        ip6 = struct.pack(">IHBB", 6 << 28 | tos << 20, len(udp), 17, 64) + six(row["ip_src"]) + six(row["ip_dst"])
+        ip6 = struct.pack(">IHBB", 6 << 28 | tos << 20, len(udp), 17, row.get("ttl", 64)) + six(row["ip_src"]) \
+            + six(row["ip_dst"])
         return eth + struct.pack(">H", _ETH_IPV6) + ip6 + udp
-    return eth + struct.pack(">H", _ETH_IPV4) + _ipv4(tos, 17, row["ip_src"], row["ip_dst"], len(udp)) + udp
+    return eth + struct.pack(">H", _ETH_IPV4) + _ipv4(tos, 17, row["ip_src"], row["ip_dst"], len(udp), row.get("ttl", 64)) \
+        + udp
 
 
 def frames(captures: pl.DataFrame) -> Iterator[tuple[dict[str, Any], bytes]]:

@@ -230,6 +230,7 @@ impl Simulation {
         col!("dscp", U8, |r| r.pkt.dscp);
         col!("encap", U8, |r| r.pkt.encap);
         col!("vni", U32, |r| r.pkt.vni);
+        col!("ttl", U8, |r| r.pkt.ttl);
         // The 5-tuple (none for MAC control frames).
         let tuples: Vec<_> = records
             .iter()
