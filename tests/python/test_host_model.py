@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import statistics
 
+import polars as pl
 import pytest
 
 import fabricsim
@@ -75,6 +76,25 @@ def test_iperf3_reports_gbps_and_packets_per_stream_on_pinned_cores() -> None:
         assert g == pytest.approx(b * 8 / 1.5e-3 / 1e9)
     cpu = r.tables()["cpu"]
     assert set(cpu["core"].to_list()) == {0, 1} and cpu["utilization"].max() <= 1.0
+
+
+def test_a_long_run_widens_the_cpu_bins_to_at_most_4096_per_core_and_keeps_every_busy_picosecond() -> None:
+    """2 ms and more in bins of 100 ns would be over 20,000 per core: they double until the run's
+    time fits in 4,096 of them, each the sum of those it replaces, so the busy time per core is the
+    cores table's."""
+    traffic = [{"kind": "iperf3", "src": "h0", "dst": "h1", "instances": 2, "duration": "2ms", "omit": "0s"}]
+    doc = _pair({"preset": "linux-kernel", "cores": 2}, traffic)
+    doc["stats"] = {"cpu_interval": "100ns"}
+    r = fabricsim.run(fabricsim.from_dict(doc), progress=False)
+    cpu, cores = r.tables()["cpu"], r.tables()["cores"]
+    times = sorted(set(cpu["time_ps"].to_list()))
+    width = 100_000
+    while r.summary["sim_time_ps"] // width >= 4096:
+        width *= 2
+    assert width >= 800_000 and times[1] - times[0] == width and len(times) == -(-r.summary["sim_time_ps"] // width)
+    busy = cpu.group_by(["node", "core"]).agg(pl.col("busy_ps").sum()).sort(["node", "core"])
+    assert busy["busy_ps"].to_list() == cores.sort(["node", "core"])["busy_ps"].to_list()
+    assert 0 < cpu["utilization"].max() <= 1.0
 
 
 def test_ping_pong_latency_grows_with_message_size_and_drops_with_kernel_bypass() -> None:

@@ -108,7 +108,16 @@ pub struct Core {
     pub bins: Vec<u64>,
 }
 
+/// The most bins a core keeps: a longer run widens them (see [`Core::widen_bins`]).
+pub const MAX_BINS: u64 = 4096;
+
 impl Core {
+    /// Merges each two neighbouring bins into one, for bins twice as wide.
+    pub fn widen_bins(&mut self) {
+        let merged: Vec<u64> = self.bins.chunks(2).map(|pair| pair.iter().sum()).collect();
+        self.bins = merged;
+    }
+
     /// Packets waiting in its transmit queues.
     pub fn tx_queued(&self) -> usize {
         self.tx_pkts.len() + self.inline_pkts.len()
@@ -248,6 +257,12 @@ mod tests {
         assert_eq!(c.stats.busy_ps, 200);
         c.account(SimTime(250), SimTime(260), 0);
         assert_eq!(c.stats.busy_ps, 210);
+        c.account(SimTime(300), SimTime(320), 100);
+        assert_eq!(c.bins, vec![50, 100, 50, 20]);
+        c.widen_bins();
+        assert_eq!(c.bins, vec![150, 70]);
+        c.account(SimTime(390), SimTime(410), 200);
+        assert_eq!(c.bins, vec![150, 80, 10]);
     }
 
     #[test]

@@ -740,9 +740,25 @@ impl Simulation {
         None
     }
 
+    /// Doubles the width of every core's busy-time bins (until the run's time
+    /// fits in [`MAX_BINS`](crate::host::cpu::MAX_BINS) of them), merging each two into one.
+    #[cold]
+    #[inline(never)]
+    fn widen_cpu_bins(&mut self) {
+        while self.now.0 / self.host.bin_ps >= crate::host::cpu::MAX_BINS {
+            self.host.bin_ps *= 2;
+            for c in &mut self.host.cores {
+                c.widen_bins();
+            }
+        }
+    }
+
     /// The item in service on `core` is done.
     fn cpu_finish(&mut self, core: u32, w: Work) {
         let now = self.now;
+        if self.host.bin_ps > 0 && now.0 / self.host.bin_ps >= crate::host::cpu::MAX_BINS {
+            self.widen_cpu_bins();
+        }
         let bin = self.host.bin_ps;
         let c = &mut self.host.cores[core as usize];
         let since = c.since;
@@ -824,6 +840,9 @@ impl Simulation {
     pub(super) fn host_outputs(&mut self, tables: &mut BTreeMap<String, Table>, s: &mut BTreeMap<String, Value>) {
         if !self.host.enabled() {
             return;
+        }
+        if self.host.bin_ps > 0 {
+            self.widen_cpu_bins();
         }
         let h = &self.host;
         let span = self.now.0.max(1);
