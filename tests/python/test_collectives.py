@@ -168,6 +168,7 @@ def test_no_flow_starts_before_its_dependencies_complete_and_packets_are_conserv
     table = result.collectives
     assert table.height == 4 and table["completed"].all()
     assert table.filter(table["name"] == "a2a")["flows"].to_list() == [12, 12]
+    assert table["transport"].unique().to_list() == ["tcp"]
     # Iteration 1 starts after iteration 0's first rank is done plus the compute time.
     rows = table.filter(table["name"] == "c").sort("iteration").to_dicts()
     assert rows[1]["start_ps"] >= rows[0]["start_ps"] + 20_000_000
@@ -576,6 +577,7 @@ def test_every_algorithm_runs_over_roce_its_transfers_waiting_for_their_dependen
         waited += 1
     assert waited > len(spec) // 3
     rows = result.collectives.sort("iteration").to_dicts()
+    assert {r["transport"] for r in rows} == {"roce"}
     assert [r["completed"] for r in rows] == [True, True]
     assert rows[1]["start_ps"] >= rows[0]["start_ps"] + 20_000_000
     assert rows[0]["busbw_gbps"] == pytest.approx(rows[0]["algbw_gbps"] * bus_factor(algorithm, 8))

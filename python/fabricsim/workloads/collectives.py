@@ -306,7 +306,7 @@ def resolved_flows(scenario: Any, index: int) -> list[dict[str, Any]]:
 
 
 _COLUMNS = {
-    "name": pl.String, "algorithm": pl.String, "iteration": pl.UInt32, "ranks": pl.UInt32, "channels": pl.UInt32,
+    "name": pl.String, "algorithm": pl.String, "transport": pl.String, "iteration": pl.UInt32, "ranks": pl.UInt32, "channels": pl.UInt32,
     "bytes": pl.UInt64, "flows": pl.UInt32, "completed": pl.Boolean, "start_ps": pl.Int64, "end_ps": pl.Int64,
     "time_ps": pl.Int64, "algbw_gbps": pl.Float64, "busbw_gbps": pl.Float64, "slowest_rank": pl.String,
 }
@@ -346,7 +346,8 @@ def collectives_table(run: Any) -> pl.DataFrame:
                         rank_end[r] = max(rank_end[r], starts[j] + fcts[j])
             algbw = entry.size * 8 / (time / 1e12) / 1e9 if time else None
             rows.append({
-                "name": entry.name, "algorithm": entry.algorithm, "iteration": k, "ranks": n,
+                "name": entry.name, "algorithm": entry.algorithm, "transport": entry.transport, "iteration": k,
+                "ranks": n,
                 "channels": entry.channels, "bytes": entry.size, "flows": len(members), "completed": done,
                 "start_ps": start, "end_ps": end, "time_ps": time, "algbw_gbps": algbw,
                 "busbw_gbps": algbw * bus_factor(entry.algorithm, n) if algbw is not None else None,
