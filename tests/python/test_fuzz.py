@@ -164,10 +164,11 @@ def scenarios(draw):
     links = _failable_links(topology, hosts)
     if links and draw(st.booleans()):
         # A link or node down (routing reacting after `detect`, or hop by hop
-        # with `per_hop`), or impaired (a lower rate, below every generated
+        # with `per_hop`, or per node), or impaired (a lower rate, below every generated
         # link rate, or random loss).
         change = st.sampled_from([{"detect": "0s"}, {"detect": "10us"}, {"detect": "1ms"},
                                   {"detect": "10us", "per_hop": "5us"},
+                                  {"detect": "10us", "per_node": {"spine0": "20us"}},
                                   {"rate": "500Mbps"}, {"loss": 0.2}, {"rate": "100Mbps", "loss": 0.01}])
         doc["failures"] = [
             {**draw(st.sampled_from([{"between": list(link)} for link in links] + [{"node": links[-1][1]}])),

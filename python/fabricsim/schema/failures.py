@@ -6,7 +6,8 @@ one of several parallel links, from 0 in topology order) or a node whose
 links all fail (``node``: a switch or host failure), when it goes down
 (``at``), when it comes back (``until``, never if unset), how long routing
 takes to react to each change (``detect``) and, with ``per_hop``, how much
-later each hop away from the failed link the nodes farther away react. With ``rate`` (a lower rate)
+later each hop away from the failed link the nodes farther away react; ``per_node`` gives named
+nodes a delay of their own after ``detect`` (a switch's own convergence time). With ``rate`` (a lower rate)
 or ``loss`` (a probability of losing each frame), the entry is an
 impairment instead: the links stay up and in the routes, degraded from
 ``at`` to ``until``."""
@@ -31,6 +32,7 @@ class LinkFailure(DeferredModel):
     until: Optional[Time] = None
     detect: Time = 0
     per_hop: Time = 0
+    per_node: dict[str, Time] = Field(default_factory=dict)
     rate: Optional[Rate] = None
     loss: Optional[float] = Field(default=None, ge=0.0, lt=1.0)
 
@@ -42,8 +44,8 @@ class LinkFailure(DeferredModel):
             raise issues_error(("between", f"a link joins two different nodes (got {self.between[0]!r} twice)"))
         if self.until is not None and self.until <= self.at:
             raise issues_error(("until", "must be after `at`"))
-        for name in ("detect", "per_hop"):
-            if (self.rate is not None or self.loss is not None) and getattr(self, name) != 0:
+        for name in ("detect", "per_hop", "per_node"):
+            if (self.rate is not None or self.loss is not None) and getattr(self, name):
                 raise issues_error(
                     (name, "applies to links that go down; an impaired link (`rate`, `loss`) stays in the routes")
                 )
@@ -53,6 +55,8 @@ class LinkFailure(DeferredModel):
         out: dict[str, Any] = {"nth": self.link, "at_ps": self.at, "detect_ps": self.detect}
         if self.per_hop:
             out["per_hop_ps"] = self.per_hop
+        if self.per_node:
+            out["per_node_ps"] = dict(sorted(self.per_node.items()))
         if self.between is not None:
             out["between"] = list(self.between)
         else:

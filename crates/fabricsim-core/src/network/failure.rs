@@ -43,6 +43,11 @@ pub struct LinkFailureConfig {
     /// `h` hops from the nearest end reacts at `detect + h * per_hop`.
     #[serde(default)]
     pub per_hop_ps: u64,
+    /// Nodes' own delays after `detect` (by name), in place of the one
+    /// `per_hop` gives them; the other nodes keep theirs (`h * per_hop`, or
+    /// 0 without it).
+    #[serde(default)]
+    pub per_node_ps: std::collections::BTreeMap<String, u64>,
     /// An impairment instead of a failure: the links run at this rate
     /// (bit/s, below their own) from `at` to `until`.
     #[serde(default)]

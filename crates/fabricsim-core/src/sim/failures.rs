@@ -154,8 +154,8 @@ impl Simulation {
             for &c in &wires {
                 self.channels[c.idx()].impaired = true;
             }
-            let stages = if cfg.per_hop_ps > 0 && impairment.is_none() {
-                self.staged_convergence(graph, &links, cfg.per_hop_ps, &path)?
+            let stages = if (cfg.per_hop_ps > 0 || !cfg.per_node_ps.is_empty()) && impairment.is_none() {
+                self.staged_convergence(graph, &links, cfg, &path)?
             } else {
                 // One stage at `detect`: every node learns at once (`all_know`).
                 vec![(0, Vec::new())]
@@ -185,10 +185,9 @@ impl Simulation {
                     return Err(ConfigError::new(
                         format!("{path}.until"),
                         format!(
-                            "the farthest node learns of the failure at {} ps (at + detect + per_hop x {} hops); the \
-                             link must come back after that",
+                            "the last node learns of the failure at {} ps (at + detect + its delay of {last} ps, from \
+                             per_hop or per_node); the link must come back after that",
                             first.saturating_add(last),
-                            last / cfg.per_hop_ps
                         ),
                     ));
                 }
@@ -202,20 +201,35 @@ impl Simulation {
     }
 
     /// The stages in which the nodes move their routes for a failure of
-    /// `links` with `per_hop`: a node `h` hops from the nearest end of one of
-    /// the links (the ends are 0 hops away) `h * per_hop` after the ends.
-    /// Hops are counted over the topology's links, through switches only (a
-    /// host passes on no routing news); a node that cannot be reached from
-    /// the failure moves with the farthest. A failure of a host's link
-    /// changes how that host is reached for every node at once, so it cannot
-    /// be staged.
+    /// `links` with `per_hop` or `per_node`: a node `h` hops from the nearest
+    /// end of one of the links (the ends are 0 hops away) `h * per_hop` after
+    /// the ends, or after its own delay where `per_node` names it. Hops are
+    /// counted over the topology's links, through switches only (a host
+    /// passes on no routing news); a node that cannot be reached from the
+    /// failure moves with the farthest. A failure of a host's link changes
+    /// how that host is reached for every node at once, so it cannot be
+    /// staged.
     fn staged_convergence(
         &self,
         graph: &Graph,
         links: &[usize],
-        per_hop: u64,
+        cfg: &crate::network::failure::LinkFailureConfig,
         path: &str,
     ) -> Result<Vec<(u64, Vec<u32>)>, ConfigError> {
+        let per_hop = cfg.per_hop_ps;
+        let field = if per_hop > 0 { "per_hop" } else { "per_node" };
+        let mut own = Vec::with_capacity(cfg.per_node_ps.len());
+        for (name, &d) in &cfg.per_node_ps {
+            let Some(u) = graph.names.iter().position(|n| n == name) else {
+                let known: Vec<&str> = graph.names.iter().take(8).map(|s| s.as_str()).collect();
+                let more = if graph.names.len() > 8 { ", ..." } else { "" };
+                return Err(ConfigError::new(
+                    format!("{path}.per_node.{name}"),
+                    format!("no node named {name:?} (nodes: {}{more})", known.join(", ")),
+                ));
+            };
+            own.push((u, d));
+        }
         let n = graph.kinds.len();
         let mut adj: Vec<Vec<usize>> = vec![Vec::new(); n];
         for &(a, b, _) in &graph.links {
@@ -229,10 +243,10 @@ impl Simulation {
             for end in [a, b] {
                 if graph.kinds[end] == NodeKind::Host {
                     return Err(ConfigError::new(
-                        format!("{path}.per_hop"),
+                        format!("{path}.{field}"),
                         format!(
                             "applies to failures of links between switches; {} is a host, and a host's link \
-                             changes how it is reached for every node at once (give per_hop: 0)",
+                             changes how it is reached for every node at once (leave per_hop and per_node out)",
                             graph.names[end]
                         ),
                     ));
@@ -255,13 +269,17 @@ impl Simulation {
             }
         }
         let farthest = hops.iter().copied().filter(|&h| h != u32::MAX).max().unwrap_or(0);
-        let mut stages: Vec<(u64, Vec<u32>)> =
-            (0..=farthest).map(|h| ((h as u64).saturating_mul(per_hop), Vec::new())).collect();
-        for (u, &h) in hops.iter().enumerate() {
-            stages[if h == u32::MAX { farthest } else { h } as usize].1.push(u as u32);
+        let mut delay: Vec<u64> =
+            hops.iter().map(|&h| (if h == u32::MAX { farthest } else { h } as u64).saturating_mul(per_hop)).collect();
+        for (u, d) in own {
+            delay[u] = d;
         }
-        stages.retain(|s| !s.1.is_empty());
-        Ok(stages)
+        // One stage per distinct delay, in time order; nodes in id order within it.
+        let mut by_delay: std::collections::BTreeMap<u64, Vec<u32>> = std::collections::BTreeMap::new();
+        for (u, &d) in delay.iter().enumerate() {
+            by_delay.entry(d).or_default().push(u as u32);
+        }
+        Ok(by_delay.into_iter().collect())
     }
 
     /// Checks impairment `i` against its wires and gets them ready: their
@@ -273,8 +291,14 @@ impl Simulation {
         wires: &[ChannelId],
         path: &str,
     ) -> Result<Impairment, ConfigError> {
-        if cfg.detect_ps != 0 || cfg.per_hop_ps != 0 {
-            let field = if cfg.detect_ps != 0 { "detect" } else { "per_hop" };
+        if cfg.detect_ps != 0 || cfg.per_hop_ps != 0 || !cfg.per_node_ps.is_empty() {
+            let field = if cfg.detect_ps != 0 {
+                "detect"
+            } else if cfg.per_hop_ps != 0 {
+                "per_hop"
+            } else {
+                "per_node"
+            };
             return Err(ConfigError::new(
                 format!("{path}.{field}"),
                 "applies to links that go down; an impaired link (`rate`, `loss`) stays in the routes",
