@@ -34,8 +34,10 @@ def _tracing(path: str, value: str) -> None:
 def capture(setup: DumbbellSetup, out: Path, nice: int = -10) -> dict[str, Any]:
     """Runs ``setup`` once in the lab (root) with the captures in ``out``
     (``s0.pcap``, ``rx.pcap``, ``trace.txt``); the bfifo's and the sender's counters."""
-    from fabricsim.validation.linux import Lab
+    from fabricsim.validation.linux import Lab, LabError
 
+    if not (TRACING / "events" / "tcp" / "tcp_probe").exists():
+        raise LabError(f"no tcp_probe tracepoint under {TRACING} (mount it: mount -t tracefs nodev {TRACING})")
     out.mkdir(parents=True, exist_ok=True)
     with Lab(topology(setup), nice=nice) as lab:
         taps = [
