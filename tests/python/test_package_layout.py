@@ -134,7 +134,7 @@ def test_layers_import_only_lower_layers():
 #: ``__init__`` re-exports them; a module importing its own package would be a cycle).
 JOB_ORDER = {
     "fabricsim.validation.linux": ("topology", "parsers", "probes", "namespaces", "jobs", "lab"),
-    "fabricsim.validation.dumbbell": ("setup", "measurement", "twin", "analysis", "tables", "band"),
+    "fabricsim.validation.dumbbell": ("setup", "measurement", "episodes", "twin", "analysis", "tables", "band"),
 }
 
 

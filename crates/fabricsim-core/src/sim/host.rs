@@ -614,14 +614,17 @@ impl Simulation {
         frames.clear();
         for &id in &serving {
             let p = self.pool.get(id);
+            let tcp_data = p.kind == PacketKind::Tcp && p.tcp_payload() > 0;
+            let psh = tcp_data && p.flags & super::transport::FLAG_PSH != 0;
             frames.push(GroFrame {
                 flow: p.flow.0,
                 tcp_data: p.tcp_payload() > 0,
                 seq: p.seq,
                 len: p.len,
                 ecn: p.ecn,
-                flags: p.flags,
+                flags: if psh { p.flags & !super::transport::FLAG_PSH } else { p.flags },
                 bytes: p.size,
+                psh,
             });
             let irq_wait = raised.saturating_sub(p.enqueued).0;
             let flow = p.flow.0;
@@ -796,7 +799,11 @@ impl Simulation {
                             continue;
                         }
                         let p = *self.pool.get(id);
-                        merged.get_or_insert(p);
+                        let m = merged.get_or_insert(p);
+                        // The merged segment carries the PSH of the last (tcp_gro_receive).
+                        if p.kind == PacketKind::Tcp && p.tcp_payload() > 0 {
+                            m.flags |= p.flags & super::transport::FLAG_PSH;
+                        }
                         self.host_record(id, p.flow.0, RX_CPU, (now - since).0);
                         frames += (p.tcp_payload() > 0) as u64;
                         len += p.len;

@@ -124,6 +124,8 @@ pub(super) const FLAG_TSQ: u8 = 128;
 /// reverse connection in `ack`, `wnd`, `ts_echo` and the ECE bit (a pure
 /// ACK uses bits 5-6 for its SACK block count instead).
 const FLAG_PIGGY: u8 = 1 << 5;
+/// Bit 6 of a data segment's `flags`: PSH (`Segment::psh`).
+pub(super) const FLAG_PSH: u8 = 1 << 6;
 /// Bits 5-6 of a pure ACK's `flags`: how many SACK blocks it carries.
 const SACK_SHIFT: u8 = 5;
 const SACK_MASK: u8 = 3 << SACK_SHIFT;
@@ -175,6 +177,7 @@ fn packet_segment(p: &Packet, wscale: u32) -> Segment {
         sack: SackBlocks::EMPTY,
         wnd: (p.wnd as u64) << wscale,
         tsq: false,
+        psh: kind == SegKind::Data && p.flags & FLAG_PSH != 0,
     };
     let n = if kind == SegKind::Ack { ((p.flags & SACK_MASK) >> SACK_SHIFT) as usize } else { 0 };
     if n > 0 {
@@ -191,6 +194,7 @@ fn packet_segment(p: &Packet, wscale: u32) -> Segment {
 
 /// TCP header flag bits (RFC 9293 3.1; ECE and CWR: RFC 3168 23.2).
 pub(super) const TH_SYN: u8 = 0x02;
+pub(super) const TH_PSH: u8 = 0x08;
 pub(super) const TH_ACK: u8 = 0x10;
 pub(super) const TH_ECE: u8 = 0x40;
 pub(super) const TH_CWR: u8 = 0x80;
@@ -721,6 +725,9 @@ impl Simulation {
             if seg.tsq {
                 flags |= FLAG_TSQ;
             }
+            if seg.psh && seg.kind == SegKind::Data {
+                flags |= FLAG_PSH;
+            }
             let frame = if seg.kind == SegKind::Ack {
                 cfg.ack_frame_bytes(seg.sack.len() as u32)
             } else {
@@ -865,9 +872,13 @@ impl Simulation {
             // An ECN-setup SYN and SYN-ACK (RFC 3168 6.1.1).
             SegKind::Syn => (TH_SYN | if ecn_setup { TH_ECE | TH_CWR } else { 0 }, true),
             SegKind::SynAck => (TH_SYN | TH_ACK | if ecn_setup { TH_ECE } else { 0 }, true),
-            SegKind::Data | SegKind::Ack => {
-                (TH_ACK | if seg.ece { TH_ECE } else { 0 } | if seg.cwr { TH_CWR } else { 0 }, false)
-            }
+            SegKind::Data | SegKind::Ack => (
+                TH_ACK
+                    | if seg.ece { TH_ECE } else { 0 }
+                    | if seg.cwr { TH_CWR } else { 0 }
+                    | if seg.psh { TH_PSH } else { 0 },
+                false,
+            ),
         };
         let n = seg.sack.len();
         let mut sack = [(0, 0); 3];

@@ -38,6 +38,8 @@ namespace's default: :attr:`DumbbellSetup.unpaced`).
 The package, by job: :mod:`~fabricsim.validation.dumbbell.setup` (the setups,
 their Linux topology and the recordings on disk),
 :mod:`~fabricsim.validation.dumbbell.measurement` (the Linux side, root),
+:mod:`~fabricsim.validation.dumbbell.episodes` (one point's loss episodes
+from packet captures in the lab, root),
 :mod:`~fabricsim.validation.dumbbell.twin` (the fabricsim twin),
 :mod:`~fabricsim.validation.dumbbell.analysis` (the kernel's counters against
 the twin's, the twin grid) and :mod:`~fabricsim.validation.dumbbell.tables`

@@ -3,10 +3,13 @@ per point, the twin/kernel ratios of goodput, bottleneck drops, mean queue and
 recoveries and the difference of Jain's index, and whether each is in its band
 (:data:`BAND`). A point outside is listed with the measured reason where one
 holds: the lab did not repeat itself there (its own runs differ by more than
-the band), or too few drops to form a ratio."""
+the band), or, for drops, packet captures of the point in the lab
+(:data:`EPISODES`) show the kernel losing more segments per loss episode
+than the twin while the episodes agree."""
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import statistics
 from concurrent.futures import ProcessPoolExecutor
@@ -14,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 from fabricsim.validation.dumbbell.analysis import _bfifo_mean_bytes, kernel_recoveries, summary_drops
-from fabricsim.validation.dumbbell.setup import DumbbellSetup, jain_index
+from fabricsim.validation.dumbbell.setup import RESULTS, DumbbellSetup, jain_index
 from fabricsim.validation.dumbbell.twin import simulate_recorded
 
 #: The bands: total goodput within 5 %; bottleneck drops and mean queue within
@@ -24,6 +27,35 @@ BAND: dict[str, Any] = {"goodput": 0.05, "drops": (0.7, 1.43), "mean_queue": (0.
 FEW_DROPS = 20
 #: Below one frame of mean queue (MTU 9000) a ratio of queues says nothing.
 SMALL_QUEUE_BYTES = 9_018
+#: Grid points re-run in the lab with packet captures on both sides of the
+#: bottleneck and the sender's tcp_probe tracepoint: per run, the loss episodes
+#: and the drops in each (docs/validation/linux.md, "What misses, measured").
+EPISODES = RESULTS.with_name("dumbbell-grid-episodes.json")
+
+
+def captured_episodes() -> dict[str, list[dict[str, Any]]]:
+    """Per captured grid point, the per-run summaries of :data:`EPISODES`."""
+    return dict(json.loads(EPISODES.read_text())["points"]) if EPISODES.exists() else {}
+
+
+def _per_episode_reason(point: "GridPoint", captures: dict[str, list[dict[str, Any]]]) -> Optional[str]:
+    """The measured reason for a drops miss, where the point was captured: the
+    kernel's drops per loss episode in the captures against the twin's drops
+    per recovery, with the recoveries in the drops band and the drops in it
+    once each side is scaled to one drop per episode."""
+    runs = captures.get(point.name)
+    if not runs or not point.twin.get("recoveries") or not point.kernel.get("recoveries"):
+        return None
+    kernel = sum(r["drops_captured"] for r in runs) / sum(r["episodes"] for r in runs)
+    twin = point.twin["drops"] / point.twin["recoveries"]
+    low, high = BAND["drops"]
+    if not low <= point.ratio("recoveries") <= high or not low <= point.ratio("drops") * kernel / twin <= high:
+        return None
+    second = sum(r["second_on_a_cwnd_increase"] for r in runs) / sum(r["two_drops"] for r in runs)
+    return (
+        f"captured: the kernel lost {kernel:.2f} segments per loss episode, the twin {twin:.2f}; "
+        f"{second:.0%} of the kernel's second drops came on the next cwnd increase before the loss was detected"
+    )
 
 
 @dataclass
@@ -122,12 +154,17 @@ def _lab_spread_exceeds(point: GridPoint, metric: str) -> bool:
     return spread > (1.0 + band if metric == "goodput" else band[1])
 
 
-def judge(point: GridPoint) -> GridPoint:
-    """Fills ``misses`` (metrics outside :data:`BAND`) and ``reasons`` (measured ones, per miss)."""
+def judge(point: GridPoint, captures: Optional[dict[str, list[dict[str, Any]]]] = None) -> GridPoint:
+    """Fills ``misses`` (metrics outside :data:`BAND`) and ``reasons`` (measured
+    ones, per miss); ``captures``: :func:`captured_episodes` by default."""
     point.misses = [m for m in ("goodput", "drops", "mean_queue", "jain") if _outside(point, m)]
     point.reasons = {}
+    captures = captured_episodes() if captures is None else captures
     for metric in point.misses:
-        if _lab_spread_exceeds(point, metric):
+        reason = _per_episode_reason(point, captures) if metric == "drops" else None
+        if reason:
+            point.reasons[metric] = reason
+        elif _lab_spread_exceeds(point, metric):
             spread = point.kernel_spread[metric]
             point.reasons[metric] = (
                 f"the lab's runs differ by {spread:.2f}" if metric == "jain" else f"the lab's runs differ {spread:.2f}x"
@@ -167,7 +204,8 @@ def grid_points(records: Sequence[dict[str, Any]], seed: int = 1, workers: int =
 
 
 def _cell(point: GridPoint, metric: str) -> str:
-    mark = "" if metric not in point.misses else (" (lab)" if metric in point.reasons else " **x**")
+    reason = point.reasons.get(metric, "")
+    mark = "" if metric not in point.misses else (" **x**" if not reason else " (captured)" if reason.startswith("captured") else " (lab)")
     if metric == "jain":
         return f"{point.twin['jain'] - point.kernel['jain']:+.3f}{mark}"
     if metric == "drops" and max(point.kernel["drops"], point.twin["drops"]) < FEW_DROPS:
@@ -181,7 +219,8 @@ def _cell(point: GridPoint, metric: str) -> str:
 def band_markdown(points: Sequence[GridPoint]) -> str:
     """The grid as a Markdown table of twin/kernel ratios (drops and queues too
     small for a ratio as twin / kernel values; Jain's index as twin - kernel);
-    **x** marks a miss, (lab) a miss where the lab's own runs differ more."""
+    **x** marks a miss, (lab) a miss where the lab's own runs differ more,
+    (captured) a drops miss that the point's lab captures account for."""
     lines = [
         "| rate | senders | cc | bfifo | kernel drops | goodput | drops | mean queue | recoveries | Jain | lab spread (drops) |",
         "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",

@@ -89,6 +89,8 @@ pub struct Burst {
     pub left: u64,
     /// Frame bytes in the current burst.
     pub bytes: u64,
+    /// Segments in the current burst so far.
+    pub segs: u64,
 }
 
 impl SendLimits {

@@ -75,6 +75,10 @@ pub struct Segment {
     /// A data segment charged to TCP Small Queues: its transmission
     /// completion at the host's NIC is reported back to the sender.
     pub tsq: bool,
+    /// PSH flag of a data segment: the last segment of a burst of two or
+    /// more that left as one GSO buffer (Linux's `__tcp_transmit_skb` sets
+    /// PSH on every buffer of more than one segment; GSO keeps it on the last).
+    pub psh: bool,
 }
 
 impl Segment {
@@ -93,6 +97,7 @@ impl Segment {
             sack: SackBlocks::EMPTY,
             wnd: 0,
             tsq: false,
+            psh: false,
         }
     }
 }

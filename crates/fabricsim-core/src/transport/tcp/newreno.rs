@@ -182,7 +182,7 @@ impl SenderCore {
                 self.restart_rto(now);
             }
         }
-        self.burst_close(now, &mut burst);
+        self.burst_close(now, &mut burst, out);
         self.note_window_use(self.snd_nxt - self.snd_una, self.snd_nxt > first);
         if self.sending_stopped(now) && self.snd_una >= self.snd_max && self.state == SenderState::Established {
             self.finish(now);

@@ -43,7 +43,12 @@
 //!   while the application holds the socket wait in its backlog and are
 //!   processed, coalesced, when it releases the lock. A delayed-ACK timer
 //!   that fires while the socket is held is deferred to the end of the read
-//!   (`tcp_delack_timer`: `icsk_ack.blocked`).
+//!   (`tcp_delack_timer`: `icsk_ack.blocked`). A full-sized segment with
+//!   PSH (the end of a sender's GSO buffer) marks the pending ACK pushed
+//!   (`tcp_measure_rcv_mss`, Linux 6.7+: `ICSK_ACK_PUSHED`), and a read that
+//!   then leaves nothing queued acknowledges at once, even a single segment
+//!   (`tcp_cleanup_rbuf`, outside ping-pong mode); not with the receive-buffer
+//!   growth of kernels before 6.16 (`rcvbuf_growth: linux-4.19`).
 
 use super::rcvbuf::RcvBuf;
 use super::reader::{Reader, ReaderState};
@@ -119,6 +124,10 @@ pub struct Receiver {
     rcv_wup: u64,
     /// A delayed-ACK timer fired while the application held the socket.
     delack_blocked: bool,
+    /// A full-sized PSH segment arrived in order since the last ACK
+    /// (`ICSK_ACK_PUSHED`), and whether such segments count (Linux 6.7+).
+    pushed: bool,
+    ack_pushed_full: bool,
     /// Data segments that arrived (each, before any backlog coalescing) and ACKs sent.
     pub data_segments: u64,
     pub acks_sent: u64,
@@ -162,6 +171,8 @@ impl Receiver {
             app: cfg.receiver_app.as_ref().map(|a| Box::new(Reader::new(a))),
             rcv_wup: 0,
             delack_blocked: false,
+            pushed: false,
+            ack_pushed_full: cfg.rcvbuf_growth != super::RcvbufGrowth::Linux419,
             data_segments: 0,
             acks_sent: 0,
             acks_at_read: 0,
@@ -381,6 +392,11 @@ impl Receiver {
         self.unacked_segments += if self.app.is_some() && seg.len > self.mss { seg.len.div_ceil(self.mss) } else { 1 };
         self.last_data = now;
         let full = seg.len >= self.mss;
+        // tcp_measure_rcv_mss: a full-sized segment with PSH is likely the end
+        // of a write (or of a GSO buffer): the ACK is marked pushed.
+        if full && seg.psh && self.ack_pushed_full {
+            self.pushed = true;
+        }
         if self.pingpong && !had_hole {
             if self.unacked_segments >= self.delack_count && full {
                 self.ack_now(now, out);
@@ -533,9 +549,14 @@ impl Receiver {
     /// `tcp_cleanup_rbuf` after a read that copied `copied` bytes.
     fn cleanup_rbuf(&mut self, now: SimTime, copied: u64, out: &mut Outbox) {
         let Some(r) = &self.rcvbuf else { return };
-        // inet_csk_ack_scheduled: data arrived since the last ACK.
-        let mut time_to_ack =
-            self.unacked_segments > 0 && (self.delack_blocked || self.rcv_nxt - self.rcv_wup > self.mss as u64);
+        // inet_csk_ack_scheduled: data arrived since the last ACK; then more
+        // than one segment is unacknowledged, or the read emptied the receive
+        // queue (out-of-order data included: sk_rmem_alloc is 0) after a
+        // pushed segment, outside ping-pong mode.
+        let emptied_pushed =
+            copied > 0 && self.pushed && !self.pingpong && self.unread() == 0 && self.ooo.is_empty();
+        let mut time_to_ack = self.unacked_segments > 0
+            && (self.delack_blocked || self.rcv_nxt - self.rcv_wup > self.mss as u64 || emptied_pushed);
         if copied > 0 && !time_to_ack {
             // "Send ACK now, if this read freed lots of space": the window
             // can at least double.
@@ -574,6 +595,7 @@ impl Receiver {
                 }
                 seg.len += next.len;
                 seg.ts_echo = next.ts_echo;
+                seg.psh |= next.psh;
                 coalesced += 1;
                 k += 1;
             }
@@ -670,6 +692,8 @@ impl Receiver {
         }
         self.unacked_segments = 0;
         self.delack_deadline = None;
+        // tcp_event_ack_sent -> inet_csk_clear_xmit_timer: icsk_ack.pending = 0.
+        self.pushed = false;
         s
     }
 
@@ -961,6 +985,61 @@ mod tests {
         }
         run_timers(r, u64::MAX, &mut out, &mut acks);
         acks
+    }
+
+    /// Three full segments 720 us apart after each other, PSH on the third
+    /// (a sender's three-segment GSO buffers through a 100 Mbps bottleneck),
+    /// to a reader that wakes 30 us after data arrives; the ACKs (time, ack).
+    fn feed_bursts_of_three(c: &TcpConfig, psh: bool, bursts: u64) -> Vec<(u64, u64)> {
+        let mut r = established(c, 1 << 40);
+        let (mss, gap) = (c.mss() as u64, 720_000_000);
+        let mut out = Vec::new();
+        let mut acks = Vec::new();
+        for k in 0..3 * bursts {
+            let t = 1_000 + k * gap;
+            while let Some(d) = r.next_deadline() {
+                if d.0 > t {
+                    break;
+                }
+                r.on_timer(d, &mut out);
+                acks.extend(out.drain(..).map(|(_, s)| (d.0, s.ack)));
+            }
+            let mut seg = data(k * mss, c.mss(), t);
+            seg.psh = psh && k % 3 == 2;
+            r.on_segment(SimTime(t), &seg, false, &mut out);
+            acks.extend(out.drain(..).map(|(_, s)| (t, s.ack)));
+        }
+        while let Some(d) = r.next_deadline() {
+            r.on_timer(d, &mut out);
+            acks.extend(out.drain(..).map(|(_, s)| (d.0, s.ack)));
+        }
+        acks
+    }
+
+    #[test]
+    fn a_read_that_empties_the_queue_after_a_full_psh_segment_acks_it_alone() {
+        // tcp_measure_rcv_mss (Linux 6.7+): a full-sized PSH segment marks the
+        // ACK pushed; tcp_cleanup_rbuf then ACKs once the read empties the queue.
+        let (c, _) = reading(30, 0, 1 << 40);
+        let m = c.mss() as u64;
+        let acks = feed_bursts_of_three(&c, true, 20);
+        let acked: Vec<u64> = acks.windows(2).map(|w| (w[1].1 - w[0].1) / m).collect();
+        // Segments 0-1 of each burst: one ACK for two; segment 2 (PSH): its own, at the read.
+        assert_eq!(acks.len(), 40);
+        assert!(acked.iter().all(|&n| n == 1 || n == 2), "{acked:?}");
+        for &(t, a) in &acks {
+            if (a / m) % 3 == 0 {
+                // The PSH segment's ACK leaves 30 us after it arrived (the read).
+                let arrived = 1_000 + (a / m - 1) * 720_000_000;
+                assert_eq!(t, arrived + 30_000_000);
+            }
+        }
+        // Without PSH every second segment is acknowledged, as before.
+        let plain = feed_bursts_of_three(&c, false, 20);
+        assert!(plain.windows(2).all(|w| w[1].1 - w[0].1 == 2 * m), "{plain:?}");
+        // Kernels before 6.7 (the 4.19 profile's receive-buffer growth): PSH changes nothing.
+        let old = TcpConfig { rcvbuf_growth: super::super::RcvbufGrowth::Linux419, ..c.clone() };
+        assert_eq!(feed_bursts_of_three(&old, true, 20), feed_bursts_of_three(&old, false, 20));
     }
 
     #[test]

@@ -448,7 +448,7 @@ impl SenderCore {
                 self.restart_rto(now);
             }
         }
-        self.burst_close(now, &mut burst);
+        self.burst_close(now, &mut burst, out);
         let pipe = s.sb.pipe();
         self.note_window_use(pipe, sent);
         if sent_new {
@@ -922,5 +922,28 @@ mod tests {
         // Deferred while the room (4, then 8 segments) is below a third of
         // cwnd (32 / 3, 34 / 3); then one burst of all 12.
         assert_eq!(run(65_536), vec![0, 0, 12]);
+    }
+
+    #[test]
+    fn the_last_segment_of_each_burst_of_two_or_more_carries_psh() {
+        // 30 segments of initial window: with GSO they leave in bursts of
+        // `tso_segs` (one GSO buffer each), PSH on each burst's last segment
+        // (__tcp_transmit_skb); per-segment sending carries none.
+        let psh_at = |gso: u32| {
+            let c = TcpConfig { init_cwnd_segments: 30, gso_max_bytes: gso, ..linux() };
+            let mut s = Sender::new(&c, 1 << 30, None);
+            let mut out = Vec::new();
+            s.open(SimTime(0), &mut out);
+            out.clear();
+            s.on_segment(SimTime::from_us(10), &Segment::control(SegKind::SynAck, SimTime(0)), &mut out);
+            assert_eq!(out.len(), 30);
+            out.iter().filter(|(_, g)| g.psh).map(|(_, g)| g.seq / M).collect::<Vec<u64>>()
+        };
+        let first = psh_at(65_536);
+        let segs = first[0] + 1;
+        assert!(segs >= 2);
+        let expected: Vec<u64> = (1..=30 / segs).map(|k| k * segs - 1).chain((30 % segs > 1).then_some(29)).collect();
+        assert_eq!(first, expected);
+        assert!(psh_at(0).is_empty());
     }
 }

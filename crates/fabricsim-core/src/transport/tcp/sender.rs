@@ -404,11 +404,14 @@ impl SenderCore {
         }
         burst.left = segs;
         burst.bytes = 0;
+        burst.segs = 0;
         true
     }
 
     /// After a data segment of `len` bytes joined the current burst; marks
-    /// it for TSQ accounting.
+    /// it for TSQ accounting, and with PSH when it completes a burst of two
+    /// or more segments (one GSO buffer: `__tcp_transmit_skb` sets PSH on
+    /// every buffer of more than one segment, and GSO leaves it on the last).
     #[inline]
     pub(super) fn burst_add(&mut self, now: SimTime, burst: &mut Burst, seg: &mut Segment) {
         let frame = self.frame_of(seg.len as u64);
@@ -418,19 +421,28 @@ impl SenderCore {
         l.on_segment(frame);
         seg.tsq = l.charges_tsq();
         burst.bytes += frame;
+        burst.segs += 1;
         burst.left -= 1;
         if burst.left == 0 {
+            seg.psh = burst.segs > 1;
             l.end_burst(now, burst.bytes);
             burst.bytes = 0;
+            burst.segs = 0;
         }
     }
 
-    /// The send loop ended with a burst still open.
+    /// The send loop ended with a burst still open: its last segment (the
+    /// last one in `out`) ends the GSO buffer, with PSH if it holds two or more.
     #[inline]
-    pub(super) fn burst_close(&mut self, now: SimTime, burst: &mut Burst) {
+    pub(super) fn burst_close(&mut self, now: SimTime, burst: &mut Burst, out: &mut Outbox) {
         if let Some(l) = &mut self.limits {
             if burst.bytes > 0 {
                 l.end_burst(now, burst.bytes);
+            }
+            if burst.segs > 1 {
+                if let Some((false, seg)) = out.last_mut() {
+                    seg.psh = true;
+                }
             }
         }
         *burst = Burst::default();

@@ -1,0 +1,199 @@
+"""Loss episodes of one grid point in the lab, segment by segment (root): the
+point run as ``dumbbell record`` runs it, with tcpdump on the sender's and on
+the receiver's veth and the sender's ``tcp:tcp_probe`` tracepoint, and what
+the captures show (:func:`summarize`): which segments each episode lost,
+whether the second loss came on a cwnd increase, whether the first was in a
+burst the sender had deferred, how many ACKs acknowledged one segment.
+:data:`~fabricsim.validation.dumbbell.band.EPISODES` holds the summaries the
+grid's judgement uses (docs/validation/linux.md, "What misses, measured").
+
+    python -m fabricsim.validation.dumbbell.episodes reno-1x1-100Mbps-120KB-10s-mtu9000-unpaced OUTDIR
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+import struct
+import sys
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+from fabricsim.units import parse_rate, parse_size
+from fabricsim.validation.dumbbell.setup import DumbbellSetup, _jobs, grid_setups, topology
+
+TRACING = Path("/sys/kernel/tracing")
+_TRACEPOINTS = ("tcp/tcp_probe", "tcp/tcp_retransmit_skb", "tcp/tcp_cong_state_set")
+
+
+def _tracing(path: str, value: str) -> None:
+    (TRACING / path).write_text(value)
+
+
+def capture(setup: DumbbellSetup, out: Path, nice: int = -10) -> dict[str, Any]:
+    """Runs ``setup`` once in the lab (root) with the captures in ``out``
+    (``s0.pcap``, ``rx.pcap``, ``trace.txt``); the bfifo's and the sender's counters."""
+    from fabricsim.validation.linux import Lab, LabError
+
+    if not (TRACING / "events" / "tcp" / "tcp_probe").exists():
+        raise LabError(f"no tcp_probe tracepoint under {TRACING} (mount it: mount -t tracefs nodev {TRACING})")
+    out.mkdir(parents=True, exist_ok=True)
+    with Lab(topology(setup), nice=nice) as lab:
+        taps = [
+            lab.spawn(node, ["tcpdump", "-i", lab.device(node, "r"), "-s", "96", "-B", "65536", "-w", str(out / f"{node}.pcap"), "tcp"])
+            for node in ("s0", "rx")
+        ]
+        _tracing("buffer_size_kb", "65536")
+        _tracing("trace", "")
+        _tracing("events/tcp/tcp_probe/filter", "dport == 5201 || sport == 5201")
+        for event in _TRACEPOINTS:
+            _tracing(f"events/{event}/enable", "1")
+        time.sleep(1.5)
+        try:
+            run = lab.iperf3(_jobs(setup), sample_interval_s=0.25, socket_nodes=("rx",), trace_scheduler=False)
+        finally:
+            for event in _TRACEPOINTS:
+                _tracing(f"events/{event}/enable", "0")
+            (out / "trace.txt").write_text((TRACING / "trace").read_text())
+            time.sleep(1.0)
+            for tap in taps:
+                tap.terminate()
+            time.sleep(1.0)
+        queue = run.qdisc("r", "rx")
+        nstat = run.nstat.get("s0", {})
+        return {"bottleneck_drops": queue.drops, "sack_recoveries": nstat.get("TcpExtTCPSackRecovery", 0)}
+
+
+def read_pcap(path: Path) -> list[tuple[float, int, int, int, int, int, int, list[tuple[int, int]]]]:
+    """(time, sport, dport, seq, ack, flags, payload, SACK blocks) of every TCP/IPv4 frame of an Ethernet pcap."""
+    data = path.read_bytes()
+    nanos = struct.unpack("<I", data[:4])[0] == 0xA1B23C4D
+    off, frames = 24, []
+    while off + 16 <= len(data):
+        sec, frac, incl, _ = struct.unpack("<IIII", data[off : off + 16])
+        frame = data[off + 16 : off + 16 + incl]
+        off += 16 + incl
+        if len(frame) < 34 or struct.unpack("!H", frame[12:14])[0] != 0x0800 or frame[23] != 6:
+            continue
+        ip = frame[14:]
+        ihl, total = (ip[0] & 15) * 4, struct.unpack("!H", ip[2:4])[0]
+        tcp = ip[ihl:]
+        sport, dport, seq, ack = struct.unpack("!HHII", tcp[:12])
+        doff = (tcp[12] >> 4) * 4
+        sacks, opts, i = [], tcp[20:doff], 0
+        while i < len(opts) and opts[i] != 0:
+            if opts[i] == 1:
+                i += 1
+                continue
+            if i + 1 >= len(opts):
+                break
+            length = max(opts[i + 1], 2)
+            if opts[i] == 5:
+                sacks += [struct.unpack("!II", opts[j : j + 8]) for j in range(i + 2, i + length - 7, 8)]
+            i += length
+        frames.append((sec + frac * (1e-9 if nanos else 1e-6), sport, dport, seq, ack, tcp[13], total - ihl - doff, sacks))
+    return frames
+
+
+def summarize(out: Path, counters: dict[str, Any], episode_gap_s: float, mss: int = 8948) -> dict[str, Any]:
+    """What the captures in ``out`` show; drops less than ``episode_gap_s`` apart are one episode."""
+    s0, rx = read_pcap(out / "s0.pcap"), read_pcap(out / "rx.pcap")
+    (sport, dport), _ = collections.Counter((f[1], f[2]) for f in s0 if f[6] > 0).most_common(1)[0]
+    base = min(f[3] for f in s0 if f[1] == sport and f[6] > 0)
+    rel = lambda x: (x - base) & 0xFFFFFFFF  # noqa: E731
+    received = collections.Counter(rel(f[3]) for f in rx if f[1] == sport and f[6] > 0)
+    sent: collections.Counter[int] = collections.Counter()
+    events: list[tuple] = []
+    for f in s0:
+        if f[1] == sport and f[6] > 0:
+            sent[rel(f[3])] += 1
+            events.append((f[0], "D", rel(f[3]), sent[rel(f[3])]))
+        elif f[1] == dport and f[2] == sport:
+            events.append((f[0], "A", rel(f[4]), f[7]))
+    events.sort(key=lambda e: (e[0], e[1] == "D"))
+    # A sequence number sent k times and received j times: its first k - j transmissions were dropped.
+    drops = [(i, e) for i, e in enumerate(events) if e[1] == "D" and e[3] <= sent[e[2]] - received[e[2]]]
+    acks = [i for i, e in enumerate(events) if e[1] == "A"]
+    ack_number = {i: n for n, i in enumerate(acks)}
+    # The sender's tcp_probe after each ACK (state once the ACK and what it sent are done), aligned by snd_una.
+    probe = re.compile(r"src=\S+:%d .*snd_una=(0x[0-9a-f]+) snd_cwnd=(\d+)" % sport)
+    probes = [(rel(int(m.group(1), 16)), int(m.group(2))) for m in map(probe.search, (out / "trace.txt").read_text().splitlines()) if m]
+    shift = max(
+        range(-20, 21),
+        key=lambda k: sum(1 for n in range(0, len(acks), 7) if 0 <= n + k < len(probes) and probes[n + k][0] == events[acks[n]][2]),
+    )
+    episodes: list[list[tuple[int, tuple]]] = []
+    for d in drops:
+        if episodes and d[1][0] - episodes[-1][-1][1][0] < episode_gap_s:
+            episodes[-1].append(d)
+        else:
+            episodes.append([d])
+
+    def trigger(i: int) -> int:
+        while events[i][1] != "A":
+            i -= 1
+        return i
+
+    def burst_after(a: int) -> int:
+        n = 0
+        while a + 1 + n < len(events) and events[a + 1 + n][1] == "D":
+            n += 1
+        return n
+
+    def cwnd_after(a: int) -> Optional[int]:
+        k = ack_number[a] + shift
+        return probes[k][1] if 0 <= k < len(probes) else None
+
+    summary = {**counters, "drops_captured": len(drops), "retransmissions_dropped": sum(1 for _, e in drops if e[3] > 1)}
+    counts = collections.Counter()
+    gaps: collections.Counter[int] = collections.Counter()
+    for episode in episodes:
+        if len(episode) > 2:
+            counts["more"] += 1
+            continue
+        if len(episode) == 1:
+            counts["one_drop"] += 1
+            continue
+        counts["two_drops"] += 1
+        first, second = trigger(episode[0][0]), trigger(episode[1][0])
+        previous = trigger(first - 1)
+        acked = round((events[first][2] - events[previous][2]) / mss)
+        counts["two_drops_first_in_deferred_burst"] += burst_after(first) > acked + 1
+        counts["second_on_ack_with_first_sack" if events[second][3] else "second_on_ack_before_hole"] += 1
+        before, after = cwnd_after(trigger(second - 1)), cwnd_after(second)
+        counts["second_on_a_cwnd_increase"] += before is not None and after == before + 1
+        gaps[(episode[1][1][2] - episode[0][1][2]) // mss] += 1
+    one_segment = open_acks = 0
+    for a, b in zip(acks, acks[1:]):
+        if events[a][3] or events[b][3]:
+            continue
+        open_acks += 1
+        one_segment += round((events[b][2] - events[a][2]) / mss) == 1
+    keys = ("one_drop", "two_drops", "more", "two_drops_first_in_deferred_burst", "second_on_ack_before_hole")
+    summary.update({"episodes": len(episodes), **{k: counts[k] for k in keys}})
+    summary["second_on_ack_with_first_sack"] = counts["second_on_ack_with_first_sack"]
+    summary["second_drop_segments_after_first"] = {str(k): v for k, v in sorted(gaps.most_common(3))}
+    summary.update({"open_acks": open_acks, "open_acks_of_one_segment": one_segment})
+    summary["second_on_a_cwnd_increase"] = counts["second_on_a_cwnd_increase"]
+    summary["episode_gap_s"] = episode_gap_s
+    return summary
+
+
+def episode_gap_s(setup: DumbbellSetup) -> float:
+    """Drops closer than this are one episode: three drain times of the full
+    bfifo (a round trip through the full queue is about one; recoveries of a
+    single flow are tens of them apart)."""
+    return round(3 * parse_size(setup.buffer) * 8 / parse_rate(setup.rate), 4)
+
+
+def main(argv: list[str]) -> int:
+    name, out = argv[0], Path(argv[1])
+    setup = {s.name: s for s in grid_setups()}[name]
+    counters = capture(setup, out)
+    print(summarize(out, counters, episode_gap_s=episode_gap_s(setup)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
