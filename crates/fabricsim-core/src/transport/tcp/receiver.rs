@@ -553,8 +553,7 @@ impl Receiver {
         // than one segment is unacknowledged, or the read emptied the receive
         // queue (out-of-order data included: sk_rmem_alloc is 0) after a
         // pushed segment, outside ping-pong mode.
-        let emptied_pushed =
-            copied > 0 && self.pushed && !self.pingpong && self.unread() == 0 && self.ooo.is_empty();
+        let emptied_pushed = copied > 0 && self.pushed && !self.pingpong && self.unread() == 0 && self.ooo.is_empty();
         let mut time_to_ack = self.unacked_segments > 0
             && (self.delack_blocked || self.rcv_nxt - self.rcv_wup > self.mss as u64 || emptied_pushed);
         if copied > 0 && !time_to_ack {
