@@ -9,7 +9,7 @@
     completion time within 8% of fabricsim's twin. Measured: ns-3 4.8% later
     (0.759 ms against 0.724 ms; 100-400 KB: -2.5% to +4.8%). ns-3 is later
     in part by design: its connections open with a handshake (one RTT of
-    about 14 us, 2% of the job) and its frames are 2 B longer (PPP header).
+    about 13 us, 2% of the job) and its frames are 2 B longer (PPP header).
     8% leaves room for these and little more; a flow waiting out an RTO, or
     paths not pinned to fabricsim's, put the job far outside.
   - NewReno, 1 MB per flow: with 100-frame queues some flows lose their last
