@@ -53,6 +53,7 @@ from fabricsim.validation.ns3_setup import (
     _configure_tcp,
     _ns,
     _restore_defaults,
+    flow_counters,
 )
 
 def _run_star(
@@ -207,13 +208,8 @@ def _run_star(
                 "sender": f // flows_per_sender,
                 "start_s": start,
                 "bytes": bytes_per_flow,
-                "rx_bytes": int(H.FlowRx(f)),
                 "fct_s": (done - start) if done >= 0 else None,
-                "retransmits": int(H.FlowRetx(f)),
-                "rto_events": int(H.FlowLoss(f)),
-                "fast_recovery_events": int(H.FlowRecovery(f)),
-                "cwr_events": int(H.FlowCwr(f)),
-                "first_rto_s": float(H.FlowFirstLoss(f)) if H.FlowFirstLoss(f) >= 0 else None,
+                **flow_counters(H, f),
             }
         )
     frames = json.loads(str(H.FrameHist()))

@@ -66,6 +66,7 @@ from fabricsim.validation.ns3_setup import (
     _configure_tcp,
     _ns,
     _restore_defaults,
+    flow_counters,
 )
 
 __all__ = ["ecmp_paths", "fattree"]
@@ -280,8 +281,7 @@ def fattree(
     tch = ns.TrafficControlHelper()
     red = ns.TrafficControlHelper()
     red.SetRootQueueDisc("ns3::RedQueueDisc")
-    host_of = {int(name[1:]): i for i, name in enumerate(names) if name.startswith("h")}
-    is_host = set(host_of.values())
+    is_host = {i for i, name in enumerate(names) if name.startswith("h")}  # the fat-tree's hosts: h0, h1, ...
     iface: dict[tuple[int, int], int] = {}
     first_addr: dict[int, Any] = {}
     host_dev: dict[int, Any] = {}
@@ -360,13 +360,8 @@ def fattree(
             "src": names[flow["src"]],
             "dst": names[flow["dst"]],
             "hops": len(flow["data"]),
-            "rx_bytes": int(H.FlowRx(f)),
             "fct_s": done if done >= 0 else None,
-            "retransmits": int(H.FlowRetx(f)),
-            "rto_events": int(H.FlowLoss(f)),
-            "fast_recovery_events": int(H.FlowRecovery(f)),
-            "cwr_events": int(H.FlowCwr(f)),
-            "first_rto_s": float(H.FlowFirstLoss(f)) if H.FlowFirstLoss(f) >= 0 else None,
+            **flow_counters(H, f),
         })
     drops, marks, host_drops = int(F.Drops()), int(F.Marks()), int(F.HostDrops())
     ns.Simulator.Destroy()

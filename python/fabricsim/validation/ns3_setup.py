@@ -348,3 +348,17 @@ def _configure_tcp(
         ]
     names += [n for n in (extra_defaults or {}) if n not in names]
     return {n.replace("ns3::", ""): _attr(ns, n) for n in names}
+
+
+def flow_counters(H, f):
+    """What the trace helpers ``H`` (``fsref``) counted for flow ``f``: bytes at its sink, retransmitted
+    segments, entries into CA_LOSS (RTOs), CA_RECOVERY and CA_CWR, and the time of its first RTO."""
+    first_rto = float(H.FlowFirstLoss(f))
+    return {
+        "rx_bytes": int(H.FlowRx(f)),
+        "retransmits": int(H.FlowRetx(f)),
+        "rto_events": int(H.FlowLoss(f)),
+        "fast_recovery_events": int(H.FlowRecovery(f)),
+        "cwr_events": int(H.FlowCwr(f)),
+        "first_rto_s": first_rto if first_rto >= 0 else None,
+    }
