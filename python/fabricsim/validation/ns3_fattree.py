@@ -13,10 +13,12 @@ Queueing (the traffic-control layer is removed from every device, as in
 :mod:`fabricsim.validation.ns3`):
 
 * every switch device: its PointToPointNetDevice TxQueue, a DropTail FIFO of
-  ``queue_packets`` (100) packets; with no queue disc, the
-  TrafficControlLayer drops a packet arriving at a full (stopped) device
-  queue. 100 packets wait, plus the one being serialized; the twin's port
-  holds 100 x 1500 B.
+  ``queue_packets`` (100) full frames in bytes, 150,200 B (1502 B frames), as
+  the twin's port buffer of 100 x 1500 B (``queue_in_bytes=False``: 100
+  packets of any size); with no queue disc, the TrafficControlLayer drops a
+  packet that finds the device queue stopped (it stops when one more full
+  frame would not fit). The frame being serialized is out of the queue, as
+  it is out of the twin's buffer.
 * every host device: a 100000-packet FIFO that never drops (the twin's host
   NIC buffer is 1 GB).
 * DCTCP: every switch device gets a RedQueueDisc of ``queue_packets``
