@@ -57,7 +57,7 @@ def test_missing_drivers_are_skipped_by_name(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"skipped incast-16: {tmp_path / 'tcp_incast_cpu'} not found" in err
     assert main(["bench", "--pair", "incast-16"]) == 2
-    assert "--pair: only with --htsim" in capsys.readouterr().err
+    assert "--pair: only with --htsim or --ns3" in capsys.readouterr().err
 
 
 def test_a_pair_runs_both_sides_in_rounds(core, tmp_path, capsys):

@@ -118,10 +118,15 @@ def _incast(quick: bool) -> tuple[dict[str, Any], list[str], dict[str, str]]:
     return incast_twin(size), args, {}
 
 
+def fattree_size(quick: bool) -> int:
+    """Bytes of each flow of the fat-tree pairs."""
+    return 200_000 if quick else 2_000_000
+
+
 def _fattree(k: int, dctcp: bool = False) -> Pair:
     def build(quick: bool) -> tuple[dict[str, Any], list[str], dict[str, str]]:
         hosts = k ** 3 // 4
-        size = 200_000 if quick else 2_000_000
+        size = fattree_size(quick)
         partner = permutation(hosts, seed=k)
         name = f"perm_{hosts}n.cm"
         args = [str(hosts), name, str(FATTREE_QUEUE_FRAMES), "10", "dctcp" if dctcp else "tcp", "1",
@@ -167,10 +172,13 @@ def missing(directory: Path, names: Sequence[str]) -> list[str]:
     return [str(directory / d) for d in drivers if not os.access(directory / d, os.X_OK)]
 
 
+def _htsim_fields(out: str) -> dict[str, float]:
+    fields = parse_result(out)
+    return {"loop_cpu_s": float(fields["loop_cpu_s"]), "events": int(fields["events"]), "jct_s": float(fields["jct_s"])}
+
+
 def compare(directory: Path, names: Sequence[str], quick: bool, rounds: int) -> list[dict[str, Any]]:
     """Every pair of ``names`` whose driver is built, ``rounds`` times A B A B; one record per pair."""
-    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-    env.pop("PYTHONDONTWRITEBYTECODE", None)  # timed as installed: the package's bytecode cached
     results = []
     with tempfile.TemporaryDirectory(prefix="fabricsim-htsim-") as scratch:
         work = Path(scratch)
@@ -181,46 +189,56 @@ def compare(directory: Path, names: Sequence[str], quick: bool, rounds: int) -> 
             scenario, driver_args, files = PAIRS[name](quick)
             for filename, text in files.items():
                 (work / filename).write_text(text, encoding="utf-8")
-            path = work / f"{name}.json"  # JSON is YAML: the scenario file both fabricsim processes load
-            path.write_text(json.dumps(scenario), encoding="utf-8")
-            core = [sys.executable, "-m", "fabricsim.bench.htsim", "--core", str(path)]
-            cli = [sys.executable, "-m", "fabricsim", "run", str(path), "--no-report", "--no-progress",
-                   "--out", str(work / f"{name}-out")]
-            runs: dict[str, list[dict[str, float]]] = {"htsim": [], "core": [], "run": []}
-            for _ in range(rounds):
-                out, cpu, wall = _timed([str(driver), *driver_args], work)
-                fields = parse_result(out)
-                runs["htsim"].append({"cpu_s": cpu, "wall_s": wall, "loop_cpu_s": float(fields["loop_cpu_s"]),
-                                      "events": int(fields["events"]), "jct_s": float(fields["jct_s"])})
-                out, cpu, wall = _timed(core, work, env)
-                measured = json.loads(out)
-                runs["core"].append({"cpu_s": cpu, "wall_s": wall, **measured})
-                _, cpu, wall = _timed(cli, work, env)
-                runs["run"].append({"cpu_s": cpu, "wall_s": wall})
-            results.append(_summarize(name, runs))
+            runs = side_by_side(work, name, scenario, [str(driver), *driver_args], _htsim_fields, rounds)
+            results.append(summarize(name, runs))
     return results
 
 
-def _summarize(name: str, runs: dict[str, list[dict[str, float]]]) -> dict[str, Any]:
+def side_by_side(work: Path, name: str, scenario: dict[str, Any], reference: list[str],
+                 fields: Callable[[str], dict[str, float]], rounds: int) -> dict[str, list[dict[str, float]]]:
+    """``rounds`` rounds of the reference simulator's command ``reference`` (``fields`` reads its
+    ``loop_cpu_s``, ``events`` and ``jct_s`` from its output), fabricsim's core path and ``fabricsim
+    run --no-report`` on ``scenario``, each in a process of its own in ``work``; per side, per round:
+    whole-process CPU and wall seconds and what the side measured itself."""
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # timed as installed: the package's bytecode cached
+    path = work / f"{name}.json"  # JSON is YAML: the scenario file both fabricsim processes load
+    path.write_text(json.dumps(scenario), encoding="utf-8")
+    core = [sys.executable, "-m", "fabricsim.bench.htsim", "--core", str(path)]
+    cli = [sys.executable, "-m", "fabricsim", "run", str(path), "--no-report", "--no-progress",
+           "--out", str(work / f"{name}-out")]
+    runs: dict[str, list[dict[str, float]]] = {"reference": [], "core": [], "run": []}
+    for _ in range(rounds):
+        out, cpu, wall = _timed(reference, work, env)
+        runs["reference"].append({"cpu_s": cpu, "wall_s": wall, **fields(out)})
+        out, cpu, wall = _timed(core, work, env)
+        runs["core"].append({"cpu_s": cpu, "wall_s": wall, **json.loads(out)})
+        _, cpu, wall = _timed(cli, work, env)
+        runs["run"].append({"cpu_s": cpu, "wall_s": wall})
+    return runs
+
+
+def summarize(name: str, runs: dict[str, list[dict[str, float]]], reference: str = "htsim") -> dict[str, Any]:
+    """One record of :func:`side_by_side`'s rounds; the reference's fields are prefixed ``reference``."""
     def median(side: str, key: str) -> float:
         return statistics.median(r[key] for r in runs[side])
 
-    def ratios(side: str, key: str, htsim_key: str) -> list[float]:
-        return [round(f[key] / h[htsim_key], 3) for f, h in zip(runs[side], runs["htsim"]) if h[htsim_key] > 0]
+    def ratios(side: str, key: str, ref_key: str) -> list[float]:
+        return [round(f[key] / h[ref_key], 3) for f, h in zip(runs[side], runs["reference"]) if h[ref_key] > 0]
 
     return {
         "pair": name,
-        "rounds": len(runs["htsim"]),
-        "htsim_events": runs["htsim"][0]["events"],
+        "rounds": len(runs["reference"]),
+        f"{reference}_events": runs["reference"][0]["events"],
         "fabricsim_events": int(runs["core"][0]["events"]),
-        "htsim_jct_s": runs["htsim"][0]["jct_s"],
+        f"{reference}_jct_s": runs["reference"][0]["jct_s"],
         "fabricsim_jct_s": runs["core"][0]["jct_s"],
-        "htsim_loop_cpu_s": round(median("htsim", "loop_cpu_s"), 4),
+        f"{reference}_loop_cpu_s": round(median("reference", "loop_cpu_s"), 4),
         "fabricsim_loop_cpu_s": round(median("core", "loop_cpu_s"), 4),
-        "htsim_process_cpu_s": round(median("htsim", "cpu_s"), 4),
+        f"{reference}_process_cpu_s": round(median("reference", "cpu_s"), 4),
         "fabricsim_core_process_cpu_s": round(median("core", "cpu_s"), 4),
         "fabricsim_run_process_cpu_s": round(median("run", "cpu_s"), 4),
-        # fabricsim / htsim, one per round (each round's runs are neighbours in time).
+        # fabricsim / the reference, one per round (each round's runs are neighbours in time).
         "loop_cpu_ratio": ratios("core", "loop_cpu_s", "loop_cpu_s"),
         "core_process_cpu_ratio": ratios("core", "cpu_s", "cpu_s"),
         "run_process_cpu_ratio": ratios("run", "cpu_s", "cpu_s"),
@@ -274,7 +292,7 @@ def main(directory: str, names: Optional[Sequence[str]], quick: bool, rounds: in
         print(f"htsim: skipped {', '.join(n for n in skipped if str(folder / DRIVERS[n]) == path)}: {path} not "
               "found (build htsim and its drivers into DIR with its build.sh)", file=sys.stderr)
     if results:
-        _print(results)
+        print_table(results)
     for result in spray:
         from fabricsim.bench import htsim_spray
 
@@ -282,25 +300,26 @@ def main(directory: str, names: Optional[Sequence[str]], quick: bool, rounds: in
     return 0
 
 
-def _print(results: List[Dict[str, Any]]) -> None:
+def print_table(results: List[Dict[str, Any]], reference: str = "htsim", label: str = "htsim") -> None:
+    """The records of :func:`summarize` as a table; ``label`` names the reference's column."""
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title="fabricsim against htsim, same work (CPU s, median of rounds)")
-    for col in ("pair", "measure", "htsim", "fabricsim", "ratio per round"):
+    table = Table(title=f"fabricsim against {label}, same work (CPU s, median of rounds)")
+    for col in ("pair", "measure", label, "fabricsim", "ratio per round"):
         table.add_column(col, justify="left" if col in ("pair", "measure") else "right")
 
     def span(values: Sequence[float]) -> str:
-        return " ".join(f"{v:.2f}" for v in values) or "-"
+        return " ".join(f"{v:.2f}" if v >= 0.1 else f"{v:.2g}" for v in values) or "-"
 
     for r in results:
-        table.add_row(r["pair"], "events", f"{r['htsim_events']:,}", f"{r['fabricsim_events']:,}",
-                      f"{r['fabricsim_events'] / max(r['htsim_events'], 1):.3f}")
-        table.add_row("", "job completion (ms)", f"{r['htsim_jct_s'] * 1e3:.1f}", f"{r['fabricsim_jct_s'] * 1e3:.1f}",
-                      "")
-        table.add_row("", "event loop", f"{r['htsim_loop_cpu_s']:.3f}", f"{r['fabricsim_loop_cpu_s']:.3f}",
+        table.add_row(r["pair"], "events", f"{r[f'{reference}_events']:,}", f"{r['fabricsim_events']:,}",
+                      f"{r['fabricsim_events'] / max(r[f'{reference}_events'], 1):.3f}")
+        table.add_row("", "job completion (ms)", f"{r[f'{reference}_jct_s'] * 1e3:.1f}",
+                      f"{r['fabricsim_jct_s'] * 1e3:.1f}", "")
+        table.add_row("", "event loop", f"{r[f'{reference}_loop_cpu_s']:.3f}", f"{r['fabricsim_loop_cpu_s']:.3f}",
                       span(r["loop_cpu_ratio"]))
-        table.add_row("", "process: core path", f"{r['htsim_process_cpu_s']:.3f}",
+        table.add_row("", "process: core path", f"{r[f'{reference}_process_cpu_s']:.3f}",
                       f"{r['fabricsim_core_process_cpu_s']:.3f}", span(r["core_process_cpu_ratio"]))
         table.add_row("", "process: run --no-report", "", f"{r['fabricsim_run_process_cpu_s']:.3f}",
                       span(r["run_process_cpu_ratio"]))
