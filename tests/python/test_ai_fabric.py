@@ -218,7 +218,9 @@ def test_collectives_over_roce_run_every_point_with_their_checks(core, tmp_path)
         kinds = dict(flows.group_by("name").agg(pl.col("kind").unique()).iter_rows())
         assert all(kinds[name] == ["rdma"] for name in ("allreduce_rail0", "allreduce_rail1", "moe_alltoall"))
         assert kinds["storage"] == ["tcp_flow"]
-    assert "traffic.2.transport=roce" in (out / "ai_fabric.html").read_text(encoding="utf-8")
+    page = (out / "ai_fabric.html").read_text(encoding="utf-8")
+    assert "traffic.2.transport=roce" in page
+    assert "Transports: all-reduce over RoCEv2; all-to-all over RoCEv2." in page
 
 
 def test_a_bad_transport_is_named(core, tmp_path):

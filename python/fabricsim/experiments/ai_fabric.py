@@ -237,7 +237,7 @@ def ai_fabric(
     from fabricsim.experiments.ai_fabric_report import render_page
     from fabricsim.outputs.report.html import write_plot_files
 
-    page = render_page(table, its, cdfs, details, sc, {a: _label(sc, a) for a in _algorithms(sc)},
+    page = render_page(table, its, cdfs, details, sc, {a: _LABEL[a] for a in _algorithms(sc)},
                        [(name, _slug(name)) for name in _background_names(sc)], modes, failures, overrides)
     target = out / "ai_fabric.html"
     target.write_text(page, encoding="utf-8")
@@ -274,10 +274,13 @@ def _algorithms(sc: Scenario) -> list[str]:
 _TRANSPORT = {"tcp": "TCP", "roce": "RoCEv2"}
 
 
-def _label(sc: Scenario, algorithm: str) -> str:
-    """The page's name of an algorithm's collectives, with the transports they run over."""
-    used = sorted({t.transport for t in sc.traffic if t.kind == "collective" and t.algorithm == algorithm})
-    return f"{_LABEL[algorithm]} over {' and '.join(_TRANSPORT.get(u, u) for u in used)}"
+def transports(sc: Scenario) -> str:
+    """What each algorithm's collectives run over, for the page: "all-reduce over RoCEv2; ..."."""
+    out = []
+    for a in _algorithms(sc):
+        used = sorted({t.transport for t in sc.traffic if t.kind == "collective" and t.algorithm == a})
+        out.append(f"{_LABEL[a]} over {' and '.join(_TRANSPORT.get(u, u) for u in used)}")
+    return "; ".join(out)
 
 
 def _point(sc: Scenario, directory: Path) -> tuple[dict[str, Any], list[dict[str, Any]], Optional[dict[str, Any]]]:
@@ -306,7 +309,7 @@ def _point(sc: Scenario, directory: Path) -> tuple[dict[str, Any], list[dict[str
             slowest = group.sort(["time_ps", "name"], descending=[True, False], nulls_last=True).row(0, named=True)
             start, end = group["start_ps"].min(), group["end_ps"].max()
             record = {
-                "collective": _label(sc, algorithm), "algorithm": algorithm, "entries": group.height, "iteration": k,
+                "collective": _LABEL[algorithm], "algorithm": algorithm, "entries": group.height, "iteration": k,
                 "completed": done, "start_ps": start, "end_ps": end if done else None,
                 "span_ps": end - start if done and start is not None else None,
                 "time_ps": slowest["time_ps"] if done else None,

@@ -150,6 +150,8 @@ def render_page(
             problems.append(f"{label}: the run stopped at its drain limit with flows unfinished")
     body.append(banner(problems, title="Problems", bad=True))
 
+    from fabricsim.experiments.ai_fabric import transports
+
     ms = fmt_time
     cols = [Col("load balancing", "load_balancing", _text), Col("failure", "failure", _short),
             Col("job time", "job_time_ps", ms), Col("slowest iteration", "iteration_time_max_ps", ms)]
@@ -170,7 +172,8 @@ def render_page(
         "entries together, e.g. one ring per rail): the slowest entry's time in its slowest iteration, and the "
         "lowest bus bandwidth (NCCL's busbw) of any iteration. Background FCT: the fct table's p99 over the "
         "entry's flows. Buffer peak: the largest high-water mark of any switch. RTOs: retransmission timeouts "
-        "of all TCP flows. Checks: packet conservation and buffer accounting.") + "</p>" + human_table(checks, cols)))
+        "of all TCP flows. Checks: packet conservation and buffer accounting. Transports: "
+        f"{transports(sc)}.") + "</p>" + human_table(checks, cols)))
 
     shown = [*labels.values(), "training iteration"]
     groups = its.filter(pl.col("collective").is_in(shown))
