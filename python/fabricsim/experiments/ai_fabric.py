@@ -271,18 +271,6 @@ def _algorithms(sc: Scenario) -> list[str]:
     return [a for a in _ALGORITHMS if a in seen]
 
 
-_TRANSPORT = {"tcp": "TCP", "roce": "RoCEv2"}
-
-
-def transports(sc: Scenario) -> str:
-    """What each algorithm's collectives run over, for the page: "all-reduce over RoCEv2; ..."."""
-    out = []
-    for a in _algorithms(sc):
-        used = sorted({t.transport for t in sc.traffic if t.kind == "collective" and t.algorithm == a})
-        out.append(f"{_LABEL[a]} over {' and '.join(_TRANSPORT.get(u, u) for u in used)}")
-    return "; ".join(out)
-
-
 def _point(sc: Scenario, directory: Path) -> tuple[dict[str, Any], list[dict[str, Any]], Optional[dict[str, Any]]]:
     summary = json.loads((directory / "summary.json").read_text(encoding="utf-8"))
     coll = _read(directory, "collectives")

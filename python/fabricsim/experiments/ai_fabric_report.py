@@ -102,6 +102,18 @@ def _fct_cdf(cdfs: list[tuple[dict[str, str], Optional[dict[str, Any]]]], name: 
     return figure(f"ai_fabric_fct_{slug}", svg(fig))
 
 
+_TRANSPORT = {"tcp": "TCP", "roce": "RoCEv2"}
+
+
+def _transports(sc: Scenario, labels: dict[str, str]) -> str:
+    """What each algorithm's collectives run over: "all-reduce over RoCEv2; ..."."""
+    out = []
+    for algorithm, label in labels.items():
+        used = sorted({t.transport for t in sc.traffic if t.kind == "collective" and t.algorithm == algorithm})
+        out.append(f"{label} over {' and '.join(_TRANSPORT.get(u, u) for u in used)}")
+    return "; ".join(out)
+
+
 def render_page(
     table: pl.DataFrame,
     its: pl.DataFrame,
@@ -150,8 +162,6 @@ def render_page(
             problems.append(f"{label}: the run stopped at its drain limit with flows unfinished")
     body.append(banner(problems, title="Problems", bad=True))
 
-    from fabricsim.experiments.ai_fabric import transports
-
     ms = fmt_time
     cols = [Col("load balancing", "load_balancing", _text), Col("failure", "failure", _short),
             Col("job time", "job_time_ps", ms), Col("slowest iteration", "iteration_time_max_ps", ms)]
@@ -173,7 +183,7 @@ def render_page(
         "lowest bus bandwidth (NCCL's busbw) of any iteration. Background FCT: the fct table's p99 over the "
         "entry's flows. Buffer peak: the largest high-water mark of any switch. RTOs: retransmission timeouts "
         "of all TCP flows. Checks: packet conservation and buffer accounting. Transports: "
-        f"{transports(sc)}.") + "</p>" + human_table(checks, cols)))
+        f"{_transports(sc, labels)}.") + "</p>" + human_table(checks, cols)))
 
     shown = [*labels.values(), "training iteration"]
     groups = its.filter(pl.col("collective").is_in(shown))
