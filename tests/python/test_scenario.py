@@ -73,6 +73,7 @@ TCP_DEFAULTS = {
     "rcv_scaling_ratio": 128,
     "rcv_truesize_overhead": None,
     "rcvbuf_growth": "linux_6_18",
+    "ack_pushed": True,
     "wmem": [4096, 16_384, 4_194_304],
     "sndbuf_bytes": None,
     "min_rto_ps": 200_000_000_000,

@@ -155,7 +155,7 @@ def test_cubic_hz_is_checked_and_reaches_the_core_only_when_set():
 def test_kernel_generation_profiles_set_what_their_kernels_had():
     """linux-3.10 has TLP and PRR but no RACK or SACK compression and a 128 KiB
     TSQ limit; linux-4.19 has RACK and 256 KiB; both the 87380 B initial receive
-    buffer; the core runs them as Linux with those fields; a field given wins."""
+    buffer and no pushed ACK; the core runs them as Linux with those fields; a field given wins."""
     import fabricsim
 
     def tcp(profile, extra=""):
@@ -168,6 +168,9 @@ def test_kernel_generation_profiles_set_what_their_kernels_had():
     assert (mid.rack, mid.sack_compression, mid.limit_output_bytes) == (True, 44, 256 * 1024)
     assert old.limit_output_bytes == 128 * 1024 and now.limit_output_bytes == 4 * 1024 * 1024
     assert old.rmem[1] == mid.rmem[1] == 87_380 and now.rmem[1] == 131_072
+    # The pushed ACK of a full PSH segment came with Linux 6.7.
+    assert (old.ack_pushed, mid.ack_pushed, now.ack_pushed) == (False, False, True)
+    assert tcp("linux-4.19", ", ack_pushed: true").tcp.ack_pushed
     assert tcp("linux-3.10", ", limit_output_bytes: 1MiB").tcp.limit_output_bytes == 1 << 20
     import json
 

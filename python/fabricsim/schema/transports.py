@@ -189,16 +189,19 @@ TCP_PROFILES["linux-4.19"] = {**TCP_PROFILES["linux"]}
 TCP_PROFILES["linux-3.10"] = {**TCP_PROFILES["linux"], "rack": False, "sack_compression": 0}
 #: Fields with a scenario-wide default that a kernel generation sets otherwise (unless given).
 _PROFILE_FIELDS: dict[str, dict[str, Any]] = {
-    # Receive-buffer growth with a 16-segment cushion until v6.16 (tcp_rcvbuf_grow since).
+    # Receive-buffer growth with a 16-segment cushion until v6.16 (tcp_rcvbuf_grow since); no pushed
+    # ACK before v6.7 (tcp_measure_rcv_mss).
     "linux-4.19": {
         "limit_output_bytes": 256 * 1024,
         "rmem": [4096, 87_380, 6_291_456],
         "rcvbuf_growth": "linux-4.19",
+        "ack_pushed": False,
     },
     "linux-3.10": {
         "limit_output_bytes": 128 * 1024,
         "rmem": [4096, 87_380, 6_291_456],
         "rcvbuf_growth": "linux-4.19",
+        "ack_pushed": False,
     },
 }
 _NEEDS_SACK = ("dsack", "rack", "tlp", "prr")
@@ -334,6 +337,9 @@ class Tcp(Model):
     rcv_scaling_ratio: Ratio = 0.5
     rcv_truesize_overhead: Optional[HeaderSize] = None
     rcvbuf_growth: Annotated[RcvbufGrowth, one_of(RcvbufGrowth)] = "linux-6.18"
+    #: A full-sized PSH segment marks the pending ACK pushed and a read that empties the queue sends it
+    #: (``tcp_measure_rcv_mss``, Linux 6.7+); off in the earlier kernels' profiles.
+    ack_pushed: bool = True
     wmem: Optional[BufferSizes] = None
     sndbuf: Optional[Size] = None
     min_rto: Time = 200_000_000_000
@@ -469,6 +475,7 @@ class Tcp(Model):
             "rcv_scaling_ratio": max(1, min(255, round(self.rcv_scaling_ratio * 256))),
             "rcv_truesize_overhead": self.rcv_truesize_overhead,
             "rcvbuf_growth": self.rcvbuf_growth.replace("-", "_").replace(".", "_"),
+            "ack_pushed": self.ack_pushed,
             "wmem": self.wmem,
             "sndbuf_bytes": self.sndbuf,
             "min_rto_ps": self.min_rto,

@@ -212,6 +212,10 @@ pub struct TcpConfig {
     pub rcv_truesize_overhead: Option<u32>,
     /// How the receive buffer grows.
     pub rcvbuf_growth: RcvbufGrowth,
+    /// A full-sized PSH segment marks the pending ACK pushed, and a read
+    /// that empties the receive queue then sends it (`tcp_measure_rcv_mss`,
+    /// Linux 6.7+: `ICSK_ACK_PUSHED`; `tcp_cleanup_rbuf`).
+    pub ack_pushed: bool,
     /// Selective acknowledgments (RFC 2018) and SACK-based recovery (RFC 6675).
     pub sack: bool,
     /// Duplicate-SACK reports from the receiver (RFC 2883).
@@ -305,6 +309,7 @@ impl TcpConfig {
             rcv_scaling_ratio: 128,
             rcv_truesize_overhead: None,
             rcvbuf_growth: RcvbufGrowth::Linux618,
+            ack_pushed: true,
             sack: linux,
             dsack: linux,
             rack: linux,
@@ -548,6 +553,7 @@ pub struct TcpConfigSpec {
     pub rcv_scaling_ratio: Option<u32>,
     pub rcv_truesize_overhead: Option<u32>,
     pub rcvbuf_growth: Option<RcvbufGrowth>,
+    pub ack_pushed: Option<bool>,
     pub sack: Option<bool>,
     pub dsack: Option<bool>,
     pub rack: Option<bool>,
@@ -632,6 +638,7 @@ impl From<TcpConfigSpec> for TcpConfig {
             rcv_scaling_ratio: s.rcv_scaling_ratio.unwrap_or(d.rcv_scaling_ratio),
             rcv_truesize_overhead: s.rcv_truesize_overhead.or(d.rcv_truesize_overhead),
             rcvbuf_growth: s.rcvbuf_growth.unwrap_or(d.rcvbuf_growth),
+            ack_pushed: s.ack_pushed.unwrap_or(d.ack_pushed),
             sack,
             dsack: with_sack(s.dsack, d.dsack),
             rack: with_sack(s.rack, d.rack),

@@ -47,8 +47,8 @@
 //!   PSH (the end of a sender's GSO buffer) marks the pending ACK pushed
 //!   (`tcp_measure_rcv_mss`, Linux 6.7+: `ICSK_ACK_PUSHED`), and a read that
 //!   then leaves nothing queued acknowledges at once, even a single segment
-//!   (`tcp_cleanup_rbuf`, outside ping-pong mode); not with the receive-buffer
-//!   growth of kernels before 6.16 (`rcvbuf_growth: linux-4.19`).
+//!   (`tcp_cleanup_rbuf`, outside ping-pong mode); not with `ack_pushed:
+//!   false` (kernels before 6.7).
 
 use super::rcvbuf::RcvBuf;
 use super::reader::{Reader, ReaderState};
@@ -125,7 +125,7 @@ pub struct Receiver {
     /// A delayed-ACK timer fired while the application held the socket.
     delack_blocked: bool,
     /// A full-sized PSH segment arrived in order since the last ACK
-    /// (`ICSK_ACK_PUSHED`), and whether such segments count (Linux 6.7+).
+    /// (`ICSK_ACK_PUSHED`), and whether such segments count (`ack_pushed`).
     pushed: bool,
     ack_pushed_full: bool,
     /// Data segments that arrived (each, before any backlog coalescing) and ACKs sent.
@@ -172,7 +172,7 @@ impl Receiver {
             rcv_wup: 0,
             delack_blocked: false,
             pushed: false,
-            ack_pushed_full: cfg.rcvbuf_growth != super::RcvbufGrowth::Linux419,
+            ack_pushed_full: cfg.ack_pushed,
             data_segments: 0,
             acks_sent: 0,
             acks_at_read: 0,
@@ -1036,8 +1036,8 @@ mod tests {
         // Without PSH every second segment is acknowledged, as before.
         let plain = feed_bursts_of_three(&c, false, 20);
         assert!(plain.windows(2).all(|w| w[1].1 - w[0].1 == 2 * m), "{plain:?}");
-        // Kernels before 6.7 (the 4.19 profile's receive-buffer growth): PSH changes nothing.
-        let old = TcpConfig { rcvbuf_growth: super::super::RcvbufGrowth::Linux419, ..c.clone() };
+        // Kernels before 6.7 (`ack_pushed: false`, as the linux-4.19 and linux-3.10 profiles): PSH changes nothing.
+        let old = TcpConfig { ack_pushed: false, ..c.clone() };
         assert_eq!(feed_bursts_of_three(&old, true, 20), feed_bursts_of_three(&old, false, 20));
     }
 
