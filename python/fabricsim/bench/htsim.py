@@ -265,17 +265,24 @@ def core_path(path: str) -> dict[str, Any]:
     return {"events": out["summary"]["events"], "loop_cpu_s": loop_cpu, "jct_s": max(ends, default=0) / 1e12}
 
 
+def chosen_pairs(names: Optional[Sequence[str]], allowed: Sequence[str], peer: str, rounds: int) -> List[str]:
+    """The pairs ``--pair`` names (all of ``allowed`` without any), checked with ``--rounds``: an unknown
+    name or fewer than one round is refused naming the allowed values."""
+    from fabricsim.errors import FabricsimError
+
+    chosen = list(names) if names else list(allowed)
+    unknown = [n for n in chosen if n not in allowed]
+    if unknown:
+        raise FabricsimError(f"unknown {peer} pair {unknown[0]!r}; allowed: {', '.join(allowed)}")
+    if rounds < 1:
+        raise FabricsimError(f"--rounds must be >= 1 (got {rounds})")
+    return chosen
+
+
 def main(directory: str, names: Optional[Sequence[str]], quick: bool, rounds: int, as_json: bool) -> int:
     """``fabricsim bench --htsim DIR``: the pairs whose drivers are built in ``DIR``; the others are
     skipped with the path that is missing."""
-    from fabricsim.errors import FabricsimError
-
-    chosen = list(names) if names else list(ALL_PAIRS)
-    unknown = [n for n in chosen if n not in ALL_PAIRS]
-    if unknown:
-        raise FabricsimError(f"unknown htsim pair {unknown[0]!r}; allowed: {', '.join(ALL_PAIRS)}")
-    if rounds < 1:
-        raise FabricsimError(f"--rounds must be >= 1 (got {rounds})")
+    chosen = chosen_pairs(names, list(ALL_PAIRS), "htsim", rounds)
     folder = Path(directory).expanduser()
     absent = missing(folder, chosen)
     skipped = [n for n in chosen if str(folder / DRIVERS[n]) in absent]

@@ -22,7 +22,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from fabricsim.bench.htsim import FATTREE_PAIRS, PAIRS, fattree_size, print_table, side_by_side, summarize
+from fabricsim.bench.htsim import (FATTREE_PAIRS, PAIRS, chosen_pairs, fattree_size, print_table, side_by_side,
+                                   summarize)
 
 __all__ = ["NS3_PAIRS", "main", "ns3_command"]
 
@@ -57,14 +58,7 @@ def compare(names: Sequence[str], quick: bool, rounds: int) -> list[dict[str, An
 
 def main(names: Optional[Sequence[str]], quick: bool, rounds: int, as_json: bool) -> int:
     """``fabricsim bench --ns3 --pair NAME``: the chosen pairs against ns-3 (skipped, and said so, without it)."""
-    from fabricsim.errors import FabricsimError
-
-    chosen = list(names) if names else list(NS3_PAIRS)
-    unknown = [n for n in chosen if n not in NS3_PAIRS]
-    if unknown:
-        raise FabricsimError(f"unknown ns-3 pair {unknown[0]!r}; allowed: {', '.join(NS3_PAIRS)}")
-    if rounds < 1:
-        raise FabricsimError(f"--rounds must be >= 1 (got {rounds})")
+    chosen = chosen_pairs(names, list(NS3_PAIRS), "ns-3", rounds)
     if importlib.util.find_spec("ns") is None:
         if as_json:
             print(json.dumps({"results": [], "skipped": chosen}, indent=2))

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import time
 
@@ -53,6 +52,7 @@ from fabricsim.validation.ns3_setup import (
     _configure_tcp,
     _ns,
     _restore_defaults,
+    fct_summary,
     flow_counters,
 )
 
@@ -268,12 +268,7 @@ def _run_star(
         },
         "completed": completed,
         "jct_s": max(finish) if completed else None,
-        "fct_s": {
-            "min": min(fcts) if fcts else None,
-            "median": statistics.median(fcts) if fcts else None,
-            "max": max(fcts) if fcts else None,
-            "mean": statistics.fmean(fcts) if fcts else None,
-        },
+        "fct_s": fct_summary(fcts),
         "retransmits_total": sum(fl["retransmits"] for fl in flows),
         "rto_events_total": sum(fl["rto_events"] for fl in flows),
         "bottleneck_drops": drops,

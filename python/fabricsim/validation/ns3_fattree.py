@@ -56,7 +56,6 @@ from __future__ import annotations
 import array
 import copy
 import json
-import statistics
 import time
 from collections import deque
 from typing import Any, Sequence
@@ -68,6 +67,7 @@ from fabricsim.validation.ns3_setup import (
     _configure_tcp,
     _ns,
     _restore_defaults,
+    fct_summary,
     flow_counters,
 )
 
@@ -393,11 +393,7 @@ def fattree(
         },
         "completed": completed,
         "jct_s": max(fcts) if completed else None,
-        "fct_s": {
-            "min": min(fcts) if fcts else None,
-            "median": statistics.median(fcts) if fcts else None,
-            "max": max(fcts) if fcts else None,
-        },
+        "fct_s": fct_summary(fcts),
         "events": events,
         "retransmits_total": sum(fl["retransmits"] for fl in flows),
         "rto_events_total": sum(fl["rto_events"] for fl in flows),

@@ -9,6 +9,7 @@ several seconds).
 
 from __future__ import annotations
 
+import statistics
 import time
 
 SEGMENT_SIZE = 1448
@@ -361,4 +362,14 @@ def flow_counters(H, f):
         "fast_recovery_events": int(H.FlowRecovery(f)),
         "cwr_events": int(H.FlowCwr(f)),
         "first_rto_s": first_rto if first_rto >= 0 else None,
+    }
+
+
+def fct_summary(fcts):
+    """Minimum, median, mean and maximum of the completed flows' FCTs (seconds; None without any)."""
+    return {
+        "min": min(fcts) if fcts else None,
+        "median": statistics.median(fcts) if fcts else None,
+        "mean": statistics.fmean(fcts) if fcts else None,
+        "max": max(fcts) if fcts else None,
     }
