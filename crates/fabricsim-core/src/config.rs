@@ -155,6 +155,9 @@ pub struct SwitchConfig {
     /// How packets are spread over equal-cost next hops (see `network/balance.rs`).
     #[serde(default)]
     pub load_balancing: LoadBalancingConfig,
+    /// Trimming of data packets the buffer has no room for (see `network/trimming.rs`).
+    #[serde(default)]
+    pub trimming: Option<crate::network::trimming::TrimmingConfig>,
 }
 
 fn default_switch_latency() -> u64 {
@@ -184,6 +187,7 @@ impl Default for SwitchConfig {
             arbitration: Default::default(),
             shaper: None,
             load_balancing: LoadBalancingConfig::default(),
+            trimming: None,
         }
     }
 }

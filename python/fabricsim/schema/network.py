@@ -26,6 +26,7 @@ from fabricsim.errors import unknown_value
 from fabricsim.schema._base import (
     U32_MAX,
     ByteCount,
+    DeferredModel,
     Duration,
     Energy,
     FrameSize,
@@ -465,6 +466,25 @@ class LoadBalancing(Model):
         return {"mode": self.mode, "flowlet_gap_ps": gap}
 
 
+class Trimming(DeferredModel):
+    """``switch.trimming``: a data packet the buffer has no room for is cut to
+    its ``header`` and forwarded in class ``class`` (the highest class unless
+    given) instead of being dropped, as NDP's and the Ultra Ethernet
+    transport's switches do (``docs/models/trimming.md``). RoCE data packets
+    are trimmed; the receiver asks for the packet again at once."""
+
+    header: Annotated[
+        int, quantity(units.parse_size, units.format_size, 64, 65535), PlainSerializer(units.format_size, return_type=str)
+    ] = 64
+    class_: Optional[Annotated[int, Field(ge=0, le=7)]] = Field(default=None, alias="class")
+
+    def to_resolved(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"header_bytes": self.header}
+        if self.class_ is not None:
+            out["class"] = self.class_
+        return out
+
+
 class DevicePower(Model):
     """Power model of a device (``docs/models/power.md``): ``idle`` with no
     port in use, plus ``port`` per port in use, plus ``per_bit`` and
@@ -531,6 +551,8 @@ class Switch(Model):
     load_balancing: Annotated[LoadBalancing, BeforeValidator(_lb_shorthand), _ModeOrMapping()] = Field(
         default_factory=LoadBalancing
     )
+    #: Trimming instead of dropping; see :class:`Trimming`.
+    trimming: Optional[deferred(Trimming)] = None
 
     _expand = model_validator(mode="before")(classmethod(lambda cls, data: _expand_device(data)))
 
@@ -601,6 +623,8 @@ class Switch(Model):
             out["arbitration"] = self.arbitration.to_resolved()
         if self.load_balancing.mode != "ecmp":
             out["load_balancing"] = self.load_balancing.to_resolved()
+        if self.trimming is not None:
+            out["trimming"] = self.trimming.to_resolved()
         return out
 
 

@@ -17,6 +17,7 @@ pub mod port;
 pub mod routing;
 pub mod shaper;
 pub mod topology;
+pub mod trimming;
 
 use crate::buffer::Buffer;
 use crate::ids::{NodeId, PacketId, PortId};

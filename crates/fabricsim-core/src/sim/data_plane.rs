@@ -118,6 +118,10 @@ impl Simulation {
         match verdict {
             Verdict::Admit => {}
             Verdict::Drop(reason) => {
+                if self.trim_refused(node, out, id) {
+                    // The header is offered in its own class; refused too, it is dropped.
+                    return self.enqueue(node, out, id, ingress, ingress_rate);
+                }
                 return self.refuse(node, out, pid, id, reason);
             }
             Verdict::Steer { class: c, mark } => {

@@ -9,6 +9,7 @@ use crate::error::ConfigError;
 use crate::ids::{NodeId, PacketId, PortId};
 use crate::network::aqm::{Aqm, AqmAction};
 use crate::network::topology::NodeKind;
+use crate::network::trimming::Trimming;
 use crate::packet::{Packet, ECN_CE, ECN_ECT};
 use crate::stats::{Column, Table, Value};
 use crate::units::Rate;
@@ -48,6 +49,21 @@ pub struct Fabric {
     pool_samples: Vec<(u64, u32, u32, u64)>,
     /// Per node: whether its last total sample was non-zero.
     pool_nonzero: Vec<bool>,
+    /// Packet trimming per node (switches with a `trimming` section); read
+    /// only when a buffer refuses a packet.
+    trim: Vec<Option<Trimming>>,
+    /// Packets trimmed, and the payload bytes cut off them: in all, and per
+    /// (node, local port).
+    pub trimmed_packets: u64,
+    pub trimmed_bytes: u64,
+    trims: BTreeMap<(u32, u32), (u64, u64)>,
+}
+
+impl Fabric {
+    /// Whether any switch trims packets.
+    pub(super) fn trims(&self) -> bool {
+        self.trim.iter().any(Option::is_some)
+    }
 }
 
 impl Simulation {
@@ -58,6 +74,7 @@ impl Simulation {
         let n = self.nodes.len();
         self.fabric.aqm = (0..n).map(|_| None).collect();
         self.fabric.pool_nonzero = vec![false; n];
+        self.fabric.trim = vec![None; n];
         for i in 0..n {
             let node = &self.nodes[i];
             let ports: Vec<PortId> = (0..node.num_ports).map(|l| node.port(l)).collect();
@@ -81,6 +98,9 @@ impl Simulation {
                     port.use_per_ingress_queues(inputs);
                 }
             }
+            if let Some(t) = &cfg.trimming {
+                self.fabric.trim[i] = Some(Trimming::new(t, self.classes as u8, &format!("{path}.trimming"))?);
+            }
             if let Some(e) = &cfg.ecn {
                 self.fabric.any_aqm = true;
                 self.fabric.aqm[i] =
@@ -100,6 +120,24 @@ impl Simulation {
             None => AqmAction::Pass,
             Some(aqm) => aqm.decide(self.ports[pid.idx()].queue(pkt.class as usize).queued, pkt.class, pkt.ecn),
         }
+    }
+
+    /// Trims packet `id`, refused by the buffer of `node`, if the node trims
+    /// and the packet may be trimmed; returns whether it did (the header is
+    /// then to be offered again).
+    pub(super) fn trim_refused(&mut self, node: NodeId, out: u16, id: PacketId) -> bool {
+        let Some(t) = self.fabric.trim.get(node.idx()).copied().flatten() else { return false };
+        let p = self.pool.get_mut(id);
+        if !t.applies(p) {
+            return false;
+        }
+        let cut = t.trim(p) as u64;
+        self.fabric.trimmed_packets += 1;
+        self.fabric.trimmed_bytes += cut;
+        let e = self.fabric.trims.entry((node.0, out as u32)).or_insert((0, 0));
+        e.0 += 1;
+        e.1 += cut;
+        true
     }
 
     /// CE-marks an admitted ECT packet and counts the mark.
@@ -138,6 +176,16 @@ impl Simulation {
     pub(super) fn fabric_outputs(&mut self, tables: &mut BTreeMap<String, Table>, s: &mut BTreeMap<String, Value>) {
         let f = &mut self.fabric;
         s.insert("packets_marked".into(), Value::Int(f.marked_packets as i64));
+        if f.trims() {
+            s.insert("packets_trimmed".into(), Value::Int(f.trimmed_packets as i64));
+            s.insert("bytes_trimmed".into(), Value::Int(f.trimmed_bytes as i64));
+            let mut t = Table::default();
+            t.push("node", Column::U32(f.trims.keys().map(|k| k.0).collect()));
+            t.push("port", Column::U32(f.trims.keys().map(|k| k.1).collect()));
+            t.push("packets", Column::U64(f.trims.values().map(|v| v.0).collect()));
+            t.push("bytes_cut", Column::U64(f.trims.values().map(|v| v.1).collect()));
+            tables.insert("trims".into(), t);
+        }
 
         let mut t = Table::default();
         t.push("node", Column::U32(f.marks.keys().map(|k| k.0).collect()));

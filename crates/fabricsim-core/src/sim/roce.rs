@@ -39,7 +39,8 @@ use crate::transport::roce::dcqcn::Dcqcn;
 use crate::transport::roce::rate::{AckFeedback, RateControl};
 use crate::transport::roce::RoceRecovery;
 use crate::transport::roce::{
-    RdmaFlowsConfig, RdmaWriteConfig, RoceConfig, FLAG_ECE, FLAG_LAST, FLAG_RETX, OP_ACK, OP_CNP, OP_DATA, OP_NACK,
+    RdmaFlowsConfig, RdmaWriteConfig, RoceConfig, FLAG_ECE, FLAG_LAST, FLAG_RETX, FLAG_TRIMMED, OP_ACK, OP_CNP,
+    OP_DATA, OP_NACK,
 };
 use crate::units::SimTime;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -152,6 +153,21 @@ pub(super) struct Qp {
     msg_time_sum: u128,
     msg_time_max: u64,
     done: bool,
+    /// Packet trimming's state, made at the first trimmed header.
+    trim: Option<Box<TrimState>>,
+}
+
+/// What a QP keeps about trimmed packets (`network/trimming.rs`).
+#[derive(Debug, Default)]
+struct TrimState {
+    /// Requester, selective repeat: PSNs reported trimmed and to be resent,
+    /// outside the holes the loss watermark already covers.
+    resend: BTreeSet<u64>,
+    /// Requester: PSNs resent after a trim at or past the watermark walk's
+    /// position, which the walk then skips (each loss is resent once).
+    resent: BTreeSet<u64>,
+    /// Responder: trimmed headers received.
+    headers: u64,
 }
 
 /// All queue pairs, their configurations and the NIC wait lists.
@@ -410,6 +426,7 @@ impl Simulation {
             msg_time_sum: 0,
             msg_time_max: 0,
             done: false,
+            trim: None,
         });
         Ok(q)
     }
@@ -462,6 +479,10 @@ impl Simulation {
                         // Everything sent and not reported held is lost.
                         qp.lost_below = qp.snd_max;
                         qp.resend_from = qp.snd_una;
+                        if let Some(t) = &mut qp.trim {
+                            t.resend.clear();
+                            t.resent.clear();
+                        }
                     } else {
                         qp.snd_nxt = qp.snd_una;
                     }
@@ -496,18 +517,24 @@ impl Simulation {
 
     #[inline]
     fn can_send(qp: &Qp) -> bool {
-        (qp.snd_nxt < qp.total
-            && qp.snd_nxt / qp.ppm < qp.snd_una / qp.ppm + qp.window
-            && qp.cc.window_bytes().is_none_or(|w| Self::in_flight(qp) * qp.frame < w.max(qp.frame)))
-            || (qp.selective && Self::next_hole(qp).is_some())
+        (qp.snd_nxt < qp.total && qp.snd_nxt / qp.ppm < qp.snd_una / qp.ppm + qp.window && Self::window_open(qp))
+            || (qp.selective && Self::next_resend(qp).is_some())
     }
 
-    /// Packets in flight as the controller's window counts them.
+    /// Whether the controller's window (if it keeps one) has room for a packet.
+    #[inline]
+    fn window_open(qp: &Qp) -> bool {
+        qp.cc.window_bytes().is_none_or(|w| Self::in_flight(qp) * qp.frame < w.max(qp.frame))
+    }
+
+    /// Packets in flight as the controller's window counts them: those
+    /// reported held, and those reported trimmed and not yet resent, are not.
     #[inline]
     fn in_flight(qp: &Qp) -> u64 {
         let sent = qp.snd_nxt - qp.snd_una;
         if qp.window_excludes_reported {
-            sent.saturating_sub(qp.sacked.len() as u64)
+            let trimmed = qp.trim.as_ref().map_or(0, |t| t.resend.len() as u64);
+            sent.saturating_sub(qp.sacked.len() as u64 + trimmed)
         } else {
             sent
         }
@@ -521,6 +548,13 @@ impl Simulation {
         if p >= qp.lost_below {
             return None;
         }
+        if let Some(resent) = qp.trim.as_ref().map(|t| &t.resent).filter(|r| !r.is_empty()) {
+            // Skip the PSNs already resent because a switch trimmed them.
+            while p < qp.lost_below && (qp.sacked.contains(&p) || resent.contains(&p)) {
+                p += 1;
+            }
+            return (p < qp.lost_below).then_some(p);
+        }
         for &held in qp.sacked.range(p..qp.lost_below) {
             if held != p {
                 break;
@@ -528,6 +562,38 @@ impl Simulation {
             p += 1;
         }
         (p < qp.lost_below).then_some(p)
+    }
+
+    /// Selective repeat: the next PSN to resend and whether a trim reported
+    /// it (those first, in PSN order, as the window allows: a trimmed packet
+    /// left the flight and rejoins it), else the next lost hole.
+    fn next_resend(qp: &Qp) -> Option<(u64, bool)> {
+        if let Some(t) = qp.trim.as_ref().filter(|t| !t.resend.is_empty()) {
+            if Self::window_open(qp) {
+                if let Some(&p) = t.resend.iter().find(|&&p| p >= qp.snd_una && !qp.sacked.contains(&p)) {
+                    return Some((p, true));
+                }
+            }
+        }
+        Self::next_hole(qp).map(|p| (p, false))
+    }
+
+    /// Selective repeat: the receiver reports PSN `top` trimmed. It is resent
+    /// next, unless the loss watermark's walk is still to reach it, and the
+    /// controller is told of a loss.
+    fn on_trimmed(qp: &mut Qp, top: u64, now: SimTime) {
+        if top >= qp.snd_una && top < qp.snd_max && !qp.sacked.contains(&top) {
+            let walk = qp.resend_from.max(qp.snd_una);
+            let t = qp.trim.get_or_insert_with(Default::default);
+            // A PSN resent after a trim and trimmed again is resent again.
+            let again = t.resent.remove(&top);
+            if again || top < walk || top >= qp.lost_below {
+                t.resend.insert(top);
+            }
+        }
+        if let QpCc::Custom { cc, .. } = &mut qp.cc {
+            cc.on_loss(now, false);
+        }
     }
 
     /// Sends if a packet is due, then re-arms the QP's timer.
@@ -560,9 +626,9 @@ impl Simulation {
             self.roce.wait[qp.port.idx()].push_back(q);
             return;
         }
-        // Selective repeat resends a lost hole before new data.
-        let hole = if qp.selective { Self::next_hole(qp) } else { None };
-        let psn = hole.unwrap_or(qp.snd_nxt);
+        // Selective repeat resends a trimmed packet or a lost hole before new data.
+        let hole = if qp.selective { Self::next_resend(qp) } else { None };
+        let psn = hole.map_or(qp.snd_nxt, |h| h.0);
         let last = psn % qp.ppm == qp.ppm - 1;
         let payload = if last { qp.last_payload } else { cfg.mtu_bytes };
         let size = cfg.data_frame(payload);
@@ -579,10 +645,17 @@ impl Simulation {
             }
             qp.snd_max = psn + 1;
         }
-        if hole.is_some() {
-            qp.resend_from = psn + 1;
-        } else {
-            qp.snd_nxt = psn + 1;
+        match hole {
+            Some((_, true)) => {
+                let walk = qp.resend_from.max(qp.snd_una);
+                let t = qp.trim.as_mut().expect("a trimmed PSN to resend has its state");
+                t.resend.remove(&psn);
+                if psn >= walk {
+                    t.resent.insert(psn);
+                }
+            }
+            Some((_, false)) => qp.resend_from = psn + 1,
+            None => qp.snd_nxt = psn + 1,
         }
         if qp.rto_at.is_none() {
             qp.rto_at = Some(now + SimTime(cfg.rto_ps));
@@ -675,20 +748,36 @@ impl Simulation {
     /// any CE mark seen since the previous one, that packet's telemetry and
     /// its entropy value.
     #[allow(clippy::too_many_arguments)]
-    fn roce_control(&mut self, q: u32, op: u8, epsn: u64, sent: SimTime, top: u64, int: IntStack, entropy: u16) {
+    fn roce_control(
+        &mut self,
+        q: u32,
+        op: u8,
+        epsn: u64,
+        sent: SimTime,
+        top: u64,
+        int: IntStack,
+        entropy: u16,
+        trimmed: bool,
+    ) {
         let qp = &mut self.roce.qps[q as usize];
         let cfg = &self.roce.cfgs[qp.cfg as usize];
         let (size, class) =
             if op == OP_CNP { (cfg.cnp_frame(), cfg.cnp_class) } else { (cfg.ack_frame(), cfg.ack_class()) };
         let mut flags = op;
+        if trimmed {
+            // The NACK answers a trimmed header: `top` is the PSN lost.
+            flags |= FLAG_TRIMMED;
+        }
         if op != OP_CNP && std::mem::take(&mut qp.ce_unechoed) {
             flags |= FLAG_ECE;
         }
         // A selective-repeat NACK reports what the receiver holds of the 64
         // PSNs ending at `top` (the PSN it answers).
-        let (bitmap, offset) = if op == OP_NACK && qp.selective {
+        let (bitmap, offset) = if op == OP_NACK && qp.selective && top > epsn {
             let low = top.saturating_sub(63).max(epsn + 1);
             (qp.placed.range(low..=top).fold(0u64, |b, &p| b | 1 << (top - p)), (top - epsn) as u32)
+        } else if trimmed {
+            (0, top.saturating_sub(epsn) as u32)
         } else {
             (0, 0)
         };
@@ -739,7 +828,17 @@ impl Simulation {
                 let psn = pkt.psn();
                 let last = pkt.flags & FLAG_LAST != 0;
                 let mut reply = None;
-                if psn == qp.epsn {
+                if pkt.flags & FLAG_TRIMMED != 0 {
+                    // A switch cut the payload off: the packet is lost and
+                    // the header says which. Selective repeat asks for it
+                    // alone; a go-back-N receiver (a RoCEv2 NIC that knows
+                    // nothing of trimming) discards the short packet and
+                    // finds the gap at the next one.
+                    qp.trim.get_or_insert_with(Default::default).headers += 1;
+                    if qp.selective && psn >= qp.epsn && !qp.placed.contains(&psn) {
+                        reply = Some((OP_NACK, qp.epsn, true));
+                    }
+                } else if psn == qp.epsn {
                     qp.epsn += 1;
                     qp.delivered += pkt.len as u64;
                     qp.unacked += 1;
@@ -752,7 +851,7 @@ impl Simulation {
                     }
                     if qp.unacked >= cfg.ack_every || last || filled {
                         qp.unacked = 0;
-                        reply = Some((OP_ACK, qp.epsn));
+                        reply = Some((OP_ACK, qp.epsn, false));
                     }
                     self.throughput.add(flow, now.0, pkt.len as u64);
                 } else if psn > qp.epsn && qp.selective {
@@ -760,20 +859,20 @@ impl Simulation {
                         qp.delivered += pkt.len as u64;
                         self.throughput.add(qp.flow.0, now.0, pkt.len as u64);
                     }
-                    reply = Some((OP_NACK, qp.epsn));
+                    reply = Some((OP_NACK, qp.epsn, false));
                 } else if psn > qp.epsn {
                     if qp.nack_for != qp.epsn {
                         qp.nack_for = qp.epsn;
-                        reply = Some((OP_NACK, qp.epsn));
+                        reply = Some((OP_NACK, qp.epsn, false));
                     }
                 } else if last || (psn + 1) % cfg.ack_every as u64 == 0 {
-                    reply = Some((OP_ACK, qp.epsn));
+                    reply = Some((OP_ACK, qp.epsn, false));
                 }
                 if cnp {
-                    self.roce_control(q, OP_CNP, 0, SimTime::ZERO, 0, IntStack::default(), 0);
+                    self.roce_control(q, OP_CNP, 0, SimTime::ZERO, 0, IntStack::default(), 0, false);
                 }
-                if let Some((op, e)) = reply {
-                    self.roce_control(q, op, e, pkt.ts, psn, int, pkt.wnd);
+                if let Some((op, e, trimmed)) = reply {
+                    self.roce_control(q, op, e, pkt.ts, psn, int, pkt.wnd, trimmed);
                 }
                 let qp = &self.roce.qps[q as usize];
                 if qp.at_responder && !qp.received && qp.epsn == qp.total {
@@ -789,7 +888,8 @@ impl Simulation {
                         newly_acked: a.saturating_sub(qp.snd_una),
                         nack: op == OP_NACK,
                         ecn_echo: pkt.flags & FLAG_ECE != 0,
-                        rtt: Some(now - pkt.ts_echo),
+                        rtt: (pkt.flags & FLAG_TRIMMED == 0).then(|| now - pkt.ts_echo),
+                        trimmed: pkt.flags & FLAG_TRIMMED != 0,
                         int: self.int.hops(id),
                         entropy: pkt.wnd,
                     });
@@ -806,6 +906,10 @@ impl Simulation {
                     qp.snd_nxt = qp.snd_nxt.max(a);
                     if qp.selective {
                         qp.sacked = qp.sacked.split_off(&a);
+                    }
+                    if let Some(t) = &mut qp.trim {
+                        t.resend = t.resend.split_off(&a);
+                        t.resent = t.resent.split_off(&a);
                     }
                     qp.rto_at = (qp.snd_una < qp.snd_nxt).then(|| now + SimTime(cfg.rto_ps));
                     let paused = self.ports[qp.port.idx()].paused & (1 << qp.class) != 0;
@@ -855,6 +959,9 @@ impl Simulation {
                                     cc.on_loss(now, false);
                                 }
                             }
+                        }
+                        if pkt.flags & FLAG_TRIMMED != 0 {
+                            Self::on_trimmed(qp, top, now);
                         }
                     } else if a < qp.snd_nxt {
                         // Go-back-N: a gap at the receiver, a packet lost.
@@ -935,6 +1042,9 @@ impl Simulation {
         }
         let u64col = |g: &dyn Fn(&Qp) -> u64| Column::U64((0..n).map(|f| get(f).map_or(0, g)).collect());
         t.push("nacks", u64col(&|q| q.nacks));
+        if self.fabric.trims() {
+            t.push("trimmed_headers", u64col(&|q| q.trim.as_ref().map_or(0, |t| t.headers)));
+        }
         t.push("cnps", u64col(&|q| q.cc.cnps()));
         t.push("rate_cuts", u64col(&|q| q.cc.cuts()));
         t.push("messages_completed", u64col(&|q| q.msgs_done));

@@ -28,6 +28,7 @@ mod tcp_cc;
 mod tcp_limits;
 mod tcp_sack;
 mod timing;
+mod trimming;
 
 use fabricsim_core::stats::{Column, RunOutput, Value};
 use fabricsim_core::{Scenario, Simulation};

@@ -194,6 +194,7 @@ mod tests {
 
     fn ack<'a>(psn: u64, int: &'a [IntHop]) -> AckFeedback<'a> {
         AckFeedback {
+            trimmed: false,
             now: SimTime::ZERO,
             expected_psn: psn,
             newly_acked: 1,

@@ -33,6 +33,10 @@ pub const FLAG_RETX: u8 = 16;
 /// Flag bit on ACKs and NACKs: a CE-marked data packet arrived since the
 /// receiver's previous ACK or NACK (ECN echo, for rate controllers).
 pub const FLAG_ECE: u8 = 32;
+/// Flag bit on data packets: a switch cut the payload off (packet trimming,
+/// `network/trimming.rs`); on a NACK: it answers such a header, whose PSN is
+/// the report's `top`.
+pub const FLAG_TRIMMED: u8 = 64;
 
 /// DCQCN parameters (resolved); missing fields take [`DcqcnConfig::default`].
 /// Defaults: the DCQCN paper's timing as used by HPCC's `dcqcn_paper` variant

@@ -235,7 +235,8 @@ impl RateControl for Nscc {
             }
             k
         };
-        if self.p.entropies > 1 && self.p.path_reaction && !fb.ecn_echo {
+        // A trimmed packet's entropy led to a full queue: it is not reused.
+        if self.p.entropies > 1 && self.p.path_reaction && !fb.ecn_echo && !fb.trimmed {
             if self.recycled.len() == RECYCLE_MAX {
                 self.recycled.pop_front();
             }
@@ -377,6 +378,7 @@ mod tests {
 
     fn fb(now: u64, delay: u64, ecn: bool, entropy: u16) -> AckFeedback<'static> {
         AckFeedback {
+            trimmed: false,
             now: SimTime(now),
             expected_psn: 0,
             newly_acked: 1,

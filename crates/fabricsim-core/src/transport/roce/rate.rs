@@ -59,9 +59,13 @@ pub struct AckFeedback<'a> {
     /// The receiver got a CE-marked data packet since its previous ACK.
     pub ecn_echo: bool,
     /// Time from sending the data packet that triggered this ACK to the
-    /// ACK's arrival; `None` where the ACK answers no packet of this QP's
-    /// current send (never, today; kept for future ACK kinds).
+    /// ACK's arrival; `None` where no data packet's delay was measured: a
+    /// NACK answering a trimmed header, which crossed the congested port in
+    /// the trimming class.
     pub rtt: Option<SimTime>,
+    /// The NACK answers a header a switch trimmed (`network/trimming.rs`):
+    /// the data packet was lost in a full queue on its path.
+    pub trimmed: bool,
     /// Per-hop telemetry of that data packet, first hop first; empty where
     /// no switch added it.
     pub int: &'a [IntHop],
