@@ -20,7 +20,10 @@ The transports differ, and are named in every row:
   reordering by spraying is not taken for loss; EQDS and NDP resend only what was trimmed or timed out),
   an ACK per packet in the strict-priority class, a 250 us timeout (EQDS's minimum RTO here is 249.84 us)
   and a drop-tail port of the same size. The switches spray (``spray_random``, ``spray_rr``) or hash flows
-  (``ecmp``, for reference).
+  (``ecmp``, for reference). The ``+ trimming`` rows trim as htsim's queues do (``network.switch.trimming``):
+  a data packet that finds its class's 50 frames full is cut to its 64 B header, which goes on in the
+  highest class with room of its own (the port holds 50 more frames' bytes for the other classes), and the
+  receiver NACKs that PSN at once.
 
 The closed form of full bisection gives each flow its line rate from start to end: the flow's bytes on
 the wire (payload and a header per frame) at 100G, the last frame's store-and-forward at each switch on
@@ -74,11 +77,13 @@ HTSIM_RUNS: list[tuple[str, str, list[str]]] = [
      ["-mtu", str(PAYLOAD), "-q", str(QUEUE_FRAMES), "-cwnd", str(QUEUE_FRAMES), "-strat", "perm"]),
 ]
 
-#: fabricsim rows: (label, load-balancing mode).
-FABRICSIM_MODES: list[tuple[str, str]] = [
-    ("fabricsim RoCE, spray_random", "spray_random"),
-    ("fabricsim RoCE, spray_rr", "spray_rr"),
-    ("fabricsim RoCE, ecmp", "ecmp"),
+#: fabricsim rows: (label, load-balancing mode, whether the switches trim).
+FABRICSIM_MODES: list[tuple[str, str, bool]] = [
+    ("fabricsim RoCE, spray_random", "spray_random", False),
+    ("fabricsim RoCE, spray_rr", "spray_rr", False),
+    ("fabricsim RoCE, ecmp", "ecmp", False),
+    ("fabricsim RoCE, spray_random + trimming", "spray_random", True),
+    ("fabricsim RoCE, spray_rr + trimming", "spray_rr", True),
 ]
 
 
@@ -89,16 +94,25 @@ def htsim_args(matrix: str, extra: Sequence[str], seed: int = 1) -> list[str]:
             "-switch_latency", "0", "-seed", str(seed), "-end", "100000", *extra]
 
 
-def spray_twin(partner: Sequence[int], mode: str, size: int = FLOW_BYTES) -> dict[str, Any]:
-    """The fabricsim scenario of this pair with the switches' load-balancing ``mode``."""
+def spray_twin(partner: Sequence[int], mode: str, size: int = FLOW_BYTES, trimming: bool = False) -> dict[str, Any]:
+    """The fabricsim scenario of this pair with the switches' load-balancing ``mode``; with ``trimming``,
+    the switches trim data packets their 50-frame class queue has no room for, and hold the headers (and
+    the ACKs) in up to 50 frames' bytes more."""
+    if trimming:
+        buffer = {"model": "static", "port_size": f"{2 * QUEUE_FRAMES * FRAME}B",
+                  "queue_size": f"{QUEUE_FRAMES * FRAME}B"}
+    else:
+        buffer = {"model": "static", "port_size": f"{QUEUE_FRAMES * FRAME}B"}
+    switch: dict[str, Any] = {"latency": "0ns", "load_balancing": mode, "buffer": buffer}
+    if trimming:
+        switch["trimming"] = {"header": f"{HEADER}B"}
     return {
-        "name": f"htsim-spray-k{K}-{mode}",
+        "name": f"htsim-spray-k{K}-{mode}" + ("-trimming" if trimming else ""),
         "seed": 1,
         "duration": "1s",
         "network": {
             "ethernet_overhead": "0B",
-            "switch": {"latency": "0ns", "load_balancing": mode,
-                       "buffer": {"model": "static", "port_size": f"{QUEUE_FRAMES * FRAME}B"}},
+            "switch": switch,
         },
         "topology": {"kind": "fat_tree", "k": K, "link": {"rate": "100Gbps", "delay": "1us"}},
         "roce": {"mtu": f"{PAYLOAD}B", "header": f"{HEADER}B", "dcqcn": {"enabled": False},
@@ -159,15 +173,15 @@ def fct_stats(fct_us: Sequence[float]) -> dict[str, float]:
             "max_us": round(max(fct_us), 3)}
 
 
-def _fabricsim_row(partner: Sequence[int], mode: str, seeds: Sequence[int]) -> dict[str, Any]:
+def _fabricsim_row(partner: Sequence[int], mode: str, trimming: bool, seeds: Sequence[int]) -> dict[str, Any]:
     import fabricsim
     from fabricsim.schema import from_dict
 
     fct: list[float] = []
     row: dict[str, Any] = {"max_per_seed_us": [], "timeouts_per_seed": [], "events": 0, "dropped": 0,
-                           "retransmitted": 0, "timeouts": 0}
+                           "retransmitted": 0, "timeouts": 0, "trimmed": 0}
     for seed in seeds:
-        result = fabricsim.run(from_dict(spray_twin(partner, mode)), seed=seed)
+        result = fabricsim.run(from_dict(spray_twin(partner, mode, trimming=trimming)), seed=seed)
         s = result.summary
         if s["rdma_qps_completed"] != len(partner) or not s["conservation_ok"]:
             raise FabricsimError(f"fabricsim completed {s['rdma_qps_completed']} of {len(partner)} queue pairs "
@@ -179,6 +193,7 @@ def _fabricsim_row(partner: Sequence[int], mode: str, seeds: Sequence[int]) -> d
         for key, name in (("events", "events"), ("dropped", "packets_dropped"),
                           ("retransmitted", "rdma_retransmits"), ("timeouts", "rdma_timeouts")):
             row[key] += s[name]
+        row["trimmed"] += s.get("packets_trimmed", 0)
     return {**fct_stats(fct), **row}
 
 
@@ -218,8 +233,8 @@ def compare(directory: Optional[Path], seeds: Sequence[int] = SEEDS) -> dict[str
             for label, driver, extra in HTSIM_RUNS:
                 if (directory / driver).exists():
                     rows.append({"row": label, **_htsim_row(directory, driver, matrix, extra, seeds)})
-    for label, mode in FABRICSIM_MODES:
-        rows.append({"row": label, **_fabricsim_row(partner, mode, seeds)})
+    for label, mode, trimming in FABRICSIM_MODES:
+        rows.append({"row": label, **_fabricsim_row(partner, mode, trimming, seeds)})
     for row in rows:
         for key in ("median_us", "p99_us", "max_us"):
             row[key.replace("_us", "_x_ideal")] = round(row[key] / ideal[key], 4)
@@ -232,14 +247,16 @@ def print_table(result: dict[str, Any]) -> None:
 
     table = Table(title=f"Spraying, k=8 fat-tree, {HOSTS} x {FLOW_BYTES / 1e6:g} MB permutation, 100G, "
                         f"seeds {', '.join(map(str, result['seeds']))}: completion (us), x closed form")
-    for col in ("row", "median", "p99", "max", "x med", "x p99", "x max", "max per seed", "resent", "RTO"):
+    for col in ("row", "median", "p99", "max", "x med", "x p99", "x max", "max per seed", "resent", "RTO", "trimmed"):
         table.add_column(col, justify="left" if col == "row" else "right", no_wrap=True)
     for r in result["rows"]:
         table.add_row(r["row"], f"{r['median_us']:.1f}", f"{r['p99_us']:.1f}", f"{r['max_us']:.1f}",
                       f"{r['median_x_ideal']:.3f}", f"{r['p99_x_ideal']:.3f}", f"{r['max_x_ideal']:.3f}",
                       " ".join(f"{v:.0f}" for v in r.get("max_per_seed_us", [])),
                       f"{r['retransmitted']:,}" if "retransmitted" in r else "",
-                      f"{r['timeouts']:,}" if "timeouts" in r else "")
+                      f"{r['timeouts']:,}" if "timeouts" in r else "",
+                      f"{r['trimmed']:,}" if r.get("trimmed") else "")
     Console(width=max(Console().width, 120)).print(table)
     print("max = total time (every flow starts at 0); statistics of the flows of every seed's run together. htsim's EQDS and NDP are receiver-pulled with trimming; "
-          "fabricsim's rows are RoCEv2 at line rate with selective repeat (dupthresh 64), DCQCN off.")
+          "fabricsim's rows are RoCEv2 at line rate with selective repeat (dupthresh 64), DCQCN off; '+ trimming': "
+          "the switches trim as htsim's do.")
