@@ -473,9 +473,8 @@ class Trimming(DeferredModel):
     transport's switches do (``docs/models/trimming.md``). RoCE data packets
     are trimmed; the receiver asks for the packet again at once."""
 
-    header: Annotated[
-        int, quantity(units.parse_size, units.format_size, 64, 65535), PlainSerializer(units.format_size, return_type=str)
-    ] = 64
+    #: Size of a trimmed frame (at least the 64 B minimum Ethernet frame).
+    header: FrameSize = 64
     class_: Optional[Annotated[int, Field(ge=0, le=7)]] = Field(default=None, alias="class")
 
     def to_resolved(self) -> dict[str, Any]:
