@@ -70,3 +70,17 @@ def test_a_trimming_switch_forwards_headers_instead_of_dropping():
     assert trims["node"].to_list() == ["sw0"] and trims["packets"].sum() == s["packets_trimmed"]
     assert trims["bytes_cut"].sum() == s["bytes_trimmed"]
     assert max(trimmed.flows["fct_ps"]) < max(dropped.flows["fct_ps"])
+
+
+def test_captures_flag_the_trimmed_headers_and_the_nacks_that_answer_them():
+    text = _with("trimming: {}").replace(
+        "stats: {queue_sample_interval: 0}", "stats: {queue_sample_interval: 0, pcap: [{node: h0, direction: both}]}")
+    result = fabricsim.run(loads(text))
+    cap = result.tables()["captures"]
+    headers = cap.filter(cap["trimmed"] & (cap["roce_op"] <= 4))
+    nacks = cap.filter(cap["trimmed"] & (cap["roce_op"] == 6))
+    assert headers.height == result.summary["packets_trimmed"]
+    assert set(headers["size"].to_list()) == {64}
+    # Every header whose PSN the receiver does not hold is answered by a NACK naming it.
+    assert 0 < nacks.height <= headers.height
+    assert not cap.filter(~cap["trimmed"] & (cap["size"] == 64) & (cap["roce_op"] <= 4)).height

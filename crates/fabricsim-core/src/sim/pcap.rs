@@ -27,6 +27,7 @@ use crate::ids::{ChannelId, PacketId, PortId};
 use crate::packet::{Packet, PacketKind, CONTROL_FLOW};
 use crate::stats::PcapTapConfig;
 use crate::stats::{Column, Table};
+use crate::transport::roce::FLAG_TRIMMED;
 
 /// Largest `max_packets` of a tap (each captured frame holds ~130 B until the run ends).
 pub const MAX_CAPTURED: u64 = 10_000_000;
@@ -277,6 +278,9 @@ impl Simulation {
             _ => false,
         });
         t.push("retransmit", Column::Bool(retx.collect()));
+        // A RoCE data packet or NACK a switch's trimming made (`network/trimming.rs`).
+        let trimmed = |r: &Record| r.pkt.kind == PacketKind::Roce && r.pkt.flags & FLAG_TRIMMED != 0;
+        t.push("trimmed", Column::Bool(records.iter().map(trimmed).collect()));
         // PFC PAUSE frames (IEEE 802.1Qbb): one priority per frame, quanta 0 = XON.
         let pause = |r: &Record| r.pkt.kind == PacketKind::Pause;
         col!("pause_classes", U8, |r| if pause(r) { 1u8 << (r.pkt.class & 7) } else { 0 });
