@@ -229,3 +229,25 @@ def test_a_bad_transport_is_named(core, tmp_path):
     with pytest.raises(ScenarioError, match="transport: unknown value 'udp'; allowed: tcp, roce"):
         ai_fabric(ROOT / "scenarios" / "ai-rail-64gpu.yaml", tmp_path / "out", transport="udp")
     assert not (tmp_path / "out").exists()
+
+
+def test_trimming_switches_show_their_trims_on_the_page(core, tmp_path):
+    """Collectives over RoCE with selective repeat through switches that trim (docs/models/trimming.md), data
+    queues of 20 KB: the congested ports trim instead of dropping, and the page adds a "trimmed" column."""
+    from fabricsim.experiments.ai_fabric import ai_fabric
+
+    scenario = tmp_path / "small.yaml"
+    scenario.write_text(SMALL)
+    out = tmp_path / "out"
+    overrides = ["network.switch.buffer={model: static, port_size: 40KB, queue_size: 20KB}",
+                 "network.switch.trimming={}", "roce.recovery=selective_repeat", "roce.dcqcn={enabled: false}",
+                 "roce.rto=1ms"]
+    ai_fabric(scenario, out, load_balancing=["spray_random"], transport="roce", overrides=overrides,
+              fail_at="20us", detect="10us", workers=1)
+    table = pl.read_parquet(out / "ai_fabric.parquet")
+    assert table["status"].to_list() == ["done"] * 2 and all(table["conservation_ok"])
+    clean = table.row(0, named=True)
+    assert clean["packets_trimmed"] > 0 and clean["packets_dropped"] == clean["timeouts"] == 0
+    page = (out / "ai_fabric.html").read_text(encoding="utf-8")
+    assert "<th>trimmed</th>" in page or ">trimmed<" in page
+    assert "Trimmed: data packets the switches cut to their header" in page

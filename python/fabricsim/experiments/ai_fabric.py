@@ -353,6 +353,7 @@ def _point(sc: Scenario, directory: Path) -> tuple[dict[str, Any], list[dict[str
     row["pfc_pause_frames"] = summary.get("pfc_pause_frames_sent")
     row["pfc_paused_ps"] = summary.get("pfc_paused_ps")
     row["packets_dropped"] = summary.get("packets_dropped")
+    row["packets_trimmed"] = summary.get("packets_trimmed", 0)
     drops = _read(directory, "drops")
     row["drops"] = drops.group_by("reason").agg(pl.col("packets").sum()).sort("reason").to_dicts() if drops.height else []
     links = _read(directory, "links")
@@ -388,7 +389,7 @@ def _table(rows: list[dict[str, Any]], sc: Scenario) -> pl.DataFrame:
         schema.update({f"{slug}_flows": pl.UInt64, f"{slug}_p50_fct_ps": pl.Float64, f"{slug}_p99_fct_ps": pl.Float64,
                        f"{slug}_p99_slowdown": pl.Float64})
     schema.update({"buffer_peak_bytes": pl.Int64, "buffer_peak_node": pl.String, "pfc_pause_frames": pl.UInt64,
-                   "pfc_paused_ps": pl.UInt64, "packets_dropped": pl.UInt64})
+                   "pfc_paused_ps": pl.UInt64, "packets_dropped": pl.UInt64, "packets_trimmed": pl.UInt64})
     schema.update({f"drops_{reason}": pl.UInt64 for reason in reasons})
     schema.update({"timeouts": pl.UInt64, "retransmits": pl.UInt64, "spurious_retransmits": pl.UInt64,
                    "reordered_packets": pl.UInt64, "events": pl.UInt64, "sim_time_ps": pl.UInt64})

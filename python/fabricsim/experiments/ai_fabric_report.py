@@ -171,7 +171,11 @@ def render_page(
     for name, slug in background:
         cols += [Col(f"{name} p99 FCT", f"{slug}_p99_fct_ps", ms)]
     cols += [Col("buffer peak", "buffer_peak_bytes", fmt_bytes), Col("PFC pauses", "pfc_pause_frames", fmt_count),
-             Col("drops", "packets_dropped", fmt_count), Col("RTOs", "timeouts", fmt_count),
+             Col("drops", "packets_dropped", fmt_count)]
+    if "packets_trimmed" in table.columns and (table["packets_trimmed"].fill_null(0) > 0).any():
+        # Switches with trimming (docs/models/trimming.md): headers forwarded instead of drops.
+        cols += [Col("trimmed", "packets_trimmed", fmt_count)]
+    cols += [Col("RTOs", "timeouts", fmt_count),
              Col("checks", "conservation_ok",
                  lambda v: "–" if v is None else ("ok" if v else "FAILED"))]
     checks = table.with_columns(
@@ -181,8 +185,11 @@ def render_page(
         "iteration, from the first start to the last end of iteration k of every collective. Per algorithm (its "
         "entries together, e.g. one ring per rail): the slowest entry's time in its slowest iteration, and the "
         "lowest bus bandwidth (NCCL's busbw) of any iteration. Background FCT: the fct table's p99 over the "
-        "entry's flows. Buffer peak: the largest high-water mark of any switch. RTOs: retransmission timeouts "
-        "of all TCP flows. Checks: packet conservation and buffer accounting. Transports: "
+        "entry's flows. Buffer peak: the largest high-water mark of any switch. "
+        + ("Trimmed: data packets the switches cut to their header instead of dropping them. "
+           if any(c.source == "packets_trimmed" for c in cols) else "")
+        + "RTOs: retransmission timeouts of all TCP flows and RoCE queue pairs. Checks: packet conservation and "
+        "buffer accounting. Transports: "
         f"{_transports(sc, labels)}.") + "</p>" + human_table(checks, cols)))
 
     shown = [*labels.values(), "training iteration"]
