@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from fabricsim.validation.dumbbell import GRID_RESULTS, grid_setups, recorded
+from fabricsim.validation.dumbbell import GRID_RESULTS, QUIET_GRID_RESULTS, grid_setups, recorded
 from fabricsim.validation.dumbbell.band import BAND, GridPoint, band_markdown, grid_points, judge
 
 #: Grid points outside a band with no measured reason (no lab spread, no
@@ -37,32 +37,83 @@ KNOWN_MISSES: dict[str, tuple[str, ...]] = {
 #: Grid points without a kept run: every run fell below 90 % of the bottleneck's rate.
 NOT_RECORDED = {"reno-2x1-1Gbps-60KB-10s-mtu9000-unpaced"}
 
+#: The same grid recorded on a quiet host (QUIET_GRID_RESULTS: every point, two runs each, the
+#: lab's processes alone on the two CPUs, 12-44 % busy). Without the other work the kernel's single
+#: flows lose more at the small bfifos (the twin 0.22-0.63x of its drops there) and its 2 to 8 flows
+#: at 1 Gbps (and CUBIC pairs at 100-300 Mbps) split into a fast and a slow group, in both runs and
+#: with different flows each time (Jain 0.88-0.94, the twin 0.97-1.0): the misses that remain
+#: unexplained there (docs/validation/linux.md, "The grid on a quiet host").
+QUIET_KNOWN_MISSES: dict[str, tuple[str, ...]] = {
+    "reno-1x1-100Mbps-30KB-10s-mtu9000-unpaced": ('drops',),
+    "reno-1x1-100Mbps-479KB-10s-mtu9000-unpaced": ('drops',),
+    "cubic-1x1-100Mbps-120KB-10s-mtu9000-unpaced": ('drops',),
+    "cubic-2x1-100Mbps-60KB-10s-mtu9000-unpaced": ('jain',),
+    "reno-1x1-300Mbps-30KB-10s-mtu9000-unpaced": ('drops',),
+    "cubic-1x1-300Mbps-30KB-10s-mtu9000-unpaced": ('drops',),
+    "cubic-2x1-300Mbps-60KB-10s-mtu9000-unpaced": ('jain',),
+    "cubic-2x1-300Mbps-958KB-10s-mtu9000-unpaced": ('jain',),
+    "reno-4x1-300Mbps-1917KB-10s-mtu9000-unpaced": ('drops',),
+    "reno-1x1-1Gbps-30KB-10s-mtu9000-unpaced": ('drops',),
+    "reno-1x1-1Gbps-120KB-10s-mtu9000-unpaced": ('drops',),
+    "cubic-1x1-1Gbps-30KB-10s-mtu9000-unpaced": ('drops',),
+    "reno-2x1-1Gbps-60KB-10s-mtu9000-unpaced": ('drops',),
+    "reno-2x1-1Gbps-240KB-10s-mtu9000-unpaced": ('jain',),
+    "reno-4x1-1Gbps-120KB-10s-mtu9000-unpaced": ('jain',),
+    "cubic-4x1-1Gbps-1917KB-10s-mtu9000-unpaced": ('jain',),
+    "reno-8x1-1Gbps-240KB-10s-mtu9000-unpaced": ('jain',),
+    "reno-8x1-1Gbps-958KB-10s-mtu9000-unpaced": ('jain',),
+    "cubic-8x1-1Gbps-958KB-10s-mtu9000-unpaced": ('jain',),
+}
 
-def _records() -> list[dict]:
-    if not GRID_RESULTS.exists():
-        pytest.fail(f"no grid recordings at {GRID_RESULTS}")
-    return recorded(GRID_RESULTS)
+#: Each stored grid: its file, the points it lacks, and its unexplained misses.
+GRIDS = {
+    "loaded": (GRID_RESULTS, NOT_RECORDED, KNOWN_MISSES),
+    "quiet": (QUIET_GRID_RESULTS, set(), QUIET_KNOWN_MISSES),
+}
 
 
-def test_the_recorded_grid_is_the_whole_grid() -> None:
-    records = {r["name"]: r for r in _records()}
-    expected = [s.name for s in grid_setups() if s.name not in NOT_RECORDED]
+def _records(grid: str = "loaded") -> list[dict]:
+    path = GRIDS[grid][0]
+    if not path.exists():
+        pytest.fail(f"no grid recordings at {path}")
+    return recorded(path)
+
+
+@pytest.mark.parametrize("grid", sorted(GRIDS))
+def test_the_recorded_grid_is_the_whole_grid(grid: str) -> None:
+    records = {r["name"]: r for r in _records(grid)}
+    expected = [s.name for s in grid_setups() if s.name not in GRIDS[grid][1]]
     assert sorted(records) == sorted(expected)
     for record in records.values():
         env = record["environment"]
         assert env["sysctls"]["net.ipv4.tcp_rmem"] == "4096 131072 6291456"
         assert record["setup"]["unpaced"] and record["setup"]["mtu"] == 9000
-        # Two runs each, but for two single CUBIC flows at 1 Gbps with one run above 90 % of the rate.
-        assert len(record["runs"]) >= 2 or record["name"].startswith("cubic-1x1-1Gbps"), record["name"]
+        # Two runs each, but on the loaded host for two single CUBIC flows at 1 Gbps with one run
+        # above 90 % of the rate.
+        assert len(record["runs"]) >= 2 or (grid == "loaded" and record["name"].startswith("cubic-1x1-1Gbps")), \
+            record["name"]
         assert all(run["softnet_drops"] == 0 for run in record["runs"]), record["name"]
         # The receivers' buffers were polled (the receive-window autotuning under test).
         assert all(run["receiver_sockets"] for run in record["runs"]), record["name"]
 
 
-def test_every_grid_point_is_in_its_band_or_listed() -> None:
-    points = grid_points(_records(), seed=1, workers=2)
+def test_the_quiet_grid_ran_on_a_quiet_host() -> None:
+    """Every quiet-grid run kept the two CPUs mostly idle (busy below half their time), where the
+    loaded grid's 300 Mbps and 1 Gbps runs had them busy nearly all the time."""
+    for record in _records("quiet"):
+        for run in record["runs"]:
+            assert run["cpu_busy_s"] / run["wall_s"] / record["environment"]["cpus"] < 0.5, record["name"]
+    loaded = [run["cpu_busy_s"] / run["wall_s"] / record["environment"]["cpus"]
+              for record in _records("loaded") if record["setup"]["rate"] == "1Gbps" for run in record["runs"]]
+    assert min(loaded) > 0.8
+
+
+@pytest.mark.parametrize("grid", sorted(GRIDS))
+def test_every_grid_point_is_in_its_band_or_listed(grid: str) -> None:
+    points = grid_points(_records(grid), seed=1, workers=2)
     misses = {p.name: tuple(p.unexplained) for p in points if p.unexplained}
-    assert misses == KNOWN_MISSES, band_markdown([p for p in points if p.name in set(misses) ^ set(KNOWN_MISSES)])
+    known = GRIDS[grid][2]
+    assert misses == known, band_markdown([p for p in points if p.name in set(misses) ^ set(known)])
     assert all(p.twin["goodput"] > 0 for p in points)
 
 
@@ -106,5 +157,5 @@ def test_a_drops_miss_counts_as_measured_where_captures_show_the_drops_per_episo
     # Every captured point is a recorded grid point.
     from fabricsim.validation.dumbbell.band import captured_episodes
 
-    names = {r["name"] for r in _records()}
+    names = {r["name"] for r in _records("loaded")}
     assert captured_episodes() and set(captured_episodes()) <= names
