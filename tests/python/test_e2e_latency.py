@@ -55,6 +55,40 @@ def test_interrupt_coalescing_and_a_core_share_enter_the_closed_form_exactly(cor
         assert row["sim_stack_rx_ps"] == row["stack_rx_ps"]
 
 
+@pytest.mark.parametrize("per_byte", ["0.1389ns", "1.6ns"])
+def test_a_cut_through_nic_overlaps_its_dma_with_the_wire_exactly_as_the_closed_form(core, per_byte):
+    """A cut-through NIC (256 B chunks) on the kernel stack: every message's one-way latency and its
+    DMA parts equal the closed form; with DMA faster than the 10G wire (0.1389 ns/B against 0.8 ns/B)
+    each direction waits for one chunk only, whatever the frame, and with a slower one (1.6 ns/B) for
+    what the transfer leaves over beyond the wire: T(n) - W(n - 256)."""
+    doc = load(TOLLY).source_data
+    nic = {"tx_latency": "300ns", "tx_per_byte": per_byte, "rx_latency": "250ns", "rx_per_byte": per_byte}
+    doc["network"]["host"]["model"] = {"preset": "linux-kernel", "nic": {**nic, "cut_through": "256B"}}
+    out = rfc2544(from_dict(doc), tests=["host_latency"], frame_sizes=[64, 1518, 9216], pairs=[("s0", "s1")],
+                  settings=TRIAL)["host_latency"]
+    fs = {"0.1389ns": 138_900, "1.6ns": 1_600_000}[per_byte]
+    for row in out.iter_rows(named=True):
+        n = row["frame_bytes"]
+        assert row["latency_ps"] == row["closed_form_ps"], row
+        assert row["sim_nic_tx_ps"] == row["nic_tx_ps"] and row["sim_nic_rx_ps"] == row["nic_rx_ps"], row
+        whole = -(-n * fs // 1000)
+        if n <= 256:
+            lead = whole
+        elif fs < 800_000:
+            lead = -(-256 * fs // 1000)
+        else:
+            lead = whole - (n - 256) * 800
+        assert (row["nic_tx_ps"], row["nic_rx_ps"]) == (300_000 + lead, 250_000 + lead), row
+    # Store-and-forward on the same NIC pays the whole transfer at both ends.
+    doc["network"]["host"]["model"]["nic"] = nic
+    sf = rfc2544(from_dict(doc), tests=["host_latency"], frame_sizes=[9216], pairs=[("s0", "s1")],
+                 settings=TRIAL)["host_latency"].row(0, named=True)
+    ct = out.filter(out["frame_bytes"] == 9216).row(0, named=True)
+    assert sf["latency_ps"] == sf["closed_form_ps"]
+    assert sf["latency_ps"] - ct["latency_ps"] == 2 * (-(-9216 * fs // 1000)) - (ct["nic_tx_ps"] - 300_000) - (
+        ct["nic_rx_ps"] - 250_000)
+
+
 def test_host_terms_are_the_preset_costs_summed_by_hand():
     """The closed form's host parts for the kernel-bypass preset on the scenario's NIC, by hand:
     UDP 100 ns + 0.05 ns/B on transmit, 150 ns + 0.05 ns/B on receive; DMA 300/250 ns + 0.1389 ns/B."""

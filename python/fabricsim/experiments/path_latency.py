@@ -37,7 +37,7 @@ in to first bit out) and store-and-forward (LIFO, last bit in to first bit out).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 __all__ = [
     "HOST_PARTS",
@@ -188,14 +188,37 @@ def _cpu_ps(fs: int, share_ppm: int) -> int:
     return -(-fs * 1000 // share_ppm)
 
 
-def host_terms(model: Mapping[str, Any], frame: int, protocol: str = "udp") -> tuple[dict[str, int], dict[str, float]]:
+def dma_ps(nic: Mapping[str, Any], direction: str, frame: int, wire_bps: Optional[int] = None) -> int:
+    """Picoseconds an unloaded ``frame`` spends in the NIC's ``direction`` (``tx`` or ``rx``) DMA
+    line, as the core computes them: the transfer, or with ``cut_through_bytes`` its lead over a
+    wire of ``wire_bps`` (``max(T(c), T(n) - W(n - c))``), plus the fixed latency."""
+    per_byte = int(nic[f"{direction}_per_byte_fs"])
+    chunk = int(nic.get("cut_through_bytes") or 0)
+
+    def transfer(n: int) -> int:
+        return -(-n * per_byte // 1000)
+
+    if chunk and per_byte and wire_bps and chunk < frame:
+        lead = max(transfer(chunk), transfer(frame) - serialization_ps(frame - chunk, wire_bps))
+    else:
+        lead = transfer(frame)
+    return lead + int(nic[f"{direction}_latency_ps"])
+
+
+def host_terms(
+    model: Mapping[str, Any],
+    frame: int,
+    protocol: str = "udp",
+    wire_bps: tuple[Optional[int], Optional[int]] = (None, None),
+) -> tuple[dict[str, int], dict[str, float]]:
     """The host parts of an unloaded UDP message of one ``frame``-byte datagram (``protocol``
     ``tcp``: a TCP message in one ``frame``-byte segment, through the ``tcp`` stage instead of the
     ``udp`` one, as a ping-pong's segment that carries its ACK with it), from a resolved
     ``network.host.model``: ``(exact, detail)``. ``exact`` holds :data:`HOST_PARTS` in picoseconds
     as the core computes them; ``detail`` splits them further (system calls, per-message and
     per-byte stack work, driver, interrupt cost, DMA fixed and per byte), in picoseconds of the
-    core's time (before the whole is rounded up), for plots."""
+    core's time (before the whole is rounded up), for plots. ``wire_bps`` gives the sending and
+    the receiving host's link rates, which a cut-through NIC's DMA overlaps."""
     share = int(model.get("core_share_ppm", 1_000_000))
     exact: dict[str, int] = {}
     detail: dict[str, float] = {}
@@ -219,11 +242,10 @@ def host_terms(model: Mapping[str, Any], frame: int, protocol: str = "udp") -> t
         for k, fs in parts.items():
             detail[f"{name}_{k}_ps"] = fs * 1000 / share
     nic = model["nic"]
-    for d, name in (("tx", "nic_tx"), ("rx", "nic_rx")):
-        bytes_ps = -(-frame * int(nic[f"{d}_per_byte_fs"]) // 1000)
-        exact[f"{name}_ps"] = bytes_ps + int(nic[f"{d}_latency_ps"])
+    for (d, name), wire in zip((("tx", "nic_tx"), ("rx", "nic_rx")), wire_bps):
+        exact[f"{name}_ps"] = dma_ps(nic, d, frame, wire)
         detail[f"{name}_fixed_ps"] = float(nic[f"{d}_latency_ps"])
-        detail[f"{name}_bytes_ps"] = float(bytes_ps)
+        detail[f"{name}_bytes_ps"] = float(exact[f"{name}_ps"] - int(nic[f"{d}_latency_ps"]))
     irq = model["interrupt"]
     immediate = int(irq["usecs_ps"]) == 0 or int(irq["frames"]) == 1
     exact["irq_wait_ps"] = 0 if immediate else int(irq["usecs_ps"])
@@ -240,7 +262,7 @@ def end_to_end(resolved: Mapping[str, Any], hops: Sequence[Hop], frame: int, pro
     b = unloaded_latency(resolved, hops, frame)
     model = resolved["network"]["host"].get("model")
     if model:
-        exact, _ = host_terms(model, frame, protocol)
+        exact, _ = host_terms(model, frame, protocol, (hops[0].rate_bps, hops[-1].rate_bps))
         for part, ps in exact.items():
             b.add(part, ps)
     return b

@@ -442,7 +442,7 @@ class _Host:
         result = run(from_dict(self._doc(messages * 10**9, [pp])))
         row = result.ping_pong.row(0, named=True)
         model = end_to_end(self.resolved, self.b.hops, frame, self.stack.protocol)
-        _, detail = host_terms(self.host, frame, self.stack.protocol)
+        _, detail = host_terms(self.host, frame, self.stack.protocol, (self.b.hops[0].rate_bps, self.b.hops[-1].rate_bps))
         lat = result.host_latency.filter(pl.col("flow_id") == 0)
         sim = dict(zip(lat["component"].cast(pl.Utf8).to_list(), lat["mean_ps"].to_list()))
         one_way = result.flows.row(0, named=True)["latency_mean_ps"]

@@ -127,20 +127,27 @@ class Interrupt(DeferredModel):
 
 
 class Nic(DeferredModel):
-    """DMA between host memory and the NIC: a fixed latency plus a time per byte, each direction."""
+    """DMA between host memory and the NIC: a fixed latency plus a time per byte, each direction;
+    ``cut_through``: the bytes of a frame (one PCIe transfer, e.g. 256B) the card needs before it
+    starts the frame on the wire, and moves after the frame's last bit on receive (the rest of
+    the transfer overlaps the wire); unset, every frame crosses PCIe whole first."""
 
     tx_latency: Time = 0
     tx_per_byte: PerByte = 0
     rx_latency: Time = 0
     rx_per_byte: PerByte = 0
+    cut_through: Optional[Size] = None
 
     def to_resolved(self) -> dict[str, Any]:
-        return {
+        out = {
             "tx_latency_ps": self.tx_latency,
             "tx_per_byte_fs": self.tx_per_byte,
             "rx_latency_ps": self.rx_latency,
             "rx_per_byte_fs": self.rx_per_byte,
         }
+        if self.cut_through is not None:
+            out["cut_through_bytes"] = self.cut_through
+        return out
 
 
 Steering = Literal["rss", "app"]
