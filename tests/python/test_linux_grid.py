@@ -10,39 +10,43 @@ from __future__ import annotations
 import pytest
 
 from fabricsim.validation.dumbbell import GRID_RESULTS, QUIET_GRID_RESULTS, grid_setups, recorded
-from fabricsim.validation.dumbbell.band import BAND, GridPoint, band_markdown, grid_points, judge
+from fabricsim.validation.dumbbell.band import (
+    BAND,
+    GridPoint,
+    band_markdown,
+    grid_points,
+    host_load_reasons,
+    judge,
+)
 
 #: Grid points outside a band with no measured reason (no lab spread, no
-#: capture): the metrics that miss. A point that leaves a band, or comes back
-#: into it, fails the test until this list says so. Seven of the 10 are single
-#: flows: at 1 Gbps the single flows' kernel goodput is 5-9 % below the twin's
-#: on a lab whose two CPUs were busy through every run; the 479 KB single
-#: flows lose only their slow-start overshoot (65-146 drops), which moves
-#: 1.2-1.4x between the kernel's own two runs; single Reno flows at 1 Gbps
-#: lose about two segments per loss episode in the kernel (captured at 100 and
-#: 300 Mbps only, where the miss counts as measured: band.EPISODES)
-#: (docs/validation/linux.md, "The grid").
+#: capture, not in the band under the other host load): the metrics that miss.
+#: A point that leaves a band, or comes back into it, fails the test until this
+#: list says so. All six are single flows: the 479 KB single flows lose only
+#: their slow-start overshoot (65-146 drops), which moves 1.2-1.4x between the
+#: kernel's own two runs; single flows at the 30 KB bfifo lose about two
+#: segments per loss episode in the kernel (captured at 100 and 300 Mbps only,
+#: where the miss counts as measured: band.EPISODES); the single flows' 1 Gbps
+#: goodput misses of this loaded host are in the band on the quiet one, but
+#: for reno at 479 KB and cubic at 30 KB (docs/validation/linux.md, "The grid").
 KNOWN_MISSES: dict[str, tuple[str, ...]] = {
     "reno-1x1-100Mbps-479KB-10s-mtu9000-unpaced": ('drops',),
-    "cubic-1x1-300Mbps-30KB-10s-mtu9000-unpaced": ('goodput', 'drops'),
+    "cubic-1x1-300Mbps-30KB-10s-mtu9000-unpaced": ('drops',),
     "reno-8x1-300Mbps-3834KB-10s-mtu9000-unpaced": ('jain',),
     "reno-1x1-1Gbps-30KB-10s-mtu9000-unpaced": ('drops',),
-    "reno-1x1-1Gbps-120KB-10s-mtu9000-unpaced": ('goodput',),
-    "reno-1x1-1Gbps-479KB-10s-mtu9000-unpaced": ('goodput', 'drops'),
+    "reno-1x1-1Gbps-479KB-10s-mtu9000-unpaced": ('goodput',),
     "cubic-1x1-1Gbps-30KB-10s-mtu9000-unpaced": ('goodput', 'drops'),
-    "cubic-1x1-1Gbps-120KB-10s-mtu9000-unpaced": ('goodput',),
-    "cubic-2x1-1Gbps-60KB-10s-mtu9000-unpaced": ('goodput',),
-    "reno-8x1-1Gbps-3834KB-10s-mtu9000-unpaced": ('drops',),
 }
 #: Grid points without a kept run: every run fell below 90 % of the bottleneck's rate.
 NOT_RECORDED = {"reno-2x1-1Gbps-60KB-10s-mtu9000-unpaced"}
 
 #: The same grid recorded on a quiet host (QUIET_GRID_RESULTS: every point, two runs each, the
-#: lab's processes alone on the two CPUs, 12-44 % busy). Without the other work the kernel's single
+#: lab's processes alone on the two CPUs, 9-44 % busy). Without the other work the kernel's single
 #: flows lose more at the small bfifos (the twin 0.22-0.63x of its drops there) and its 2 to 8 flows
 #: at 1 Gbps (and CUBIC pairs at 100-300 Mbps) split into a fast and a slow group, in both runs and
-#: with different flows each time (Jain 0.88-0.94, the twin 0.97-1.0): the misses that remain
-#: unexplained there (docs/validation/linux.md, "The grid on a quiet host").
+#: with different flows each time (Jain 0.88-0.94, the twin 0.97-1.0); five of these are in the
+#: band on the loaded host. The misses that remain unexplained (docs/validation/linux.md, "The grid
+#: on a quiet host").
 QUIET_KNOWN_MISSES: dict[str, tuple[str, ...]] = {
     "reno-1x1-100Mbps-30KB-10s-mtu9000-unpaced": ('drops',),
     "reno-1x1-100Mbps-479KB-10s-mtu9000-unpaced": ('drops',),
@@ -57,12 +61,7 @@ QUIET_KNOWN_MISSES: dict[str, tuple[str, ...]] = {
     "reno-1x1-1Gbps-120KB-10s-mtu9000-unpaced": ('drops',),
     "cubic-1x1-1Gbps-30KB-10s-mtu9000-unpaced": ('drops',),
     "reno-2x1-1Gbps-60KB-10s-mtu9000-unpaced": ('drops',),
-    "reno-2x1-1Gbps-240KB-10s-mtu9000-unpaced": ('jain',),
     "reno-4x1-1Gbps-120KB-10s-mtu9000-unpaced": ('jain',),
-    "cubic-4x1-1Gbps-1917KB-10s-mtu9000-unpaced": ('jain',),
-    "reno-8x1-1Gbps-240KB-10s-mtu9000-unpaced": ('jain',),
-    "reno-8x1-1Gbps-958KB-10s-mtu9000-unpaced": ('jain',),
-    "cubic-8x1-1Gbps-958KB-10s-mtu9000-unpaced": ('jain',),
 }
 
 #: Each stored grid: its file, the points it lacks, and its unexplained misses.
@@ -108,9 +107,19 @@ def test_the_quiet_grid_ran_on_a_quiet_host() -> None:
     assert min(loaded) > 0.8
 
 
+@pytest.fixture(scope="module")
+def both_grids() -> dict[str, list[GridPoint]]:
+    """Each stored grid's points, its misses also judged against the other host load's recording."""
+    points = {grid: grid_points(_records(grid), seed=1, workers=2) for grid in GRIDS}
+    return {
+        "loaded": host_load_reasons(points["loaded"], points["quiet"], "quiet"),
+        "quiet": host_load_reasons(points["quiet"], points["loaded"], "loaded"),
+    }
+
+
 @pytest.mark.parametrize("grid", sorted(GRIDS))
-def test_every_grid_point_is_in_its_band_or_listed(grid: str) -> None:
-    points = grid_points(_records(grid), seed=1, workers=2)
+def test_every_grid_point_is_in_its_band_or_listed(grid: str, both_grids: dict[str, list[GridPoint]]) -> None:
+    points = both_grids[grid]
     misses = {p.name: tuple(p.unexplained) for p in points if p.unexplained}
     known = GRIDS[grid][2]
     assert misses == known, band_markdown([p for p in points if p.name in set(misses) ^ set(known)])
@@ -159,3 +168,23 @@ def test_a_drops_miss_counts_as_measured_where_captures_show_the_drops_per_episo
 
     names = {r["name"] for r in _records("loaded")}
     assert captured_episodes() and set(captured_episodes()) <= names
+
+
+def test_a_miss_counts_as_measured_where_the_other_host_load_is_in_band_and_the_kernels_differ() -> None:
+    calm = {"goodput": 1.0, "drops": 1.1, "mean_queue": 1.1, "jain": 0.0}
+    loaded = {"goodput": 90e6, "drops": 1000.0, "mean_queue": 50_000.0, "recoveries": 500.0, "jain": 1.0}
+    quiet = {**loaded, "goodput": 99e6}
+    twin = {**loaded, "goodput": 100e6}
+    here = _point(loaded, dict(twin), calm)
+    there = _point(quiet, dict(twin), calm)
+    assert here.unexplained == ["goodput"] and there.in_band
+    host_load_reasons([here], [there], "quiet")
+    assert here.explained and here.reasons["goodput"].startswith("host load: the kernel on the quiet host")
+    # Kernels within the band of each other: the other load does not explain the miss.
+    near = _point({**loaded, "goodput": 92e6}, {**twin, "goodput": 92e6}, calm)
+    assert near.in_band
+    again = _point(loaded, dict(twin), calm)
+    assert host_load_reasons([again], [near], "quiet")[0].unexplained == ["goodput"]
+    # Nor does a recording that misses too.
+    off = _point({**loaded, "goodput": 80e6}, dict(twin), calm)
+    assert host_load_reasons([_point(loaded, dict(twin), calm)], [off], "quiet")[0].unexplained == ["goodput"]

@@ -62,13 +62,18 @@ def _grid(args: argparse.Namespace) -> int:
 
 
 def _band(args: argparse.Namespace) -> int:
-    from fabricsim.validation.dumbbell import GRID_RESULTS
-    from fabricsim.validation.dumbbell.band import band_markdown, grid_points
+    from fabricsim.validation.dumbbell import GRID_RESULTS, QUIET_GRID_RESULTS
+    from fabricsim.validation.dumbbell.band import band_markdown, grid_points, host_load_reasons
 
     path = args.path or GRID_RESULTS
     if not path.exists():
         raise FabricsimError(f"band: no recordings at {path}; record them with `fabricsim dumbbell record --grid` (root)")
     points = grid_points(_selected(args, path), seed=args.seed, workers=args.workers)
+    # Each stored grid's misses are also judged against the other host load's recording.
+    others = {GRID_RESULTS.resolve(): (QUIET_GRID_RESULTS, "quiet"), QUIET_GRID_RESULTS.resolve(): (GRID_RESULTS, "loaded")}
+    other = others.get(path.resolve())
+    if other is not None and other[0].exists():
+        host_load_reasons(points, grid_points(_selected(args, other[0]), seed=args.seed, workers=args.workers), other[1])
     print(band_markdown(points))
     if args.json:
         args.json.write_text(json.dumps([p.to_dict() for p in points], indent=1) + "\n")

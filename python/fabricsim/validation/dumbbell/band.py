@@ -5,7 +5,9 @@ recoveries and the difference of Jain's index, and whether each is in its band
 holds: the lab did not repeat itself there (its own runs differ by more than
 the band), or, for drops, packet captures of the point in the lab
 (:data:`EPISODES`) show the kernel losing more segments per loss episode
-than the twin while the episodes agree."""
+than the twin while the episodes agree, or the same point recorded on a host
+under another load (:func:`host_load_reasons`: the loaded and the quiet grid)
+is in its band while the kernel's two recordings differ by more than it."""
 
 from __future__ import annotations
 
@@ -172,6 +174,38 @@ def judge(point: GridPoint, captures: Optional[dict[str, list[dict[str, Any]]]] 
     return point
 
 
+def _kernels_differ(a: float, b: float, metric: str) -> bool:
+    """Whether two recordings of the kernel differ by more than ``metric``'s band."""
+    if metric == "jain":
+        return abs(a - b) > BAND["jain"]
+    if metric == "goodput":
+        return abs(a / b - 1.0) > BAND["goodput"]
+    floor = FEW_DROPS if metric == "drops" else SMALL_QUEUE_BYTES
+    if max(a, b) < floor:
+        return False
+    low, high = BAND[metric]
+    return not low <= (a / b if b else float("inf")) <= high
+
+
+def host_load_reasons(points: Sequence[GridPoint], other: Sequence[GridPoint], host: str) -> list[GridPoint]:
+    """Adds a measured reason to each unexplained miss of ``points`` where the same
+    point recorded on the ``host`` host (``other``, judged against its own twin)
+    is in the band for that metric and the kernel's two recordings differ by
+    more than the band: the kernel there moves with the host's load by more
+    than the band allows, and the twin matches it under the other load."""
+    by_name = {p.name: p for p in other}
+    for point in points:
+        twin = by_name.get(point.name)
+        if twin is None:
+            continue
+        for metric in point.unexplained:
+            a, b = point.kernel[metric], twin.kernel[metric]
+            if metric not in twin.misses and _kernels_differ(a, b, metric):
+                shown = f"{b:.3f} against {a:.3f}" if metric == "jain" else f"{b / a:.2f}x of this one"
+                point.reasons[metric] = f"host load: the kernel on the {host} host gives {shown}, in the band there"
+    return list(points)
+
+
 def grid_point(record: dict[str, Any], seed: int = 1) -> GridPoint:
     """The twin of one recorded grid point (the lab twin as it ran: :func:`simulate_recorded`)."""
     sim = simulate_recorded(record, seed=seed)
@@ -205,7 +239,9 @@ def grid_points(records: Sequence[dict[str, Any]], seed: int = 1, workers: int =
 
 def _cell(point: GridPoint, metric: str) -> str:
     reason = point.reasons.get(metric, "")
-    mark = "" if metric not in point.misses else (" **x**" if not reason else " (captured)" if reason.startswith("captured") else " (lab)")
+    marks = (("captured", " (captured)"), ("host load", " (load)"))
+    mark = "" if metric not in point.misses else (
+        " **x**" if not reason else next((m for start, m in marks if reason.startswith(start)), " (lab)"))
     if metric == "jain":
         return f"{point.twin['jain'] - point.kernel['jain']:+.3f}{mark}"
     if metric == "drops" and max(point.kernel["drops"], point.twin["drops"]) < FEW_DROPS:
@@ -220,7 +256,8 @@ def band_markdown(points: Sequence[GridPoint]) -> str:
     """The grid as a Markdown table of twin/kernel ratios (drops and queues too
     small for a ratio as twin / kernel values; Jain's index as twin - kernel);
     **x** marks a miss, (lab) a miss where the lab's own runs differ more,
-    (captured) a drops miss that the point's lab captures account for."""
+    (captured) a drops miss that the point's lab captures account for, (load)
+    one that the point recorded under another host load is in the band for."""
     lines = [
         "| rate | senders | cc | bfifo | kernel drops | goodput | drops | mean queue | recoveries | Jain | lab spread (drops) |",
         "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
