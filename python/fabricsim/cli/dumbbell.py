@@ -119,6 +119,8 @@ def _record(args: argparse.Namespace) -> int:
     out = args.out or (GRID_RESULTS if args.grid else RESULTS)
     duration = DumbbellSetup.duration_s if args.duration is None else args.duration
     existing = {e["name"]: e for e in recorded(out)} if out.exists() else {}
+    if args.reprobe_latency:
+        return _reprobe(args, out, list(existing.values()))
     setups = REFERENCE_SETUPS
     if args.grid:
         if args.rate or args.buffer:
@@ -147,6 +149,7 @@ def _record(args: argparse.Namespace) -> int:
                     pause_s=args.pause,
                     latency_s=args.latency,
                     starved_share=args.starved_share,
+                    awake_latency=args.awake_latency,
                 )
             )
         except LabError as exc:
@@ -157,6 +160,28 @@ def _record(args: argparse.Namespace) -> int:
         write_recorded(out, experiments)
     # The setups after the last one measured were kept above but not yet written.
     write_recorded(out, experiments)
+    return 0
+
+
+def _reprobe(args: argparse.Namespace, out: Any, experiments: list[dict[str, Any]]) -> int:
+    """``record --reprobe-latency``: every stored experiment of ``out`` (or those of
+    ``--only``) gets its one-way latency probed again with the CPUs kept awake."""
+    from fabricsim.validation.dumbbell import write_recorded
+    from fabricsim.validation.dumbbell.measurement import reprobe_latency
+    from fabricsim.validation.linux import LabError
+
+    if not experiments:
+        raise FabricsimError(f"record --reprobe-latency: no recordings at {out}")
+    for record in experiments:
+        if args.only and not any(part in record["name"] for part in args.only):
+            continue
+        print(f"probing {record['name']} ({len(record['runs'])} runs)", flush=True)
+        try:
+            reprobe_latency(record, latency_s=args.latency, nice=args.nice)
+        except LabError as exc:
+            print(f"  {exc}", flush=True)
+            continue
+        write_recorded(out, experiments)
     return 0
 
 
@@ -198,6 +223,11 @@ def add_parser(commands: Any) -> None:
     )
     rec.add_argument("--mtu", type=int, choices=(1500, 9000), default=9000, help="the grid's MTU (9000)")
     rec.add_argument("--latency", type=float, default=3.0, help="seconds of the one-way latency probe per run (3)")
+    rec.add_argument("--awake-latency", action="store_true",
+                     help="probe the one-way latency with every CPU kept busy at the lowest priority (no idle wake-ups)")
+    rec.add_argument("--reprobe-latency", action="store_true",
+                     help="probe the latency of the stored experiments of --out again, CPUs kept awake, and keep "
+                          "their earlier probes as one_way_latency_idle_us")
     rec.add_argument(
         "--starved-share",
         type=float,

@@ -59,6 +59,7 @@ def measure(
     starved_share: float = 0.97,
     pause_s: float = 20.0,
     nice: int = 0,
+    awake_latency: bool = False,
 ) -> dict[str, Any]:
     """Run ``setup`` in real Linux ``repeats`` times (root); a JSON-ready record.
 
@@ -69,7 +70,8 @@ def measure(
     (the machine is shared): it is set aside (kept under ``starved_runs``)
     and run again after ``pause_s``, up to ``max_attempts`` runs in all
     (default ``3 * repeats``). ``nice`` is the niceness of the traffic
-    processes (:class:`Lab`).
+    processes (:class:`Lab`). ``awake_latency`` probes the one-way latency
+    with every CPU kept awake (:meth:`Lab.sockperf_pingpong`).
     """
     import time
 
@@ -84,7 +86,7 @@ def measure(
         with Lab(topology(setup), nice=nice) as lab:
             if not env:
                 env = environment(lab, "s0")
-            run = _one_run(setup, lab, latency_s)
+            run = _one_run(setup, lab, latency_s, awake_latency)
         run["attempt"] = attempt
         run["nice"] = nice
         if run["total_goodput_bps"] < starved_share * payload_rate_bps(setup) or run["softnet_drops"] > 0:
@@ -94,7 +96,7 @@ def measure(
             runs.append(run)
     if not runs:
         raise LabError(f"{setup.name}: every run was limited by the CPU (the machine is busy); try again later")
-    one_way = [r["one_way_latency_us"]["percentiles_us"].get("p50", r["one_way_latency_us"]["avg_us"]) for r in runs]
+    one_way = [_p50(r["one_way_latency_us"]) for r in runs]
     flows = setup.flows
     per_flow = [[run["flows"][i]["goodput_bps"] for run in runs] for i in range(flows)]
     summary = {
@@ -120,8 +122,34 @@ def measure(
     }
 
 
-def _one_run(setup: DumbbellSetup, lab: Lab, latency_s: float) -> dict[str, Any]:
-    latency = lab.sockperf_pingpong("s0", "rx", message_bytes=64, duration_s=latency_s)
+def _p50(latency: dict[str, Any]) -> float:
+    """The median one-way latency of a probe (its mean where sockperf gave no percentiles)."""
+    return latency["percentiles_us"].get("p50", latency["avg_us"])
+
+
+def reprobe_latency(record: dict[str, Any], latency_s: float = 1.0, nice: int = 0) -> dict[str, Any]:
+    """``record`` with its one-way latency probed again on a fresh lab of its
+    setup with every CPU kept awake, once per run: each run's earlier probe
+    moves to ``one_way_latency_idle_us``, the summary's latency becomes the
+    new probes' (root). A recording made on otherwise idle CPUs has probes
+    that include the CPUs' wake-ups, which its transfers do not pay."""
+    from datetime import datetime, timezone
+
+    setup = DumbbellSetup(**record["setup"])
+    for run in record["runs"]:
+        with Lab(topology(setup), nice=nice) as lab:
+            probe = lab.sockperf_pingpong("s0", "rx", message_bytes=64, duration_s=latency_s, awake=True)
+        if run.get("latency_probe") != "awake":
+            run["one_way_latency_idle_us"] = run["one_way_latency_us"]
+        run["one_way_latency_us"] = asdict(probe)
+        run["latency_probe"] = "awake"
+        run["latency_probed_at"] = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    record["summary"]["one_way_latency_us"] = _mean_sd([_p50(r["one_way_latency_us"]) for r in record["runs"]])
+    return record
+
+
+def _one_run(setup: DumbbellSetup, lab: Lab, latency_s: float, awake: bool = False) -> dict[str, Any]:
+    latency = lab.sockperf_pingpong("s0", "rx", message_bytes=64, duration_s=latency_s, awake=awake)
     if setup.size:
         size = parse_size(setup.size)
         transfers = [
@@ -138,6 +166,7 @@ def _one_run(setup: DumbbellSetup, lab: Lab, latency_s: float) -> dict[str, Any]
     nstat = {key: sum(run.nstat.get(s, {}).get(key, 0) for s in senders) for key in NSTAT_KEYS}
     return {
         "one_way_latency_us": asdict(latency),
+        "latency_probe": "awake" if awake else "idle",
         "flows": [
             {
                 "src": f.src,

@@ -677,12 +677,23 @@ class Lab:
         tcp: bool = False,
         tunnel: bool = False,
         port: int = 11111,
+        awake: bool = False,
     ) -> LatencyRecord:
-        """One-way latency (half round trip) from ``sockperf ping-pong`` between two hosts."""
+        """One-way latency (half round trip) from ``sockperf ping-pong`` between two hosts.
+
+        ``awake`` keeps every CPU busy with a spinning process at the lowest
+        priority (nice 19) while the probe runs: on otherwise idle CPUs each
+        ping and pong waits for an idle CPU to wake up (tens of microseconds
+        on this lab's virtual CPUs), which a bulk transfer's packets, forwarded
+        in softirq on CPUs already running, do not."""
         _require(("sockperf",))
         address = self.address(dst, tunnel=tunnel)
         proto = ["--tcp"] if tcp else []
         server = self.spawn(dst, ["sockperf", "server", "-i", address, "-p", str(port), *proto], subprocess.DEVNULL)
+        spinners = [
+            subprocess.Popen(["nice", "-n", "19", "sh", "-c", "while :; do :; done"], start_new_session=True)
+            for _ in range(os.cpu_count() or 1)
+        ] if awake else []
         try:
             if tcp:
                 self._wait_listening(dst, port)
@@ -695,6 +706,9 @@ class Lab:
                 timeout=duration_s + 30,
             )
         finally:
+            for spinner in spinners:
+                spinner.kill()
+                spinner.wait()
             server.kill()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 server.wait(timeout=5)
