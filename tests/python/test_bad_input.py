@@ -263,6 +263,8 @@ def command(capsys, *args):
 
 @pytest.mark.parametrize("args, needles", [
     (["burst-absorption", "scenarios/burst-absorption.yaml", "--ports", "0"], ["--ports", "must be >= 1"]),
+    (["dumbbell", "record", "--grid", "--reprobe-latency", "--out", "no-such-recordings.json.gz"],
+     ["record --reprobe-latency: no recordings at"]),
     (["burst-absorption", "scenarios/burst-absorption.yaml", "--ports", "-1"], ["--ports", "must be >= 1"]),
     (["burst-absorption", "scenarios/burst-absorption.yaml", "--ports", "70000"], ["--ports: must be from 1 to 65,533"]),
     (["burst-absorption", "scenarios/dumbbell.yaml", "--ports", "2"], ["--ports: 2 senders need hosts h0 to h2"]),

@@ -168,10 +168,13 @@ def _reprobe(args: argparse.Namespace, out: Any, experiments: list[dict[str, Any
     ``--only``) gets its one-way latency probed again with the CPUs kept awake."""
     from fabricsim.validation.dumbbell import write_recorded
     from fabricsim.validation.dumbbell.measurement import reprobe_latency
-    from fabricsim.validation.linux import LabError
+    from fabricsim.validation.linux import LabError, unavailable_reason
 
     if not experiments:
         raise FabricsimError(f"record --reprobe-latency: no recordings at {out}")
+    reason = unavailable_reason(("ip", "tc", "sockperf"))
+    if reason:
+        raise FabricsimError(f"record --reprobe-latency: the lab is not available here: {reason}")
     for record in experiments:
         if args.only and not any(part in record["name"] for part in args.only):
             continue
