@@ -68,12 +68,14 @@ def _band(args: argparse.Namespace) -> int:
     path = args.path or GRID_RESULTS
     if not path.exists():
         raise FabricsimError(f"band: no recordings at {path}; record them with `fabricsim dumbbell record --grid` (root)")
-    points = grid_points(_selected(args, path), seed=args.seed, workers=args.workers)
+    points = grid_points(_selected(args, path), seed=args.seed, workers=args.workers,
+                         shaped_router=args.shaped_router)
     # Each stored grid's misses are also judged against the other host load's recording.
     others = {GRID_RESULTS.resolve(): (QUIET_GRID_RESULTS, "quiet"), QUIET_GRID_RESULTS.resolve(): (GRID_RESULTS, "loaded")}
     other = others.get(path.resolve())
     if other is not None and other[0].exists():
-        host_load_reasons(points, grid_points(_selected(args, other[0]), seed=args.seed, workers=args.workers), other[1])
+        host_load_reasons(points, grid_points(_selected(args, other[0]), seed=args.seed, workers=args.workers,
+                                              shaped_router=args.shaped_router), other[1])
     print(band_markdown(points))
     if args.json:
         args.json.write_text(json.dumps([p.to_dict() for p in points], indent=1) + "\n")
@@ -273,6 +275,8 @@ def add_parser(commands: Any) -> None:
     bd.add_argument("--seed", type=int, default=1)
     bd.add_argument("--workers", type=int, default=1)
     bd.add_argument("--json", type=Path, help="also write every point here")
+    bd.add_argument("--shaped-router", action="store_true",
+                    help="the twin's bottleneck as the lab builds it: the router's veth shaped by an htb class")
     _only(bd)
     bd.set_defaults(handler=_band)
 

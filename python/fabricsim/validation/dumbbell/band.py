@@ -206,9 +206,10 @@ def host_load_reasons(points: Sequence[GridPoint], other: Sequence[GridPoint], h
     return list(points)
 
 
-def grid_point(record: dict[str, Any], seed: int = 1) -> GridPoint:
-    """The twin of one recorded grid point (the lab twin as it ran: :func:`simulate_recorded`)."""
-    sim = simulate_recorded(record, seed=seed)
+def grid_point(record: dict[str, Any], seed: int = 1, shaped_router: bool = False) -> GridPoint:
+    """The twin of one recorded grid point (the lab twin as it ran: :func:`simulate_recorded`;
+    ``shaped_router``: its bottleneck built as the lab builds it, an htb class on a veth)."""
+    sim = simulate_recorded(record, seed=seed, shaped_router=shaped_router)
     if not sim["conservation_ok"]:
         raise AssertionError(f"{record['name']}: the twin's conservation check failed")
     twin = {
@@ -222,13 +223,14 @@ def grid_point(record: dict[str, Any], seed: int = 1) -> GridPoint:
     return judge(point)
 
 
-def _point_job(job: tuple[dict[str, Any], int]) -> GridPoint:
+def _point_job(job: tuple[dict[str, Any], int, bool]) -> GridPoint:
     return grid_point(*job)
 
 
-def grid_points(records: Sequence[dict[str, Any]], seed: int = 1, workers: int = 1) -> list[GridPoint]:
+def grid_points(records: Sequence[dict[str, Any]], seed: int = 1, workers: int = 1,
+                shaped_router: bool = False) -> list[GridPoint]:
     """:func:`grid_point` of every record, in the records' order (``workers`` processes)."""
-    jobs = [(record, seed) for record in records]
+    jobs = [(record, seed, shaped_router) for record in records]
     if workers <= 1 or len(jobs) <= 1:
         return [_point_job(job) for job in jobs]
     # Fresh interpreters: a process that has run simulations holds the core's
