@@ -1,9 +1,11 @@
 """The TCP twin over the recorded grid of real-Linux dumbbells (no root: the
 recordings are stored): every point in its band (goodput within 5 %, drops and
 mean queue within 0.7-1.43x of the kernel's mean, Jain's index within 0.05),
-outside it only where the lab's own runs differ by more than the band, or
-among the misses listed below with what was measured there
-(docs/validation/linux.md, "The grid")."""
+outside it only where the lab's own runs differ by more than the band, where
+packet captures of the point account for its drops, where the same point
+recorded under the other host load is in the band (the loaded and the quiet
+grid), or among the misses listed below with what was measured there
+(docs/validation/linux.md, "The grid" and "The grid on a quiet host")."""
 
 from __future__ import annotations
 
