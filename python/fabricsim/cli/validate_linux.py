@@ -154,7 +154,7 @@ def command(args: argparse.Namespace) -> int:
             record for record in stored if args.linux_recorded in record["name"]
         ]
         if not experiments:
-            names = ", ".join(record["name"] for record in stored)
+            names = ", ".join(dict.fromkeys(record["name"] for record in stored))
             raise FabricsimError(f"--recorded: no stored experiment matches {args.linux_recorded!r}; stored: {names}")
     else:
         reason = unavailable_reason(("ip", "tc", "ethtool", "iperf3", "sysctl", "ss", "nstat", "sockperf"))
@@ -181,7 +181,8 @@ def command(args: argparse.Namespace) -> int:
             reader=False if args.linux_ideal_reader else None,
             machine=args.linux_lab_machine,
         )
-        reports.append({"name": record["name"], "environment": record["environment"], "rows": rows})
+        reports.append({"name": record["name"], "environment": record["environment"], "rows": rows,
+                        "cpu_busy_share": _cpu_busy_share(record)})
     if args.linux_json:
         sys.stdout.write(json.dumps(reports, indent=1) + "\n")
     else:
@@ -208,6 +209,14 @@ def _setup(args: argparse.Namespace) -> Any:
     return DumbbellSetup(**{key: value for key, value in given.items() if value is not None})
 
 
+def _cpu_busy_share(record: dict[str, Any]) -> float | None:
+    """The share of the machine's CPU time its runs kept busy (whatever ran on it), where recorded."""
+    cpus = record["environment"].get("cpus") or 0
+    shares = [run["cpu_busy_s"] / run["wall_s"] / cpus for run in record.get("runs", [])
+              if cpus and run.get("cpu_busy_s") is not None and run.get("wall_s")]
+    return sum(shares) / len(shares) if shares else None
+
+
 def _print(reports: list[dict[str, Any]]) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -216,7 +225,9 @@ def _print(reports: list[dict[str, Any]]) -> None:
     console = Console(highlight=False)
     for report in reports:
         env = report["environment"]
-        title = f"{report['name']}: Linux {env.get('kernel', '?')} ({env.get('date', '?')}) vs fabricsim"
+        busy = report.get("cpu_busy_share")
+        host = f", CPUs {100 * busy:.0f} % busy" if busy is not None else ""
+        title = f"{report['name']}: Linux {env.get('kernel', '?')} ({env.get('date', '?')}{host}) vs fabricsim"
         table = Table(title=Text(title), title_justify="left")
         for column, justify in (("metric", "left"), ("Linux", "right"), ("fabricsim", "right"), ("ratio", "right")):
             table.add_column(column, justify=justify)  # type: ignore[arg-type]
