@@ -134,17 +134,24 @@ def _spread(record: dict[str, Any]) -> dict[str, float]:
     return out
 
 
-def _outside(point: GridPoint, metric: str) -> bool:
-    """Whether ``metric`` leaves its band (too few drops or too short a queue: never)."""
+def _differ(value: float, reference: float, metric: str) -> bool:
+    """Whether ``value`` is outside ``metric``'s band around ``reference`` (too few
+    drops or too short a queue on both sides: never)."""
     if metric == "jain":
-        return abs(point.twin["jain"] - point.kernel["jain"]) > BAND["jain"]
+        return abs(value - reference) > BAND["jain"]
+    ratio = value / reference if reference else (1.0 if value == reference else float("inf"))
     if metric == "goodput":
-        return abs(point.ratio("goodput") - 1.0) > BAND["goodput"]
+        return abs(ratio - 1.0) > BAND["goodput"]
     floor = FEW_DROPS if metric == "drops" else SMALL_QUEUE_BYTES
-    if max(point.kernel[metric], point.twin[metric]) < floor:
+    if max(value, reference) < floor:
         return False
     low, high = BAND[metric]
-    return not low <= point.ratio(metric) <= high
+    return not low <= ratio <= high
+
+
+def _outside(point: GridPoint, metric: str) -> bool:
+    """Whether the twin's ``metric`` leaves its band around the kernel's."""
+    return _differ(point.twin[metric], point.kernel[metric], metric)
 
 
 def _lab_spread_exceeds(point: GridPoint, metric: str) -> bool:
@@ -174,19 +181,6 @@ def judge(point: GridPoint, captures: Optional[dict[str, list[dict[str, Any]]]] 
     return point
 
 
-def _kernels_differ(a: float, b: float, metric: str) -> bool:
-    """Whether two recordings of the kernel differ by more than ``metric``'s band."""
-    if metric == "jain":
-        return abs(a - b) > BAND["jain"]
-    if metric == "goodput":
-        return abs(a / b - 1.0) > BAND["goodput"]
-    floor = FEW_DROPS if metric == "drops" else SMALL_QUEUE_BYTES
-    if max(a, b) < floor:
-        return False
-    low, high = BAND[metric]
-    return not low <= (a / b if b else float("inf")) <= high
-
-
 def host_load_reasons(points: Sequence[GridPoint], other: Sequence[GridPoint], host: str) -> list[GridPoint]:
     """Adds a measured reason to each unexplained miss of ``points`` where the same
     point recorded on the ``host`` host (``other``, judged against its own twin)
@@ -200,7 +194,7 @@ def host_load_reasons(points: Sequence[GridPoint], other: Sequence[GridPoint], h
             continue
         for metric in point.unexplained:
             a, b = point.kernel[metric], twin.kernel[metric]
-            if metric not in twin.misses and _kernels_differ(a, b, metric):
+            if metric not in twin.misses and _differ(a, b, metric):
                 shown = f"{b:.3f} against {a:.3f}" if metric == "jain" else f"{b / a:.2f}x of this one"
                 point.reasons[metric] = f"host load: the kernel on the {host} host gives {shown}, in the band there"
     return list(points)
