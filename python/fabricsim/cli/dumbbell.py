@@ -62,8 +62,8 @@ def _grid(args: argparse.Namespace) -> int:
 
 
 def _band(args: argparse.Namespace) -> int:
-    from fabricsim.validation.dumbbell import GRID_RESULTS, QUIET_GRID_RESULTS
-    from fabricsim.validation.dumbbell.band import band_markdown, grid_points, host_load_reasons
+    from fabricsim.validation.dumbbell import GRID_RESULTS
+    from fabricsim.validation.dumbbell.band import HOST_LOADS, band_markdown, grid_points, host_load_reasons
 
     path = args.path or GRID_RESULTS
     if not path.exists():
@@ -71,8 +71,7 @@ def _band(args: argparse.Namespace) -> int:
     points = grid_points(_selected(args, path), seed=args.seed, workers=args.workers,
                          shaped_router=args.shaped_router)
     # Each stored grid's misses are also judged against the other host load's recording.
-    others = {GRID_RESULTS.resolve(): (QUIET_GRID_RESULTS, "quiet"), QUIET_GRID_RESULTS.resolve(): (GRID_RESULTS, "loaded")}
-    other = others.get(path.resolve())
+    other = next((o for stored, o in HOST_LOADS.items() if stored.resolve() == path.resolve()), None)
     if other is not None and other[0].exists():
         host_load_reasons(points, grid_points(_selected(args, other[0]), seed=args.seed, workers=args.workers,
                                               shaped_router=args.shaped_router), other[1])

@@ -210,10 +210,10 @@ def _setup(args: argparse.Namespace) -> Any:
 
 
 def _cpu_busy_share(record: dict[str, Any]) -> float | None:
-    """The share of the machine's CPU time its runs kept busy (whatever ran on it), where recorded."""
-    cpus = record["environment"].get("cpus") or 0
-    shares = [run["cpu_busy_s"] / run["wall_s"] / cpus for run in record.get("runs", [])
-              if cpus and run.get("cpu_busy_s") is not None and run.get("wall_s")]
+    """The mean share of the machine's CPU time its runs kept busy, where recorded."""
+    from fabricsim.validation.dumbbell import cpu_busy_shares
+
+    shares = cpu_busy_shares(record)
     return sum(shares) / len(shares) if shares else None
 
 

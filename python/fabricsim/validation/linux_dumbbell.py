@@ -12,6 +12,7 @@ from fabricsim.validation.dumbbell.analysis import (  # noqa: F401
     GRID_DIMENSIONS,
     _bfifo_mean_bytes,
     _grid_run,
+    cpu_busy_shares,
     kernel_cadence,
     kernel_recoveries,
     segments_per_ack,

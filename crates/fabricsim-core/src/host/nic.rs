@@ -107,15 +107,13 @@ impl DmaLine {
 
     /// Time from the start of a frame's transfer (transmit) or from its last
     /// bit (receive) until the wire may start it or the last chunk is in
-    /// memory; the whole transfer when the line is store-and-forward or the
-    /// frame fits one chunk.
-    pub fn lead(&self, bytes: u64) -> SimTime {
+    /// memory, for a frame whose whole transfer takes `transfer`: all of it
+    /// when the line is store-and-forward or the frame fits one chunk.
+    fn lead(&self, bytes: u64, transfer: SimTime) -> SimTime {
         let c = self.cut_through_bytes;
         match self.wire {
-            Some(wire) if c < bytes => {
-                self.transfer_time(c).max(self.transfer_time(bytes).saturating_sub(wire.of(bytes - c)))
-            }
-            _ => self.transfer_time(bytes),
+            Some(wire) if c < bytes => self.transfer_time(c).max(transfer.saturating_sub(wire.of(bytes - c))),
+            _ => transfer,
         }
     }
 
@@ -135,12 +133,12 @@ impl DmaLine {
         let transfer = self.transfer_time(bytes);
         let exit = if self.receive {
             // The transfer began as the frame arrived, unless an earlier one held the line.
-            self.busy_until = (now + self.lead(bytes)).max(self.busy_until + transfer);
+            self.busy_until = (now + self.lead(bytes, transfer)).max(self.busy_until + transfer);
             self.busy_until + self.latency
         } else {
             let start = self.busy_until.max(now);
             self.busy_until = start + transfer;
-            start + self.lead(bytes) + self.latency
+            start + self.lead(bytes, transfer) + self.latency
         };
         self.line.push_back((exit, id));
         self.frames += 1;

@@ -35,7 +35,7 @@ use crate::packet::{Packet, PacketKind};
 use crate::pipeline::Dir;
 use crate::rng::mix64;
 use crate::stats::{Column, DropReason, Table, Value};
-use crate::units::{Rate, SimTime};
+use crate::units::SimTime;
 use std::collections::BTreeMap;
 
 const NONE: u32 = u32::MAX;
@@ -284,13 +284,18 @@ impl Simulation {
                 h.rings.push(Ring { dp, core: core_base + k, ..Default::default() });
             }
             let nic = &cfg.nic;
-            // A cut-through NIC keeps ahead of the slowest of its host's ports.
+            let mut tx = DmaLine::new(nic.tx_latency_ps, nic.tx_per_byte_fs);
+            let mut rx = DmaLine::new(nic.rx_latency_ps, nic.rx_per_byte_fs);
+            // A cut-through NIC keeps ahead of the slowest of its host's ports (a host without
+            // links sends nothing).
             let node = &self.nodes[i];
             let ports = node.first_port as usize..node.first_port as usize + node.num_ports as usize;
-            let wire = self.ports[ports].iter().map(|p| p.rate).min().unwrap_or(Rate::from_bps(1));
-            let ct = nic.cut_through_bytes;
-            h.dma.push(DmaLine::new(nic.tx_latency_ps, nic.tx_per_byte_fs).cut_through(ct, wire, false));
-            h.dma.push(DmaLine::new(nic.rx_latency_ps, nic.rx_per_byte_fs).cut_through(ct, wire, true));
+            if let Some(wire) = self.ports[ports].iter().map(|p| p.rate).min() {
+                tx = tx.cut_through(nic.cut_through_bytes, wire, false);
+                rx = rx.cut_through(nic.cut_through_bytes, wire, true);
+            }
+            h.dma.push(tx);
+            h.dma.push(rx);
             h.by_node[i] = dp;
             h.dps.push(Datapath { node: NodeId(i as u32), stages, core_base, ring_base });
         }

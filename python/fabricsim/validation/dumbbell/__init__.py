@@ -53,6 +53,7 @@ from __future__ import annotations
 
 from fabricsim.validation.dumbbell.analysis import (
     GRID_DIMENSIONS,
+    cpu_busy_shares,
     kernel_cadence,
     kernel_recoveries,
     segments_per_ack,
@@ -124,6 +125,7 @@ __all__ = [
     "recorded",
     "scenario",
     "kernel_recoveries",
+    "cpu_busy_shares",
     "lab_host_model",
     "lab_twin",
     "recorded_pacing",

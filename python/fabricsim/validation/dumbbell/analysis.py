@@ -88,6 +88,14 @@ def kernel_recoveries(record: dict[str, Any]) -> float:
     return statistics.fmean(r["nstat_senders"].get("TcpExtTCPSackRecovery", 0) for r in record["runs"])
 
 
+def cpu_busy_shares(record: dict[str, Any]) -> list[float]:
+    """Per kept run of a recorded experiment, the share of the machine's CPU time that was
+    busy (whatever ran on it: the lab's processes and any other work); empty where not recorded."""
+    cpus = record["environment"].get("cpus") or 0
+    return [run["cpu_busy_s"] / run["wall_s"] / cpus for run in record.get("runs", [])
+            if cpus and run.get("cpu_busy_s") is not None and run.get("wall_s")]
+
+
 def _bfifo_mean_bytes(run: dict[str, Any]) -> float:
     """Mean of a run's bfifo backlog samples, without the zeros sampled after the traffic ended."""
     samples = list(run["bottleneck"]["backlog_samples_bytes"])

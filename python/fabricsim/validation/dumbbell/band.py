@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 from fabricsim.validation.dumbbell.analysis import _bfifo_mean_bytes, kernel_recoveries, summary_drops
-from fabricsim.validation.dumbbell.setup import RESULTS, DumbbellSetup, jain_index
+from fabricsim.validation.dumbbell.setup import GRID_RESULTS, QUIET_GRID_RESULTS, RESULTS, DumbbellSetup, jain_index
 from fabricsim.validation.dumbbell.twin import simulate_recorded
 
 #: The bands: total goodput within 5 %; bottleneck drops and mean queue within
@@ -29,6 +29,9 @@ BAND: dict[str, Any] = {"goodput": 0.05, "drops": (0.7, 1.43), "mean_queue": (0.
 FEW_DROPS = 20
 #: Below one frame of mean queue (MTU 9000) a ratio of queues says nothing.
 SMALL_QUEUE_BYTES = 9_018
+#: Each stored grid, and the grid of the other host load its misses are also judged
+#: against (:func:`host_load_reasons`) with that host's name.
+HOST_LOADS = {GRID_RESULTS: (QUIET_GRID_RESULTS, "quiet"), QUIET_GRID_RESULTS: (GRID_RESULTS, "loaded")}
 #: Grid points re-run in the lab with packet captures on both sides of the
 #: bottleneck and the sender's tcp_probe tracepoint: per run, the loss episodes
 #: and the drops in each (docs/validation/linux.md, "What misses, measured").
