@@ -2,7 +2,9 @@
 (once per destination, numpy over the edge list) gives the very bits of the
 original search (a reversed graph built and searched for each flow) on single-
 and multi-path topologies and on a topology that holds several independent
-networks; source shares do not depend on the order polars groups rows in."""
+networks; source shares do not depend on the order polars groups rows in; the
+FCT bucket table counts each traffic entry's and bucket's flows, finished or not,
+as the flow table lists them."""
 
 from __future__ import annotations
 
@@ -250,3 +252,64 @@ def test_source_shares_are_the_same_bits_whatever_order_polars_groups_in():
     tables = [source_shares(RunTables({}, flows=flows.sample(fraction=1.0, shuffle=True, seed=s))) for s in range(4)]
     for table in tables[1:]:
         assert table["jain"].to_numpy().view(np.int64).tolist() == tables[0]["jain"].to_numpy().view(np.int64).tolist()
+
+
+BUCKETS = """
+name: buckets
+duration: 2ms
+drain_limit: 1ms
+topology: {kind: star, hosts: 4, link: {rate: 10Gbps, delay: 1us}}
+traffic:
+- kind: tcp_flows
+  name: small
+  flows:
+  - {src: h1, dst: h0, size: 20KB}
+  - {src: h2, dst: h0, size: 50KB, start: 10us}
+  - {src: h3, dst: h0, size: 300KB, start: 20us}
+- kind: tcp_flows
+  name: large
+  flows:
+  - {src: h1, dst: h2, size: 2MB}
+  - {src: h3, dst: h2, size: 20MB}
+  - {src: h2, dst: h1, size: 90KB, start: 5us}
+"""
+
+
+def _reference_buckets(flows: pl.DataFrame, labels: list[str], entries: list[str]) -> list[dict]:
+    """The bucket table row by row in plain Python over the flow table's rows."""
+
+    def higher(values: list[float], q: float) -> Optional[float]:
+        return sorted(values)[int(np.ceil(q * (len(values) - 1)))] if values else None
+
+    rows = []
+    counted = [r for r in flows.iter_rows(named=True) if r["counted"]]
+    for traffic in ["all", *entries]:
+        for label in [*labels, "all"]:
+            group = [r for r in counted if traffic in ("all", r["name"]) and label in ("all", r["bucket"])]
+            done = [r for r in group if r["completed"] and r["fct_ps"] is not None]
+            fct = [float(r["fct_ps"]) for r in done]
+            slow = [r["slowdown"] for r in done]
+            rows.append({"traffic": traffic, "bucket": label, "count": len(done), "incomplete": len(group) - len(done),
+                         "mean_fct_ps": sum(fct) / len(fct) if fct else None, "median_fct_ps": higher(fct, 0.5),
+                         "p99_fct_ps": higher(fct, 0.99), "mean_slowdown": sum(slow) / len(slow) if slow else None,
+                         "median_slowdown": higher(slow, 0.5), "p99_slowdown": higher(slow, 0.99)})
+    return rows
+
+
+def test_the_bucket_table_counts_every_entry_bucket_and_unfinished_flow_as_the_flow_table_says():
+    from fabricsim.outputs.fct import bucket_table, flow_table
+
+    result = fabricsim.run(fabricsim.loads(BUCKETS))
+    flows = flow_table(result)
+    assert flows.filter(~pl.col("completed")).height == 1  # the 20 MB flow is cut by the drain limit
+    labels = ["<=100KB", "100KB-1MB", "1MB-10MB", ">10MB"]
+    expected = _reference_buckets(flows, labels, ["small", "large"])
+    got = bucket_table(result).to_dicts()
+    assert [(r["traffic"], r["bucket"], r["count"], r["incomplete"]) for r in got] == [
+        (r["traffic"], r["bucket"], r["count"], r["incomplete"]) for r in expected]
+    assert sum(r["count"] for r in got if r["traffic"] == "all" and r["bucket"] == "all") == 5
+    for g, e in zip(got, expected):
+        for key in ("median_fct_ps", "p99_fct_ps", "median_slowdown", "p99_slowdown"):
+            assert g[key] == e[key], (g["traffic"], g["bucket"], key)
+        for key in ("mean_fct_ps", "mean_slowdown"):
+            assert g[key] == (None if e[key] is None else pytest.approx(e[key], rel=1e-15)), (g["traffic"], g["bucket"])

@@ -423,13 +423,11 @@ def bucket_table(
     flows = flow_table(result, warmup=warmup, cooldown=cooldown, edges=edges)
     if flows.height == 0:
         return pl.DataFrame()
+    import numpy as np  # only runs with TCP flows get here
     labels = bucket_labels(_settings(result.scenario, warmup, cooldown, edges)[2])
-    import numpy as np
-
     counted = flows.filter(pl.col("counted"))
     entries = list(dict.fromkeys(name for name in _tcp_of(result.scenario) if name in set(flows["name"].to_list())))
-    # One pass into numpy, then a boolean mask per group (a polars filter per
-    # group pays a query's set-up each time; the groups' rows keep their order).
+    # Each group (entry x bucket) is a boolean mask over the counted flows' columns, in their order.
     names = counted["name"].to_numpy()
     buckets = counted["bucket"].to_numpy()
     finished = (counted["completed"] & counted["fct_ps"].is_not_null()).fill_null(False).to_numpy()
