@@ -18,11 +18,11 @@ use super::rate::{AckFeedback, RateControl};
 use super::DcqcnConfig;
 use crate::units::SimTime;
 
-/// The reaction point's state; it keeps a copy of its parameters, so that it
-/// also answers as a [`RateControl`].
+/// The reaction point's state. Its parameters stay with the QP's
+/// configuration and come with each call (a million QPs do not each keep a
+/// copy); [`DcqcnControl`] pairs the two to answer as a [`RateControl`].
 #[derive(Clone, Debug)]
 pub struct Dcqcn {
-    cfg: DcqcnConfig,
     /// Current rate Rc and target rate Rt in bit/s.
     pub rc: f64,
     pub rt: f64,
@@ -45,7 +45,6 @@ impl Dcqcn {
     pub fn new(cfg: &DcqcnConfig, line_bps: u64) -> Self {
         let scale = line_bps as f64 / 25e9;
         Dcqcn {
-            cfg: *cfg,
             rc: line_bps as f64,
             rt: line_bps as f64,
             alpha: cfg.initial_alpha,
@@ -136,33 +135,42 @@ impl Dcqcn {
     }
 }
 
-/// DCQCN as a [`RateControl`]: the calls above with the kept parameters.
+/// DCQCN as a [`RateControl`]: the reaction point with its parameters.
 /// ACKs carry nothing DCQCN reads (it reacts to CNPs).
-impl RateControl for Dcqcn {
+#[derive(Clone, Debug)]
+pub struct DcqcnControl {
+    pub cfg: DcqcnConfig,
+    pub state: Dcqcn,
+}
+
+impl DcqcnControl {
+    pub fn new(cfg: &DcqcnConfig, line_bps: u64) -> Self {
+        DcqcnControl { cfg: *cfg, state: Dcqcn::new(cfg, line_bps) }
+    }
+}
+
+impl RateControl for DcqcnControl {
     fn start(&mut self, now: SimTime) {
-        Dcqcn::start(self, now)
+        self.state.start(now)
     }
     fn on_sent(&mut self, bytes: u64, _now: SimTime) {
-        let cfg = self.cfg;
-        Dcqcn::on_sent(self, &cfg, bytes)
+        self.state.on_sent(&self.cfg, bytes)
     }
     fn on_cnp(&mut self, now: SimTime) {
-        let cfg = self.cfg;
-        Dcqcn::on_cnp(self, &cfg, now)
+        self.state.on_cnp(&self.cfg, now)
     }
     fn on_ack(&mut self, _fb: &AckFeedback<'_>) {}
     fn timer_at(&self) -> Option<SimTime> {
-        self.inc_at
+        self.state.inc_at
     }
     fn on_timer(&mut self, now: SimTime) {
-        let cfg = self.cfg;
-        Dcqcn::on_timer(self, &cfg, now)
+        self.state.on_timer(&self.cfg, now)
     }
     fn rate_bps(&self) -> u64 {
-        Dcqcn::rate_bps(self)
+        self.state.rate_bps()
     }
     fn cuts(&self) -> u64 {
-        self.cuts
+        self.state.cuts
     }
 }
 
@@ -222,7 +230,7 @@ mod tests {
     fn trait_calls_match_direct_calls() {
         let cfg = DcqcnConfig { byte_counter_bytes: Some(30_000), ..Default::default() };
         let mut a = Dcqcn::new(&cfg, 100_000_000_000);
-        let mut b: Box<dyn RateControl> = Box::new(a.clone());
+        let mut b: Box<dyn RateControl> = Box::new(DcqcnControl::new(&cfg, 100_000_000_000));
         a.start(SimTime::ZERO);
         b.start(SimTime::ZERO);
         let mut now = SimTime::ZERO;

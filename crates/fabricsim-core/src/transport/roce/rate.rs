@@ -24,7 +24,7 @@
 //! the QP waits for ACKs. A controller that chooses paths answers
 //! [`paths`](RateControl::paths) > 0 and gives each data packet an entropy
 //! value ([`next_entropy`](RateControl::next_entropy)), echoed to it in the
-//! ACK ([`AckFeedback::entropy`]). DCQCN ([`super::dcqcn::Dcqcn`]) implements it; other
+//! ACK ([`AckFeedback::entropy`]). DCQCN ([`super::dcqcn::DcqcnControl`]) implements it; other
 //! controllers are registered by name (`extension::rate_cc`). See
 //! `docs/extending/rate-control.md`.
 
