@@ -75,6 +75,63 @@ def test_ring_steps_wait_for_the_ranks_send_and_receive_of_the_step_before():
     assert flows[112]["after"] == [104, 111] and flows[112]["compute_ps"] == 10_000_000
 
 
+def _all_to_all_reference(hosts: list[str], size: int, channels: int, iterations: int, compute: int, start: int):
+    """The all-to-all of docs/models/collectives.md flow by flow: per iteration, channel and rank r, a flow to
+    each peer r + 1 .. r + n - 1 (mod n) of size / n split over the channels, after every flow rank r sent or
+    received in the iteration before (``compute`` later)."""
+    n = len(hosts)
+
+    def part(total: int, parts: int, i: int) -> int:
+        return total // parts + (1 if i < total % parts else 0)
+
+    flows, meta, boundary = [], [], [[] for _ in range(n)]
+    for k in range(iterations):
+        ends: list[list[int]] = [[] for _ in range(n)]
+        for c in range(channels):
+            for r in range(n):
+                for offset in range(1, n):
+                    p = (r + offset) % n
+                    f = {"src": hosts[r], "dst": hosts[p], "bytes": part(part(size, n, p), channels, c),
+                         "start_ps": start}
+                    if boundary[r]:
+                        f["after"] = list(boundary[r])
+                        if k and compute:
+                            f["compute_ps"] = compute
+                    ends[r].append(len(flows))
+                    ends[p].append(len(flows))
+                    flows.append(f)
+                    meta.append((k, r, p))
+        boundary = [sorted(e) for e in ends]
+    return flows, meta
+
+
+@pytest.mark.parametrize("channels, iterations, compute", [(1, 1, 0), (3, 2, 10_000_000), (2, 3, 0)])
+def test_all_to_all_expansion_is_the_reference_flow_by_flow(channels, iterations, compute):
+    hosts = [f"h{i}" for i in range(8)]
+    entry = _scenario([_collective(algorithm="all_to_all", size=1_000_003, channels=channels, iterations=iterations,
+                                   compute=f"{compute}ps", start="3us")]).traffic[0]
+    flows, meta = expand(entry)
+    assert (flows, meta) == _all_to_all_reference(hosts, 1_000_003, channels, iterations, compute, 3_000_000)
+    # the same key order as the reference: the resolved JSON's bytes
+    assert [list(f) for f in flows] == [list(f) for f in _all_to_all_reference(
+        hosts, 1_000_003, channels, iterations, compute, 3_000_000)[0]]
+
+
+@pytest.mark.parametrize("algorithm, schedule, extra", [
+    ("all_to_all", "ring", {}), ("all_reduce", "ring", {}), ("reduce_scatter", "ring", {}),
+    ("all_gather", "ring", {}), ("all_reduce", "halving_doubling", {}), ("all_gather", "halving_doubling", {}),
+    ("all_reduce", "tree", {"chunk_size": "100KB"}),
+])
+def test_flow_ranks_are_the_expansions_iterations_and_ranks(algorithm, schedule, extra):
+    from fabricsim.workloads.collectives import flow_ranks
+
+    entry = _scenario([_collective(algorithm=algorithm, schedule=schedule, size="1MB", channels=2, iterations=3,
+                                   **extra)]).traffic[0]
+    _, meta = expand(entry)
+    ks, srcs, dsts = flow_ranks(entry)
+    assert list(zip(ks.tolist(), srcs.tolist(), dsts.tolist())) == meta
+
+
 def test_bus_bandwidth_factors_are_nccls():
     assert bus_factor("all_reduce", 8) == 2 * 7 / 8
     for algorithm in ("reduce_scatter", "all_gather", "all_to_all"):
