@@ -9,6 +9,9 @@ class SimulationError(RuntimeError):
     """The run cannot go on: simulated time stopped advancing (the message names
     the component), or an internal failure of the core (a Rust panic is mapped here)."""
 
+class WorldTooLarge(ValueError):
+    """A world whose estimated bytes (``args[0]``) are more than the ``memory_limit`` it was built under."""
+
 BUILD: str
 """How the core was compiled: "optimized", "optimized, profile-guided" (scripts/build-pgo.sh),
 "instrumented for profiling (slow)" or "debug"."""
@@ -33,7 +36,9 @@ def _panic_in_core(message: str) -> None:
 class Simulation:
     """A simulation built from a resolved scenario JSON document."""
 
-    def __init__(self, scenario_json: str) -> None: ...
+    def __init__(self, scenario_json: str, memory_limit: int | None = None) -> None:
+        """Parses and builds the scenario; with ``memory_limit`` (bytes), raises
+        :class:`WorldTooLarge` before building a world estimated to be larger."""
     @property
     def now_ps(self) -> int:
         """Current simulated time in picoseconds."""

@@ -57,18 +57,21 @@ def _build(core: ModuleType, scenario: Scenario, resolved: str) -> Any:
     """The core's simulation of ``scenario`` (``resolved``: its resolved JSON,
     :func:`_resolved_json`): the world built, nothing run yet."""
     try:
-        _check_memory(core, scenario, resolved)
-        return core.Simulation(resolved)
+        try:
+            # the core parses the document once, and refuses before building what would not fit
+            return core.Simulation(resolved, machine_memory.available_bytes())
+        except core.WorldTooLarge as exc:
+            _refuse_memory(core, scenario, resolved, int(exc.args[0]))
+            return core.Simulation(resolved)  # the memory came free in between
     except core.ConfigError as exc:
         raise _config_error(exc, scenario) from None
 
 
-def _check_memory(core: ModuleType, scenario: Scenario, resolved: str) -> None:
-    """Refuses a world whose estimated memory (the core's ``estimate_memory``)
-    is more than this process may still take (:mod:`fabricsim.machine_memory`),
-    naming the traffic entry with the most flows when the flows take most of
-    it, else ``topology``."""
-    estimate = core.estimate_memory(resolved)
+def _refuse_memory(core: ModuleType, scenario: Scenario, resolved: str, estimate: int) -> None:
+    """Refuses a world whose estimated memory (the core's ``estimate_memory``:
+    ``estimate`` bytes) is more than this process may still take
+    (:mod:`fabricsim.machine_memory`), naming the traffic entry with the most
+    flows when the flows take most of it, else ``topology``."""
     short = machine_memory.shortfall(estimate)
     if short is None:
         return

@@ -8,7 +8,7 @@ skipped when it is not built; everything else runs on plain Python, using
 import json
 import sys
 from types import ModuleType
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 import numpy as np
 import pytest
@@ -92,8 +92,13 @@ def fake_core(monkeypatch: pytest.MonkeyPatch, core_output: Dict[str, Any]) -> M
     class SimulationError(RuntimeError):
         pass
 
+    class WorldTooLarge(ValueError):
+        pass
+
     class Simulation:
-        def __init__(self, scenario_json: str) -> None:
+        def __init__(self, scenario_json: str, memory_limit: Optional[int] = None) -> None:
+            if memory_limit is not None and memory_limit < module.estimate_memory(scenario_json):
+                raise WorldTooLarge(module.estimate_memory(scenario_json))
             self.config = json.loads(scenario_json)
             for index, source in enumerate(self.config["traffic"]):
                 if source["dst"] == "h99":
@@ -115,6 +120,7 @@ def fake_core(monkeypatch: pytest.MonkeyPatch, core_output: Dict[str, Any]) -> M
 
     module.ConfigError = ConfigError
     module.SimulationError = SimulationError
+    module.WorldTooLarge = WorldTooLarge
     module.Simulation = Simulation
     module.estimate_memory = lambda scenario_json: 1 << 20
     module.simulations = []

@@ -83,7 +83,7 @@ def test_config_error_becomes_a_scenario_error(fake_core, tmp_path):
 
 
 def test_config_error_without_a_field_path(fake_core):
-    def reject(_json):
+    def reject(_json, memory_limit=None):
         raise fake_core.ConfigError("topology is disconnected: h1 cannot reach h0")
 
     fake_core.Simulation = reject

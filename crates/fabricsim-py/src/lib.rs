@@ -21,6 +21,12 @@ create_exception!(
     "The resolved scenario is invalid; the message starts with the field path."
 );
 create_exception!(_core, SimulationError, PyRuntimeError, "The simulation failed internally.");
+create_exception!(
+    _core,
+    WorldTooLarge,
+    PyValueError,
+    "The world's estimated bytes (the argument) are more than the memory limit it was built under."
+);
 
 fn panic_message(e: Box<dyn std::any::Any + Send>) -> String {
     if let Some(s) = e.downcast_ref::<&str>() {
@@ -55,11 +61,29 @@ impl Simulation {
 
 #[pymethods]
 impl Simulation {
+    /// Parses and builds the scenario. With `memory_limit` (bytes), a world whose
+    /// estimate (`estimate_memory`) is larger is refused before it is built:
+    /// `WorldTooLarge`, its argument the estimate. The document is parsed once.
     #[new]
-    fn new(py: Python<'_>, scenario_json: &str) -> PyResult<Self> {
-        let built =
-            py.allow_threads(|| guarded(|| Scenario::from_json(scenario_json).and_then(|sc| CoreSim::new(&sc))))?;
-        built.map(|s| Simulation { inner: Some(s) }).map_err(|e| ConfigError::new_err(e.to_string()))
+    #[pyo3(signature = (scenario_json, memory_limit=None))]
+    fn new(py: Python<'_>, scenario_json: &str, memory_limit: Option<u64>) -> PyResult<Self> {
+        let built = py.allow_threads(|| {
+            guarded(|| -> Result<Result<CoreSim, u64>, fabricsim_core::ConfigError> {
+                let sc = Scenario::from_json(scenario_json)?;
+                if let Some(limit) = memory_limit {
+                    let estimate = fabricsim_core::sim::limits::estimated_world_bytes(&sc)?;
+                    if estimate > limit {
+                        return Ok(Err(estimate));
+                    }
+                }
+                CoreSim::new(&sc).map(Ok)
+            })
+        })?;
+        match built {
+            Ok(Ok(s)) => Ok(Simulation { inner: Some(s) }),
+            Ok(Err(estimate)) => Err(WorldTooLarge::new_err(estimate)),
+            Err(e) => Err(ConfigError::new_err(e.to_string())),
+        }
     }
 
     #[getter]
@@ -261,6 +285,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     fabricsim_ext_example_buffer::register();
     m.add("ConfigError", m.py().get_type::<ConfigError>())?;
     m.add("SimulationError", m.py().get_type::<SimulationError>())?;
+    m.add("WorldTooLarge", m.py().get_type::<WorldTooLarge>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("BUILD", build_flavor())?;
     py_cc::add(m)?;
