@@ -226,6 +226,10 @@ ASSUMPTIONS = (
                  {"tcp.profile": "linux-3.10"}),
                 ("the hosts run a Linux 4.19 TCP", {"tcp.profile": "linux-4.19"})),
                why="the report's hosts' kernel is not stated"),
+    Assumption("the streams' windows", "buffer_size", {"cc": "htcp"},
+               (("iperf3 -w 32M on both hosts: a 32 MiB window and a 64 MiB send buffer per stream (the power of two "
+                 "below the 64 MB host maximum the scenario takes)", {"tcp.rwnd": "32MiB", "tcp.sndbuf": "64MiB"}),),
+               why="the report does not give iperf3's -w; the scenario takes the largest window its hosts allow"),
 )
 
 
