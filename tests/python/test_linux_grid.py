@@ -4,22 +4,30 @@ mean queue within 0.7-1.43x of the kernel's mean, Jain's index within 0.05),
 outside it only where the lab's own runs differ by more than the band, where
 packet captures of the point account for its drops, where the same point
 recorded under the other host load is in the band (the loaded and the quiet
-grid), or among the misses listed below with what was measured there
+grid), where a recording of the same point at another time is in the band (the
+repeat of the unexplained points), or among the misses listed below with what was measured there
 (docs/validation/linux.md, "The grid" and "The grid on a quiet host")."""
 
 from __future__ import annotations
 
 import pytest
 
-from fabricsim.validation.dumbbell import GRID_RESULTS, QUIET_GRID_RESULTS, cpu_busy_shares, grid_setups, recorded
+from fabricsim.validation.dumbbell import (
+    GRID_RESULTS,
+    QUIET_GRID_RESULTS,
+    REPEAT_GRID_RESULTS,
+    cpu_busy_shares,
+    grid_setups,
+    recorded,
+)
 from fabricsim.validation.dumbbell.band import (
     BAND,
-    HOST_LOADS,
     GridPoint,
     band_markdown,
-    grid_points,
     host_load_reasons,
     judge,
+    judge_recordings,
+    repeat_reasons,
 )
 
 #: Grid points outside a band with no measured reason (no lab spread, no
@@ -30,16 +38,16 @@ from fabricsim.validation.dumbbell.band import (
 #: the kernel's own two runs; single flows at the 30 KB bfifo lose about two
 #: segments per loss episode in the kernel (captured at 100 and 300 Mbps only,
 #: where the miss counts as measured: band.EPISODES); the single flows' 1 Gbps
-#: goodput misses of this loaded host are in the band on the quiet one, but
-#: for reno at 479 KB and cubic at 30 KB. The sixth is Jain's index of eight
+#: goodput misses of this loaded host are in the band on the quiet hosts (for
+#: reno at 479 KB and cubic at 30 KB on the repeat of 2026-12-06). The sixth is Jain's index of eight
 #: Reno flows on the deepest bfifo at 300 Mbps (docs/validation/linux.md, "The grid").
 KNOWN_MISSES: dict[str, tuple[str, ...]] = {
     "reno-1x1-100Mbps-479KB-10s-mtu9000-unpaced": ('drops',),
     "cubic-1x1-300Mbps-30KB-10s-mtu9000-unpaced": ('drops',),
     "reno-8x1-300Mbps-3834KB-10s-mtu9000-unpaced": ('jain',),
     "reno-1x1-1Gbps-30KB-10s-mtu9000-unpaced": ('drops',),
-    "reno-1x1-1Gbps-479KB-10s-mtu9000-unpaced": ('goodput', 'drops'),
-    "cubic-1x1-1Gbps-30KB-10s-mtu9000-unpaced": ('goodput', 'drops'),
+    "reno-1x1-1Gbps-479KB-10s-mtu9000-unpaced": ('drops',),
+    "cubic-1x1-1Gbps-30KB-10s-mtu9000-unpaced": ('drops',),
 }
 #: Grid points without a kept run: every run fell below 90 % of the bottleneck's rate.
 NOT_RECORDED = {"reno-2x1-1Gbps-60KB-10s-mtu9000-unpaced"}
@@ -65,13 +73,33 @@ QUIET_KNOWN_MISSES: dict[str, tuple[str, ...]] = {
     "reno-1x1-1Gbps-120KB-10s-mtu9000-unpaced": ('drops',),
     "cubic-1x1-1Gbps-30KB-10s-mtu9000-unpaced": ('drops',),
     "cubic-2x1-1Gbps-60KB-10s-mtu9000-unpaced": ('drops',),
-    "reno-4x1-1Gbps-120KB-10s-mtu9000-unpaced": ('jain',),
 }
+
+#: The sixteen points unexplained on either grid, recorded again on a quiet host (2026-12-06, three
+#: runs each, CPUs busy 6-31 %). The kernel moved by more than the band at several of them
+#: (reno-4x1-1Gbps-120KB: Jain's index 0.992 against the quiet grid's 0.941, where the twin is in the band)
+#: and stayed put at the single flows on the small bfifos, where the twin drops 0.4-0.65x of it on
+#: all three recordings. Its own misses without a measured reason:
+REPEAT_KNOWN_MISSES: dict[str, tuple[str, ...]] = {
+    "reno-1x1-100Mbps-30KB-10s-mtu9000-unpaced": ('drops',),
+    "reno-1x1-100Mbps-479KB-10s-mtu9000-unpaced": ('drops',),
+    "cubic-2x1-100Mbps-60KB-10s-mtu9000-unpaced": ('jain',),
+    "cubic-1x1-300Mbps-30KB-10s-mtu9000-unpaced": ('drops',),
+    "reno-4x1-300Mbps-1917KB-10s-mtu9000-unpaced": ('drops',),
+    "cubic-4x1-300Mbps-120KB-10s-mtu9000-unpaced": ('jain',),
+    "reno-1x1-1Gbps-30KB-10s-mtu9000-unpaced": ('drops',),
+    "reno-1x1-1Gbps-120KB-10s-mtu9000-unpaced": ('drops',),
+    "reno-1x1-1Gbps-479KB-10s-mtu9000-unpaced": ('drops',),
+    "cubic-1x1-1Gbps-30KB-10s-mtu9000-unpaced": ('drops',),
+}
+#: The points of the repeat: the unexplained ones of both grids.
+REPEATED = set(KNOWN_MISSES) | set(QUIET_KNOWN_MISSES) | {"reno-4x1-1Gbps-120KB-10s-mtu9000-unpaced"}
 
 #: Each stored grid: its file, the points it lacks, and its unexplained misses.
 GRIDS = {
     "loaded": (GRID_RESULTS, NOT_RECORDED, KNOWN_MISSES),
     "quiet": (QUIET_GRID_RESULTS, set(), QUIET_KNOWN_MISSES),
+    "repeat": (REPEAT_GRID_RESULTS, None, REPEAT_KNOWN_MISSES),
 }
 
 
@@ -85,7 +113,8 @@ def _records(grid: str = "loaded") -> list[dict]:
 @pytest.mark.parametrize("grid", sorted(GRIDS))
 def test_the_recorded_grid_is_the_whole_grid(grid: str) -> None:
     records = {r["name"]: r for r in _records(grid)}
-    expected = [s.name for s in grid_setups() if s.name not in GRIDS[grid][1]]
+    lacking = GRIDS[grid][1]
+    expected = [s.name for s in grid_setups() if (s.name in REPEATED if lacking is None else s.name not in lacking)]
     assert sorted(records) == sorted(expected)
     for record in records.values():
         env = record["environment"]
@@ -93,7 +122,7 @@ def test_the_recorded_grid_is_the_whole_grid(grid: str) -> None:
         assert record["setup"]["unpaced"] and record["setup"]["mtu"] == 9000
         # Two runs each, but on the loaded host for two single CUBIC flows at 1 Gbps with one run
         # above 90 % of the rate.
-        assert len(record["runs"]) >= 2 or (grid == "loaded" and record["name"].startswith("cubic-1x1-1Gbps")), \
+        assert len(record["runs"]) >= (3 if grid == "repeat" else 2) or (grid == "loaded" and record["name"].startswith("cubic-1x1-1Gbps")), \
             record["name"]
         assert all(run["softnet_drops"] == 0 for run in record["runs"]), record["name"]
         # The receivers' buffers were polled (the receive-window autotuning under test).
@@ -101,14 +130,16 @@ def test_the_recorded_grid_is_the_whole_grid(grid: str) -> None:
 
 
 def test_the_quiet_grid_ran_on_a_quiet_host() -> None:
-    """Every quiet-grid run kept the two CPUs mostly idle (busy below half their time), where the
+    """Every run of the quiet grid and of the repeat kept the two CPUs mostly idle (busy below half their time), where the
     loaded grid's 300 Mbps and 1 Gbps runs had them busy nearly all the time."""
-    for record in _records("quiet"):
+    for grid, record in [("quiet", r) for r in _records("quiet")] + [("repeat", r) for r in _records("repeat")]:
         assert max(cpu_busy_shares(record)) < 0.5, record["name"]
         for run in record["runs"]:
             # The twin's latency is the probe with the CPUs kept awake; the idle-CPU probe is kept.
-            assert run["latency_probe"] == "awake" and run["one_way_latency_idle_us"]["observations"] > 0
-            assert run["one_way_latency_us"]["percentiles_us"]["p50"] < run["one_way_latency_idle_us"]["percentiles_us"]["p50"]
+            assert run["latency_probe"] == "awake"
+            if grid == "quiet":  # probed again awake; the repeat probed awake from the start
+                assert run["one_way_latency_idle_us"]["observations"] > 0
+                assert run["one_way_latency_us"]["percentiles_us"]["p50"] < run["one_way_latency_idle_us"]["percentiles_us"]["p50"]
     loaded = [share for record in _records("loaded") if record["setup"]["rate"] == "1Gbps"
               for share in cpu_busy_shares(record)]
     assert min(loaded) > 0.8
@@ -116,11 +147,10 @@ def test_the_quiet_grid_ran_on_a_quiet_host() -> None:
 
 @pytest.fixture(scope="module")
 def both_grids() -> dict[str, list[GridPoint]]:
-    """Each stored grid's points, its misses also judged against the other host load's recording."""
-    points = {path: grid_points(recorded(path), seed=1, workers=2) for path in HOST_LOADS}
-    for path, (other, label) in HOST_LOADS.items():
-        host_load_reasons(points[path], points[other], label)
-    return {grid: points[GRIDS[grid][0]] for grid in GRIDS}
+    """Each stored recording's points, its misses also judged against the other host load's
+    grid and the recordings of the same points at another time."""
+    judged = judge_recordings([path for path, _, _ in GRIDS.values()], seed=1, workers=2)
+    return {grid: judged[GRIDS[grid][0]] for grid in GRIDS}
 
 
 @pytest.mark.parametrize("grid", sorted(GRIDS))
@@ -194,6 +224,25 @@ def test_a_miss_counts_as_measured_where_the_other_host_load_is_in_band_and_the_
     # Nor does a recording that misses too.
     off = _point({**loaded, "goodput": 80e6}, dict(twin), calm)
     assert host_load_reasons([_point(loaded, dict(twin), calm)], [off], "quiet")[0].unexplained == ["goodput"]
+
+
+def test_a_miss_counts_as_measured_where_a_recording_at_another_time_is_in_band_and_the_kernels_differ() -> None:
+    calm = {"goodput": 1.0, "drops": 1.1, "mean_queue": 1.1, "jain": 0.0}
+    first = {"goodput": 100e6, "drops": 1000.0, "mean_queue": 50_000.0, "recoveries": 500.0, "jain": 1.0}
+    twin = {**first, "drops": 1600.0}
+    here = _point(first, dict(twin), calm)
+    again = _point({**first, "drops": 1500.0}, dict(twin), calm)
+    assert here.unexplained == ["drops"] and again.in_band
+    repeat_reasons([here], [again], "a quiet host on 2026-12-06")
+    assert here.explained
+    assert here.reasons["drops"] == ("recorded again: the kernel on a quiet host on 2026-12-06 gives 1.50x of this one, "
+                                     "in the band there")
+    assert "(again)" in band_markdown([GridPoint(here.name, {"senders": 1, "cc": "reno", "rate": "1Gbps",
+                                                             "buffer": "30KB"}, here.kernel, here.twin,
+                                                 {"drops": 1.0}, misses=here.misses, reasons=here.reasons)])
+    # A repeat that agrees with the first recording (within the band) explains nothing.
+    same = _point({**first, "drops": 1100.0}, {**twin, "drops": 1100.0}, calm)
+    assert repeat_reasons([_point(first, dict(twin), calm)], [same], "x")[0].unexplained == ["drops"]
 
 
 def test_a_latency_probed_again_keeps_the_earlier_probe_and_resets_the_summary(monkeypatch) -> None:

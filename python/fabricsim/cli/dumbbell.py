@@ -63,18 +63,16 @@ def _grid(args: argparse.Namespace) -> int:
 
 def _band(args: argparse.Namespace) -> int:
     from fabricsim.validation.dumbbell import GRID_RESULTS
-    from fabricsim.validation.dumbbell.band import HOST_LOADS, band_markdown, grid_points, host_load_reasons
+    from fabricsim.validation.dumbbell.band import HOST_LOADS, REPEATS, band_markdown, judge_recordings
 
     path = args.path or GRID_RESULTS
     if not path.exists():
         raise FabricsimError(f"band: no recordings at {path}; record them with `fabricsim dumbbell record --grid` (root)")
-    points = grid_points(_selected(args, path), seed=args.seed, workers=args.workers,
-                         shaped_router=args.shaped_router)
-    # Each stored grid's misses are also judged against the other host load's recording.
-    other = next((o for stored, o in HOST_LOADS.items() if stored.resolve() == path.resolve()), None)
-    if other is not None and other[0].exists():
-        host_load_reasons(points, grid_points(_selected(args, other[0]), seed=args.seed, workers=args.workers,
-                                              shaped_router=args.shaped_router), other[1])
+    # A stored recording's misses are also judged against the other host load's grid and the
+    # recordings of the same points at another time.
+    path = next((stored for stored in {*HOST_LOADS, *REPEATS} if stored.resolve() == path.resolve()), path)
+    points = judge_recordings([path], seed=args.seed, workers=args.workers, shaped_router=args.shaped_router,
+                              select=lambda p: _selected(args, p))[path]
     print(band_markdown(points))
     if args.json:
         args.json.write_text(json.dumps([p.to_dict() for p in points], indent=1) + "\n")

@@ -145,7 +145,8 @@ def command(args: argparse.Namespace) -> int:
                                  "each with its own setup (select one with --recorded NAME)")
         stored = linux_dumbbell.recorded() + [
             record
-            for path in (linux_dumbbell.UNPACED_RESULTS, linux_dumbbell.GRID_RESULTS, linux_dumbbell.QUIET_GRID_RESULTS)
+            for path in (linux_dumbbell.UNPACED_RESULTS, linux_dumbbell.GRID_RESULTS, linux_dumbbell.QUIET_GRID_RESULTS,
+                         linux_dumbbell.REPEAT_GRID_RESULTS)
             if path.exists()
             for record in linux_dumbbell.recorded(path)
         ]

@@ -32,6 +32,7 @@ from fabricsim.validation.dumbbell.setup import (  # noqa: F401
     GRID_RESULTS,
     MTU9000_AGAIN_RESULTS,
     QUIET_GRID_RESULTS,
+    REPEAT_GRID_RESULTS,
     REFERENCE_SETUPS,
     RESULTS,
     TCP_SYSCTLS,

@@ -72,6 +72,7 @@ from fabricsim.validation.dumbbell.setup import (
     GRID_RESULTS,
     MTU9000_AGAIN_RESULTS,
     QUIET_GRID_RESULTS,
+    REPEAT_GRID_RESULTS,
     REFERENCE_SETUPS,
     RESULTS,
     TCP_SYSCTLS,

@@ -6,8 +6,9 @@ holds: the lab did not repeat itself there (its own runs differ by more than
 the band), or, for drops, packet captures of the point in the lab
 (:data:`EPISODES`) show the kernel losing more segments per loss episode
 than the twin while the episodes agree, or the same point recorded on a host
-under another load (:func:`host_load_reasons`: the loaded and the quiet grid)
-is in its band while the kernel's two recordings differ by more than it."""
+under another load (:func:`host_load_reasons`: the loaded and the quiet grid),
+or recorded again (:func:`repeat_reasons`: :data:`REPEAT_GRID_RESULTS`), is in
+its band while the kernel's recordings differ by more than it."""
 
 from __future__ import annotations
 
@@ -16,10 +17,18 @@ import multiprocessing
 import statistics
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
 
 from fabricsim.validation.dumbbell.analysis import _bfifo_mean_bytes, kernel_recoveries, summary_drops
-from fabricsim.validation.dumbbell.setup import GRID_RESULTS, QUIET_GRID_RESULTS, RESULTS, DumbbellSetup, jain_index
+from fabricsim.validation.dumbbell.setup import (
+    GRID_RESULTS,
+    QUIET_GRID_RESULTS,
+    REPEAT_GRID_RESULTS,
+    RESULTS,
+    DumbbellSetup,
+    jain_index,
+)
 from fabricsim.validation.dumbbell.twin import simulate_recorded
 
 #: The bands: total goodput within 5 %; bottleneck drops and mean queue within
@@ -32,6 +41,15 @@ SMALL_QUEUE_BYTES = 9_018
 #: Each stored grid, and the grid of the other host load its misses are also judged
 #: against (:func:`host_load_reasons`) with that host's name.
 HOST_LOADS = {GRID_RESULTS: (QUIET_GRID_RESULTS, "quiet"), QUIET_GRID_RESULTS: (GRID_RESULTS, "loaded")}
+#: Each stored recording and the recordings of the same points made at another time, with how a
+#: reason names them (:func:`repeat_reasons`): the repeat of the unexplained points on a quiet host
+#: (2026-12-06) against both grids, and both grids against it.
+REPEATS = {
+    GRID_RESULTS: ((REPEAT_GRID_RESULTS, "a quiet host on 2026-12-06"),),
+    QUIET_GRID_RESULTS: ((REPEAT_GRID_RESULTS, "a quiet host on 2026-12-06"),),
+    REPEAT_GRID_RESULTS: ((QUIET_GRID_RESULTS, "the quiet host on 2026-12-04"),
+                          (GRID_RESULTS, "the loaded host on 2026-12-01")),
+}
 #: Grid points re-run in the lab with packet captures on both sides of the
 #: bottleneck and the sender's tcp_probe tracepoint: per run, the loss episodes
 #: and the drops in each (docs/validation/linux.md, "What misses, measured").
@@ -184,12 +202,11 @@ def judge(point: GridPoint, captures: Optional[dict[str, list[dict[str, Any]]]] 
     return point
 
 
-def host_load_reasons(points: Sequence[GridPoint], other: Sequence[GridPoint], host: str) -> list[GridPoint]:
-    """Adds a measured reason to each unexplained miss of ``points`` where the same
-    point recorded on the ``host`` host (``other``, judged against its own twin)
-    is in the band for that metric and the kernel's two recordings differ by
-    more than the band: the kernel there moves with the host's load by more
-    than the band allows, and the twin matches it under the other load."""
+def _other_recording_reasons(points: Sequence[GridPoint], other: Sequence[GridPoint], prefix: str,
+                             where: str) -> list[GridPoint]:
+    """Adds ``prefix: the kernel on <where> gives ...`` to each unexplained miss of ``points``
+    where the same point in ``other`` (judged against its own twin) is in the band for that
+    metric and the two kernels differ from each other by more than the band."""
     by_name = {p.name: p for p in other}
     for point in points:
         twin = by_name.get(point.name)
@@ -199,8 +216,50 @@ def host_load_reasons(points: Sequence[GridPoint], other: Sequence[GridPoint], h
             a, b = point.kernel[metric], twin.kernel[metric]
             if metric not in twin.misses and _differ(a, b, metric):
                 shown = f"{b:.3f} against {a:.3f}" if metric == "jain" else f"{b / a:.2f}x of this one"
-                point.reasons[metric] = f"host load: the kernel on the {host} host gives {shown}, in the band there"
+                point.reasons[metric] = f"{prefix}: the kernel on {where} gives {shown}, in the band there"
     return list(points)
+
+
+def host_load_reasons(points: Sequence[GridPoint], other: Sequence[GridPoint], host: str) -> list[GridPoint]:
+    """Adds a measured reason to each unexplained miss of ``points`` where the same
+    point recorded on the ``host`` host (``other``, judged against its own twin)
+    is in the band for that metric and the kernel's two recordings differ by
+    more than the band: the kernel there moves with the host's load by more
+    than the band allows, and the twin matches it under the other load."""
+    return _other_recording_reasons(points, other, "host load", f"the {host} host")
+
+
+def repeat_reasons(points: Sequence[GridPoint], other: Sequence[GridPoint], where: str) -> list[GridPoint]:
+    """As :func:`host_load_reasons`, for a recording of the same points under the same
+    kind of host at another time (``where``, e.g. "a quiet host on 2026-12-06"): the
+    kernel does not repeat itself from one recording to the next by the band, and the
+    twin is in the band of the other recording."""
+    return _other_recording_reasons(points, other, "recorded again", where)
+
+
+def judge_recordings(paths: Sequence[Path], seed: int = 1, workers: int = 1, shaped_router: bool = False,
+                     select: Optional[Callable[[Path], Sequence[dict[str, Any]]]] = None) -> dict[Path, list[GridPoint]]:
+    """Every recording of ``paths`` judged against its twin, each one's misses also judged
+    against the other host load's grid (:data:`HOST_LOADS`) and the repeats of its points
+    (:data:`REPEATS`) where those are stored; ``select``: the records of a path
+    (default: all of them)."""
+    from fabricsim.validation.dumbbell.setup import recorded
+
+    select = select or recorded
+    wanted = set(paths)
+    for path in paths:
+        wanted |= {HOST_LOADS[path][0]} if path in HOST_LOADS else set()
+        wanted |= {other for other, _ in REPEATS.get(path, ())}
+    points = {path: grid_points(select(path), seed=seed, workers=workers, shaped_router=shaped_router)
+              for path in wanted if path.exists()}
+    for path in paths:
+        if path in HOST_LOADS and HOST_LOADS[path][0] in points:
+            other, label = HOST_LOADS[path]
+            host_load_reasons(points[path], points[other], label)
+        for other, where in REPEATS.get(path, ()):
+            if other in points:
+                repeat_reasons(points[path], points[other], where)
+    return {path: points[path] for path in paths}
 
 
 def grid_point(record: dict[str, Any], seed: int = 1, shaped_router: bool = False) -> GridPoint:
@@ -238,7 +297,7 @@ def grid_points(records: Sequence[dict[str, Any]], seed: int = 1, workers: int =
 
 def _cell(point: GridPoint, metric: str) -> str:
     reason = point.reasons.get(metric, "")
-    marks = (("captured", " (captured)"), ("host load", " (load)"))
+    marks = (("captured", " (captured)"), ("host load", " (load)"), ("recorded again", " (again)"))
     mark = "" if metric not in point.misses else (
         " **x**" if not reason else next((m for start, m in marks if reason.startswith(start)), " (lab)"))
     if metric == "jain":
@@ -256,7 +315,8 @@ def band_markdown(points: Sequence[GridPoint]) -> str:
     small for a ratio as twin / kernel values; Jain's index as twin - kernel);
     **x** marks a miss, (lab) a miss where the lab's own runs differ more,
     (captured) a drops miss that the point's lab captures account for, (load)
-    one that the point recorded under another host load is in the band for."""
+    one that the point recorded under another host load is in the band for,
+    (again) one that a recording of the point at another time is in the band for."""
     lines = [
         "| rate | senders | cc | bfifo | kernel drops | goodput | drops | mean queue | recoveries | Jain | lab spread (drops) |",
         "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",

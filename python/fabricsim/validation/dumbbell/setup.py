@@ -167,6 +167,9 @@ GRID_RESULTS = RESULTS.with_name("dumbbell-grid.json.gz")
 #: The same grid recorded again on a quiet host (the lab's processes alone on its CPUs), where
 #: :data:`GRID_RESULTS` ran beside other work that kept both CPUs busy at 300 Mbps and 1 Gbps.
 QUIET_GRID_RESULTS = RESULTS.with_name("dumbbell-grid-quiet.json.gz")
+#: The grid points that missed their band without a measured reason on either host, recorded a
+#: third time on a quiet host (three runs each), to see whether the kernel repeats itself there.
+REPEAT_GRID_RESULTS = RESULTS.with_name("dumbbell-grid-repeat.json.gz")
 #: The grid's bottleneck rates, sender counts and controls.
 GRID_RATES = ("100Mbps", "300Mbps", "1Gbps")
 GRID_SENDERS = (1, 2, 4, 8)
