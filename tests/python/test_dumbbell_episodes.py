@@ -59,3 +59,41 @@ def test_episodes_are_three_drain_times_of_the_full_bfifo_apart() -> None:
     gaps = {s.name: episode_gap_s(s) for s in grid_setups()}
     assert gaps["reno-1x1-100Mbps-120KB-10s-mtu9000-unpaced"] == 0.0288
     assert gaps["reno-1x1-300Mbps-120KB-10s-mtu9000-unpaced"] == 0.0096
+
+
+def test_window_cycles_reads_the_senders_window_and_its_recoveries_from_a_trace(tmp_path: Path) -> None:
+    """``--windows``: the data sender's tcp_probe lines (ACKs arriving at the socket whose
+    remote port is 5201) and its tcp_cong_state_set moves into and out of recovery (3, 0)."""
+    from fabricsim.validation.dumbbell.episodes import window_cycles
+
+    def probe(t: float, cwnd: int, sport: int = 47568) -> str:
+        return (f"          iperf3-1   [000] ..s2. {t:.6f}: tcp_probe: family=AF_INET src=198.18.0.1:{sport} "
+                f"dest=198.18.1.2:5201 mark=0x0 data_len=0 snd_nxt=0x10 snd_una=0x1 snd_cwnd={cwnd} "
+                f"ssthresh=3 snd_wnd=62636 srtt=100 rcv_wnd=62720 sock_cookie=9a")
+
+    def state(t: float, value: int, sport: int = 47568) -> str:
+        return (f"          <idle>-0   [001] .Ns2. {t:.6f}: tcp_cong_state_set: family=AF_INET sport={sport} "
+                f"dport=5201 saddr=198.18.0.1 daddr=198.18.1.2 cong_state={value}")
+
+    lines = [probe(100.0, 10), probe(100.0, 10, sport=47558)]  # the control connection: fewer ACKs
+    t = 101.0
+    # Three cycles: 3 -> 4 -> 5, a recovery; the last one flat at 3 for 30 ms first.
+    for cycle in range(3):
+        if cycle == 2:
+            lines += [probe(t, 3), probe(t + 0.030, 3)]
+            t += 0.031
+        for cwnd in (3, 4, 5):
+            lines.append(probe(t, cwnd))
+            t += 0.0001
+        lines += [state(t, 3), probe(t + 0.00002, 4)]
+        t += 0.00005
+        lines.append(state(t, 0))
+        t += 0.0002
+    path = tmp_path / "trace.txt"
+    path.write_text("\n".join(lines) + "\n")
+    out = window_cycles(path, skip_s=0.5)
+    assert out["recoveries"] == 3
+    assert out["flat_stretches"] == 1 and out["flat_cwnd"] == {3: 1}
+    assert out["acks_by_cwnd"] == {3: 5, 4: 6, 5: 3}
+    # Exit to the next entry: 0.2 ms + three ACKs 0.1 ms apart, and once the 31 ms stretch too.
+    assert out["exit_to_entry_us"]["p10"] == 500 and out["exit_to_entry_us"]["p90"] == 31_500

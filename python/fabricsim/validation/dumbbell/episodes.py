@@ -6,8 +6,13 @@ whether the second loss came on a cwnd increase, whether the first was in a
 burst the sender had deferred, how many ACKs acknowledged one segment.
 :data:`~fabricsim.validation.dumbbell.band.EPISODES` holds the summaries the
 grid's judgement uses (docs/validation/linux.md, "What misses, measured").
+With ``--windows`` the point runs with the tracepoints alone (no packet
+captures, whose work on the veths moves the result) and :func:`window_cycles`
+summarises the sender's window between loss episodes, beside the twin's
+(:func:`twin_window_cycles`).
 
     python -m fabricsim.validation.dumbbell.episodes reno-1x1-100Mbps-120KB-10s-mtu9000-unpaced OUTDIR
+    python -m fabricsim.validation.dumbbell.episodes --windows cubic-1x1-1Gbps-30KB-10s-mtu9000-unpaced OUTDIR
 """
 
 from __future__ import annotations
@@ -31,9 +36,10 @@ def _tracing(path: str, value: str) -> None:
     (TRACING / path).write_text(value)
 
 
-def capture(setup: DumbbellSetup, out: Path, nice: int = -10) -> dict[str, Any]:
+def capture(setup: DumbbellSetup, out: Path, nice: int = -10, packets: bool = True) -> dict[str, Any]:
     """Runs ``setup`` once in the lab (root) with the captures in ``out``
-    (``s0.pcap``, ``rx.pcap``, ``trace.txt``); the bfifo's and the sender's counters."""
+    (``s0.pcap``, ``rx.pcap`` unless not ``packets``, ``trace.txt``); the bfifo's
+    and the sender's counters."""
     from fabricsim.validation.linux import Lab, LabError
 
     if not (TRACING / "events" / "tcp" / "tcp_probe").exists():
@@ -43,7 +49,7 @@ def capture(setup: DumbbellSetup, out: Path, nice: int = -10) -> dict[str, Any]:
         taps = [
             lab.spawn(node, ["tcpdump", "-i", lab.device(node, "r"), "-s", "96", "-B", "65536", "-w", str(out / f"{node}.pcap"), "tcp"])
             for node in ("s0", "rx")
-        ]
+        ] if packets else []
         _tracing("buffer_size_kb", "65536")
         _tracing("trace", "")
         _tracing("events/tcp/tcp_probe/filter", "dport == 5201 || sport == 5201")
@@ -187,10 +193,94 @@ def episode_gap_s(setup: DumbbellSetup) -> float:
     return round(3 * parse_size(setup.buffer) * 8 / parse_rate(setup.rate), 4)
 
 
+#: ``tcp_probe`` at the data sender (an ACK arriving), and ``tcp_cong_state_set``.
+_PROBE = re.compile(r"\s(\d+\.\d+): tcp_probe: .*?src=(\S+) dest=(\S+) .*?snd_cwnd=(\d+) ssthresh=(\d+)")
+_STATE = re.compile(r"\s(\d+\.\d+): tcp_cong_state_set: .*?sport=(\d+) dport=(\d+).*?state=(\d+)")
+#: A window unchanged for longer than this counts as a flat stretch (CUBIC's hold is HZ / 32).
+FLAT_S = 0.020
+
+
+def _cycles(acks: list[tuple[float, int]], entries: list[float], exits: list[float], skip_s: float) -> dict[str, Any]:
+    """The window between loss episodes: ``acks`` (time, cwnd in segments) at the
+    sender, the times recovery began (``entries``) and ended (``exits``)."""
+    t0 = acks[0][0] if acks else 0.0
+    acks = [a for a in acks if a[0] - t0 >= skip_s]
+    entries = [e for e in entries if e - t0 >= skip_s]
+    span = acks[-1][0] - acks[0][0] if len(acks) > 1 else 0.0
+    flats, start = [], acks[0] if acks else None
+    for a, b in zip(acks, acks[1:]):
+        if b[1] != a[1]:
+            if a[0] - start[0] > FLAT_S:
+                flats.append((a[1], a[0] - start[0]))
+            start = b
+    gaps = []
+    for exit_ in (e for e in exits if e - t0 >= skip_s):
+        following = next((e for e in entries if e > exit_), None)
+        if following is not None:
+            gaps.append(following - exit_)
+    gaps.sort()
+    cwnd = collections.Counter(c for _, c in acks)
+    return {
+        "seconds": round(span, 3),
+        "recoveries": len(entries),
+        "acks_by_cwnd": dict(sorted(cwnd.items())),
+        "flat_stretches": len(flats),
+        "flat_seconds": round(sum(d for _, d in flats), 3),
+        "flat_cwnd": dict(sorted(collections.Counter(c for c, _ in flats).items())),
+        "exit_to_entry_us": {f"p{q}": round(gaps[int(len(gaps) * q / 100)] * 1e6) for q in (10, 50, 90)} if gaps else {},
+    }
+
+
+def window_cycles(trace: Path, skip_s: float = 2.0) -> dict[str, Any]:
+    """:func:`_cycles` of the busiest connection to port 5201 in a tracefs
+    ``trace`` file (``tcp_probe`` and ``tcp_cong_state_set``, as :func:`capture`
+    writes it), after its first ``skip_s`` seconds."""
+    acks: dict[str, list[tuple[float, int]]] = collections.defaultdict(list)
+    states: dict[str, list[tuple[float, int]]] = collections.defaultdict(list)
+    for line in trace.read_text().splitlines():
+        m = _PROBE.search(line)
+        if m and m.group(3).endswith(":5201"):
+            acks[m.group(2)].append((float(m.group(1)), int(m.group(4))))
+            continue
+        m = _STATE.search(line)
+        if m and m.group(3) == "5201":
+            states[m.group(2)].append((float(m.group(1)), int(m.group(4))))
+    if not acks:
+        raise ValueError(f"{trace}: no tcp_probe lines of a connection to port 5201")
+    conn = max(acks, key=lambda c: len(acks[c]))
+    moves = states.get(conn.rsplit(":", 1)[1], [])
+    # TCP_CA_Recovery is 3; the move back to TCP_CA_Open (0) ends it.
+    entries = [t for t, state in moves if state == 3]
+    exits = [t for (t, state), (_, before) in zip(moves[1:], moves) if state == 0 and before == 3]
+    return _cycles(acks[conn], entries, exits, skip_s)
+
+
+def twin_window_cycles(record: dict[str, Any], seed: int = 1, skip_s: float = 2.0) -> dict[str, Any]:
+    """:func:`_cycles` of the twin of a recorded single-flow point, from its ``tcp_trace``."""
+    from fabricsim.runner import run
+    from fabricsim.schema import from_dict
+    from fabricsim.validation.dumbbell.twin import lab_twin, scenario
+
+    setup = DumbbellSetup(**record["setup"])
+    tcp, host = lab_twin(record, None, False)
+    doc = scenario(setup, record["summary"]["one_way_latency_us"]["mean"], seed, tcp, host)
+    doc.setdefault("stats", {})["tcp_trace"] = {"max_rows": 4_000_000}
+    trace = run(from_dict(doc), seed=seed).tables()["tcp_trace"].filter(flow_id=0).sort("time_ps")
+    rows = trace.select("time_ps", "event", "cwnd_segments").rows()
+    acks = [(t / 1e12, c) for t, e, c in rows if e == "ack"]
+    return _cycles(acks, [t / 1e12 for t, e, _ in rows if e == "recovery_start"],
+                   [t / 1e12 for t, e, _ in rows if e == "recovery_end"], skip_s)
+
+
 def main(argv: list[str]) -> int:
+    windows = "--windows" in argv
+    argv = [a for a in argv if a != "--windows"]
     name, out = argv[0], Path(argv[1])
     setup = {s.name: s for s in grid_setups()}[name]
-    counters = capture(setup, out)
+    counters = capture(setup, out, packets=not windows)
+    if windows:
+        print({"kernel": {**counters, **window_cycles(out / "trace.txt")}})
+        return 0
     print(summarize(out, counters, episode_gap_s=episode_gap_s(setup)))
     return 0
 
