@@ -97,3 +97,17 @@ def test_window_cycles_reads_the_senders_window_and_its_recoveries_from_a_trace(
     assert out["acks_by_cwnd"] == {3: 5, 4: 6, 5: 3}
     # Exit to the next entry: 0.2 ms + three ACKs 0.1 ms apart, and once the 31 ms stretch too.
     assert out["exit_to_entry_us"]["p10"] == 500 and out["exit_to_entry_us"]["p90"] == 31_500
+
+
+def test_the_twins_window_at_the_cubic_single_flow_on_30kb_is_the_one_documented() -> None:
+    """docs/validation/linux.md, "The unexplained points recorded again": at
+    cubic-1x1-1Gbps-30KB the twin's window sits flat at 4 segments (the kernel's at 3), and with
+    the bottleneck built as the lab builds it, at 3 with the kernel's count of recoveries."""
+    from fabricsim.validation.dumbbell import REPEAT_GRID_RESULTS, recorded
+    from fabricsim.validation.dumbbell.twin import twin_window_cycles
+
+    record = next(r for r in recorded(REPEAT_GRID_RESULTS) if r["name"].startswith("cubic-1x1-1Gbps-30KB"))
+    link = twin_window_cycles(record)
+    assert link["recoveries"] == 1844 and link["flat_cwnd"] == {4: 212}
+    shaped = twin_window_cycles(record, shaped_router=True)
+    assert shaped["recoveries"] == 4674 and shaped["flat_cwnd"] == {3: 216}

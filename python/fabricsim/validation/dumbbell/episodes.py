@@ -9,7 +9,7 @@ grid's judgement uses (docs/validation/linux.md, "What misses, measured").
 With ``--windows`` the point runs with the tracepoints alone (no packet
 captures, whose work on the veths moves the result) and :func:`window_cycles`
 summarises the sender's window between loss episodes, beside the twin's
-(:func:`twin_window_cycles`).
+(:func:`~fabricsim.validation.dumbbell.twin.twin_window_cycles`).
 
     python -m fabricsim.validation.dumbbell.episodes reno-1x1-100Mbps-120KB-10s-mtu9000-unpaced OUTDIR
     python -m fabricsim.validation.dumbbell.episodes --windows cubic-1x1-1Gbps-30KB-10s-mtu9000-unpaced OUTDIR
@@ -200,7 +200,7 @@ _STATE = re.compile(r"\s(\d+\.\d+): tcp_cong_state_set: .*?sport=(\d+) dport=(\d
 FLAT_S = 0.020
 
 
-def _cycles(acks: list[tuple[float, int]], entries: list[float], exits: list[float], skip_s: float) -> dict[str, Any]:
+def cycles(acks: list[tuple[float, int]], entries: list[float], exits: list[float], skip_s: float) -> dict[str, Any]:
     """The window between loss episodes: ``acks`` (time, cwnd in segments) at the
     sender, the times recovery began (``entries``) and ended (``exits``)."""
     t0 = acks[0][0] if acks else 0.0
@@ -232,7 +232,7 @@ def _cycles(acks: list[tuple[float, int]], entries: list[float], exits: list[flo
 
 
 def window_cycles(trace: Path, skip_s: float = 2.0) -> dict[str, Any]:
-    """:func:`_cycles` of the busiest connection to port 5201 in a tracefs
+    """:func:`cycles` of the busiest connection to port 5201 in a tracefs
     ``trace`` file (``tcp_probe`` and ``tcp_cong_state_set``, as :func:`capture`
     writes it), after its first ``skip_s`` seconds."""
     acks: dict[str, list[tuple[float, int]]] = collections.defaultdict(list)
@@ -252,24 +252,7 @@ def window_cycles(trace: Path, skip_s: float = 2.0) -> dict[str, Any]:
     # TCP_CA_Recovery is 3; the move back to TCP_CA_Open (0) ends it.
     entries = [t for t, state in moves if state == 3]
     exits = [t for (t, state), (_, before) in zip(moves[1:], moves) if state == 0 and before == 3]
-    return _cycles(acks[conn], entries, exits, skip_s)
-
-
-def twin_window_cycles(record: dict[str, Any], seed: int = 1, skip_s: float = 2.0) -> dict[str, Any]:
-    """:func:`_cycles` of the twin of a recorded single-flow point, from its ``tcp_trace``."""
-    from fabricsim.runner import run
-    from fabricsim.schema import from_dict
-    from fabricsim.validation.dumbbell.twin import lab_twin, scenario
-
-    setup = DumbbellSetup(**record["setup"])
-    tcp, host = lab_twin(record, None, False)
-    doc = scenario(setup, record["summary"]["one_way_latency_us"]["mean"], seed, tcp, host)
-    doc.setdefault("stats", {})["tcp_trace"] = {"max_rows": 4_000_000}
-    trace = run(from_dict(doc), seed=seed).tables()["tcp_trace"].filter(flow_id=0).sort("time_ps")
-    rows = trace.select("time_ps", "event", "cwnd_segments").rows()
-    acks = [(t / 1e12, c) for t, e, c in rows if e == "ack"]
-    return _cycles(acks, [t / 1e12 for t, e, _ in rows if e == "recovery_start"],
-                   [t / 1e12 for t, e, _ in rows if e == "recovery_end"], skip_s)
+    return cycles(acks[conn], entries, exits, skip_s)
 
 
 def main(argv: list[str]) -> int:

@@ -400,3 +400,22 @@ def lab_host_model(setup: DumbbellSetup, forwarding: bool = False, **overrides: 
             {"kind": "driver", "name": "router_forwarding", "tx": {"per_packet": cost, "per_ack": cost}},
         ]
     return {"model": model}
+
+
+def twin_window_cycles(record: dict[str, Any], seed: int = 1, skip_s: float = 2.0,
+                       shaped_router: bool = False) -> dict[str, Any]:
+    """:func:`~fabricsim.validation.dumbbell.episodes.cycles` of the twin of a recorded single-flow point, from its ``tcp_trace``
+    (``shaped_router``: the bottleneck as the lab builds it, see :func:`scenario`)."""
+    from fabricsim.runner import run
+    from fabricsim.schema import from_dict
+    from fabricsim.validation.dumbbell.episodes import cycles
+
+    setup = DumbbellSetup(**record["setup"])
+    tcp, host = lab_twin(record, None, False)
+    doc = scenario(setup, record["summary"]["one_way_latency_us"]["mean"], seed, tcp, host, shaped_router)
+    doc.setdefault("stats", {})["tcp_trace"] = {"max_rows": 4_000_000}
+    trace = run(from_dict(doc), seed=seed).tables()["tcp_trace"].filter(flow_id=0).sort("time_ps")
+    rows = trace.select("time_ps", "event", "cwnd_segments").rows()
+    acks = [(t / 1e12, c) for t, e, c in rows if e == "ack"]
+    return cycles(acks, [t / 1e12 for t, e, _ in rows if e == "recovery_start"],
+                   [t / 1e12 for t, e, _ in rows if e == "recovery_end"], skip_s)
