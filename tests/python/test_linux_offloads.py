@@ -67,12 +67,11 @@ def test_the_host_model_batches_as_the_kernel_does(core, rows):
 )
 def test_a_fresh_measurement_batches_as_recorded(recorded):
     """vxlan+ct at 1500 B with GRO: the receiver's skbs hold at least as many frames as recorded
-    (within 20 %) and at most a full GRO batch (64 KiB). A receiver slower than the recorded one
-    batches more, up to that ceiling: a run at 5.6 Gb/s on a busy machine held 45.3 frames per skb
-    (the ceiling 46.9) where the recorded runs at 7.9-8.0 Gb/s held 31.1-32.3."""
+    (within 20 %): the tunnel and conntrack still keep GRO's batches. A receiver slower than the
+    recorded one batches more, up to full 64 KiB batches (a run at 5.6 Gb/s on a busy machine:
+    45.3 frames per skb, where the recorded runs at 7.9-8.0 Gb/s held 31.1-32.3), so more is not
+    a miss; fewer is."""
     run = linux_offloads.measure("vxlan+ct", 1500, True, duration_s=2.0)
     kept = next(p for p in recorded["points"] if (p["config"], p["mtu"], p["gro"]) == ("vxlan+ct", 1500, True))
-    per_skb = run["underlay_frames"] / run["rx_skbs"]
-    full_batch = 65_536 / (run["rx_bytes"] / run["underlay_frames"])
-    assert 0.8 * kept["frames_per_rx_skb"] <= per_skb <= 1.01 * full_batch, run
+    assert run["underlay_frames"] / run["rx_skbs"] >= 0.8 * kept["frames_per_rx_skb"], run
     assert run["tx_bytes"] / run["tx_skbs"] >= 20_000, run

@@ -63,14 +63,14 @@ def _grid(args: argparse.Namespace) -> int:
 
 def _band(args: argparse.Namespace) -> int:
     from fabricsim.validation.dumbbell import GRID_RESULTS
-    from fabricsim.validation.dumbbell.band import HOST_LOADS, REPEATS, band_markdown, judge_recordings
+    from fabricsim.validation.dumbbell.band import OTHER_RECORDINGS, band_markdown, judge_recordings
 
     path = args.path or GRID_RESULTS
     if not path.exists():
         raise FabricsimError(f"band: no recordings at {path}; record them with `fabricsim dumbbell record --grid` (root)")
     # A stored recording's misses are also judged against the other host load's grid and the
     # recordings of the same points at another time.
-    path = next((stored for stored in {*HOST_LOADS, *REPEATS} if stored.resolve() == path.resolve()), path)
+    path = next((stored for stored in OTHER_RECORDINGS if stored.resolve() == path.resolve()), path)
     points = judge_recordings([path], seed=args.seed, workers=args.workers, shaped_router=args.shaped_router,
                               select=lambda p: _selected(args, p))[path]
     print(band_markdown(points))

@@ -6,9 +6,9 @@ holds: the lab did not repeat itself there (its own runs differ by more than
 the band), or, for drops, packet captures of the point in the lab
 (:data:`EPISODES`) show the kernel losing more segments per loss episode
 than the twin while the episodes agree, or the same point recorded on a host
-under another load (:func:`host_load_reasons`: the loaded and the quiet grid),
-or recorded again (:func:`repeat_reasons`: :data:`REPEAT_GRID_RESULTS`), is in
-its band while the kernel's recordings differ by more than it."""
+under another load (the loaded and the quiet grid) or recorded again
+(:data:`REPEAT_GRID_RESULTS`) is in its band while the kernel's recordings
+differ by more than it (:func:`other_recording_reasons`, :data:`OTHER_RECORDINGS`)."""
 
 from __future__ import annotations
 
@@ -38,17 +38,17 @@ BAND: dict[str, Any] = {"goodput": 0.05, "drops": (0.7, 1.43), "mean_queue": (0.
 FEW_DROPS = 20
 #: Below one frame of mean queue (MTU 9000) a ratio of queues says nothing.
 SMALL_QUEUE_BYTES = 9_018
-#: Each stored grid, and the grid of the other host load its misses are also judged
-#: against (:func:`host_load_reasons`) with that host's name.
-HOST_LOADS = {GRID_RESULTS: (QUIET_GRID_RESULTS, "quiet"), QUIET_GRID_RESULTS: (GRID_RESULTS, "loaded")}
-#: Each stored recording and the recordings of the same points made at another time, with how a
-#: reason names them (:func:`repeat_reasons`): the repeat of the unexplained points on a quiet host
-#: (2026-12-06) against both grids, and both grids against it.
-REPEATS = {
-    GRID_RESULTS: ((REPEAT_GRID_RESULTS, "a quiet host on 2026-12-06"),),
-    QUIET_GRID_RESULTS: ((REPEAT_GRID_RESULTS, "a quiet host on 2026-12-06"),),
-    REPEAT_GRID_RESULTS: ((QUIET_GRID_RESULTS, "the quiet host on 2026-12-04"),
-                          (GRID_RESULTS, "the loaded host on 2026-12-01")),
+#: Each stored recording and the other recordings of the same points its misses are also
+#: judged against (:func:`other_recording_reasons`), in that order, each with the reason's
+#: kind and how it names the other recording: the loaded and the quiet grid under each
+#: other's host load, and the repeat of their unexplained points (2026-12-06) against both.
+OTHER_RECORDINGS: dict[Path, tuple[tuple[Path, str, str], ...]] = {
+    GRID_RESULTS: ((QUIET_GRID_RESULTS, "host load", "the quiet host"),
+                   (REPEAT_GRID_RESULTS, "recorded again", "a quiet host on 2026-12-06")),
+    QUIET_GRID_RESULTS: ((GRID_RESULTS, "host load", "the loaded host"),
+                         (REPEAT_GRID_RESULTS, "recorded again", "a quiet host on 2026-12-06")),
+    REPEAT_GRID_RESULTS: ((QUIET_GRID_RESULTS, "recorded again", "the quiet host on 2026-12-04"),
+                          (GRID_RESULTS, "recorded again", "the loaded host on 2026-12-01")),
 }
 #: Grid points re-run in the lab with packet captures on both sides of the
 #: bottleneck and the sender's tcp_probe tracepoint: per run, the loss episodes
@@ -202,11 +202,15 @@ def judge(point: GridPoint, captures: Optional[dict[str, list[dict[str, Any]]]] 
     return point
 
 
-def _other_recording_reasons(points: Sequence[GridPoint], other: Sequence[GridPoint], prefix: str,
-                             where: str) -> list[GridPoint]:
-    """Adds ``prefix: the kernel on <where> gives ...`` to each unexplained miss of ``points``
-    where the same point in ``other`` (judged against its own twin) is in the band for that
-    metric and the two kernels differ from each other by more than the band."""
+def other_recording_reasons(points: Sequence[GridPoint], other: Sequence[GridPoint], kind: str,
+                            where: str) -> list[GridPoint]:
+    """Adds a measured reason (``kind: the kernel on <where> gives ...``) to each
+    unexplained miss of ``points`` where the same point in ``other``, a recording
+    of it under another host load (``kind`` "host load") or at another time
+    ("recorded again"), judged against its own twin, is in the band for that
+    metric while the two kernels differ from each other by more than the band:
+    the kernel does not repeat itself there by the band, and the twin matches
+    the other recording."""
     by_name = {p.name: p for p in other}
     for point in points:
         twin = by_name.get(point.name)
@@ -216,49 +220,25 @@ def _other_recording_reasons(points: Sequence[GridPoint], other: Sequence[GridPo
             a, b = point.kernel[metric], twin.kernel[metric]
             if metric not in twin.misses and _differ(a, b, metric):
                 shown = f"{b:.3f} against {a:.3f}" if metric == "jain" else f"{b / a:.2f}x of this one"
-                point.reasons[metric] = f"{prefix}: the kernel on {where} gives {shown}, in the band there"
+                point.reasons[metric] = f"{kind}: the kernel on {where} gives {shown}, in the band there"
     return list(points)
-
-
-def host_load_reasons(points: Sequence[GridPoint], other: Sequence[GridPoint], host: str) -> list[GridPoint]:
-    """Adds a measured reason to each unexplained miss of ``points`` where the same
-    point recorded on the ``host`` host (``other``, judged against its own twin)
-    is in the band for that metric and the kernel's two recordings differ by
-    more than the band: the kernel there moves with the host's load by more
-    than the band allows, and the twin matches it under the other load."""
-    return _other_recording_reasons(points, other, "host load", f"the {host} host")
-
-
-def repeat_reasons(points: Sequence[GridPoint], other: Sequence[GridPoint], where: str) -> list[GridPoint]:
-    """As :func:`host_load_reasons`, for a recording of the same points under the same
-    kind of host at another time (``where``, e.g. "a quiet host on 2026-12-06"): the
-    kernel does not repeat itself from one recording to the next by the band, and the
-    twin is in the band of the other recording."""
-    return _other_recording_reasons(points, other, "recorded again", where)
 
 
 def judge_recordings(paths: Sequence[Path], seed: int = 1, workers: int = 1, shaped_router: bool = False,
                      select: Optional[Callable[[Path], Sequence[dict[str, Any]]]] = None) -> dict[Path, list[GridPoint]]:
-    """Every recording of ``paths`` judged against its twin, each one's misses also judged
-    against the other host load's grid (:data:`HOST_LOADS`) and the repeats of its points
-    (:data:`REPEATS`) where those are stored; ``select``: the records of a path
-    (default: all of them)."""
+    """Every recording of ``paths`` judged against its twin, its misses also judged
+    against the stored :data:`OTHER_RECORDINGS` of the same points; ``select``: the
+    records of a path (default: all of them)."""
     from fabricsim.validation.dumbbell.setup import recorded
 
     select = select or recorded
-    wanted = set(paths)
-    for path in paths:
-        wanted |= {HOST_LOADS[path][0]} if path in HOST_LOADS else set()
-        wanted |= {other for other, _ in REPEATS.get(path, ())}
+    wanted = set(paths) | {other for path in paths for other, _, _ in OTHER_RECORDINGS.get(path, ())}
     points = {path: grid_points(select(path), seed=seed, workers=workers, shaped_router=shaped_router)
               for path in wanted if path.exists()}
     for path in paths:
-        if path in HOST_LOADS and HOST_LOADS[path][0] in points:
-            other, label = HOST_LOADS[path]
-            host_load_reasons(points[path], points[other], label)
-        for other, where in REPEATS.get(path, ()):
+        for other, kind, where in OTHER_RECORDINGS.get(path, ()):
             if other in points:
-                repeat_reasons(points[path], points[other], where)
+                other_recording_reasons(points[path], points[other], kind, where)
     return {path: points[path] for path in paths}
 
 

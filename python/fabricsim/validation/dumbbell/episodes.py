@@ -17,6 +17,7 @@ summarises the sender's window between loss episodes, beside the twin's
 
 from __future__ import annotations
 
+import bisect
 import collections
 import re
 import struct
@@ -213,12 +214,9 @@ def cycles(acks: list[tuple[float, int]], entries: list[float], exits: list[floa
             if a[0] - start[0] > FLAT_S:
                 flats.append((a[1], a[0] - start[0]))
             start = b
-    gaps = []
-    for exit_ in (e for e in exits if e - t0 >= skip_s):
-        following = next((e for e in entries if e > exit_), None)
-        if following is not None:
-            gaps.append(following - exit_)
-    gaps.sort()
+    # From each recovery's end to the next one's start (``entries`` in time order).
+    after = ((exit_, bisect.bisect_right(entries, exit_)) for exit_ in exits if exit_ - t0 >= skip_s)
+    gaps = sorted(entries[i] - exit_ for exit_, i in after if i < len(entries))
     cwnd = collections.Counter(c for _, c in acks)
     return {
         "seconds": round(span, 3),

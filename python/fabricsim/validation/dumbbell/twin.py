@@ -8,6 +8,7 @@ import statistics
 from typing import Any, Optional, Sequence
 
 from fabricsim.units import parse_rate
+from fabricsim.validation.dumbbell.episodes import cycles
 from fabricsim.validation.dumbbell.setup import _CC_TO_FABRICSIM, LAB_TRUESIZE_OVERHEAD, DumbbellSetup, jain_index
 from fabricsim.validation.linux import ETH_HEADER
 
@@ -404,11 +405,11 @@ def lab_host_model(setup: DumbbellSetup, forwarding: bool = False, **overrides: 
 
 def twin_window_cycles(record: dict[str, Any], seed: int = 1, skip_s: float = 2.0,
                        shaped_router: bool = False) -> dict[str, Any]:
-    """:func:`~fabricsim.validation.dumbbell.episodes.cycles` of the twin of a recorded single-flow point, from its ``tcp_trace``
-    (``shaped_router``: the bottleneck as the lab builds it, see :func:`scenario`)."""
+    """:func:`~fabricsim.validation.dumbbell.episodes.cycles` of the twin of a recorded
+    single-flow point, from its ``tcp_trace`` (``shaped_router``: the bottleneck as the
+    lab builds it, see :func:`scenario`)."""
     from fabricsim.runner import run
     from fabricsim.schema import from_dict
-    from fabricsim.validation.dumbbell.episodes import cycles
 
     setup = DumbbellSetup(**record["setup"])
     tcp, host = lab_twin(record, None, False)
