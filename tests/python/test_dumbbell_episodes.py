@@ -85,6 +85,8 @@ def test_window_cycles_reads_the_senders_window_and_its_recoveries_from_a_trace(
         for cwnd in (3, 4, 5):
             lines.append(probe(t, cwnd))
             t += 0.0001
+        if cycle == 1:  # this entry comes from Disorder (SACKed data, no loss proven yet)
+            lines.append(state(t - 0.00005, 1))
         lines += [state(t, 3), probe(t + 0.00002, 4)]
         t += 0.00005
         lines.append(state(t, 0))
@@ -95,6 +97,7 @@ def test_window_cycles_reads_the_senders_window_and_its_recoveries_from_a_trace(
     assert out["recoveries"] == 3
     assert out["flat_stretches"] == 1 and out["flat_cwnd"] == {3: 1}
     assert out["acks_by_cwnd"] == {3: 5, 4: 6, 5: 3}
+    assert out["cwnd_at_entry"] == {5: 3} and out["entries_from_disorder"] == 1
     # Exit to the next entry: 0.2 ms + three ACKs 0.1 ms apart, and once the 31 ms stretch too.
     assert out["exit_to_entry_us"]["p10"] == 500 and out["exit_to_entry_us"]["p90"] == 31_500
 
@@ -109,5 +112,7 @@ def test_the_twins_window_at_the_cubic_single_flow_on_30kb_is_the_one_documented
     record = next(r for r in recorded(REPEAT_GRID_RESULTS) if r["name"].startswith("cubic-1x1-1Gbps-30KB"))
     link = twin_window_cycles(record)
     assert link["recoveries"] == 1844 and link["flat_cwnd"] == {4: 212}
+    # Every episode begins at the first SACK (the kernel: 17 % of them one ACK later, from Disorder).
+    assert link["entries_from_disorder"] == 0 and min(link["cwnd_at_entry"]) == 5
     shaped = twin_window_cycles(record, shaped_router=True)
     assert shaped["recoveries"] == 4674 and shaped["flat_cwnd"] == {3: 216}

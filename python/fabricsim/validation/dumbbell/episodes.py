@@ -201,9 +201,12 @@ _STATE = re.compile(r"\s(\d+\.\d+): tcp_cong_state_set: .*?sport=(\d+) dport=(\d
 FLAT_S = 0.020
 
 
-def cycles(acks: list[tuple[float, int]], entries: list[float], exits: list[float], skip_s: float) -> dict[str, Any]:
+def cycles(acks: list[tuple[float, int]], entries: list[float], exits: list[float], skip_s: float,
+           from_disorder: int = 0) -> dict[str, Any]:
     """The window between loss episodes: ``acks`` (time, cwnd in segments) at the
-    sender, the times recovery began (``entries``) and ended (``exits``)."""
+    sender, the times recovery began (``entries``) and ended (``exits``), and how
+    many of the entries came from Disorder (SACKed data not yet proven lost)
+    rather than at the first SACK."""
     t0 = acks[0][0] if acks else 0.0
     acks = [a for a in acks if a[0] - t0 >= skip_s]
     entries = [e for e in entries if e - t0 >= skip_s]
@@ -218,6 +221,10 @@ def cycles(acks: list[tuple[float, int]], entries: list[float], exits: list[floa
     after = ((exit_, bisect.bisect_right(entries, exit_)) for exit_ in exits if exit_ - t0 >= skip_s)
     gaps = sorted(entries[i] - exit_ for exit_, i in after if i < len(entries))
     cwnd = collections.Counter(c for _, c in acks)
+    times = [t for t, _ in acks]
+    # The window at the last ACK before each entry: the window that overflowed.
+    before = (bisect.bisect_left(times, e) - 1 for e in entries)
+    at_entry = collections.Counter(acks[i][1] for i in before if i >= 0)
     return {
         "seconds": round(span, 3),
         "recoveries": len(entries),
@@ -226,6 +233,8 @@ def cycles(acks: list[tuple[float, int]], entries: list[float], exits: list[floa
         "flat_seconds": round(sum(d for _, d in flats), 3),
         "flat_cwnd": dict(sorted(collections.Counter(c for c, _ in flats).items())),
         "exit_to_entry_us": {f"p{q}": round(gaps[int(len(gaps) * q / 100)] * 1e6) for q in (10, 50, 90)} if gaps else {},
+        "cwnd_at_entry": dict(sorted(at_entry.items())),
+        "entries_from_disorder": from_disorder,
     }
 
 
@@ -247,10 +256,12 @@ def window_cycles(trace: Path, skip_s: float = 2.0) -> dict[str, Any]:
         raise ValueError(f"{trace}: no tcp_probe lines of a connection to port 5201")
     conn = max(acks, key=lambda c: len(acks[c]))
     moves = states.get(conn.rsplit(":", 1)[1], [])
-    # TCP_CA_Recovery is 3; the move back to TCP_CA_Open (0) ends it.
+    # TCP_CA_Recovery is 3; the move back to TCP_CA_Open (0) ends it; Disorder is 1.
+    t0 = acks[conn][0][0]
     entries = [t for t, state in moves if state == 3]
     exits = [t for (t, state), (_, before) in zip(moves[1:], moves) if state == 0 and before == 3]
-    return cycles(acks[conn], entries, exits, skip_s)
+    via = sum(1 for (t, state), (_, before) in zip(moves[1:], moves) if state == 3 and before == 1 and t - t0 >= skip_s)
+    return cycles(acks[conn], entries, exits, skip_s, via)
 
 
 def main(argv: list[str]) -> int:

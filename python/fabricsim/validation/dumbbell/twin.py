@@ -416,7 +416,15 @@ def twin_window_cycles(record: dict[str, Any], seed: int = 1, skip_s: float = 2.
     doc = scenario(setup, record["summary"]["one_way_latency_us"]["mean"], seed, tcp, host, shaped_router)
     doc.setdefault("stats", {})["tcp_trace"] = {"max_rows": 4_000_000}
     trace = run(from_dict(doc), seed=seed).tables()["tcp_trace"].filter(flow_id=0).sort("time_ps")
-    rows = trace.select("time_ps", "event", "cwnd_segments").rows()
-    acks = [(t / 1e12, c) for t, e, c in rows if e == "ack"]
-    return cycles(acks, [t / 1e12 for t, e, _ in rows if e == "recovery_start"],
-                   [t / 1e12 for t, e, _ in rows if e == "recovery_end"], skip_s)
+    rows = trace.select("time_ps", "event", "cwnd_segments", "state").rows()
+    acks = [(t / 1e12, c) for t, e, c, _ in rows if e == "ack"]
+    t0 = rows[0][0] if rows else 0
+    # An entry from Disorder: the ACK row before it had SACKed data and no loss proven.
+    last_ack_state, via = None, 0
+    for t, e, _, state in rows:
+        if e == "recovery_start" and last_ack_state == "disorder" and (t - t0) / 1e12 >= skip_s:
+            via += 1
+        elif e == "ack":
+            last_ack_state = state
+    return cycles(acks, [t / 1e12 for t, e, _, _ in rows if e == "recovery_start"],
+                  [t / 1e12 for t, e, _, _ in rows if e == "recovery_end"], skip_s, via)
