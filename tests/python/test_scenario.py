@@ -101,6 +101,7 @@ TCP_DEFAULTS = {
     "sack": True,
     "dsack": True,
     "rack": True,
+    "rack_rtt_in_ack_order": True,
     "tlp": True,
     "prr": True,
     "limited_transmit": True,

@@ -142,6 +142,7 @@ TCP_PROFILES: dict[str, dict[str, Any]] = {
         "sack": True,
         "dsack": True,
         "rack": True,
+        "rack_rtt_in_ack_order": True,
         "tlp": True,
         "prr": True,
         "limited_transmit": True,
@@ -163,6 +164,7 @@ TCP_PROFILES: dict[str, dict[str, Any]] = {
         "sack": False,
         "dsack": False,
         "rack": False,
+        "rack_rtt_in_ack_order": False,
         "tlp": False,
         "prr": False,
         "limited_transmit": False,
@@ -365,6 +367,9 @@ class Tcp(Model):
     sack: Optional[bool] = None
     dsack: Optional[bool] = None
     rack: Optional[bool] = None
+    #: ``RACK.rtt`` from the last segment an ACK delivers in Linux's order (SACKed, then
+    #: cumulatively acknowledged) rather than from the most recently sent (RFC 8985).
+    rack_rtt_in_ack_order: Optional[bool] = None
     tlp: Optional[bool] = None
     prr: Optional[bool] = None
     limited_transmit: Optional[bool] = None
@@ -503,6 +508,7 @@ class Tcp(Model):
             "sack": self.sack,
             "dsack": self.dsack,
             "rack": self.rack,
+            "rack_rtt_in_ack_order": self.rack_rtt_in_ack_order,
             "tlp": self.tlp,
             "prr": self.prr,
             "limited_transmit": self.limited_transmit,

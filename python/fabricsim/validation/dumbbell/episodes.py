@@ -31,16 +31,23 @@ from fabricsim.validation.dumbbell.setup import DumbbellSetup, _jobs, grid_setup
 
 TRACING = Path("/sys/kernel/tracing")
 _TRACEPOINTS = ("tcp/tcp_probe", "tcp/tcp_retransmit_skb", "tcp/tcp_cong_state_set")
+#: The bottleneck's own timeline (``capture(qdisc=True)``): every frame the htb root (1:) took in
+#: and gave out, and every frame a qdisc dropped (freed after the dequeues its enqueue ran).
+_QDISC_TRACEPOINTS = ("qdisc/qdisc_enqueue", "qdisc/qdisc_dequeue", "skb/kfree_skb")
+_QDISC_FILTERS = {"qdisc/qdisc_enqueue": "handle == 65536", "qdisc/qdisc_dequeue": "handle == 65536",
+                  "skb/kfree_skb": "reason == 64"}
 
 
 def _tracing(path: str, value: str) -> None:
     (TRACING / path).write_text(value)
 
 
-def capture(setup: DumbbellSetup, out: Path, nice: int = -10, packets: bool = True) -> dict[str, Any]:
+def capture(setup: DumbbellSetup, out: Path, nice: int = -10, packets: bool = True,
+            qdisc: bool = False) -> dict[str, Any]:
     """Runs ``setup`` once in the lab (root) with the captures in ``out``
-    (``s0.pcap``, ``rx.pcap`` unless not ``packets``, ``trace.txt``); the bfifo's
-    and the sender's counters."""
+    (``s0.pcap``, ``rx.pcap`` unless not ``packets``, ``trace.txt``; with
+    ``qdisc`` the bottleneck's enqueues, dequeues and drops in the trace too);
+    the bfifo's and the sender's counters."""
     from fabricsim.validation.linux import Lab, LabError
 
     if not (TRACING / "events" / "tcp" / "tcp_probe").exists():
@@ -51,17 +58,22 @@ def capture(setup: DumbbellSetup, out: Path, nice: int = -10, packets: bool = Tr
             lab.spawn(node, ["tcpdump", "-i", lab.device(node, "r"), "-s", "96", "-B", "65536", "-w", str(out / f"{node}.pcap"), "tcp"])
             for node in ("s0", "rx")
         ] if packets else []
-        _tracing("buffer_size_kb", "65536")
+        _tracing("buffer_size_kb", "262144" if qdisc else "65536")
         _tracing("trace", "")
         _tracing("events/tcp/tcp_probe/filter", "dport == 5201 || sport == 5201")
-        for event in _TRACEPOINTS:
+        events = _TRACEPOINTS + (_QDISC_TRACEPOINTS if qdisc else ())
+        for event in events:
+            if event in _QDISC_FILTERS:
+                _tracing(f"events/{event}/filter", _QDISC_FILTERS[event])
             _tracing(f"events/{event}/enable", "1")
         time.sleep(1.5)
         try:
             run = lab.iperf3(_jobs(setup), sample_interval_s=0.25, socket_nodes=("rx",), trace_scheduler=False)
         finally:
-            for event in _TRACEPOINTS:
+            for event in events:
                 _tracing(f"events/{event}/enable", "0")
+                if event in _QDISC_FILTERS:
+                    _tracing(f"events/{event}/filter", "0")
             (out / "trace.txt").write_text((TRACING / "trace").read_text())
             time.sleep(1.0)
             for tap in taps:
@@ -266,10 +278,11 @@ def window_cycles(trace: Path, skip_s: float = 2.0) -> dict[str, Any]:
 
 def main(argv: list[str]) -> int:
     windows = "--windows" in argv
-    argv = [a for a in argv if a != "--windows"]
+    qdisc = "--qdisc" in argv
+    argv = [a for a in argv if a not in ("--windows", "--qdisc")]
     name, out = argv[0], Path(argv[1])
     setup = {s.name: s for s in grid_setups()}[name]
-    counters = capture(setup, out, packets=not windows)
+    counters = capture(setup, out, packets=not windows, qdisc=qdisc)
     if windows:
         print({"kernel": {**counters, **window_cycles(out / "trace.txt")}})
         return 0

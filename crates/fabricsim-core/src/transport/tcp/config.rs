@@ -222,6 +222,11 @@ pub struct TcpConfig {
     pub dsack: bool,
     /// RACK time-based loss detection (RFC 8985 section 6).
     pub rack: bool,
+    /// `RACK.rtt` from the last segment an ACK delivers in Linux's order
+    /// (SACKed, then cumulatively acknowledged, each in ascending sequence;
+    /// `tcp_rack_advance` in current kernels) rather than from the most
+    /// recently sent one (RFC 8985); see `scoreboard::Deliveries`.
+    pub rack_rtt_in_ack_order: bool,
     /// Tail loss probes (RFC 8985 section 7).
     pub tlp: bool,
     /// Proportional Rate Reduction (RFC 6937, slow-start reduction bound) in recovery.
@@ -313,6 +318,7 @@ impl TcpConfig {
             sack: linux,
             dsack: linux,
             rack: linux,
+            rack_rtt_in_ack_order: linux,
             tlp: linux,
             prr: linux,
             limited_transmit: linux,
@@ -557,6 +563,7 @@ pub struct TcpConfigSpec {
     pub sack: Option<bool>,
     pub dsack: Option<bool>,
     pub rack: Option<bool>,
+    pub rack_rtt_in_ack_order: Option<bool>,
     pub tlp: Option<bool>,
     pub prr: Option<bool>,
     pub limited_transmit: Option<bool>,
@@ -642,6 +649,7 @@ impl From<TcpConfigSpec> for TcpConfig {
             sack,
             dsack: with_sack(s.dsack, d.dsack),
             rack: with_sack(s.rack, d.rack),
+            rack_rtt_in_ack_order: s.rack_rtt_in_ack_order.unwrap_or(d.rack_rtt_in_ack_order),
             tlp: with_sack(s.tlp, d.tlp),
             prr: with_sack(s.prr, d.prr),
             limited_transmit: s.limited_transmit.unwrap_or(d.limited_transmit),

@@ -47,18 +47,15 @@ impl Default for Rack {
 }
 
 impl Rack {
-    /// Step 2: a segment sent at `d.xmit` was delivered at `now`. A sample
-    /// from a retransmitted segment that came back faster than the minimum
-    /// RTT acknowledges the original transmission and is ignored.
-    pub fn on_delivered(&mut self, d: Delivered, now: SimTime, min_rtt: Option<SimTime>) {
-        let rtt = now.saturating_sub(d.xmit);
-        if d.retransmitted && min_rtt.map_or(false, |m| rtt < m) {
-            return;
-        }
-        self.rtt = rtt;
-        if !self.valid || super::scoreboard::sent_after(d.xmit, d.end, self.xmit, self.end) {
-            self.xmit = d.xmit;
-            self.end = d.end;
+    /// Step 2: an ACK delivered segments, `latest` the most recently sent of
+    /// them and `rtt_from` the one whose RTT is kept (see
+    /// [`Deliveries`](super::scoreboard::Deliveries): the same segment in the
+    /// RFC's order, possibly an older one in Linux's).
+    pub fn on_delivered(&mut self, latest: Delivered, rtt_from: Delivered, now: SimTime) {
+        self.rtt = now.saturating_sub(rtt_from.xmit);
+        if !self.valid || super::scoreboard::sent_after(latest.xmit, latest.end, self.xmit, self.end) {
+            self.xmit = latest.xmit;
+            self.end = latest.end;
         }
         self.valid = true;
     }
@@ -119,18 +116,11 @@ mod tests {
     }
 
     #[test]
-    fn rack_keeps_the_most_recently_sent_delivery_and_its_rtt() {
+    fn rack_keeps_the_most_recently_sent_delivery_and_the_rtt_it_is_given() {
         let mut r = Rack::default();
-        r.on_delivered(d(10, 5000, false), SimTime::from_us(60), None);
-        r.on_delivered(d(5, 9000, false), SimTime::from_us(70), None);
+        r.on_delivered(d(10, 5000, false), d(10, 5000, false), SimTime::from_us(60));
+        r.on_delivered(d(5, 9000, false), d(5, 9000, false), SimTime::from_us(70));
         assert_eq!((r.xmit, r.end, r.rtt), (SimTime::from_us(10), 5000, SimTime::from_us(65)));
-    }
-
-    #[test]
-    fn a_retransmission_acked_faster_than_min_rtt_is_ambiguous_and_ignored() {
-        let mut r = Rack::default();
-        r.on_delivered(d(100, 5000, true), SimTime::from_us(110), Some(SimTime::from_us(50)));
-        assert!(!r.valid);
     }
 
     #[test]

@@ -36,7 +36,7 @@ use super::cc::{AckInfo, CcState, SlowStartExit};
 use super::limits::Burst;
 use super::prr::Prr;
 use super::rack::{Rack, Tlp};
-use super::scoreboard::{Delivered, Scoreboard, SACKED};
+use super::scoreboard::{Deliveries, Scoreboard, SACKED};
 use super::sender::{EcnCut, SenderCore, SenderState};
 use super::{Outbox, Segment, TcpConfig};
 use crate::units::SimTime;
@@ -82,6 +82,7 @@ pub struct SackRecovery {
     /// RecoveryPoint (RFC 6675) or the end of the CWR or Loss episode.
     recovery_point: u64,
     rack: Option<Rack>,
+    rack_rtt_in_ack_order: bool,
     tlp: Option<Tlp>,
     prr_on: bool,
     prr: Prr,
@@ -100,6 +101,7 @@ impl SackRecovery {
             ca: CaState::Open,
             recovery_point: 0,
             rack: cfg.rack.then(Rack::default),
+            rack_rtt_in_ack_order: cfg.rack_rtt_in_ack_order,
             tlp: cfg.tlp.then(Tlp::default),
             prr_on: cfg.prr,
             prr: Prr::default(),
@@ -172,15 +174,16 @@ impl SenderCore {
         let (dsack, blocks, nblocks) = split_blocks(seg);
         let prior_marks = s.sb.lost_marks;
         let prior_fack = s.sb.fack();
-        let mut latest: Option<Delivered> = None;
+        let mut deliveries = Deliveries::new(now, min_rtt, s.rack_rtt_in_ack_order);
         let mut newly_sacked = 0;
         for &(bs, be) in &blocks[..nblocks] {
-            newly_sacked += s.sb.sack(bs, be, &mut latest);
+            newly_sacked += s.sb.sack(bs, be, &mut deliveries);
         }
-        let cum_acked = if advanced { s.sb.ack_to(ack, prior_fack, &mut latest) } else { 0 };
+        let cum_acked = if advanced { s.sb.ack_to(ack, prior_fack, &mut deliveries) } else { 0 };
         let delivered = newly_sacked + cum_acked;
-        if let (Some(r), Some(d)) = (&mut s.rack, latest) {
-            r.on_delivered(d, now, min_rtt);
+        let latest = deliveries.latest;
+        if let (Some(r), Some(d), Some(rtt_from)) = (&mut s.rack, latest, deliveries.rtt_from()) {
+            r.on_delivered(d, rtt_from, now);
         }
         if let Some((ds, de)) = dsack {
             s.stats.dsacks += 1;

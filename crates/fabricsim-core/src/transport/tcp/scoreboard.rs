@@ -42,10 +42,73 @@ pub struct Delivered {
     pub retransmitted: bool,
 }
 
-impl Delivered {
-    fn keep_latest(slot: &mut Option<Delivered>, d: Delivered) {
-        if slot.map_or(true, |cur| sent_after(d.xmit, d.end, cur.xmit, cur.end)) {
-            *slot = Some(d);
+/// What one ACK delivered, as RACK reads it (RFC 8985 6.2 step 2): the most
+/// recently sent of the segments it delivered (`latest`), and the one whose
+/// RTT becomes `RACK.rtt` (`rtt_from`). A retransmitted segment delivered
+/// sooner than the minimum RTT acknowledges its original transmission and
+/// counts for neither.
+///
+/// Which RTT is kept depends on the order the deliveries are taken in.
+/// RFC 8985 takes them in the order they were sent, so `RACK.rtt` is the
+/// latest-sent segment's. Linux (`tcp_rack_advance`, called per newly
+/// delivered skb, last call wins) takes them as `tcp_ack` walks them: the
+/// SACKed ones in ascending sequence (`tcp_sacktag_write_queue` sorts the
+/// blocks), then the cumulatively acknowledged ones in ascending sequence
+/// (`tcp_clean_rtx_queue`). So when an ACK both SACKs and advances SND.UNA,
+/// Linux keeps the RTT of the highest cumulatively acknowledged segment; if
+/// that segment left in the same burst as a lost one after it, the lost one
+/// is exactly `RACK.rtt` old and not yet past the reordering window: the
+/// connection waits in Disorder for the next ACK (`in_ack_order`).
+#[derive(Clone, Copy, Debug)]
+pub struct Deliveries {
+    now: SimTime,
+    min_rtt: Option<SimTime>,
+    in_ack_order: bool,
+    pub latest: Option<Delivered>,
+    /// Linux order: the highest SACKed segment, and the last cumulatively acknowledged one.
+    sacked_top: Option<Delivered>,
+    cum_last: Option<Delivered>,
+}
+
+impl Deliveries {
+    pub fn new(now: SimTime, min_rtt: Option<SimTime>, in_ack_order: bool) -> Self {
+        Deliveries { now, min_rtt, in_ack_order, latest: None, sacked_top: None, cum_last: None }
+    }
+
+    fn counts(&self, d: &Delivered) -> bool {
+        !(d.retransmitted && self.min_rtt.map_or(false, |m| self.now.saturating_sub(d.xmit) < m))
+    }
+
+    fn keep_latest(&mut self, d: Delivered) {
+        if self.latest.map_or(true, |cur| sent_after(d.xmit, d.end, cur.xmit, cur.end)) {
+            self.latest = Some(d);
+        }
+    }
+
+    /// A segment newly SACKed.
+    fn sacked(&mut self, d: Delivered) {
+        if self.counts(&d) {
+            self.keep_latest(d);
+            if self.sacked_top.map_or(true, |t| d.end > t.end) {
+                self.sacked_top = Some(d);
+            }
+        }
+    }
+
+    /// A segment newly acknowledged by the cumulative ACK (taken in ascending sequence).
+    fn cum_acked(&mut self, d: Delivered) {
+        if self.counts(&d) {
+            self.keep_latest(d);
+            self.cum_last = Some(d);
+        }
+    }
+
+    /// The segment whose RTT becomes `RACK.rtt`.
+    pub fn rtt_from(&self) -> Option<Delivered> {
+        if self.in_ack_order {
+            self.cum_last.or(self.sacked_top)
+        } else {
+            self.latest
         }
     }
 }
@@ -258,8 +321,8 @@ impl Scoreboard {
     }
 
     /// Marks newly SACKed segments in `[start, end)`; returns the bytes newly
-    /// SACKed and updates `latest` with the most recently sent of them.
-    pub fn sack(&mut self, start: u64, end: u64, latest: &mut Option<Delivered>) -> u64 {
+    /// SACKed and records the newly SACKed segments in `deliveries`.
+    pub fn sack(&mut self, start: u64, end: u64, deliveries: &mut Deliveries) -> u64 {
         let (s, e) = (start.max(self.base), end.min(self.high));
         if s >= e {
             return 0;
@@ -272,12 +335,12 @@ impl Scoreboard {
         for k in i..j {
             let (rs, re) = self.sacked_ranges[k];
             if rs > cur {
-                newly += self.sack_segments(cur, rs.min(e), latest);
+                newly += self.sack_segments(cur, rs.min(e), deliveries);
             }
             cur = cur.max(re);
         }
         if cur < e {
-            newly += self.sack_segments(cur, e, latest);
+            newly += self.sack_segments(cur, e, deliveries);
         }
         if i == j {
             self.sacked_ranges.insert(i, (s, e));
@@ -291,7 +354,7 @@ impl Scoreboard {
     }
 
     /// Marks the segments in `[s, e)` (none SACKed yet) as SACKed.
-    fn sack_segments(&mut self, s: u64, e: u64, latest: &mut Option<Delivered>) -> u64 {
+    fn sack_segments(&mut self, s: u64, e: u64, deliveries: &mut Deliveries) -> u64 {
         let mut seq = s - (s - self.base) % self.mss;
         let mut newly = 0;
         while seq < e {
@@ -318,10 +381,7 @@ impl Scoreboard {
                 if flags & EVER_RETRANS == 0 && seq + len <= self.fack {
                     self.reordering_seen = true;
                 }
-                Delivered::keep_latest(
-                    latest,
-                    Delivered { xmit: r.xmit, end: seq + len, retransmitted: flags & EVER_RETRANS != 0 },
-                );
+                deliveries.sacked(Delivered { xmit: r.xmit, end: seq + len, retransmitted: flags & EVER_RETRANS != 0 });
             }
             seq += len;
         }
@@ -334,10 +394,10 @@ impl Scoreboard {
     }
 
     /// The cumulative ACK moved to `ack`; returns the bytes it delivered that
-    /// were not SACKed before and updates `latest`. `prior_fack` is the
+    /// were not SACKed before and records them in `deliveries`. `prior_fack` is the
     /// highest SACKed byte before this ACK's SACK blocks were processed.
     #[inline(always)]
-    pub fn ack_to(&mut self, ack: u64, prior_fack: u64, latest: &mut Option<Delivered>) -> u64 {
+    pub fn ack_to(&mut self, ack: u64, prior_fack: u64, deliveries: &mut Deliveries) -> u64 {
         let mut delivered = 0;
         while self.base < ack {
             let Some(r) = self.segs.pop_front() else { break };
@@ -359,10 +419,11 @@ impl Scoreboard {
                 if r.flags & EVER_RETRANS == 0 && self.base + len <= prior_fack {
                     self.reordering_seen = true;
                 }
-                Delivered::keep_latest(
-                    latest,
-                    Delivered { xmit: r.xmit, end: self.base + len, retransmitted: r.flags & EVER_RETRANS != 0 },
-                );
+                deliveries.cum_acked(Delivered {
+                    xmit: r.xmit,
+                    end: self.base + len,
+                    retransmitted: r.flags & EVER_RETRANS != 0,
+                });
             }
             self.base += len;
         }
@@ -486,9 +547,9 @@ mod tests {
     fn pipe_counts_outstanding_minus_sacked_and_lost_plus_retransmitted() {
         let mut sb = sent(10);
         assert_eq!(sb.pipe(), 10 * M);
-        let mut latest = None;
+        let mut latest = Deliveries::new(SimTime::from_us(30), None, false);
         assert_eq!(sb.sack(3 * M, 6 * M, &mut latest), 3 * M);
-        assert_eq!(latest.unwrap().end, 6 * M, "the most recently sent of the SACKed segments");
+        assert_eq!(latest.latest.unwrap().end, 6 * M, "the most recently sent of the SACKed segments");
         assert_eq!(sb.pipe(), 7 * M);
         // The same block again changes nothing.
         assert_eq!(sb.sack(3 * M, 6 * M, &mut latest), 0);
@@ -508,7 +569,7 @@ mod tests {
     #[test]
     fn three_sacked_segments_above_a_hole_mark_it_lost() {
         let mut sb = sent(10);
-        let mut latest = None;
+        let mut latest = Deliveries::new(SimTime::from_us(30), None, false);
         sb.sack(2 * M, 4 * M, &mut latest);
         assert_eq!(sb.mark_lost_dupthresh(3), 0, "two SACKed segments are not enough");
         sb.sack(5 * M, 6 * M, &mut latest);
@@ -529,5 +590,58 @@ mod tests {
         assert_eq!(timeout, Some(SimTime::from_us(1)));
         let (n, timeout) = sb.rack_detect(SimTime::from_us(21), xmit, end, wait);
         assert_eq!((n, timeout), (1, None), "segment 4 is due; later segments were sent after segment 5");
+    }
+
+    /// Segments 0 and 1 leave in one burst at 10 us, 2 and 3 in the next at
+    /// 20 us; segment 1 is lost. At 50 us an ACK acknowledges segment 0 and
+    /// SACKs segment 2.
+    fn hole_in_a_burst() -> (Scoreboard, Deliveries, Deliveries) {
+        let mut sb = Scoreboard::new(M, 10 * M, true);
+        for (k, t) in [(0, 10), (1, 10), (2, 20), (3, 20)] {
+            sb.on_send_new(k * M, SimTime::from_us(t));
+        }
+        let now = SimTime::from_us(50);
+        let (mut rfc, mut linux) = (Deliveries::new(now, None, false), Deliveries::new(now, None, true));
+        let mut twin = sb.clone();
+        sb.sack(2 * M, 3 * M, &mut rfc);
+        sb.ack_to(M, 3 * M, &mut rfc);
+        twin.sack(2 * M, 3 * M, &mut linux);
+        twin.ack_to(M, 3 * M, &mut linux);
+        (sb, rfc, linux)
+    }
+
+    #[test]
+    fn rack_rtt_comes_from_the_latest_sent_delivery_in_the_rfcs_order() {
+        let (mut sb, rfc, _) = hole_in_a_burst();
+        let (latest, from) = (rfc.latest.unwrap(), rfc.rtt_from().unwrap());
+        assert_eq!((latest.end, from.end), (3 * M, 3 * M));
+        // RACK.rtt = 30 us: segment 1, sent at 10 us, is due at 10 + 30 + 2 us.
+        let (n, _) = sb.rack_detect(SimTime::from_us(50), latest.xmit, latest.end, SimTime::from_us(30 + 2));
+        assert_eq!(n, 1);
+    }
+
+    #[test]
+    fn linux_keeps_the_rtt_of_the_cumulatively_acked_segment_and_waits_on_its_burst_mate() {
+        let (mut sb, _, linux) = hole_in_a_burst();
+        let (latest, from) = (linux.latest.unwrap(), linux.rtt_from().unwrap());
+        assert_eq!(latest.end, 3 * M, "RACK.xmit_ts is still the latest-sent delivery's");
+        assert_eq!(from.end, M, "tcp_clean_rtx_queue's segment comes last");
+        // RACK.rtt = 40 us, segment 1's own age: not lost until the reordering window passes.
+        let rtt = SimTime::from_us(50) - from.xmit;
+        let (n, timeout) = sb.rack_detect(SimTime::from_us(50), latest.xmit, latest.end, rtt + SimTime::from_us(2));
+        assert_eq!((n, timeout), (0, Some(SimTime::from_us(2))));
+    }
+
+    #[test]
+    fn a_retransmission_acked_faster_than_min_rtt_is_ambiguous_and_counts_for_nothing() {
+        let mut sb = Scoreboard::new(M, 10 * M, true);
+        sb.on_send_new(0, SimTime::from_us(1));
+        sb.mark_lost(0);
+        sb.on_retransmit(0, SimTime::from_us(100));
+        for in_ack_order in [false, true] {
+            let mut d = Deliveries::new(SimTime::from_us(110), Some(SimTime::from_us(50)), in_ack_order);
+            sb.clone().ack_to(M, 0, &mut d);
+            assert!(d.latest.is_none() && d.rtt_from().is_none());
+        }
     }
 }
