@@ -119,3 +119,35 @@ def test_the_twins_window_at_the_cubic_single_flow_on_30kb_is_the_one_documented
     shaped = twin_window_cycles(records["cubic-1x1-300Mbps-30KB"], shaped_router=True)
     assert shaped["recoveries"] == 1460 and shaped["entries_from_disorder"] == 830
     assert shaped["flat_cwnd"] == {3: 134} and min(shaped["cwnd_at_entry"]) == 4
+
+
+def test_qdisc_timeline_reads_the_shapers_spacing_and_what_follows_each_drop(tmp_path: Path) -> None:
+    """``--qdisc``: the htb root's enqueues and (non-empty) dequeues and the qdisc drops; a
+    dequeue with a frame still waiting is measured against one frame time, and a drop followed
+    within 60 us by an enqueue counts as a later frame of the burst kept."""
+    from fabricsim.validation.dumbbell.episodes import qdisc_timeline
+
+    def line(t: float, kind: str, rest: str) -> str:
+        return f"          <idle>-0       [001] b.s2. {t:.6f}: {kind}: {rest}"
+
+    enq = "enqueue ifindex=3 qdisc handle=0x10000 parent=0xFFFFFFFF skbaddr=0000000000000001"
+    deq = "dequeue ifindex=3 qdisc handle=0x10000 parent=0xFFFFFFFF txq_state=0x0 packets=%d skbaddr=0000000000000001"
+    drop = "skbaddr=0000000000000002 rx_sk=0000000000000000 protocol=2048 location=x reason: QDISC_DROP"
+    t = 100.0
+    lines = [line(t, "qdisc_enqueue", enq)]
+    t = 101.0
+    # Three frames in, then dequeues 240 us, 242 us and 238 us apart; one empty dequeue.
+    lines += [line(t, "qdisc_enqueue", enq) for _ in range(3)]
+    for k, gap in enumerate((0.0, 240e-6, 242e-6, 238e-6)):
+        t += gap
+        lines.append(line(t, "qdisc_dequeue", deq % 1))
+    lines.append(line(t + 1e-6, "qdisc_dequeue", deq % 0))
+    # A drop with nothing taken in after it, and one followed by an enqueue 5 us later.
+    lines += [line(t + 10e-6, "kfree_skb", drop), line(t + 200e-6, "kfree_skb", drop),
+              line(t + 205e-6, "qdisc_enqueue", enq)]
+    path = tmp_path / "trace.txt"
+    path.write_text("\n".join(lines) + "\n")
+    out = qdisc_timeline(path, frame_s=240e-6, skip_s=0.5)
+    assert out["drops"] == 2 and out["drops_with_a_frame_taken_in_after"] == 1
+    # Dequeues with another frame waiting: the second (+0 us) and third (+2 us); the fourth took the last.
+    assert out["dequeue_spacing_minus_frame_us"]["p50"] == 2.0

@@ -276,6 +276,51 @@ def window_cycles(trace: Path, skip_s: float = 2.0) -> dict[str, Any]:
     return cycles(acks[conn], entries, exits, skip_s, via)
 
 
+_QDISC_EVENT = re.compile(r"\s(\d+\.\d+): (qdisc_enqueue|qdisc_dequeue|kfree_skb): (.*)")
+
+
+def qdisc_timeline(trace: Path, frame_s: float, skip_s: float = 2.0, around_s: float = 60e-6) -> dict[str, Any]:
+    """The bottleneck's own timeline in a ``capture(qdisc=True)`` trace, after
+    its first ``skip_s`` seconds: how far each dequeue in a backlog came from one
+    frame time (``frame_s``) after the one before, and how many drops had a frame
+    taken in within ``around_s`` after them (a later frame of the same burst kept)."""
+    events: list[tuple[float, str]] = []
+    for line in trace.read_text().splitlines():
+        m = _QDISC_EVENT.search(line)
+        if not m:
+            continue
+        kind, rest = m.group(2), m.group(3)
+        if kind == "qdisc_dequeue" and "packets=1" not in rest:
+            continue  # an empty dequeue
+        events.append((float(m.group(1)), {"qdisc_enqueue": "E", "qdisc_dequeue": "D", "kfree_skb": "X"}[kind]))
+    if not events:
+        raise ValueError(f"{trace}: no qdisc events (capture with qdisc=True)")
+    t0 = events[0][0]
+    backlog, last_dequeue, spacing = 0, None, []
+    for t, kind in events:
+        if kind == "E":
+            backlog += 1
+        elif kind == "D":
+            # A dequeue with another frame waiting since the previous one: the shaper's own spacing.
+            if last_dequeue is not None and backlog >= 2 and t - t0 >= skip_s:
+                spacing.append((t - last_dequeue - frame_s) * 1e6)
+            backlog = max(0, backlog - 1)
+            last_dequeue = t
+    spacing.sort()
+    drops = [i for i, (t, kind) in enumerate(events) if kind == "X" and t - t0 >= skip_s]
+    kept_after = sum(
+        1 for i in drops
+        if any(kind == "E" for t, kind in events[i + 1:i + 8] if t - events[i][0] <= around_s)
+    )
+    return {
+        "drops": len(drops),
+        "drops_with_a_frame_taken_in_after": kept_after,
+        "dequeue_spacing_minus_frame_us": {
+            f"p{q}": round(spacing[int(len(spacing) * q / 100)], 1) for q in (1, 10, 50, 90, 99)
+        } if spacing else {},
+    }
+
+
 def main(argv: list[str]) -> int:
     windows = "--windows" in argv
     qdisc = "--qdisc" in argv
@@ -284,7 +329,11 @@ def main(argv: list[str]) -> int:
     setup = {s.name: s for s in grid_setups()}[name]
     counters = capture(setup, out, packets=not windows, qdisc=qdisc)
     if windows:
-        print({"kernel": {**counters, **window_cycles(out / "trace.txt")}})
+        report = {**counters, **window_cycles(out / "trace.txt")}
+        if qdisc:
+            frame_s = (setup.mtu + 14) * 8 / parse_rate(setup.rate)
+            report["bottleneck"] = qdisc_timeline(out / "trace.txt", frame_s)
+        print({"kernel": report})
         return 0
     print(summarize(out, counters, episode_gap_s=episode_gap_s(setup)))
     return 0
