@@ -1,7 +1,9 @@
 //! RACK-TLP (RFC 8985): time-based loss detection and tail loss probes.
 //!
 //! RACK remembers the most recently sent segment that has been delivered
-//! (`RACK.xmit_ts`, `RACK.end_seq`) and the RTT measured with it (`RACK.rtt`).
+//! (`RACK.xmit_ts`, `RACK.end_seq`) and an RTT sample (`RACK.rtt`): that
+//! segment's in RFC 8985, the last delivered one in Linux's ACK order with
+//! `rack_rtt_in_ack_order` (`scoreboard::Deliveries` chooses it).
 //! A segment sent before it is lost once `RACK.rtt + RACK.reo_wnd` has passed
 //! since the segment was sent (section 6.2). The reordering window is zero
 //! in recovery or once `DupThresh` segments are SACKed, as long as no
