@@ -98,6 +98,8 @@ def test_window_cycles_reads_the_senders_window_and_its_recoveries_from_a_trace(
     assert out["flat_stretches"] == 1 and out["flat_cwnd"] == {3: 1}
     assert out["acks_by_cwnd"] == {3: 5, 4: 6, 5: 3}
     assert out["cwnd_at_entry"] == {5: 3} and out["entries_from_disorder"] == 1
+    # Each exit at a window of 3 (the first ACK after it) led to an entry at 5; the last exit has no next entry.
+    assert out["transitions"] == {3: {5: 2}}
     # Exit to the next entry: 0.2 ms + three ACKs 0.1 ms apart, and once the 31 ms stretch too.
     assert out["exit_to_entry_us"]["p10"] == 500 and out["exit_to_entry_us"]["p90"] == 31_500
 
@@ -119,6 +121,20 @@ def test_the_twins_window_at_the_cubic_single_flow_on_30kb_is_the_one_documented
     shaped = twin_window_cycles(records["cubic-1x1-300Mbps-30KB"], shaped_router=True)
     assert shaped["recoveries"] == 1460 and shaped["entries_from_disorder"] == 830
     assert shaped["flat_cwnd"] == {3: 134} and min(shaped["cwnd_at_entry"]) == 4
+
+
+def test_the_twins_single_flow_at_1gbps_on_30kb_runs_one_orbit_of_recoveries() -> None:
+    """docs/validation/linux.md, "From one recovery to the next": with the bottleneck built as
+    the lab builds it, the twin's CUBIC flow at 1 Gbps on 30 KB repeats one orbit (a recovery
+    from a window of 6 ends at 4, the next begins at 4 and ends at 2, the flow grows back to 6),
+    where the kernel spreads each exit over three to five entry windows."""
+    from fabricsim.validation.dumbbell import REPEAT_GRID_RESULTS, recorded
+    from fabricsim.validation.dumbbell.twin import twin_window_cycles
+
+    record = next(r for r in recorded(REPEAT_GRID_RESULTS) if r["name"].startswith("cubic-1x1-1Gbps-30KB"))
+    moves = twin_window_cycles(record, shaped_router=True)["transitions"]
+    assert moves[2][6] == 3450 and moves[4][4] == 3388
+    assert sum(sum(row.values()) for row in moves.values()) == 8891
 
 
 def test_qdisc_timeline_reads_the_shapers_spacing_and_what_follows_each_drop(tmp_path: Path) -> None:

@@ -214,11 +214,16 @@ FLAT_S = 0.020
 
 
 def cycles(acks: list[tuple[float, int]], entries: list[float], exits: list[float], skip_s: float,
-           from_disorder: int = 0) -> dict[str, Any]:
+           from_disorder: int = 0, exit_cwnds: Optional[list[int]] = None) -> dict[str, Any]:
     """The window between loss episodes: ``acks`` (time, cwnd in segments) at the
     sender, the times recovery began (``entries``) and ended (``exits``), and how
     many of the entries came from Disorder (SACKed data not yet proven lost)
-    rather than at the first SACK."""
+    rather than at the first SACK.
+
+    ``transitions`` counts, for each window a recovery ended with, the windows the
+    next recovery began at (``{exit: {entry: count}}``): the window at the exit is
+    ``exit_cwnds`` where given (one per exit), else that of the first ACK after
+    it; the window at an entry is that of the last ACK before it."""
     t0 = acks[0][0] if acks else 0.0
     acks = [a for a in acks if a[0] - t0 >= skip_s]
     entries = [e for e in entries if e - t0 >= skip_s]
@@ -234,9 +239,24 @@ def cycles(acks: list[tuple[float, int]], entries: list[float], exits: list[floa
     gaps = sorted(entries[i] - exit_ for exit_, i in after if i < len(entries))
     cwnd = collections.Counter(c for _, c in acks)
     times = [t for t, _ in acks]
-    # The window at the last ACK before each entry: the window that overflowed.
-    before = (bisect.bisect_left(times, e) - 1 for e in entries)
-    at_entry = collections.Counter(acks[i][1] for i in before if i >= 0)
+    # The window at the last ACK before each entry: the window that overflowed. An ACK logged at the
+    # entry's own time is the one that began it (a tracepoint's microseconds: the sender's probe of
+    # an ACK comes before the state change that ACK makes), and likewise at an exit.
+    entry_cwnd = {e: acks[i][1] for e in entries if (i := bisect.bisect_right(times, e) - 1) >= 0}
+    at_entry = collections.Counter(entry_cwnd.values())
+    moves: dict[int, collections.Counter] = collections.defaultdict(collections.Counter)
+    for k, exit_ in enumerate(exits):
+        if exit_ - t0 < skip_s:
+            continue
+        if exit_cwnds is not None:
+            left = exit_cwnds[k]
+        elif (j := bisect.bisect_right(times, exit_)) < len(acks):
+            left = acks[j][1]
+        else:
+            continue
+        i = bisect.bisect_right(entries, exit_)
+        if i < len(entries) and entries[i] in entry_cwnd:
+            moves[left][entry_cwnd[entries[i]]] += 1
     return {
         "seconds": round(span, 3),
         "recoveries": len(entries),
@@ -247,6 +267,7 @@ def cycles(acks: list[tuple[float, int]], entries: list[float], exits: list[floa
         "exit_to_entry_us": {f"p{q}": round(gaps[int(len(gaps) * q / 100)] * 1e6) for q in (10, 50, 90)} if gaps else {},
         "cwnd_at_entry": dict(sorted(at_entry.items())),
         "entries_from_disorder": from_disorder,
+        "transitions": {w: dict(sorted(moves[w].items())) for w in sorted(moves)},
     }
 
 

@@ -426,5 +426,6 @@ def twin_window_cycles(record: dict[str, Any], seed: int = 1, skip_s: float = 2.
             via += 1
         elif e == "ack":
             last_ack_state = state
+    ends = [(t / 1e12, c) for t, e, c, _ in rows if e == "recovery_end"]
     return cycles(acks, [t / 1e12 for t, e, _, _ in rows if e == "recovery_start"],
-                  [t / 1e12 for t, e, _, _ in rows if e == "recovery_end"], skip_s, via)
+                  [t for t, _ in ends], skip_s, via, exit_cwnds=[c for _, c in ends])
