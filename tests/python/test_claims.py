@@ -211,3 +211,20 @@ def test_an_assumption_replaces_only_the_rows_matching_all_of_its_keys():
     alt = pl.DataFrame({"device": ["b"], "size": [1], "v": [9.0]})
     out = _substituted({"t/r": base}, {"t/r": alt}, {"device": "b", "size": 1})["t/r"]
     assert sorted(out.rows()) == [("a", 1, 1.0), ("b", 1, 9.0), ("b", 2, 3.0)]
+
+
+def test_an_assumption_replaces_rows_that_label_its_points_their_own_way():
+    """A point's parameter may be written differently in its rows (tolly's stack ``scenario:tcp`` is the
+    rows' ``scenario tcp``): the rows replaced are those holding what the assumption's rows hold in the
+    ``only`` columns, here the TCP rows of device b, and never the UDP ones."""
+    import polars as pl
+
+    from fabricsim.reproductions.claims import _substituted
+
+    base = pl.DataFrame({"device": ["a", "b", "b", "b"], "stack": ["scenario tcp", "scenario tcp", "scenario tcp",
+                                                                    "scenario udp"],
+                         "size": [1, 1, 2, 1], "v": [1.0, 2.0, 3.0, 4.0]})
+    alt = pl.DataFrame({"device": ["b", "b"], "stack": ["scenario tcp", "scenario tcp"], "size": [1, 2], "v": [8.0, 9.0]})
+    out = _substituted({"t/r": base}, {"t/r": alt}, {"device": "b", "stack": "scenario:tcp"})["t/r"]
+    assert sorted(out.rows()) == [("a", "scenario tcp", 1, 1.0), ("b", "scenario tcp", 1, 8.0),
+                                  ("b", "scenario tcp", 2, 9.0), ("b", "scenario udp", 1, 4.0)]

@@ -261,7 +261,10 @@ def evaluate(claims: Sequence[Claim], mapping: ClaimMap, tables: Mapping[str, An
 
 def _substituted(tables: Mapping[str, Any], alternative: Mapping[str, Any], only: Mapping[str, Any]) -> dict[str, Any]:
     """The prediction's tables with the rows an assumption's points replace swapped
-    for theirs: rows whose columns equal ``only`` go, the assumption's rows come in."""
+    for theirs: rows whose ``only`` columns hold what the assumption's rows hold there
+    go (a row may label a point's parameter its own way, e.g. a stack ``scenario:tcp``
+    as ``scenario tcp``; a column the assumption's rows lack compares with ``only``'s
+    value), the assumption's rows come in."""
     import polars as pl
 
     out = dict(tables)
@@ -270,8 +273,13 @@ def _substituted(tables: Mapping[str, Any], alternative: Mapping[str, Any], only
         if base is None or base.height == 0:
             out[key] = alt
             continue
-        keys = [(column, value) for column, value in only.items() if column in base.columns]
-        replaced = pl.all_horizontal([pl.col(column) == value for column, value in keys]) if keys else pl.lit(True)
+        fixed = [(column, value) for column, value in only.items() if column in base.columns and column not in alt.columns]
+        replaced = pl.all_horizontal([pl.col(column) == value for column, value in fixed]) if fixed else pl.lit(True)
+        shared = [column for column in only if column in base.columns and column in alt.columns]
+        if shared:
+            labels = alt.select(shared).unique()
+            hit = base.select(shared).with_row_index("_row").join(labels, on=shared, how="semi")["_row"]
+            replaced = replaced & pl.int_range(pl.len()).is_in(hit.implode())
         out[key] = pl.concat([base.filter(~replaced), alt], how="diagonal_relaxed")
     return out
 

@@ -28,7 +28,7 @@ from typing import Any
 import polars as pl
 
 from fabricsim.reproductions import page as P
-from fabricsim.reproductions.base import Report, Test, grid_points, load_yaml
+from fabricsim.reproductions.base import Assumption, Report, Test, assume, grid_points, load_yaml
 from fabricsim.reproductions.claims import Simulated, frame, pick
 
 NAME = "tolly-lightfleet"
@@ -59,20 +59,20 @@ LOADS = {0: 0.0, 10: 0.1, 100: 1.0}
 ADAPTERS: dict[str, dict[str, Any]] = {"fm4000-like": {"cut_through": "256B"}, "optical-broadcast": {}}
 
 
-def _scenario(device: str) -> Any:
+def _scenario(device: str, params: dict[str, Any]) -> Any:
     from fabricsim import from_dict
 
     doc = load_yaml(NAME, "tolly-latency.yaml")
     model = doc["network"]["host"]["model"]
     model["nic"] = {**model["nic"], **ADAPTERS[device]}
-    return from_dict(doc)
+    return from_dict(assume(doc, params))
 
 
 def latency(params: dict[str, Any], full: bool) -> dict[str, list[dict[str, Any]]]:
     from fabricsim.experiments.rfc2544 import Settings, rfc2544
 
     frame = int(params["frame_bytes"])
-    out = rfc2544(_scenario(params["device"]), tests=["host_latency"], frame_sizes=[frame],
+    out = rfc2544(_scenario(params["device"], params), tests=["host_latency"], frame_sizes=[frame],
                   pairs=[PAIRS[params["device"]]],
                   stacks=[params["stack"]], settings=Settings(messages=int(params["messages"])))
     rows = []
@@ -89,7 +89,7 @@ def socket(params: dict[str, Any], full: bool) -> dict[str, list[dict[str, Any]]
     from fabricsim.experiments.rfc2544 import Settings, rfc2544
 
     frame = int(params["frame_bytes"])
-    out = rfc2544(_scenario(params["device"]), tests=["socket"], frame_sizes=[frame],
+    out = rfc2544(_scenario(params["device"], params), tests=["socket"], frame_sizes=[frame],
                   pairs=[PAIRS[params["device"]]],
                   stacks=[params["stack"]], settings=Settings(trial_ps=int(params["trial_us"]) * 1_000_000))
     rows = [{"device": params["device"], "stack": r["stack"], "frame_bytes": frame,
@@ -133,7 +133,7 @@ def rfc2544_device(params: dict[str, Any], full: bool) -> dict[str, list[dict[st
     from fabricsim.experiments.rfc2544 import Settings, rfc2544
 
     frame = int(params["frame_bytes"])
-    out = rfc2544(_scenario(params["device"]), tests=["throughput", "latency"], frame_sizes=[frame],
+    out = rfc2544(_scenario(params["device"], params), tests=["throughput", "latency"], frame_sizes=[frame],
                   pairs=[PAIRS[params["device"]]],
                   settings=Settings(trial_ps=int(params["trial_us"]) * 1_000_000))
     rows = []
@@ -488,6 +488,51 @@ CLAIMS: dict[str, Any] = {
 }
 
 
+#: What the Lightfleet stations cost is not public (the HBA's datapath, VMA's calls): the scenario gives
+#: them the Solarflare-class NIC and the kernel-bypass preset's costs. Two spaces, from the model outward:
+#: the HBA's fixed DMA latency at each end (the scenario's 300 ns transmit and 250 ns receive), and a
+#: cost per application call of the sockets stack (the preset charges none).
+_NIC = "network.host.model.nic"
+_HBA_LATENCY = tuple(
+    (f"the Lightfleet HBA takes {us:g} us to hand a frame to the wire and {us:g} us to deliver one (the "
+     "scenario: 300 and 250 ns)", {f"{_NIC}.tx_latency": f"{us:g}us", f"{_NIC}.rx_latency": f"{us:g}us"})
+    for us in (0.5, 1.0, 1.5, 2.0)
+)
+
+
+def _stages_with_calls(ns: int) -> list[dict[str, Any]]:
+    from fabricsim.hosts import kernel_bypass
+
+    call = {"kind": "syscall", "name": "socket_call", "tx": {"per_packet": f"{ns}ns"}, "rx": {"per_packet": f"{ns}ns"}}
+    return [call, *kernel_bypass.MODEL["stages"]]
+
+
+_CALL_COST = tuple(
+    (f"the Lightfleet sockets stack (libsocklf on VMA) costs {ns} ns per send and per receive call",
+     {"network.host.model.stages": _stages_with_calls(ns)})
+    for ns in (100, 200, 400)
+)
+ASSUMPTIONS = (
+    Assumption("Lightfleet HBA latency", "latency", {"device": FABRIC}, _HBA_LATENCY,
+               why="the Lightfleet HBA's latencies are not public (its STAC-N1 figures are for members only)"),
+    Assumption("Lightfleet sockets call cost", "socket", {"device": FABRIC, "stack": "scenario:tcp"}, _CALL_COST,
+               why="what VMA and libsocklf cost per application call is not public"),
+)
+
+#: A 9216 B frame takes 7.39 us on a 10 Gb/s wire (preamble and gap included), and the report's own 64 B
+#: point leaves 3.7 - 0.07 = 3.6 us that does not grow with the frame: one serialization plus that is 11 us.
+_ONE_SERIALIZATION = ("Ruled out by arithmetic: a 9216 B frame takes 7.39 us on a 10 Gb/s link (preamble and "
+                      "gap included), and the report's own Lightfleet point at 64 B leaves 3.7 - 0.07 = 3.6 us of "
+                      "latency that does not grow with the frame, so a 10 Gb/s path that serializes the frame once "
+                      "takes at least 11 us; the report's 7.4 us fits neither a store-and-forward nor a cut-through "
+                      "station on such a path. Its Lightfleet points at different sizes may come from different "
+                      "stacks (it does not say which) or from a faster link.")
+RULED_OUT: dict[str, str] = {
+    "latency.lightfleet.9216B": _ONE_SERIALIZATION,
+    "latency.better_pct.9216B": _ONE_SERIALIZATION + " The 60 % is computed from that 7.4 us.",
+}
+
+
 REPORT = Report(
     name=NAME,
     title="tolly-lightfleet: end-to-end latency, throughput, multicast and power",
@@ -519,4 +564,6 @@ REPORT = Report(
     ),
     golden_tests=("latency", "socket", "multicast"),
     claims=CLAIMS,
+    assumptions=ASSUMPTIONS,
+    ruled_out=RULED_OUT,
 )
