@@ -273,13 +273,11 @@ def _substituted(tables: Mapping[str, Any], alternative: Mapping[str, Any], only
         if base is None or base.height == 0:
             out[key] = alt
             continue
-        fixed = [(column, value) for column, value in only.items() if column in base.columns and column not in alt.columns]
-        replaced = pl.all_horizontal([pl.col(column) == value for column, value in fixed]) if fixed else pl.lit(True)
-        shared = [column for column in only if column in base.columns and column in alt.columns]
+        tests = [pl.col(c) == v for c, v in only.items() if c in base.columns and c not in alt.columns]
+        shared = [c for c in only if c in base.columns and c in alt.columns]
         if shared:
-            labels = alt.select(shared).unique()
-            hit = base.select(shared).with_row_index("_row").join(labels, on=shared, how="semi")["_row"]
-            replaced = replaced & pl.int_range(pl.len()).is_in(hit.implode())
+            tests.append(pl.struct(shared).is_in(alt.select(pl.struct(shared)).to_series().unique().implode()))
+        replaced = pl.all_horizontal(tests) if tests else pl.lit(True)
         out[key] = pl.concat([base.filter(~replaced), alt], how="diagonal_relaxed")
     return out
 

@@ -270,9 +270,9 @@ def _no_collapse_without_timeouts() -> dict[str, str]:
             f"(H-TCP's smallest backoff factor, 0.5; CUBIC 0.7), so after every loss episode the streams still carry "
             f"{floor:.1f} Gbps or more, and grow from there. 2 Gbps over 25 s needs most of the run far below that: "
             "retransmission timeouts again and again, or a limit at the senders that does not depend on the switch "
-            "buffer. The explanation space's hosts (a Linux 3.10 TCP without RACK, 4.19, 32 MiB windows) time out "
-            "at most twice per run at 36 MB and below and keep 5.4-7.9 Gbps; what held the report's hosts at "
-            "2 Gbps is not in its text.")
+            "buffer. The explanation space's hosts (a Linux 3.10 TCP without RACK, 4.19, 32 MiB windows) have "
+            "almost no timeouts here and stay far above 2 Gbps (their tables on this page; measured: "
+            "docs/reproductions/esnet-buffers.md); what held the report's hosts at 2 Gbps is not in its text.")
     return out
 
 

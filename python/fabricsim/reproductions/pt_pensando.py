@@ -342,24 +342,26 @@ CLAIMS: dict[str, Any] = {
 }
 
 
+def _stages_with_ovs(stages: list[dict[str, Any]], us_per_pass: float) -> list[dict[str, Any]]:
+    """Configuration c's host ``stages`` with an OVS-like kernel datapath before its conntrack: a flow-table
+    lookup per frame, twice (OVS sends a packet through conntrack with ``ct(table=N)`` and looks it up again
+    on recirculation), costing ``us_per_pass`` each time, in each direction."""
+    cost = {"per_packet": f"{2 * us_per_pass:g}us"}
+    at = next((i for i, st in enumerate(stages) if st["kind"] == "conntrack"), len(stages))
+    return [*stages[:at], {"kind": "acl", "name": "ovs_datapath", "tx": cost, "rx": cost}, *stages[at:]]
+
+
+def _c_stages() -> list[dict[str, Any]]:
+    from fabricsim.experiments.sdn import configure
+
+    return list(configure(load_yaml(NAME, "pt-sdn.yaml"), "c")["network"]["host"]["model"]["stages"])
+
+
 #: Which host offloads survive the SmartNIC's software datapath: the lab measured that the kernel's VXLAN and
 #: nftables conntrack keep GRO's and GSO's batches (docs/validation/linux-datapath.md, "Which batching survives
 #: which datapath"), but not the OVS kernel datapath (not in the lab kernel); the space runs configuration c
 #: with them lost, partly or wholly, as that datapath would have to lose them.
-def _stages_with_ovs(us_per_pass: float) -> list[dict[str, Any]]:
-    """Configuration c's host stages with an OVS-like kernel datapath before its conntrack: a flow-table
-    lookup per frame, twice (OVS sends a packet through conntrack with ``ct(table=N)`` and looks it up again
-    on recirculation), costing ``us_per_pass`` each time, in each direction."""
-    from fabricsim.experiments.sdn import configure
-
-    model = configure(load_yaml(NAME, "pt-sdn.yaml"), "c")["network"]["host"]["model"]
-    stages = list(model["stages"])
-    cost = {"per_packet": f"{2 * us_per_pass:g}us"}
-    at = next((i for i, st in enumerate(stages) if st["kind"] == "conntrack"), len(stages))
-    stages.insert(at, {"kind": "acl", "name": "ovs_datapath", "tx": cost, "rx": cost})
-    return stages
-
-
+_C_STAGES = _c_stages()
 _NO_OFFLOADS = {"network.host.model.gso": 0, "network.host.model.tso": False, "network.host.model.gro": 0}
 ASSUMPTIONS = (
     Assumption(
@@ -369,7 +371,8 @@ ASSUMPTIONS = (
          ("configuration c's hosts lose TSO, GSO and GRO (every frame pays every stage)", dict(_NO_OFFLOADS)),
          *((f"configuration c's hosts lose TSO, GSO and GRO and every frame crosses an OVS kernel datapath twice "
             f"(conntrack, then the lookup after recirculation) at {us:g} us per pass",
-            {**_NO_OFFLOADS, "network.host.model.stages": _stages_with_ovs(us)}) for us in (0.5, 1.0, 2.0))),
+            {**_NO_OFFLOADS, "network.host.model.stages": _stages_with_ovs(_C_STAGES, us)})
+           for us in (0.5, 1.0, 2.0))),
         why=("the lab measured that the kernel's VXLAN and conntrack keep GRO's and GSO's batches; whether the "
              "OVS kernel datapath beside them does, and what its lookups cost, is not measured (not in the lab "
              "kernel)")),
