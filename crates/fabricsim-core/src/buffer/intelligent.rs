@@ -15,8 +15,9 @@
 //!   bytes in the last period `M_i` are taken and the fair share is updated by
 //!   `M_fair <- M_fair - a (Q_now - Q_ref) + b (Q_old - Q_ref)`, with `M_fair` in
 //!   bytes per AFD period and queue lengths in units of `afd_queue_unit_bytes`
-//!   (default 16 B), clamped to `[0, port rate x period]`. If `k > 1` periods
-//!   passed, `M_i` is the per-period average. An arriving elephant packet is
+//!   (default 16 B), clamped to `[0, port rate x period]`, once per period that
+//!   ended (the queue at period ends no packet reached taken as draining at the
+//!   port's rate). If `k > 1` periods passed, `M_i` is the per-period average. An arriving elephant packet is
 //!   dropped (reason `afd`) with probability `max(0, 1 - M_fair / M_i)`, or
 //!   CE-marked instead when `afd_ecn` is on and the packet is ECT. Mice are
 //!   never AFD-dropped.
@@ -260,10 +261,31 @@ impl IntelligentBuffer {
         a.last_update = SimTime(a.last_update.0 + k * period);
         let unit = self.cfg.afd_queue_unit_bytes as f64;
         let qref = self.cfg.queue_desired_bytes as f64 / unit;
+        let (ga, gb) = (self.cfg.afd_a, self.cfg.afd_b);
+        let max = self.max_share[port];
+        // The controller runs once per period whether packets arrive or not. No packet
+        // reached this queue after the first of the `k` periods, so at the later period
+        // ends the queue was draining: at most the port's rate per period (`max`) below
+        // the one before, and never below the queue now.
         let q_now = self.queue_bytes[q] as f64 / unit;
-        let q_old = a.q_old as f64 / unit;
-        let m = a.m_fair - self.cfg.afd_a * (q_now - qref) + self.cfg.afd_b * (q_old - qref);
-        a.m_fair = m.clamp(0.0, self.max_share[port]);
+        let drain = max / unit;
+        let mut q_prev = a.q_old as f64 / unit;
+        let mut m = a.m_fair;
+        let mut steps = k;
+        while steps > 0 {
+            let q_end = if steps == 1 { q_now } else { (q_prev - drain).max(q_now) };
+            if q_end == q_now && q_prev == q_now && steps > 1 {
+                // The queue stays at `q_now` for the remaining steps: each moves the
+                // share by the same amount, so the clamped result is reached at once.
+                m += (steps as f64) * (gb - ga) * (q_now - qref);
+                m = m.clamp(0.0, max);
+                break;
+            }
+            m = (m - ga * (q_end - qref) + gb * (q_prev - qref)).clamp(0.0, max);
+            q_prev = q_end;
+            steps -= 1;
+        }
+        a.m_fair = m;
         a.q_old = self.queue_bytes[q];
         let idle = self.cfg.etrap_age_ps.max(if self.cfg.dpp { self.cfg.dpp_age_ps } else { 0 });
         let table = &mut self.flows[port];
@@ -407,6 +429,51 @@ mod tests {
         let later = 20 + 5_000_000_001;
         assert_eq!(b.admit(&req(7, 0, later)), Verdict::Steer { class: 3, mark: false });
         assert_eq!(b.dpp_packets, 3);
+    }
+
+    /// The fair share after `k` periods with no arrival, one step of the PI update
+    /// per period, the queue draining at the port's rate down to what it holds now.
+    fn stepped(m: f64, q_old: f64, q_now: f64, k: u64, max: f64) -> f64 {
+        let (qref, drain) = (150_000.0 / 16.0, max / 16.0);
+        let (mut m, mut prev) = (m, q_old);
+        for j in 1..=k {
+            let q = if j == k { q_now } else { (prev - drain).max(q_now) };
+            m = (m - 1.8 * (q - qref) + 1.7 * (prev - qref)).clamp(0.0, max);
+            prev = q;
+        }
+        m
+    }
+
+    #[test]
+    fn the_fair_share_is_updated_every_period_an_idle_queue_included() {
+        let mut c = cfg();
+        c.dpp = false;
+        let period = c.afd_period_ps;
+        let max = 10e9 * period as f64 / 8e12; // 31,250 B per 25 us at 10 Gb/s
+        for (m0, q_old_bytes, k) in [(0.0, 0u64, 10u64), (0.0, 0, 40), (5_000.0, 300_000, 10), (0.0, 2_000_000, 3)] {
+            let mut b = IntelligentBuffer::new(&c, 1, 1, 1, 0, "b").unwrap();
+            b.set_port_rates(&[Rate(10_000_000_000)]);
+            b.afd[0].m_fair = m0;
+            b.afd[0].q_old = q_old_bytes;
+            // A mouse arriving `k` periods after the last update to an empty queue.
+            b.admit(&req(9, 0, k * period));
+            let want = stepped(m0, q_old_bytes as f64 / 16.0, 0.0, k, max);
+            assert!(
+                (b.fair_share(0, 0) - want).abs() < 1e-6,
+                "m0 {m0} q_old {q_old_bytes} k {k}: {} vs {want}",
+                b.fair_share(0, 0)
+            );
+        }
+        // Ten idle periods at an empty queue raise the share by a tenth of Q_ref per period
+        // (a - b = 0.1): 937.5 B each, not once.
+        let mut b = IntelligentBuffer::new(&c, 1, 1, 1, 0, "b").unwrap();
+        b.set_port_rates(&[Rate(10_000_000_000)]);
+        b.afd[0].m_fair = 0.0;
+        b.admit(&req(9, 0, 10 * period));
+        assert!((b.fair_share(0, 0) - 9_375.0).abs() < 1e-6);
+        // Long enough idle and the share is back at the port's rate.
+        b.admit(&req(9, 0, 60 * period));
+        assert_eq!(b.fair_share(0, 0), max);
     }
 
     #[test]
