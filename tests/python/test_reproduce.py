@@ -47,7 +47,8 @@ def test_every_test_has_points_at_both_scales_on_every_compared_device(name):
             mine = [p for p in points if p.test == test.name]
             assert mine, (name, test.name, full)
             json.dumps([p.params for p in mine])
-            devices = {p.params.get("device") for p in mine} - {None}
+            devices = ({p.params.get("device") for p in mine}
+                       | {d for p in mine for d in p.params.get("devices") or ()}) - {None}
             if devices:
                 assert len(devices) >= 2
     # The default scale of a whole report fits in 15 minutes on 2 cores (by the estimate).
@@ -59,6 +60,33 @@ def test_full_scale_uses_the_report_sizes():
     assert sorted({p["size_mb"] for p in inc}) == [200, 1000, 2000, 4000, 10000]
     fct = plan(get("miercom-buffers"), True)
     assert {p.params["duration_s"] for p in fct} == {300}
+
+
+def test_miercom_derives_the_5mb_nexus_only_where_its_cap_cannot_have_dropped(core):
+    """A point runs the 5 MB Nexus and takes the 10 MB one's rows from that run when its buffers never
+    came within a frame of 5 MB: the same numbers as running the 10 MB model itself."""
+    import fabricsim
+    from fabricsim.reproductions import miercom_buffers as M
+
+    params = {"duration_s": 0.05, "cc": "newreno", "datamining_cdf": "datamining_vl2_hkust",
+              "workload": "datamining", "load_pct": 20}
+    both = M.fct({**params, "devices": ["nexus-ib-5mb", "nexus-ib-10mb"]}, False)
+    alone = M.fct({**params, "devices": ["nexus-ib-10mb"]}, False)
+    derived = [r for r in both["summary"] if r["device"] == "nexus-ib-10mb"]
+    assert [r["derived_from"] for r in both["summary"]] == [None, "nexus-ib-5mb"]
+    assert derived[0]["max_buffer_bytes"] + M._LARGEST_FRAME <= 5_000_000
+    strip = lambda r: {k: v for k, v in r.items() if k != "derived_from"}
+    assert [strip(r) for r in derived] == [strip(r) for r in alone["summary"]]
+    assert [r for r in both["buckets"] if r["device"] == "nexus-ib-10mb"] == alone["buckets"]
+
+    def scenario(device):
+        return fabricsim.from_dict(M._scenario(params, device))
+
+    ten, five, deep = scenario("nexus-ib-10mb"), scenario("nexus-ib-5mb"), scenario("jericho-deep")
+    assert M.lower_cap(ten, five) == M.lower_cap(five, ten) == 5_000_000
+    assert M.lower_cap(ten, deep) is None and M.lower_cap(deep, five) is None
+    hosts = fabricsim.from_dict(M._scenario({**params, "assume": M.HOSTS[0][1]}, "nexus-ib-5mb"))
+    assert M.lower_cap(ten, hosts) is None  # anything else differs: run it
 
 
 def test_miercom_expected_flow_count_is_the_generator_rate_times_the_share_of_mice():
