@@ -108,8 +108,11 @@ def test_a_second_run_skips_finished_points_and_reruns_only_missing_ones(core, t
     out = tmp_path / "r"
     first = run_reproduction("tolly-lightfleet", out, tests=["power"], workers=1, page=False)
     assert (first.ran, first.skipped, first.failed) == (3, 0, 0)
+    # What the points cost is kept in the catalog and summed per test, for the points this call ran.
+    assert first.cpu["power"][0] == 3 and first.cpu["power"][1] > 0
     again = run_reproduction("tolly-lightfleet", out, tests=["power"], workers=1, page=False)
     assert (again.ran, again.skipped) == (0, 3)
+    assert again.cpu == {}
     # An interrupted point (no point.json) runs again; the tables are the same.
     victim = out / "points" / first.points[1].id
     shutil.rmtree(victim)

@@ -85,6 +85,11 @@ def _reproduce(args: argparse.Namespace) -> int:
         return _print_claims(args.name, outcome, args.json, wall)
     sys.stdout.write(f"{args.name}: {len(outcome.points)} points, {outcome.ran} run, {outcome.skipped} already done, "
                      f"{outcome.failed} failed, {wall:.0f} s\n")
+    if outcome.cpu:
+        total = sum(seconds for _, seconds in outcome.cpu.values())
+        sys.stdout.write(f"CPU of the points run: {total:.0f} s\n")
+        for label, (n, seconds) in outcome.cpu.items():
+            sys.stdout.write(f"  {label}: {seconds:.0f} s ({n} points)\n")
     for e in outcome.errors[:10]:
         sys.stdout.write(f"  failed: {e}\n")
     sys.stdout.write(f"wrote {outcome.page}\n")

@@ -59,6 +59,9 @@ class Outcome:
     page: Optional[Path] = None
     full: bool = False
     tests: Optional[list[str]] = None
+    #: CPU seconds and number of the points run by this call, per test and explanation setting
+    #: (``fct``, ``fct · <assumption> #<index>``), from the catalog.
+    cpu: dict[str, tuple[int, float]] = field(default_factory=dict)
 
 
 def scenario_digest(report: Any, test: Any) -> dict[str, str]:
@@ -125,7 +128,7 @@ def execute_point(report_name: str, test: str, params: dict[str, Any], full: boo
 
     from fabricsim.reproductions.registry import get
 
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     directory = Path(out_dir)
     try:
         if directory.exists():
@@ -147,6 +150,8 @@ def execute_point(report_name: str, test: str, params: dict[str, Any], full: boo
         record = {"status": "failed", "error": f"{type(exc).__name__}: {message}", "files": [], "seed": 1,
                   "metrics": {}}
     record["elapsed_s"] = time.perf_counter() - started
+    # The worker process's CPU (all its threads) while it ran the point: what the point cost.
+    record["cpu_s"] = time.process_time() - cpu_started
     return record
 
 
@@ -193,9 +198,15 @@ def run_reproduction(
     else:
         raise ReproduceError(f"--backend: unknown value {backend!r}; allowed: local, ray")
     outcome = Outcome(directory, points, full=full, tests=list(tests) if tests else None)
+    started_at = time.time()
     catalog = Catalog(directory / "catalog.duckdb")
     try:
         catalog.ensure_column("test", "VARCHAR")
+        # What each point cost when it ran here (empty for points adopted from an earlier run): the
+        # catalog's, not the tables' (a run's outputs stay the same bytes whatever the machine).
+        catalog.ensure_column("explain", "VARCHAR")
+        catalog.ensure_column("cpu_s", "DOUBLE")
+        catalog.ensure_column("wall_s", "DOUBLE")
 
         def row(point: RPoint, record: dict[str, Any]) -> dict[str, Any]:
             return {
@@ -204,6 +215,8 @@ def run_reproduction(
                 "status": record["status"], "error": record.get("error"), "out_dir": f"points/{point.id}",
                 "files": json.dumps([f"points/{point.id}/{f}" for f in record.get("files", [])]),
                 "metrics": "{}", "updated_at": time.time(),
+                "explain": None if point.explain is None else f"{point.explain[0]} #{point.explain[1]}",
+                "cpu_s": record.get("cpu_s"), "wall_s": record.get("elapsed_s"),
             }
 
         job = PointJob(
@@ -216,6 +229,7 @@ def run_reproduction(
         counts = run_points(catalog, points, job, execute, progress)
         outcome.ran, outcome.skipped = counts.ran, counts.skipped + counts.adopted
         outcome.failed, outcome.errors = counts.failed, counts.errors
+        outcome.cpu = _cpu_by_part(catalog, points, started_at)
     finally:
         catalog.close()
     outcome.tables = collect(directory, [p for p in points if p.explain is None])
@@ -237,6 +251,18 @@ def run_reproduction(
         outcome.page = write_page(report, outcome.tables, directory / "report.html", full=full,
                                   errors=outcome.errors, tests=tests, explanations=outcome.explanations)
     return outcome
+
+
+def _cpu_by_part(catalog: Any, points: Sequence[RPoint], since: float) -> dict[str, tuple[int, float]]:
+    """CPU seconds of the points that ran since ``since``, per test and explanation setting."""
+    out: dict[str, tuple[int, float]] = {}
+    for r in catalog.rows([p.id for p in points]):
+        if r.get("cpu_s") is None or (r.get("updated_at") or 0) < since or r.get("status") != "done":
+            continue
+        label = r["test"] + ("" if r.get("explain") is None else f" · {r['explain']}")
+        n, seconds = out.get(label, (0, 0.0))
+        out[label] = (n + 1, seconds + r["cpu_s"])
+    return dict(sorted(out.items()))
 
 
 def collect(directory: Path, points: Sequence[RPoint]) -> dict[str, Any]:
