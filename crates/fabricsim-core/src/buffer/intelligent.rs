@@ -17,7 +17,8 @@
 //!   bytes per AFD period and queue lengths in units of `afd_queue_unit_bytes`
 //!   (default 16 B), clamped to `[0, port rate x period]`, once per period that
 //!   ended (the queue at period ends no packet reached taken as draining at the
-//!   port's rate). If `k > 1` periods passed, `M_i` is the per-period average. An arriving elephant packet is
+//!   port's rate). If `k > 1` periods passed, `M_i` is the per-period average.
+//!   An arriving elephant packet is
 //!   dropped (reason `afd`) with probability `max(0, 1 - M_fair / M_i)`, or
 //!   CE-marked instead when `afd_ecn` is on and the packet is ECT. Mice are
 //!   never AFD-dropped.
