@@ -60,7 +60,7 @@ class Outcome:
     full: bool = False
     tests: Optional[list[str]] = None
     #: CPU seconds and number of the points run by this call, per test and explanation setting
-    #: (``fct``, ``fct · <assumption> #<index>``), from the catalog.
+    #: (``fct``, ``fct · <assumption> #<index>``).
     cpu: dict[str, tuple[int, float]] = field(default_factory=dict)
 
 
@@ -198,7 +198,6 @@ def run_reproduction(
     else:
         raise ReproduceError(f"--backend: unknown value {backend!r}; allowed: local, ray")
     outcome = Outcome(directory, points, full=full, tests=list(tests) if tests else None)
-    started_at = time.time()
     catalog = Catalog(directory / "catalog.duckdb")
     try:
         catalog.ensure_column("test", "VARCHAR")
@@ -209,14 +208,18 @@ def run_reproduction(
         catalog.ensure_column("wall_s", "DOUBLE")
 
         def row(point: RPoint, record: dict[str, Any]) -> dict[str, Any]:
+            explain = None if point.explain is None else f"{point.explain[0]} #{point.explain[1]}"
+            if record["status"] == "done" and record.get("cpu_s") is not None:  # run by this call
+                label = point.test + ("" if explain is None else f" · {explain}")
+                n, seconds = outcome.cpu.get(label, (0, 0.0))
+                outcome.cpu[label] = (n + 1, seconds + record["cpu_s"])
             return {
                 "point_id": point.id, "scenario": name, "test": point.test,
                 "params": json.dumps(point.params, sort_keys=True), "repeat": 0, "seed": point.seed,
                 "status": record["status"], "error": record.get("error"), "out_dir": f"points/{point.id}",
                 "files": json.dumps([f"points/{point.id}/{f}" for f in record.get("files", [])]),
                 "metrics": "{}", "updated_at": time.time(),
-                "explain": None if point.explain is None else f"{point.explain[0]} #{point.explain[1]}",
-                "cpu_s": record.get("cpu_s"), "wall_s": record.get("elapsed_s"),
+                "explain": explain, "cpu_s": record.get("cpu_s"), "wall_s": record.get("elapsed_s"),
             }
 
         job = PointJob(
@@ -229,7 +232,7 @@ def run_reproduction(
         counts = run_points(catalog, points, job, execute, progress)
         outcome.ran, outcome.skipped = counts.ran, counts.skipped + counts.adopted
         outcome.failed, outcome.errors = counts.failed, counts.errors
-        outcome.cpu = _cpu_by_part(catalog, points, started_at)
+        outcome.cpu = dict(sorted(outcome.cpu.items()))
     finally:
         catalog.close()
     outcome.tables = collect(directory, [p for p in points if p.explain is None])
@@ -251,18 +254,6 @@ def run_reproduction(
         outcome.page = write_page(report, outcome.tables, directory / "report.html", full=full,
                                   errors=outcome.errors, tests=tests, explanations=outcome.explanations)
     return outcome
-
-
-def _cpu_by_part(catalog: Any, points: Sequence[RPoint], since: float) -> dict[str, tuple[int, float]]:
-    """CPU seconds of the points that ran since ``since``, per test and explanation setting."""
-    out: dict[str, tuple[int, float]] = {}
-    for r in catalog.rows([p.id for p in points]):
-        if r.get("cpu_s") is None or (r.get("updated_at") or 0) < since or r.get("status") != "done":
-            continue
-        label = r["test"] + ("" if r.get("explain") is None else f" · {r['explain']}")
-        n, seconds = out.get(label, (0, 0.0))
-        out[label] = (n + 1, seconds + r["cpu_s"])
-    return dict(sorted(out.items()))
 
 
 def collect(directory: Path, points: Sequence[RPoint]) -> dict[str, Any]:
